@@ -1,0 +1,31 @@
+/* backend.h: the table of functions every compute backend provides.  A backend plans
+ * a graph once per session (buffers, threads, device state) and then runs it.
+ * Optional slots may be NULL; the engine checks before calling. */
+#ifndef GPUNET_BACKEND_H
+#define GPUNET_BACKEND_H
+
+#include "gpunet.h"
+#include "graph.h"
+
+typedef struct gpunet_backend gpunet_backend;
+struct gpunet_backend {
+  const char *name;
+
+  /* Required.  Returns GPUNET_ERR_BACKEND_UNAVAILABLE (with a sentence) when the
+   * backend cannot run here (no device, no driver).  The graph outlives the state. */
+  gpunet_status (*plan) (const gpunet_graph *graph, const gpunet_session_params *params,
+      void **state, char **error_text);
+
+  /* Required.  input: n x 3 x R x R host float32; logits: n x classes host float32.
+   * trace (may be NULL) receives each block's output. */
+  gpunet_status (*forward) (void *state, const float *input, int n, float *logits,
+      gpunet_trace_func trace, void *trace_user, char **error_text);
+
+  /* Required. */
+  void (*destroy) (void *state);
+};
+
+/* The reference CPU backend: plain C, the oracle every other backend is compared with. */
+extern const gpunet_backend gpunet_backend_cpu_ref;
+
+#endif

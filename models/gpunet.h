@@ -1,0 +1,165 @@
+/* gpunet.h: the public engine API of gst-gpunet (C99, no GLib, no GStreamer).
+ *
+ * A gpunet_model is an architecture plus its BatchNorm-folded weights: immutable once
+ * loaded, reference counted, and safe to share between threads and sessions.
+ * A gpunet_session is one backend instance (buffers, plans, threads) for one model;
+ * use a session from one thread at a time (different sessions may run concurrently).
+ * No function aborts on bad input: each returns a gpunet_status and, where it takes an
+ * `error_text` argument, stores a malloc()ed human sentence there (free() it). */
+#ifndef GPUNET_H
+#define GPUNET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  GPUNET_OK = 0,
+  GPUNET_ERR_INVALID_ARGUMENT,  /* a caller passed something the API does not accept */
+  GPUNET_ERR_IO,                /* a file cannot be opened or read */
+  GPUNET_ERR_FORMAT,            /* a file is corrupt, truncated or of an unsupported kind */
+  GPUNET_ERR_ARCH,              /* an architecture JSON is invalid, or a name is unknown */
+  GPUNET_ERR_WEIGHTS,           /* the checkpoint does not match the architecture */
+  GPUNET_ERR_NO_MEMORY,
+  GPUNET_ERR_BACKEND_UNAVAILABLE, /* backend not built in, or no usable device */
+  GPUNET_ERR_BACKEND,           /* a backend call failed at run time */
+  GPUNET_ERR_UNSUPPORTED        /* a valid request this build cannot serve */
+} gpunet_status;
+
+/* A short constant English name for a status ("checkpoint does not match"). */
+const char *gpunet_status_string (gpunet_status status);
+
+typedef struct gpunet_model gpunet_model;
+typedef struct gpunet_session gpunet_session;
+
+/* ---- models ------------------------------------------------------------------ */
+
+/* Loads an architecture and its weights.  `arch` is a built-in name (gpunet-0,
+ * gpunet-1, gpunet-2, gpunet-p0, gpunet-p1, gpunet-d1, gpunet-d2, or NVIDIA's latency
+ * aliases 0.65ms ... 2.25ms-D) or the path of an architecture JSON in NVIDIA's format.
+ * `weights` is a PyTorch checkpoint (.pth/.pth.tar zip) or a .safetensors file.
+ * On success *out holds one reference. */
+gpunet_status gpunet_model_load (const char *arch, const char *weights,
+    gpunet_model **out, char **error_text);
+
+/* Builds a model with seeded random weights of realistic scale (benchmarks, tests). */
+gpunet_status gpunet_model_new_random (const char *arch, uint64_t seed,
+    gpunet_model **out, char **error_text);
+
+gpunet_model *gpunet_model_ref (gpunet_model *model);
+void gpunet_model_unref (gpunet_model *model);
+
+const char *gpunet_model_name (const gpunet_model *model);   /* "gpunet-0" or the JSON's file name */
+int gpunet_model_resolution (const gpunet_model *model);     /* input is R x R */
+int gpunet_model_num_classes (const gpunet_model *model);
+float gpunet_model_crop_pct (const gpunet_model *model);     /* timm eval crop_pct */
+int64_t gpunet_model_num_params (const gpunet_model *model); /* as PyTorch counts them */
+double gpunet_model_flops (const gpunet_model *model);       /* 2 x MACs per image */
+const char *gpunet_model_weights_source (const gpunet_model *model); /* "state_dict_ema", ... */
+
+/* ---- sessions ---------------------------------------------------------------- */
+
+typedef enum {
+  GPUNET_BACKEND_AUTO = 0,  /* CUDA when built and a device works, else CPU */
+  GPUNET_BACKEND_CPU,
+  GPUNET_BACKEND_CUDA
+} gpunet_backend_kind;
+
+typedef enum {
+  GPUNET_PRECISION_AUTO = 0,
+  GPUNET_PRECISION_FP32,
+  GPUNET_PRECISION_FP16
+} gpunet_precision;
+
+typedef struct {
+  gpunet_backend_kind backend;
+  gpunet_precision precision;
+  int max_batch;   /* largest n passed to forward/classify; >= 1 */
+  int n_threads;   /* CPU backend; 0 = all cores */
+  int device;      /* CUDA device ordinal */
+} gpunet_session_params;
+
+void gpunet_session_params_init (gpunet_session_params *params);
+
+/* Creates a session; it holds its own reference on `model`. */
+gpunet_status gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
+    gpunet_session **out, char **error_text);
+void gpunet_session_free (gpunet_session *session);
+
+/* The backend actually used ("cpu", "cuda"). */
+const char *gpunet_session_backend_name (const gpunet_session *session);
+
+/* Runs n images (n <= max_batch) of normalised float32 NCHW input at the model's
+ * resolution; writes n x num_classes float32 logits. */
+gpunet_status gpunet_session_forward (gpunet_session *session, const float *input,
+    int n, float *logits, char **error_text);
+
+/* Called after each top-level block during gpunet_session_forward_traced: `block` is the
+ * block's position among the architecture's layers (0 = first after "data"), `data` the
+ * NCHW float32 output of shape n x c x h x w. */
+typedef void (*gpunet_trace_func) (void *user, int block, const float *data,
+    int n, int c, int h, int w);
+gpunet_status gpunet_session_forward_traced (gpunet_session *session, const float *input,
+    int n, float *logits, gpunet_trace_func trace, void *user, char **error_text);
+
+/* ---- images and classification ----------------------------------------------- */
+
+typedef enum {
+  GPUNET_FORMAT_RGB = 0, GPUNET_FORMAT_BGR,
+  GPUNET_FORMAT_RGBA, GPUNET_FORMAT_BGRA, GPUNET_FORMAT_RGBX, GPUNET_FORMAT_BGRX,
+  GPUNET_FORMAT_NV12, GPUNET_FORMAT_I420
+} gpunet_pixel_format;
+
+typedef enum { GPUNET_MATRIX_BT601 = 0, GPUNET_MATRIX_BT709 } gpunet_color_matrix;
+
+typedef enum {
+  GPUNET_RESIZE_CENTER_CROP = 0,  /* timm eval: shorter side to R/crop_pct, centre R x R */
+  GPUNET_RESIZE_STRETCH,          /* whole frame to R x R, aspect not kept */
+  GPUNET_RESIZE_LETTERBOX         /* whole frame inside R x R, aspect kept, padded with the mean */
+} gpunet_resize_mode;
+
+/* One 8-bit frame in host memory; planes/strides per format (NV12: Y, UV; I420: Y, U, V). */
+typedef struct {
+  gpunet_pixel_format format;
+  int width, height;
+  const uint8_t *planes[3];
+  int strides[3];
+  gpunet_color_matrix matrix;   /* YUV formats only */
+  int full_range;               /* YUV formats only: 0 = limited (16-235) */
+} gpunet_image;
+
+typedef struct {
+  gpunet_resize_mode resize_mode;
+  float crop_pct;   /* <= 0: the model's default */
+} gpunet_preprocess_params;
+
+typedef struct {
+  int id;
+  float score;      /* softmax probability */
+} gpunet_class_score;
+
+/* Preprocesses n images (one fused pass each) and classifies them; writes the k best
+ * classes of image i, best first, to out[i * k .. i * k + k - 1]. */
+gpunet_status gpunet_session_classify (gpunet_session *session, const gpunet_image *images,
+    int n, const gpunet_preprocess_params *pre, int k, gpunet_class_score *out,
+    char **error_text);
+
+/* The preprocess alone: writes the normalised 3 x R x R float32 network input of one image. */
+gpunet_status gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
+    const gpunet_preprocess_params *pre, float *out_chw, char **error_text);
+
+/* Softmax over `n` logits and the k best (ids ascending among equal scores). */
+void gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score *out);
+
+/* ---- labels ------------------------------------------------------------------- */
+
+/* The built-in ImageNet-1k class names (id 0..999), NULL outside that range. */
+const char *gpunet_imagenet_label (int id);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUNET_H */

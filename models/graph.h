@@ -1,0 +1,67 @@
+/* graph.h (models): turns a validated architecture into a gpunet_graph with NVIDIA's
+ * exact layer semantics, pulling each weight by its PyTorch state-dict name from a
+ * weight source and folding BatchNorm into the preceding convolution. */
+#ifndef GPUNET_MODELS_GRAPH_H
+#define GPUNET_MODELS_GRAPH_H
+
+#include "arch.h"
+#include "checkpoint.h"
+#include "../kernels/graph.h"
+
+/* The role of a requested parameter (random sources use it to pick a scale). */
+typedef enum {
+  GPUNET_PARAM_CONV_WEIGHT, GPUNET_PARAM_LINEAR_WEIGHT, GPUNET_PARAM_BIAS,
+  GPUNET_PARAM_BN_WEIGHT, GPUNET_PARAM_BN_BIAS, GPUNET_PARAM_BN_MEAN, GPUNET_PARAM_BN_VAR
+} gpunet_param_role;
+
+typedef struct gpunet_weight_source gpunet_weight_source;
+struct gpunet_weight_source {
+  /* Fills `dst` (product of shape floats) for tensor `name`, or returns an error.  A
+   * source may record problems and return GPUNET_OK with zeros to let the builder list
+   * every mismatch at once; `finish` then reports them. */
+  gpunet_status (*get) (gpunet_weight_source *src, const char *name, gpunet_param_role role,
+      int ndim, const int64_t *shape, float *dst, char **error_text);
+  gpunet_status (*finish) (gpunet_weight_source *src, char **error_text);
+};
+
+/* A graph plus the memory it owns. */
+typedef struct {
+  gpunet_graph graph;
+  int n_allocs, cap_allocs;
+  float **allocs;
+  int64_t num_params;
+  double macs;
+} gpunet_built_graph;
+
+gpunet_status gpunet_graph_build (const gpunet_arch *arch, gpunet_weight_source *src,
+    gpunet_built_graph *out, char **error_text);
+void gpunet_graph_clear (gpunet_built_graph *bg);
+
+/* NVIDIA's helpers, exposed for tests. */
+int gpunet_make_divisible (double v, int divisor);
+int gpunet_python_round (double x);
+
+/* Weight sources: a checkpoint (records missing / mis-shaped / unexpected tensors and
+ * reports them in finish), and seeded random weights. */
+typedef struct {
+  gpunet_weight_source base;
+  const gpunet_checkpoint *ckpt;
+  const char *path;
+  unsigned char *used;
+  int n_problems;
+  char *problems;        /* "; "-joined first few problem descriptions */
+  size_t problems_len;
+} gpunet_checkpoint_source_t;
+
+void gpunet_checkpoint_source_init (gpunet_checkpoint_source_t *s, const gpunet_checkpoint *ckpt,
+    const char *path);
+void gpunet_checkpoint_source_clear (gpunet_checkpoint_source_t *s);
+
+typedef struct {
+  gpunet_weight_source base;
+  uint64_t state;
+} gpunet_random_source_t;
+
+void gpunet_random_source_init (gpunet_random_source_t *s, uint64_t seed);
+
+#endif

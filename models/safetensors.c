@@ -1,0 +1,358 @@
+/* safetensors.c: the safetensors format: reading the index of a mapped file (8-byte
+ * little-endian header length, JSON header, checked data offsets) for checkpoint.c,
+ * and gpunet_safetensors_write (keys sorted, data 8-byte aligned and without holes). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "json.h"
+
+#define MAX_HEADER ((uint64_t) 100 << 20)
+
+/* Receives each tensor of a safetensors file (data points into the file's bytes). */
+typedef gpunet_status (*gpunet_safetensors_sink) (void *ctx, const char *name,
+    const gpunet_tensor *t, char **error_text);
+
+/* Internal to the engine (declared in checkpoint.c): sniffing and reading. */
+int gpunet_safetensors_detect (const uint8_t *data, size_t size);
+gpunet_status gpunet_safetensors_read (const uint8_t *data, size_t size,
+    gpunet_safetensors_sink sink, void *ctx, char **error_text);
+
+static const char *const st_names[] = {
+  [GPUNET_DTYPE_F32] = "F32", [GPUNET_DTYPE_F16] = "F16", [GPUNET_DTYPE_BF16] = "BF16",
+  [GPUNET_DTYPE_F64] = "F64", [GPUNET_DTYPE_I64] = "I64", [GPUNET_DTYPE_I32] = "I32",
+  [GPUNET_DTYPE_I16] = "I16", [GPUNET_DTYPE_I8] = "I8", [GPUNET_DTYPE_U8] = "U8",
+  [GPUNET_DTYPE_BOOL] = "BOOL",
+};
+#define N_DTYPES ((int) (sizeof st_names / sizeof st_names[0]))
+
+static size_t
+dtype_size (gpunet_dtype d)
+{
+  switch (d) {
+    case GPUNET_DTYPE_F64: case GPUNET_DTYPE_I64: return 8;
+    case GPUNET_DTYPE_F32: case GPUNET_DTYPE_I32: return 4;
+    case GPUNET_DTYPE_F16: case GPUNET_DTYPE_BF16: case GPUNET_DTYPE_I16: return 2;
+    default: return 1;
+  }
+}
+
+static uint64_t
+rd64 (const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+int
+gpunet_safetensors_detect (const uint8_t *data, size_t size)
+{
+  if (size < 10)
+    return 0;
+  uint64_t n = rd64 (data);
+  return n >= 2 && n <= (uint64_t) size - 8 && data[8] == '{';
+}
+
+/* A JSON number that is a non-negative integer below 2^53. */
+static int
+json_uint (const gpunet_json *v, uint64_t *out)
+{
+  if (!v || v->type != GPUNET_JSON_NUMBER || !v->is_integer || v->number < 0
+      || v->number > 9007199254740992.0 || (double) v->integer != v->number)
+    return 0;
+  *out = (uint64_t) v->integer;
+  return 1;
+}
+
+gpunet_status
+gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_sink sink,
+    void *ctx, char **error_text)
+{
+  if (size < 8)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "truncated: a safetensors file needs at least 8 bytes but the file has %zu", size);
+  uint64_t hlen = rd64 (data);
+  if (hlen > (uint64_t) size - 8)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "truncated: the safetensors header ends at byte %llu but the file has %zu bytes",
+        (unsigned long long) hlen + 8, size);
+  if (hlen > MAX_HEADER)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "the safetensors header is %llu bytes, more than the 100 MiB limit",
+        (unsigned long long) hlen);
+  gpunet_json *root = NULL;
+  gpunet_status st = gpunet_json_parse ((const char *) data + 8, (size_t) hlen, &root, error_text);
+  if (st != GPUNET_OK) {
+    gpunet_error_prefix (error_text, "invalid safetensors header");
+    return GPUNET_ERR_FORMAT;
+  }
+  if (root->type != GPUNET_JSON_OBJECT) {
+    gpunet_json_free (root);
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "invalid safetensors header: it is not a JSON object");
+  }
+  const uint8_t *base = data + 8 + hlen;
+  uint64_t dsize = (uint64_t) size - 8 - hlen;
+  for (size_t i = 0; i < root->n && st == GPUNET_OK; i++) {
+    const char *name = root->keys[i];
+    const gpunet_json *e = &root->items[i];
+    if (strcmp (name, "__metadata__") == 0)
+      continue;
+    const gpunet_json *dt = gpunet_json_get (e, "dtype"), *shape = gpunet_json_get (e, "shape");
+    const gpunet_json *offs = gpunet_json_get (e, "data_offsets");
+    if (!dt || dt->type != GPUNET_JSON_STRING || !shape || shape->type != GPUNET_JSON_ARRAY
+        || !offs || offs->type != GPUNET_JSON_ARRAY || offs->n != 2) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "invalid safetensors header: tensor '%s' lacks a dtype, shape or data_offsets", name);
+      break;
+    }
+    gpunet_tensor t;
+    memset (&t, 0, sizeof t);
+    int d;
+    for (d = 0; d < N_DTYPES; d++)
+      if (strcmp (dt->string, st_names[d]) == 0)
+        break;
+    if (d == N_DTYPES) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "tensor '%s' has the unsupported safetensors dtype '%s'", name, dt->string);
+      break;
+    }
+    t.dtype = (gpunet_dtype) d;
+    if (shape->n > GPUNET_MAX_DIMS) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "tensor '%s' has %zu dimensions (at most %d are supported)", name, shape->n,
+          GPUNET_MAX_DIMS);
+      break;
+    }
+    t.ndim = (int) shape->n;
+    uint64_t numel = 1, b, e2;
+    int bad = 0;
+    for (size_t k = 0; k < shape->n; k++) {
+      uint64_t dim;
+      if (!json_uint (&shape->items[k], &dim) || (dim && numel > (UINT64_MAX >> 4) / dim)) {
+        bad = 1;
+        break;
+      }
+      numel *= dim;
+      t.shape[k] = (int64_t) dim;
+    }
+    if (bad) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "tensor '%s' has an invalid shape in the safetensors header", name);
+      break;
+    }
+    if (!json_uint (&offs->items[0], &b) || !json_uint (&offs->items[1], &e2) || b > e2 || e2 > dsize) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "tensor '%s' has data_offsets outside the %llu data bytes of the file%s", name,
+          (unsigned long long) dsize, e2 > dsize ? " (truncated?)" : "");
+      break;
+    }
+    if (e2 - b != numel * dtype_size (t.dtype)) {
+      st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+          "tensor '%s' has %llu data bytes but its shape and dtype need %llu", name,
+          (unsigned long long) (e2 - b), (unsigned long long) (numel * dtype_size (t.dtype)));
+      break;
+    }
+    t.numel = (int64_t) numel;
+    t.nbytes = (size_t) (e2 - b);
+    t.data = base + b;
+    t.name = name;
+    st = sink (ctx, name, &t, error_text);
+  }
+  gpunet_json_free (root);
+  return st;
+}
+
+/* ---- writing ------------------------------------------------------------------- */
+
+typedef struct {
+  char *p;
+  size_t len, cap;
+  int failed;
+} sbuf;
+
+static void
+sb_add (sbuf *b, const char *s, size_t n)
+{
+  if (b->failed)
+    return;
+  if (b->len + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 256;
+    while (nc < b->len + n + 1)
+      nc *= 2;
+    char *q = realloc (b->p, nc);
+    if (!q) {
+      b->failed = 1;
+      return;
+    }
+    b->p = q;
+    b->cap = nc;
+  }
+  memcpy (b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+static void GPUNET_PRINTF (2, 3)
+sb_printf (sbuf *b, const char *fmt, ...)
+{
+  char tmp[128];
+  va_list ap;
+  va_start (ap, fmt);
+  int n = vsnprintf (tmp, sizeof tmp, fmt, ap);
+  va_end (ap);
+  if (n < 0 || (size_t) n >= sizeof tmp)
+    b->failed = 1;
+  else
+    sb_add (b, tmp, (size_t) n);
+}
+
+static void
+sb_json_string (sbuf *b, const char *s)
+{
+  sb_add (b, "\"", 1);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char) *s;
+    if (c == '"' || c == '\\') {
+      char e[2] = { '\\', (char) c };
+      sb_add (b, e, 2);
+    } else if (c < 0x20)
+      sb_printf (b, "\\u%04x", c);
+    else
+      sb_add (b, s, 1);
+  }
+  sb_add (b, "\"", 1);
+}
+
+typedef struct {
+  const gpunet_tensor *t;
+  uint64_t offset;
+} wentry;
+
+static int
+cmp_name (const void *a, const void *b)
+{
+  return strcmp (((const wentry *) a)->t->name, ((const wentry *) b)->t->name);
+}
+
+/* Data order: larger elements first (keeps every tensor aligned without holes), then name. */
+static int
+cmp_layout (const void *a, const void *b)
+{
+  const gpunet_tensor *x = *(const gpunet_tensor *const *) a, *y = *(const gpunet_tensor *const *) b;
+  size_t sx = dtype_size (x->dtype), sy = dtype_size (y->dtype);
+  if (sx != sy)
+    return sx > sy ? -1 : 1;
+  return strcmp (x->name, y->name);
+}
+
+gpunet_status
+gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t n,
+    char **error_text)
+{
+  if (!path || (n && !tensors))
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "gpunet_safetensors_write: no path or no tensors given");
+  for (size_t i = 0; i < n; i++) {
+    const gpunet_tensor *t = &tensors[i];
+    int ok = t->name && (int) t->dtype >= 0 && (int) t->dtype < N_DTYPES && t->ndim >= 0
+        && t->ndim <= GPUNET_MAX_DIMS;
+    int64_t numel = 1;
+    for (int k = 0; ok && k < t->ndim; k++) {
+      if (t->shape[k] < 0 || (t->shape[k] && numel > INT64_MAX / 16 / t->shape[k]))
+        ok = 0;
+      else
+        numel *= t->shape[k];
+    }
+    if (!ok || numel != t->numel || t->nbytes != (size_t) numel * dtype_size (t->dtype)
+        || (t->nbytes && !t->data))
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "cannot write '%s': tensor %zu ('%s') has an inconsistent dtype, shape, numel or size",
+          path, i, t->name ? t->name : "(no name)");
+  }
+
+  wentry *byname = calloc (n + 1, sizeof *byname);
+  const gpunet_tensor **layout = calloc (n + 1, sizeof *layout);
+  sbuf h = { 0 };
+  gpunet_status st = GPUNET_OK;
+  FILE *f = NULL;
+  if (!byname || !layout) {
+    st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    byname[i].t = &tensors[i];
+    layout[i] = &tensors[i];
+  }
+  qsort (byname, n, sizeof *byname, cmp_name);
+  for (size_t i = 1; i < n; i++)
+    if (strcmp (byname[i - 1].t->name, byname[i].t->name) == 0) {
+      st = gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "cannot write '%s': the tensor name '%s' occurs twice", path, byname[i].t->name);
+      goto out;
+    }
+  qsort (layout, n, sizeof *layout, cmp_layout);
+  uint64_t off = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* find the name-sorted entry of layout[i] to store its offset */
+    wentry key = { layout[i], 0 };
+    wentry *w = bsearch (&key, byname, n, sizeof *byname, cmp_name);
+    w->offset = off;
+    off += layout[i]->nbytes;
+  }
+
+  sb_add (&h, "{", 1);
+  for (size_t i = 0; i < n; i++) {
+    const gpunet_tensor *t = byname[i].t;
+    if (i)
+      sb_add (&h, ",", 1);
+    sb_json_string (&h, t->name);
+    sb_printf (&h, ":{\"dtype\":\"%s\",\"shape\":[", st_names[t->dtype]);
+    for (int k = 0; k < t->ndim; k++)
+      sb_printf (&h, k ? ",%lld" : "%lld", (long long) t->shape[k]);
+    sb_printf (&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long) byname[i].offset,
+        (unsigned long long) (byname[i].offset + t->nbytes));
+  }
+  sb_add (&h, "}", 1);
+  while (!h.failed && (8 + h.len) % 8)
+    sb_add (&h, " ", 1);
+  if (h.failed) {
+    st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+
+  f = fopen (path, "wb");
+  if (!f) {
+    st = gpunet_fail (error_text, GPUNET_ERR_IO, "cannot create '%s': %s", path, strerror (errno));
+    goto out;
+  }
+  uint8_t len8[8];
+  for (int i = 0; i < 8; i++)
+    len8[i] = (uint8_t) ((uint64_t) h.len >> (8 * i));
+  int ok = fwrite (len8, 1, 8, f) == 8 && fwrite (h.p, 1, h.len, f) == h.len;
+  for (size_t i = 0; ok && i < n; i++)
+    if (layout[i]->nbytes)
+      ok = fwrite (layout[i]->data, 1, layout[i]->nbytes, f) == layout[i]->nbytes;
+  int err = errno;
+  if (fclose (f) != 0 && ok) {
+    ok = 0;
+    err = errno;
+  }
+  f = NULL;
+  if (!ok) {
+    remove (path);
+    st = gpunet_fail (error_text, GPUNET_ERR_IO, "cannot write '%s': %s", path, strerror (err));
+  }
+
+out:
+  free (byname);
+  free (layout);
+  free (h.p);
+  return st;
+}

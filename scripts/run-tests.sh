@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what the build needs (Debian packages, idempotent), builds gst-gpunet, runs
+# every test, then rebuilds the engine with AddressSanitizer + UBSan and runs its tests
+# again.  Usage: scripts/run-tests.sh   (env GPU_ARCHS narrows the CUDA build, default 75)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+GPU_ARCHS=${GPU_ARCHS:-75}
+BUILD=${BUILD_DIR:-build}
+ASAN_BUILD=${ASAN_BUILD_DIR:-build-asan}
+
+setup () {
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@"
+  fi
+}
+
+setup "$BUILD" -Dgpu_archs="$GPU_ARCHS"
+ninja -C "$BUILD"
+status=0
+meson test -C "$BUILD" --print-errorlogs --num-processes 2 || status=1
+
+# the sanitizer build: engine and tools only, CPU backends
+setup "$ASAN_BUILD" -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dcuda=disabled -Dgst=disabled
+ninja -C "$ASAN_BUILD"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  meson test -C "$ASAN_BUILD" --print-errorlogs --num-processes 2 || status=1
+
+python3 - "$BUILD" "$ASAN_BUILD" <<'PY'
+import json, sys
+passed = failed = 0
+for d in sys.argv[1:]:
+    with open(f"{d}/meson-logs/testlog.json") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["result"] in ("OK", "SKIP", "EXPECTEDFAIL"):
+                passed += 1
+            else:
+                failed += 1
+                print(f"FAILED: {d}: {r['name']} ({r['result']})")
+print(f"{passed} passed, {failed} failed")
+PY
+exit $status

@@ -1,0 +1,69 @@
+/* check.h: the tiny assertion helpers shared by the engine's unit tests.  Each test
+ * program counts checks, prints every failure with file and line, ends with the line
+ * "N passed, N failed" and returns non-zero when anything failed. */
+#ifndef GPUNET_TEST_CHECK_H
+#define GPUNET_TEST_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_passed_, check_failed_;
+
+#define CHECK(cond) do { \
+    if (cond) check_passed_++; \
+    else { check_failed_++; fprintf (stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); } \
+  } while (0)
+
+#define CHECK_MSG(cond, ...) do { \
+    if (cond) check_passed_++; \
+    else { check_failed_++; fprintf (stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf (stderr, __VA_ARGS__); fputc ('\n', stderr); } \
+  } while (0)
+
+/* Passes when `text` is non-NULL and contains `needle`. */
+#define CHECK_CONTAINS(text, needle) \
+  CHECK_MSG ((text) && strstr ((text), (needle)), "'%s' does not contain '%s'", \
+      (text) ? (text) : "(null)", (needle))
+
+static inline int
+check_report (void)
+{
+  printf ("%d passed, %d failed\n", check_passed_, check_failed_);
+  return check_failed_ ? 1 : 0;
+}
+
+/* The directory holding test data: $GPUNET_TEST_DATA or the compiled-in default. */
+static inline const char *
+check_data_dir (void)
+{
+  const char *d = getenv ("GPUNET_TEST_DATA");
+#ifdef GPUNET_TEST_DATA_DIR
+  if (!d)
+    d = GPUNET_TEST_DATA_DIR;
+#endif
+  return d ? d : "tests/data";
+}
+
+/* Reads a whole file into malloc()ed memory; NULL on failure. */
+static inline void *
+check_read_file (const char *path, size_t *size)
+{
+  FILE *f = fopen (path, "rb");
+  if (!f)
+    return NULL;
+  fseek (f, 0, SEEK_END);
+  long n = ftell (f);
+  fseek (f, 0, SEEK_SET);
+  void *buf = malloc (n > 0 ? (size_t) n : 1);
+  if (buf && n > 0 && fread (buf, 1, (size_t) n, f) != (size_t) n) {
+    free (buf);
+    buf = NULL;
+  }
+  fclose (f);
+  if (buf && size)
+    *size = (size_t) n;
+  return buf;
+}
+
+#endif
