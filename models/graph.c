@@ -114,7 +114,7 @@ static gpunet_status
 fetch (builder *b, const char *sub, gpunet_param_role role, int ndim, const int64_t *shape,
     float *dst)
 {
-  char name[256];
+  char name[320];
   snprintf (name, sizeof name, "%s.%s", b->prefix, sub);
   int64_t n = 1;
   for (int i = 0; i < ndim; i++)

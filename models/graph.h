@@ -48,13 +48,14 @@ typedef struct {
   const gpunet_checkpoint *ckpt;
   const char *path;
   unsigned char *used;
+  const char *arch_name;
   int n_problems;
-  char *problems;        /* "; "-joined first few problem descriptions */
-  size_t problems_len;
+  int counts[3];         /* wrong shape/type, missing, unexpected */
+  char *lists[3];        /* the first few of each, ", "-joined */
 } gpunet_checkpoint_source_t;
 
 void gpunet_checkpoint_source_init (gpunet_checkpoint_source_t *s, const gpunet_checkpoint *ckpt,
-    const char *path);
+    const char *path, const char *arch_name);
 void gpunet_checkpoint_source_clear (gpunet_checkpoint_source_t *s);
 
 typedef struct {

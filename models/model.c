@@ -50,7 +50,7 @@ gpunet_model_load (const char *arch_name, const char *weights, gpunet_model **ou
     return st;
   }
   gpunet_checkpoint_source_t src;
-  gpunet_checkpoint_source_init (&src, ckpt, weights);
+  gpunet_checkpoint_source_init (&src, ckpt, weights, arch->name);
   st = model_build (arch_name, &src.base, gpunet_checkpoint_source (ckpt), arch, out, error_text);
   gpunet_checkpoint_source_clear (&src);
   gpunet_checkpoint_free (ckpt);

@@ -131,7 +131,7 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
       break;
     }
     t.ndim = (int) shape->n;
-    uint64_t numel = 1, b, e2;
+    uint64_t numel = 1, b = 0, e2 = 0;
     int bad = 0;
     for (size_t k = 0; k < shape->n; k++) {
       uint64_t dim;

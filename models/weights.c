@@ -10,7 +10,9 @@
 #include "error.h"
 #include "graph.h"
 
-#define MAX_LISTED_PROBLEMS 6
+#define MAX_LISTED 3
+
+enum { PROBLEM_SHAPE, PROBLEM_MISSING, PROBLEM_UNEXPECTED, N_PROBLEM_KINDS };
 
 static void
 shape_string (char *buf, size_t size, int ndim, const int64_t *shape)
@@ -23,28 +25,28 @@ shape_string (char *buf, size_t size, int ndim, const int64_t *shape)
     o += (size_t) snprintf (buf + o, size - o, i ? "x%lld" : "%lld", (long long) shape[i]);
 }
 
+/* Records one problem of a kind; the first few of each kind keep their sentence. */
 static void
-add_problem (gpunet_checkpoint_source_t *s, const char *fmt, ...)
+add_problem (gpunet_checkpoint_source_t *s, int kind, const char *fmt, ...)
 {
   s->n_problems++;
-  if (s->n_problems > MAX_LISTED_PROBLEMS)
+  if (s->counts[kind]++ >= MAX_LISTED)
     return;
   char line[512];
   va_list ap;
   va_start (ap, fmt);
   vsnprintf (line, sizeof line, fmt, ap);
   va_end (ap);
-  size_t l = strlen (line);
-  char *p = realloc (s->problems, s->problems_len + l + 3);
+  size_t l = strlen (line), have = s->lists[kind] ? strlen (s->lists[kind]) : 0;
+  char *p = realloc (s->lists[kind], have + l + 3);
   if (!p)
     return;
-  s->problems = p;
-  if (s->problems_len) {
-    memcpy (p + s->problems_len, "; ", 2);
-    s->problems_len += 2;
+  s->lists[kind] = p;
+  if (have) {
+    memcpy (p + have, ", ", 2);
+    have += 2;
   }
-  memcpy (p + s->problems_len, line, l + 1);
-  s->problems_len += l;
+  memcpy (p + have, line, l + 1);
 }
 
 static gpunet_status
@@ -65,7 +67,7 @@ ckpt_get (gpunet_weight_source *base, const char *name, gpunet_param_role role, 
     }
   }
   if (!t) {
-    add_problem (s, "tensor '%s' is missing", name);
+    add_problem (s, PROBLEM_MISSING, "'%s'", name);
     return GPUNET_OK;
   }
   int same = t->ndim == ndim;
@@ -75,12 +77,13 @@ ckpt_get (gpunet_weight_source *base, const char *name, gpunet_param_role role, 
     char have[96], want[96];
     shape_string (have, sizeof have, t->ndim, t->shape);
     shape_string (want, sizeof want, ndim, shape);
-    add_problem (s, "tensor '%s' has shape %s, the architecture needs %s", name, have, want);
+    add_problem (s, PROBLEM_SHAPE, "tensor '%s' has shape %s, the architecture needs %s", name,
+        have, want);
     return GPUNET_OK;
   }
   if (t->dtype != GPUNET_DTYPE_F32 && t->dtype != GPUNET_DTYPE_F16
       && t->dtype != GPUNET_DTYPE_BF16 && t->dtype != GPUNET_DTYPE_F64) {
-    add_problem (s, "tensor '%s' has dtype %s, a floating type is needed", name,
+    add_problem (s, PROBLEM_SHAPE, "tensor '%s' has dtype %s, a floating type is needed", name,
         gpunet_dtype_name (t->dtype));
     return GPUNET_OK;
   }
@@ -102,30 +105,42 @@ ckpt_finish (gpunet_weight_source *base, char **error_text)
 {
   gpunet_checkpoint_source_t *s = (gpunet_checkpoint_source_t *) base;
   const size_t n_t = gpunet_checkpoint_n_tensors (s->ckpt);
-  int n_unexpected = 0;
   for (size_t i = 0; i < n_t && s->used; i++) {
     const gpunet_tensor *t = gpunet_checkpoint_tensor (s->ckpt, i);
-    if (s->used[i] || ends_with (t->name, ".num_batches_tracked"))
-      continue;
-    if (n_unexpected++ < 3)
-      add_problem (s, "unexpected tensor '%s'", t->name);
-    else
-      s->n_problems++;
+    if (!s->used[i] && !ends_with (t->name, ".num_batches_tracked"))
+      add_problem (s, PROBLEM_UNEXPECTED, "'%s'", t->name);
   }
   if (!s->n_problems)
     return GPUNET_OK;
+  char parts[N_PROBLEM_KINDS][2048];
+  static const char *const what[N_PROBLEM_KINDS] = { "with a wrong shape or type", "missing",
+    "unexpected" };
+  for (int k = 0; k < N_PROBLEM_KINDS; k++) {
+    parts[k][0] = '\0';
+    if (!s->counts[k])
+      continue;
+    if (k == PROBLEM_SHAPE)
+      snprintf (parts[k], sizeof parts[k], "%d tensor%s %s (%s%s); ", s->counts[k],
+          s->counts[k] == 1 ? "" : "s", what[k], s->lists[k] ? s->lists[k] : "",
+          s->counts[k] > MAX_LISTED ? ", ..." : "");
+    else
+      snprintf (parts[k], sizeof parts[k], "%d tensor%s %s: %s%s; ", s->counts[k],
+          s->counts[k] == 1 ? "" : "s", what[k], s->lists[k] ? s->lists[k] : "",
+          s->counts[k] > MAX_LISTED ? ", ..." : "");
+  }
   return gpunet_fail (error_text, GPUNET_ERR_WEIGHTS,
-      "checkpoint '%s' (%s) does not match the architecture: %d problem%s: %s%s; "
-      "check that --model/model= names the architecture this checkpoint was trained for",
-      s->path, gpunet_checkpoint_source (s->ckpt), s->n_problems, s->n_problems == 1 ? "" : "s",
-      s->problems ? s->problems : "", s->n_problems > MAX_LISTED_PROBLEMS ? "; ..." : "");
+      "checkpoint '%s' (%s) does not match architecture '%s': %s%s%s"
+      "check that the model names the architecture this checkpoint was trained for",
+      s->path, gpunet_checkpoint_source (s->ckpt), s->arch_name ? s->arch_name : "?",
+      parts[PROBLEM_SHAPE], parts[PROBLEM_MISSING], parts[PROBLEM_UNEXPECTED]);
 }
 
 void
 gpunet_checkpoint_source_init (gpunet_checkpoint_source_t *s, const gpunet_checkpoint *ckpt,
-    const char *path)
+    const char *path, const char *arch_name)
 {
   memset (s, 0, sizeof *s);
+  s->arch_name = arch_name;
   s->base.get = ckpt_get;
   s->base.finish = ckpt_finish;
   s->ckpt = ckpt;
@@ -137,9 +152,9 @@ void
 gpunet_checkpoint_source_clear (gpunet_checkpoint_source_t *s)
 {
   free (s->used);
-  free (s->problems);
-  s->used = NULL;
-  s->problems = NULL;
+  for (int k = 0; k < 3; k++)
+    free (s->lists[k]);
+  memset (s, 0, sizeof *s);
 }
 
 /* splitmix64 */
