@@ -149,7 +149,7 @@ conv (builder *b, int in, int cout, int k, int stride, int pad, int groups, int 
   if (st != GPUNET_OK)
     return st;
   if (bn_name) {
-    float *gamma = malloc (sizeof (float) * 4 * (size_t) cout);
+    float *gamma = calloc (4 * (size_t) cout, sizeof (float));
     if (!gamma)
       return oom (b);
     float *beta = gamma + cout, *mean = beta + cout, *var = mean + cout;

@@ -1,0 +1,785 @@
+/* gstgpunetclassify.c: the gpunetclassify element. Loads a GPUNet model in start(),
+ * chooses the frame-to-engine format mapping in set_info(), classifies frames in
+ * place (the data is never modified) and attaches the result as a
+ * GstGpunetClassificationMeta, optionally also posting it on the bus. */
+
+/**
+ * SECTION:element-gpunetclassify
+ * @title: gpunetclassify
+ *
+ * Classifies video frames with an NVIDIA GPUNet model (ImageNet-1k or a custom
+ * architecture) and attaches the result to each buffer as a #GstCustomMeta named
+ * `GstGpunetClassificationMeta`. Frames pass through untouched. The meta's
+ * structure holds `model`, `label`, `label-id`, `confidence`, the top-k `ids`,
+ * `labels` and `scores` (softmax probabilities, best first), `num-classes`,
+ * `roi-id` (-1 for the whole frame) and `inferred` (%FALSE when the result was
+ * carried over from an earlier frame because of #GstGpunetClassify:interval).
+ * With #GstGpunetClassify:post-messages, an element message named
+ * `gpunetclassify` with the same fields plus `timestamp`, `running-time` and
+ * `frame` is posted for every buffer.
+ *
+ * The `checkpoint` property is required: a GPUNet checkpoint as NVIDIA publishes
+ * it (`.pth.tar`, `.pth`) or a `.safetensors` file. `model` names one of the
+ * built-in architectures (gpunet-0, gpunet-1, gpunet-2, gpunet-p0, gpunet-p1,
+ * gpunet-d1, gpunet-d2, or NVIDIA's latency names such as 0.65ms) or the path
+ * of an architecture JSON in NVIDIA's format.
+ *
+ * System memory caps only for now; `video/x-raw(memory:CUDAMemory)` is reserved
+ * for the CUDA backend.
+ *
+ * ## Example launch lines
+ * |[
+ * gst-launch-1.0 -m videotestsrc num-buffers=30 ! gpunetclassify checkpoint=0.65ms.pth.tar post-messages=true ! fakesink
+ * ]| Classifies 30 test frames and prints one bus message per frame.
+ * |[
+ * gst-launch-1.0 filesrc location=clip.mp4 ! decodebin ! videoconvert ! \
+ *     gpunetclassify model=gpunet-1 checkpoint=0.85ms.pth.tar top-k=3 interval=4 ! \
+ *     videoconvert ! autovideosink
+ * ]| Classifies every fifth frame of a file and carries the result to the others.
+ * |[
+ * gst-launch-1.0 v4l2src ! videoconvert ! video/x-raw,format=NV12 ! \
+ *     gpunetclassify checkpoint=0.65ms.pth.tar threshold=0.2 ! fakesink
+ * ]| Classifies a camera's frames, listing only classes scoring at least 0.2.
+ */
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <string.h>
+
+#include "gstgpunetclassify.h"
+#include "gstgpunetmeta.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpunet_classify_debug);
+#define GST_CAT_DEFAULT gst_gpunet_classify_debug
+
+#define MAX_TOP_K 100
+
+enum
+{
+  PROP_0,
+  PROP_MODEL,
+  PROP_CHECKPOINT,
+  PROP_LABELS,
+  PROP_TOP_K,
+  PROP_THRESHOLD,
+  PROP_BACKEND,
+  PROP_RESIZE_MODE,
+  PROP_CROP_PCT,
+  PROP_INTERVAL,
+  PROP_POST_MESSAGES,
+  PROP_N_THREADS
+};
+
+#define DEFAULT_MODEL "gpunet-0"
+#define DEFAULT_CHECKPOINT NULL
+#define DEFAULT_LABELS NULL
+#define DEFAULT_TOP_K 5
+#define DEFAULT_THRESHOLD 0.0f
+#define DEFAULT_BACKEND GST_GPUNET_BACKEND_AUTO
+#define DEFAULT_RESIZE_MODE GST_GPUNET_RESIZE_CENTER_CROP
+#define DEFAULT_CROP_PCT 0.0f
+#define DEFAULT_INTERVAL 0
+#define DEFAULT_POST_MESSAGES FALSE
+#define DEFAULT_N_THREADS 0
+
+#define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS)));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC,
+    GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS)));
+
+#define gst_gpunet_classify_parent_class parent_class
+G_DEFINE_TYPE (GstGpunetClassify, gst_gpunet_classify, GST_TYPE_BASE_TRANSFORM);
+GST_ELEMENT_REGISTER_DEFINE (gpunetclassify, "gpunetclassify", GST_RANK_NONE,
+    GST_TYPE_GPUNET_CLASSIFY);
+
+static void gst_gpunet_classify_finalize (GObject * object);
+static void gst_gpunet_classify_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_gpunet_classify_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static gboolean gst_gpunet_classify_start (GstBaseTransform * trans);
+static gboolean gst_gpunet_classify_stop (GstBaseTransform * trans);
+static gboolean gst_gpunet_classify_set_caps (GstBaseTransform * trans,
+    GstCaps * incaps, GstCaps * outcaps);
+static GstFlowReturn gst_gpunet_classify_transform_ip (GstBaseTransform *
+    trans, GstBuffer * buf);
+
+/* ---- enum types ---------------------------------------------------------------- */
+
+GType
+gst_gpunet_backend_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPUNET_BACKEND_AUTO,
+        "CUDA when built and a GPU works, else CPU (with an info message)", "auto"},
+    {GST_GPUNET_BACKEND_CPU, "CPU", "cpu"},
+    {GST_GPUNET_BACKEND_CUDA, "CUDA (fails when not built or no GPU)", "cuda"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpunetBackend", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpunet_resize_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPUNET_RESIZE_CENTER_CROP,
+          "Resize the shorter side to resolution / crop-pct, crop the centre "
+          "(timm's evaluation transform)", "center-crop"},
+    {GST_GPUNET_RESIZE_STRETCH, "Resize the whole frame, ignoring its aspect",
+        "stretch"},
+    {GST_GPUNET_RESIZE_LETTERBOX,
+        "Fit the whole frame keeping its aspect, pad with the mean", "letterbox"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpunetResizeMode", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* ---- class ----------------------------------------------------------------------- */
+
+static void
+gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+
+  GST_DEBUG_CATEGORY_INIT (gst_gpunet_classify_debug, "gpunetclassify", 0,
+      "GPUNet image classification");
+
+  gobject_class->set_property = gst_gpunet_classify_set_property;
+  gobject_class->get_property = gst_gpunet_classify_get_property;
+  gobject_class->finalize = gst_gpunet_classify_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_MODEL,
+      g_param_spec_string ("model", "Model",
+          "Built-in architecture (gpunet-0, gpunet-1, gpunet-2, gpunet-p0, "
+          "gpunet-p1, gpunet-d1, gpunet-d2, or a latency name such as 0.65ms) "
+          "or the path of an architecture JSON in NVIDIA's format",
+          DEFAULT_MODEL, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_CHECKPOINT,
+      g_param_spec_string ("checkpoint", "Checkpoint",
+          "Weights file matching the model (required): NVIDIA's .pth.tar/.pth "
+          "checkpoint or a .safetensors file",
+          DEFAULT_CHECKPOINT, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_LABELS,
+      g_param_spec_string ("labels", "Labels",
+          "Text file with one class label per line, as many lines as the model "
+          "has classes (default: the built-in ImageNet-1k names for 1000-class "
+          "models, else class-<id>)",
+          DEFAULT_LABELS, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_TOP_K,
+      g_param_spec_uint ("top-k", "Top k",
+          "Number of best classes listed in each result (capped at the model's "
+          "number of classes)", 1, MAX_TOP_K, DEFAULT_TOP_K,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_THRESHOLD,
+      g_param_spec_float ("threshold", "Threshold",
+          "Only classes whose probability is at least this are listed in "
+          "ids/labels/scores; the top-1 fields (label, label-id, confidence) "
+          "are always set and a result is never dropped", 0.0f, 1.0f,
+          DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_BACKEND,
+      g_param_spec_enum ("backend", "Backend",
+          "Compute backend", GST_TYPE_GPUNET_BACKEND, DEFAULT_BACKEND,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_RESIZE_MODE,
+      g_param_spec_enum ("resize-mode", "Resize mode",
+          "How a frame is fitted to the model's square input",
+          GST_TYPE_GPUNET_RESIZE_MODE, DEFAULT_RESIZE_MODE,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_CROP_PCT,
+      g_param_spec_float ("crop-pct", "Crop percentage",
+          "Centre-crop fraction for resize-mode=center-crop (0 = the model's "
+          "default: 1.0 for GPUNet-0/1/2/D1/D2, 0.875 for P0/P1)", 0.0f, 1.0f,
+          DEFAULT_CROP_PCT, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_INTERVAL,
+      g_param_spec_uint ("interval", "Interval",
+          "0 = classify every frame; N = classify one frame, then attach its "
+          "result to the next N frames marked inferred=false", 0, G_MAXUINT,
+          DEFAULT_INTERVAL, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
+      g_param_spec_boolean ("post-messages", "Post messages",
+          "Post an element message named gpunetclassify on the bus for every "
+          "frame (the meta's fields plus timestamp, running-time and frame)",
+          DEFAULT_POST_MESSAGES, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_N_THREADS,
+      g_param_spec_uint ("n-threads", "Threads",
+          "CPU backend threads (0 = all cores)", 0, 1024, DEFAULT_N_THREADS,
+          rw | GST_PARAM_MUTABLE_READY));
+
+  gst_element_class_set_static_metadata (element_class,
+      "GPUNet classifier", "Filter/Analyzer/Video",
+      "Classifies video frames with an NVIDIA GPUNet model and attaches the "
+      "top-k classes as GstGpunetClassificationMeta",
+      "gst-gpunet developers");
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+
+  trans_class->start = GST_DEBUG_FUNCPTR (gst_gpunet_classify_start);
+  trans_class->stop = GST_DEBUG_FUNCPTR (gst_gpunet_classify_stop);
+  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpunet_classify_set_caps);
+  trans_class->transform_ip =
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_transform_ip);
+  trans_class->passthrough_on_same_caps = FALSE;
+  trans_class->transform_ip_on_passthrough = FALSE;
+
+  gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_BACKEND, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_RESIZE_MODE, 0);
+}
+
+static void
+gst_gpunet_classify_init (GstGpunetClassify * self)
+{
+  self->model_name = g_strdup (DEFAULT_MODEL);
+  self->checkpoint = g_strdup (DEFAULT_CHECKPOINT);
+  self->labels_path = g_strdup (DEFAULT_LABELS);
+  self->top_k = DEFAULT_TOP_K;
+  self->threshold = DEFAULT_THRESHOLD;
+  self->backend = DEFAULT_BACKEND;
+  self->resize_mode = DEFAULT_RESIZE_MODE;
+  self->crop_pct = DEFAULT_CROP_PCT;
+  self->interval = DEFAULT_INTERVAL;
+  self->post_messages = DEFAULT_POST_MESSAGES;
+  self->n_threads = DEFAULT_N_THREADS;
+
+  /* metadata is written to every buffer: in place, never passthrough (that
+   * would skip transform_ip); basetransform makes the buffer writable */
+  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
+  gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), FALSE);
+}
+
+static void
+gst_gpunet_classify_finalize (GObject * object)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+
+  g_free (self->model_name);
+  g_free (self->checkpoint);
+  g_free (self->labels_path);
+
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+/* Properties that need a reload only take effect at the next start(). */
+static gboolean
+check_ready_mutable (GstGpunetClassify * self, GParamSpec * pspec)
+{
+  if (GST_STATE (self) > GST_STATE_READY) {
+    GST_WARNING_OBJECT (self, "property '%s' can only be changed in the NULL "
+        "or READY state; ignored", pspec->name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+gst_gpunet_classify_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+
+  GST_OBJECT_LOCK (self);
+  if ((pspec->flags & GST_PARAM_MUTABLE_READY)
+      && !check_ready_mutable (self, pspec)) {
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_free (self->model_name);
+      self->model_name = g_value_dup_string (value);
+      break;
+    case PROP_CHECKPOINT:
+      g_free (self->checkpoint);
+      self->checkpoint = g_value_dup_string (value);
+      break;
+    case PROP_LABELS:
+      g_free (self->labels_path);
+      self->labels_path = g_value_dup_string (value);
+      break;
+    case PROP_TOP_K:
+      self->top_k = g_value_get_uint (value);
+      break;
+    case PROP_THRESHOLD:
+      self->threshold = g_value_get_float (value);
+      break;
+    case PROP_BACKEND:
+      self->backend = g_value_get_enum (value);
+      break;
+    case PROP_RESIZE_MODE:
+      self->resize_mode = g_value_get_enum (value);
+      break;
+    case PROP_CROP_PCT:
+      self->crop_pct = g_value_get_float (value);
+      break;
+    case PROP_INTERVAL:
+      self->interval = g_value_get_uint (value);
+      break;
+    case PROP_POST_MESSAGES:
+      self->post_messages = g_value_get_boolean (value);
+      break;
+    case PROP_N_THREADS:
+      self->n_threads = g_value_get_uint (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_gpunet_classify_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_MODEL:
+      g_value_set_string (value, self->model_name);
+      break;
+    case PROP_CHECKPOINT:
+      g_value_set_string (value, self->checkpoint);
+      break;
+    case PROP_LABELS:
+      g_value_set_string (value, self->labels_path);
+      break;
+    case PROP_TOP_K:
+      g_value_set_uint (value, self->top_k);
+      break;
+    case PROP_THRESHOLD:
+      g_value_set_float (value, self->threshold);
+      break;
+    case PROP_BACKEND:
+      g_value_set_enum (value, self->backend);
+      break;
+    case PROP_RESIZE_MODE:
+      g_value_set_enum (value, self->resize_mode);
+      break;
+    case PROP_CROP_PCT:
+      g_value_set_float (value, self->crop_pct);
+      break;
+    case PROP_INTERVAL:
+      g_value_set_uint (value, self->interval);
+      break;
+    case PROP_POST_MESSAGES:
+      g_value_set_boolean (value, self->post_messages);
+      break;
+    case PROP_N_THREADS:
+      g_value_set_uint (value, self->n_threads);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+/* ---- start / stop ---------------------------------------------------------------- */
+
+/* Posts an engine failure as an element error: the engine's sentence is the
+ * message, the status and the context go to the debug string. Takes `text`. */
+static void
+post_engine_error (GstGpunetClassify * self, gpunet_status status, char *text,
+    const gchar * context)
+{
+  const gchar *sentence = text ? text : gpunet_status_string (status);
+
+  switch (status) {
+    case GPUNET_ERR_IO:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", sentence),
+          ("%s: %s", context, gpunet_status_string (status)));
+      break;
+    case GPUNET_ERR_NO_MEMORY:
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("%s", sentence),
+          ("%s: %s", context, gpunet_status_string (status)));
+      break;
+    case GPUNET_ERR_BACKEND_UNAVAILABLE:
+    case GPUNET_ERR_BACKEND:
+      GST_ELEMENT_ERROR (self, LIBRARY, INIT, ("%s", sentence),
+          ("%s: %s", context, gpunet_status_string (status)));
+      break;
+    default:
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", sentence),
+          ("%s: %s", context, gpunet_status_string (status)));
+      break;
+  }
+  free (text);
+}
+
+/* Fills self->labels from `path` (one per line) or the defaults. Posts the error
+ * and returns FALSE when the file cannot be read or has the wrong count. */
+static gboolean
+load_labels (GstGpunetClassify * self, const gchar * path)
+{
+  gint n = self->num_classes, i;
+
+  self->labels = g_new0 (gchar *, n + 1);
+
+  if (path == NULL || *path == '\0') {
+    for (i = 0; i < n; i++) {
+      const char *l = n == 1000 ? gpunet_imagenet_label (i) : NULL;
+      self->labels[i] = l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
+    }
+    return TRUE;
+  } else {
+    gchar *contents = NULL;
+    gchar **lines;
+    GError *err = NULL;
+    guint n_lines;
+
+    if (!g_file_get_contents (path, &contents, NULL, &err)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Cannot read the labels file '%s': %s", path, err->message),
+          ("labels property"));
+      g_clear_error (&err);
+      return FALSE;
+    }
+    lines = g_strsplit (contents, "\n", -1);
+    g_free (contents);
+    n_lines = g_strv_length (lines);
+    /* a final newline leaves one empty string: not a label */
+    if (n_lines > 0 && lines[n_lines - 1][0] == '\0')
+      n_lines--;
+    if ((gint) n_lines != n) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+          ("The labels file '%s' has %u labels, but model '%s' has %d classes",
+              path, n_lines, self->model_display_name, n),
+          ("one label per line is expected"));
+      g_strfreev (lines);
+      return FALSE;
+    }
+    for (i = 0; i < n; i++) {
+      gchar *l = g_strstrip (lines[i]);
+      self->labels[i] = *l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
+    }
+    g_strfreev (lines);
+    return TRUE;
+  }
+}
+
+static gboolean
+gst_gpunet_classify_start (GstBaseTransform * trans)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  gchar *model_name, *checkpoint, *labels_path, *context;
+  GstGpunetBackend backend;
+  gpunet_session_params params;
+  gpunet_status st;
+  char *text = NULL;
+  gboolean ok = FALSE;
+
+  GST_OBJECT_LOCK (self);
+  model_name = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
+  checkpoint = g_strdup (self->checkpoint);
+  labels_path = g_strdup (self->labels_path);
+  backend = self->backend;
+  gpunet_session_params_init (&params);
+  params.backend = (gpunet_backend_kind) backend;
+  params.n_threads = (int) self->n_threads;
+  params.max_batch = 1;
+  self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
+  self->pre.crop_pct = self->crop_pct;
+  GST_OBJECT_UNLOCK (self);
+
+  if (checkpoint == NULL || *checkpoint == '\0') {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("No checkpoint is set: set the 'checkpoint' property to the GPUNet "
+            "weights file for model '%s' (e.g. gpunetclassify "
+            "checkpoint=/path/to/0.65ms.pth.tar)", model_name),
+        ("the checkpoint property is required"));
+    goto done;
+  }
+
+  context = g_strdup_printf ("loading model '%s' with checkpoint '%s'",
+      model_name, checkpoint);
+  st = gpunet_model_load (model_name, checkpoint, &self->model, &text);
+  if (st != GPUNET_OK) {
+    post_engine_error (self, st, text, context);
+    g_free (context);
+    goto done;
+  }
+  g_free (context);
+
+  self->num_classes = gpunet_model_num_classes (self->model);
+  self->model_display_name = g_strdup (gpunet_model_name (self->model));
+  if (!load_labels (self, labels_path))
+    goto done;
+
+  st = gpunet_session_new (self->model, &params, &self->session, &text);
+  if (st != GPUNET_OK) {
+    if (text == NULL && st == GPUNET_ERR_BACKEND_UNAVAILABLE)
+      text = strdup ("backend=cuda was requested, but the CUDA backend is not "
+          "built in or no usable GPU is present; use backend=cpu or auto");
+    post_engine_error (self, st, text, "creating a session");
+    goto done;
+  }
+
+  if (backend == GST_GPUNET_BACKEND_AUTO
+      && g_strcmp0 (gpunet_session_backend_name (self->session), "cuda") != 0) {
+    GST_ELEMENT_INFO (self, RESOURCE, SETTINGS,
+        ("backend=auto: CUDA is not available, using the %s backend",
+            gpunet_session_backend_name (self->session)), (NULL));
+  }
+  GST_INFO_OBJECT (self, "model %s (%d classes, %dx%d input, weights from %s) "
+      "on the %s backend", self->model_display_name, self->num_classes,
+      gpunet_model_resolution (self->model),
+      gpunet_model_resolution (self->model),
+      gpunet_model_weights_source (self->model),
+      gpunet_session_backend_name (self->session));
+
+  self->frame_count = 0;
+  self->have_last = FALSE;
+  self->carried = 0;
+  ok = TRUE;
+
+done:
+  g_free (model_name);
+  g_free (checkpoint);
+  g_free (labels_path);
+  if (!ok)
+    gst_gpunet_classify_stop (trans);
+  return ok;
+}
+
+static gboolean
+gst_gpunet_classify_stop (GstBaseTransform * trans)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+
+  g_clear_pointer (&self->session, gpunet_session_free);
+  g_clear_pointer (&self->model, gpunet_model_unref);
+  g_clear_pointer (&self->labels, g_strfreev);
+  g_clear_pointer (&self->model_display_name, g_free);
+  self->num_classes = 0;
+  self->have_last = FALSE;
+  return TRUE;
+}
+
+/* ---- caps ------------------------------------------------------------------------ */
+
+static gboolean
+gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
+    GstCaps * outcaps)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  gpunet_image *img = &self->image_template;
+  GstVideoInfo info;
+
+  (void) outcaps;
+
+  if (!gst_video_info_from_caps (&info, incaps)) {
+    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT, incaps);
+    return FALSE;
+  }
+
+  memset (img, 0, sizeof *img);
+  switch (GST_VIDEO_INFO_FORMAT (&info)) {
+    case GST_VIDEO_FORMAT_NV12:
+      img->format = GPUNET_FORMAT_NV12;
+      break;
+    case GST_VIDEO_FORMAT_I420:
+      img->format = GPUNET_FORMAT_I420;
+      break;
+    case GST_VIDEO_FORMAT_RGBA:
+      img->format = GPUNET_FORMAT_RGBA;
+      break;
+    case GST_VIDEO_FORMAT_BGRA:
+      img->format = GPUNET_FORMAT_BGRA;
+      break;
+    case GST_VIDEO_FORMAT_RGBx:
+      img->format = GPUNET_FORMAT_RGBX;
+      break;
+    case GST_VIDEO_FORMAT_BGRx:
+      img->format = GPUNET_FORMAT_BGRX;
+      break;
+    case GST_VIDEO_FORMAT_RGB:
+      img->format = GPUNET_FORMAT_RGB;
+      break;
+    case GST_VIDEO_FORMAT_BGR:
+      img->format = GPUNET_FORMAT_BGR;
+      break;
+    default:
+      GST_ERROR_OBJECT (self, "unsupported format %s",
+          GST_VIDEO_INFO_NAME (&info));
+      return FALSE;
+  }
+  img->width = GST_VIDEO_INFO_WIDTH (&info);
+  img->height = GST_VIDEO_INFO_HEIGHT (&info);
+  /* BT.2020 and others have no engine matrix: BT.709 is the closer one */
+  img->matrix = info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_BT601
+      || info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_FCC
+      || info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_SMPTE240M ?
+      GPUNET_MATRIX_BT601 : GPUNET_MATRIX_BT709;
+  if (GST_VIDEO_INFO_IS_YUV (&info)
+      && info.colorimetry.matrix != GST_VIDEO_COLOR_MATRIX_BT601
+      && info.colorimetry.matrix != GST_VIDEO_COLOR_MATRIX_BT709)
+    GST_INFO_OBJECT (self, "colour matrix %d treated as BT.709",
+        info.colorimetry.matrix);
+  img->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+
+  self->info = info;
+  /* a new stream shape: the next frame is classified again */
+  self->have_last = FALSE;
+  self->carried = 0;
+
+  GST_DEBUG_OBJECT (self, "%s %dx%d, matrix %s, %s range",
+      GST_VIDEO_INFO_NAME (&info), img->width, img->height,
+      img->matrix == GPUNET_MATRIX_BT709 ? "BT.709" : "BT.601",
+      img->full_range ? "full" : "limited");
+  return TRUE;
+}
+
+/* ---- per frame ------------------------------------------------------------------- */
+
+static GstFlowReturn
+classify_frame (GstGpunetClassify * self, GstBuffer * buf)
+{
+  GstVideoFrame frame;
+  gpunet_image img = self->image_template;
+  gpunet_status st;
+  char *text = NULL;
+  guint p;
+  gint k = MIN (self->num_classes, MAX_TOP_K);
+
+  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
+        (NULL));
+    return GST_FLOW_ERROR;
+  }
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (&frame) && p < 3; p++) {
+    img.planes[p] = GST_VIDEO_FRAME_PLANE_DATA (&frame, p);
+    img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p);
+  }
+  /* always the largest k: top-k may grow while a result is carried */
+  st = gpunet_session_classify (self->session, &img, 1, &self->pre, k,
+      self->last, &text);
+  gst_video_frame_unmap (&frame);
+
+  if (st != GPUNET_OK) {
+    post_engine_error (self, st, text, "classifying a frame");
+    return GST_FLOW_ERROR;
+  }
+  self->last_n = k;
+  self->have_last = TRUE;
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  GstGpunetClassification c;
+  gint ids[MAX_TOP_K];
+  gdouble scores[MAX_TOP_K];
+  const gchar *labels[MAX_TOP_K];
+  guint top_k, interval, i, n;
+  gfloat threshold;
+  gboolean post, inferred;
+  guint64 frame_no;
+  GstFlowReturn ret;
+
+  GST_OBJECT_LOCK (self);
+  top_k = self->top_k;
+  threshold = self->threshold;
+  interval = self->interval;
+  post = self->post_messages;
+  GST_OBJECT_UNLOCK (self);
+
+  if (G_UNLIKELY (self->session == NULL)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("The element is not started"),
+        (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  frame_no = self->frame_count++;
+  if (self->have_last && self->carried < interval) {
+    self->carried++;
+    inferred = FALSE;
+  } else {
+    ret = classify_frame (self, buf);
+    if (ret != GST_FLOW_OK)
+      return ret;
+    self->carried = 0;
+    inferred = TRUE;
+  }
+
+  n = 0;
+  for (i = 0; i < self->last_n && i < top_k; i++) {
+    const gpunet_class_score *r = &self->last[i];
+
+    if (r->score < threshold)
+      break;                    /* sorted: nothing later passes */
+    ids[n] = r->id;
+    scores[n] = r->score;
+    labels[n] = (r->id >= 0 && r->id < self->num_classes) ?
+        self->labels[r->id] : "class-unknown";
+    n++;
+  }
+
+  c.model = self->model_display_name;
+  c.num_classes = self->num_classes;
+  c.roi_id = -1;
+  c.inferred = inferred;
+  c.best_id = self->last[0].id;
+  c.best_score = self->last[0].score;
+  c.best_label = (c.best_id >= 0 && c.best_id < self->num_classes) ?
+      self->labels[c.best_id] : "class-unknown";
+  c.n = n;
+  c.ids = ids;
+  c.scores = scores;
+  c.labels = labels;
+
+  if (gst_buffer_add_gpunet_classification_meta (buf, &c) == NULL)
+    GST_WARNING_OBJECT (self, "could not add the classification meta");
+
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %s (%d) %.4f%s",
+      frame_no, c.best_label, c.best_id, c.best_score,
+      inferred ? "" : " (carried)");
+
+  if (post) {
+    GstStructure *s = gst_structure_new_empty (GPUNET_MESSAGE_NAME);
+    GstClockTime ts = GST_BUFFER_PTS (buf);
+    GstClockTime rt = gst_segment_to_running_time (&trans->segment,
+        GST_FORMAT_TIME, ts);
+
+    gst_gpunet_classification_to_structure (&c, s);
+    gst_structure_set (s,
+        "timestamp", G_TYPE_UINT64, (guint64) ts,
+        "running-time", G_TYPE_UINT64, (guint64) rt,
+        "frame", G_TYPE_UINT64, frame_no, NULL);
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self), s));
+  }
+  return GST_FLOW_OK;
+}
+
+gboolean
+gst_gpunet_classify_register (GstPlugin * plugin)
+{
+  return GST_ELEMENT_REGISTER (gpunetclassify, plugin);
+}

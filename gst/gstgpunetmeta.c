@@ -1,0 +1,112 @@
+/* gstgpunetmeta.c: registers the GstGpunetClassificationMeta custom meta, with a
+ * transform function so the record survives buffer copies and scaling (a whole-frame
+ * classification does not depend on the frame's size or colour format), and turns a
+ * classification record into the meta's (and the bus message's) structure. */
+#include "gstgpunetmeta.h"
+
+#include <gst/video/video.h>
+
+static gboolean
+copy_field (GQuark field_id, const GValue * value, gpointer user_data)
+{
+  gst_structure_id_set_value ((GstStructure *) user_data, field_id, value);
+  return TRUE;
+}
+
+static gboolean
+gst_gpunet_classification_meta_transform (GstBuffer * transbuf,
+    GstCustomMeta * meta, GstBuffer * buffer, GQuark type, gpointer data,
+    gpointer user_data)
+{
+  GstCustomMeta *dmeta;
+
+  (void) buffer;
+  (void) data;
+  (void) user_data;
+
+  /* copies (also of a region: the record is about the picture, not the bytes)
+   * and video scaling keep the result; unknown transforms drop it */
+  if (!GST_META_TRANSFORM_IS_COPY (type)
+      && type != gst_video_meta_transform_scale_get_quark ())
+    return FALSE;
+
+  dmeta = gst_buffer_add_custom_meta (transbuf, GPUNET_META_NAME);
+  if (dmeta == NULL)
+    return FALSE;
+  gst_structure_foreach (gst_custom_meta_get_structure (meta), copy_field,
+      gst_custom_meta_get_structure (dmeta));
+  return TRUE;
+}
+
+const GstMetaInfo *
+gst_gpunet_classification_meta_get_info (void)
+{
+  static const GstMetaInfo *info = NULL;
+
+  if (g_once_init_enter (&info)) {
+    /* no tags: elements that copy untagged metas by default keep it */
+    static const gchar *tags[] = { NULL };
+    const GstMetaInfo *registered;
+
+    registered = gst_meta_get_info (GPUNET_META_NAME);
+    if (registered == NULL)
+      registered = gst_meta_register_custom (GPUNET_META_NAME, tags,
+          gst_gpunet_classification_meta_transform, NULL, NULL);
+    g_once_init_leave (&info, registered);
+  }
+  return info;
+}
+
+void
+gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
+    GstStructure * s)
+{
+  GValue ids = G_VALUE_INIT, labels = G_VALUE_INIT, scores = G_VALUE_INIT;
+  GValue v = G_VALUE_INIT;
+  guint i;
+
+  gst_value_array_init (&ids, c->n);
+  gst_value_array_init (&labels, c->n);
+  gst_value_array_init (&scores, c->n);
+  for (i = 0; i < c->n; i++) {
+    g_value_init (&v, G_TYPE_INT);
+    g_value_set_int (&v, c->ids[i]);
+    gst_value_array_append_and_take_value (&ids, &v);
+    g_value_init (&v, G_TYPE_STRING);
+    g_value_set_string (&v, c->labels[i]);
+    gst_value_array_append_and_take_value (&labels, &v);
+    g_value_init (&v, G_TYPE_DOUBLE);
+    g_value_set_double (&v, c->scores[i]);
+    gst_value_array_append_and_take_value (&scores, &v);
+  }
+
+  gst_structure_set (s,
+      "model", G_TYPE_STRING, c->model,
+      "label", G_TYPE_STRING, c->best_label,
+      "label-id", G_TYPE_INT, c->best_id,
+      "confidence", G_TYPE_DOUBLE, c->best_score,
+      "num-classes", G_TYPE_INT, c->num_classes,
+      "roi-id", G_TYPE_INT, c->roi_id,
+      "inferred", G_TYPE_BOOLEAN, c->inferred, NULL);
+  gst_structure_take_value (s, "ids", &ids);
+  gst_structure_take_value (s, "labels", &labels);
+  gst_structure_take_value (s, "scores", &scores);
+}
+
+GstCustomMeta *
+gst_buffer_add_gpunet_classification_meta (GstBuffer * buffer,
+    const GstGpunetClassification * c)
+{
+  GstCustomMeta *meta;
+
+  g_return_val_if_fail (GST_IS_BUFFER (buffer), NULL);
+  g_return_val_if_fail (gst_buffer_is_writable (buffer), NULL);
+
+  gst_gpunet_classification_meta_get_info ();
+  meta = gst_buffer_add_custom_meta (buffer, GPUNET_META_NAME);
+  if (meta == NULL)
+    return NULL;
+  gst_gpunet_classification_to_structure (c, gst_custom_meta_get_structure
+      (meta));
+  return meta;
+}

@@ -1,0 +1,45 @@
+/* gstgpunetmeta.h: the GstGpunetClassificationMeta custom meta (registration, how a
+ * classification record becomes a GstStructure, and how it is attached to a buffer).
+ * Applications that only read the meta use the header-only gpunet-meta.h instead. */
+#ifndef __GST_GPUNET_META_H__
+#define __GST_GPUNET_META_H__
+
+#include <gst/gst.h>
+
+#include "gpunet-meta.h"
+
+G_BEGIN_DECLS
+
+/* One classification record (frame or region), as the element produces it.
+ * The lists hold n entries, best first; the pointers are borrowed. */
+typedef struct
+{
+  const gchar *model;
+  gint num_classes;
+  gint roi_id;                  /* -1: the whole frame */
+  gboolean inferred;            /* FALSE: carried over from an earlier frame */
+  gint best_id;                 /* top-1, always set even when n == 0 */
+  gdouble best_score;
+  const gchar *best_label;
+  guint n;
+  const gint *ids;
+  const gdouble *scores;
+  const gchar *const *labels;
+} GstGpunetClassification;
+
+/* Registers the custom meta once (thread safe) and returns its info. */
+const GstMetaInfo *gst_gpunet_classification_meta_get_info (void);
+
+/* Sets the record's fields (model, label, label-id, confidence, ids, labels, scores,
+ * num-classes, roi-id, inferred) on `s`, replacing fields of the same name. */
+void gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
+    GstStructure * s);
+
+/* Adds a new classification meta holding `c` to the writable `buffer`; returns the
+ * meta (owned by the buffer) or NULL. */
+GstCustomMeta *gst_buffer_add_gpunet_classification_meta (GstBuffer * buffer,
+    const GstGpunetClassification * c);
+
+G_END_DECLS
+
+#endif /* __GST_GPUNET_META_H__ */

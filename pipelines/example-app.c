@@ -1,0 +1,112 @@
+/* example-app.c: a small application that runs gpunetclassify and prints the
+ * classification of every frame, read from a pad probe through the header-only
+ * helpers of gst/gpunet-meta.h (no link with the plugin needed).
+ *
+ *   gpunet-example-app CHECKPOINT [MODEL [NUM_FRAMES]]
+ *   gpunet-example-app --pipeline 'DESCRIPTION with an element named classify'
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <gst/gst.h>
+
+#include "gpunet-meta.h"
+
+static GstPadProbeReturn
+print_results (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstCustomMeta *meta;
+  gpointer state = NULL;
+  guint *count = user_data;
+
+  (void) pad;
+  while ((meta = gpunet_meta_iterate (buf, &state)) != NULL) {
+    const GstStructure *s = gpunet_meta_get_structure (meta);
+    guint i, n = gpunet_meta_n_results (s);
+
+    g_print ("frame %u pts %" GST_TIME_FORMAT ": %s (id %d, %.4f)%s", *count,
+        GST_TIME_ARGS (GST_BUFFER_PTS (buf)), gpunet_meta_label (s),
+        gpunet_meta_label_id (s), gpunet_meta_confidence (s),
+        gpunet_meta_inferred (s) ? "" : " [carried]");
+    for (i = 0; i < n; i++)
+      g_print ("%s %d:%s=%.4f", i ? "," : " top:", gpunet_meta_nth_id (s, i),
+          gpunet_meta_nth_label (s, i), gpunet_meta_nth_score (s, i));
+    g_print ("\n");
+  }
+  (*count)++;
+  return GST_PAD_PROBE_OK;
+}
+
+int
+main (int argc, char **argv)
+{
+  GstElement *pipeline, *classify;
+  GstBus *bus;
+  GstMessage *msg;
+  GstPad *pad;
+  GError *err = NULL;
+  gchar *desc;
+  guint count = 0;
+  int ret = 0;
+
+  gst_init (&argc, &argv);
+
+  if (argc == 3 && strcmp (argv[1], "--pipeline") == 0) {
+    desc = g_strdup (argv[2]);
+  } else if (argc >= 2 && argc <= 4 && argv[1][0] != '-') {
+    desc = g_strdup_printf ("videotestsrc num-buffers=%s ! videoconvert ! "
+        "gpunetclassify name=classify checkpoint=\"%s\" model=\"%s\" ! "
+        "fakesink", argc > 3 ? argv[3] : "10", argv[1],
+        argc > 2 ? argv[2] : "gpunet-0");
+  } else {
+    g_printerr ("usage: %s CHECKPOINT [MODEL [NUM_FRAMES]]\n"
+        "       %s --pipeline 'DESCRIPTION with gpunetclassify name=classify'\n",
+        argv[0], argv[0]);
+    return 2;
+  }
+
+  pipeline = gst_parse_launch (desc, &err);
+  g_free (desc);
+  if (pipeline == NULL || err != NULL) {
+    g_printerr ("pipeline: %s\n", err ? err->message : "cannot be built");
+    g_clear_error (&err);
+    if (pipeline)
+      gst_object_unref (pipeline);
+    return 1;
+  }
+  classify = gst_bin_get_by_name (GST_BIN (pipeline), "classify");
+  if (classify == NULL) {
+    g_printerr ("no element named 'classify' in the pipeline\n");
+    gst_object_unref (pipeline);
+    return 1;
+  }
+  pad = gst_element_get_static_pad (classify, "src");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, print_results, &count,
+      NULL);
+  gst_object_unref (pad);
+  gst_object_unref (classify);
+
+  if (gst_element_set_state (pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE)
+    ret = 1;
+
+  bus = gst_element_get_bus (pipeline);
+  msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gchar *dbg = NULL;
+
+    gst_message_parse_error (msg, &err, &dbg);
+    g_printerr ("error: %s\n%s\n", err->message, dbg ? dbg : "");
+    g_clear_error (&err);
+    g_free (dbg);
+    ret = 1;
+  }
+  gst_clear_message (&msg);
+  gst_object_unref (bus);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (pipeline);
+  g_print ("%u frames\n", count);
+  return ret;
+}

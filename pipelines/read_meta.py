@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""read_meta.py: reads gpunetclassify's results from Python through GObject
+introspection (Debian: python3-gi, gir1.2-gstreamer-1.0; gst-python is not needed).
+
+The element attaches a GstCustomMeta named "GstGpunetClassificationMeta"; with
+GStreamer 1.22's introspection data, Gst.Buffer.get_custom_meta(name) returns it and
+meta.get_structure() its Gst.Structure. Scalars read with get_string/get_int/
+get_double/get_boolean; the list fields (ids, labels, scores) are GstValueArrays,
+which plain PyGObject cannot convert with get_value() ("unknown type GstValueArray")
+but Gst.Structure.get_array(field) returns as a GObject.ValueArray.
+
+    read_meta.py CHECKPOINT [MODEL [NUM_FRAMES]]
+    read_meta.py --pipeline 'DESCRIPTION with gpunetclassify name=classify'
+"""
+import json
+import sys
+import warnings
+
+import gi
+
+gi.require_version("Gst", "1.0")
+from gi.repository import Gst  # noqa: E402
+
+META_NAME = "GstGpunetClassificationMeta"
+
+
+def _array(structure, field):
+    ok, arr = structure.get_array(field)
+    if not ok or arr is None:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [arr.get_nth(i) for i in range(arr.n_values)]
+
+
+def structure_to_dict(s):
+    """The classification record of a meta (or bus message) structure as a dict."""
+    return {
+        "model": s.get_string("model"),
+        "label": s.get_string("label"),
+        "label-id": s.get_int("label-id")[1],
+        "confidence": s.get_double("confidence")[1],
+        "ids": _array(s, "ids"),
+        "labels": _array(s, "labels"),
+        "scores": _array(s, "scores"),
+        "num-classes": s.get_int("num-classes")[1],
+        "roi-id": s.get_int("roi-id")[1],
+        "inferred": s.get_boolean("inferred")[1],
+    }
+
+
+def buffer_results(buf):
+    """The classification of a buffer as a dict, or None when it has none."""
+    meta = buf.get_custom_meta(META_NAME)
+    if meta is None:
+        return None
+    return structure_to_dict(meta.get_structure())
+
+
+def run(description, element_name="classify", timeout_s=120):
+    """Runs a pipeline to EOS and returns one result dict (or None) per buffer
+    leaving the element named `element_name`. Raises RuntimeError on errors."""
+    Gst.init(None)
+    pipeline = Gst.parse_launch(description)
+    element = pipeline.get_by_name(element_name)
+    if element is None:
+        raise RuntimeError("no element named '%s' in the pipeline" % element_name)
+    results = []
+
+    def probe(pad, info):
+        results.append(buffer_results(info.get_buffer()))
+        return Gst.PadProbeReturn.OK
+
+    element.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
+    try:
+        if pipeline.set_state(Gst.State.PLAYING) == Gst.StateChangeReturn.FAILURE:
+            msg = pipeline.get_bus().pop_filtered(Gst.MessageType.ERROR)
+            raise RuntimeError(msg.parse_error()[0].message if msg else "state change failed")
+        msg = pipeline.get_bus().timed_pop_filtered(
+            timeout_s * Gst.SECOND, Gst.MessageType.EOS | Gst.MessageType.ERROR)
+        if msg is None:
+            raise RuntimeError("timed out")
+        if msg.type == Gst.MessageType.ERROR:
+            raise RuntimeError(msg.parse_error()[0].message)
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    return results
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--pipeline":
+        description = argv[2]
+    elif 2 <= len(argv) <= 4 and not argv[1].startswith("-"):
+        description = (
+            "videotestsrc num-buffers=%s ! videoconvert ! gpunetclassify name=classify "
+            'checkpoint="%s" model="%s" ! fakesink'
+            % (argv[3] if len(argv) > 3 else "10", argv[1],
+               argv[2] if len(argv) > 2 else "gpunet-0"))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        for i, r in enumerate(run(description)):
+            print(json.dumps({"frame": i, "result": r}))
+    except RuntimeError as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,755 @@
+/* test_element.c: GstCheck/GstHarness tests of gpunetclassify on the tiny-a fixture
+ * model (tests/data/fixtures): metadata for every format and odd sizes, the fixture's
+ * golden top-5 through the whole element, untouched data and timestamps, interval,
+ * properties changed while PLAYING, bus messages, every start() error, state cycling
+ * and caps changes. Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
+ * or GstMiniObject fails the test. */
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+
+#include "gpunet-meta.h"
+
+#define RES 96
+#define NUM_CLASSES 16
+
+/* tests/data/fixtures/tiny-a/golden.json "top5_golden" */
+static const gint golden_top5[2][5] = {
+  {8, 4, 5, 12, 15},
+  {12, 4, 14, 15, 0},
+};
+
+static gchar *
+data_path (const gchar * rel)
+{
+  const gchar *dir = g_getenv ("GPUNET_TEST_DATA");
+
+  fail_unless (dir != NULL, "GPUNET_TEST_DATA is not set");
+  return g_build_filename (dir, rel, NULL);
+}
+
+/* A new gpunetclassify on the tiny-a fixture; `props` is NULL-terminated
+ * name/value string pairs applied with gst_util_set_object_arg. */
+static GstElement *
+make_classify (const gchar * model_rel, const gchar * ckpt_rel,
+    const gchar * first_prop, ...)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  const gchar *name;
+  va_list ap;
+
+  fail_unless (el != NULL, "gpunetclassify not found (GST_PLUGIN_PATH?)");
+  if (model_rel) {
+    gchar *p = data_path (model_rel);
+    g_object_set (el, "model", p, NULL);
+    g_free (p);
+  }
+  if (ckpt_rel) {
+    gchar *p = data_path (ckpt_rel);
+    g_object_set (el, "checkpoint", p, NULL);
+    g_free (p);
+  }
+  va_start (ap, first_prop);
+  for (name = first_prop; name; name = va_arg (ap, const gchar *)) {
+    const gchar *value = va_arg (ap, const gchar *);
+    gst_util_set_object_arg (G_OBJECT (el), name, value);
+  }
+  va_end (ap);
+  return el;
+}
+
+#define TINY_A "fixtures/tiny-a.json", "fixtures/tiny-a/tiny-a.pth.tar"
+
+static GstHarness *
+harness_for (GstElement * el, const gchar * caps)
+{
+  GstHarness *h = gst_harness_new_with_element (el, "sink", "src");
+
+  gst_object_unref (el);        /* the harness holds it */
+  gst_harness_set_src_caps_str (h, caps);
+  return h;
+}
+
+/* A buffer for `caps` with a deterministic pattern and timestamps. */
+static GstBuffer *
+make_frame (GstHarness * h, const gchar * caps_str, guint seed)
+{
+  GstCaps *caps = gst_caps_from_string (caps_str);
+  GstVideoInfo info;
+  GstBuffer *buf;
+  GstMapInfo map;
+  gsize i;
+
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  gst_caps_unref (caps);
+  buf = gst_harness_create_buffer (h, GST_VIDEO_INFO_SIZE (&info));
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (i = 0; i < map.size; i++)
+    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = seed * GST_MSECOND * 40;
+  GST_BUFFER_DTS (buf) = seed * GST_MSECOND * 40 + 1;
+  GST_BUFFER_DURATION (buf) = GST_MSECOND * 40;
+  return buf;
+}
+
+/* Checks the fields of one classification structure; returns the top-k size. */
+static guint
+check_record (const GstStructure * s, gboolean inferred)
+{
+  guint i, n = gpunet_meta_n_results (s);
+  gint label_id, num_classes, roi;
+  gboolean inf;
+  const gchar *model;
+
+  fail_unless (s != NULL);
+  model = gst_structure_get_string (s, "model");
+  fail_unless (model != NULL && *model != '\0');
+  fail_unless (gst_structure_get_int (s, "num-classes", &num_classes));
+  fail_unless_equals_int (num_classes, NUM_CLASSES);
+  fail_unless (gst_structure_get_int (s, "roi-id", &roi));
+  fail_unless_equals_int (roi, -1);
+  fail_unless (gst_structure_get_boolean (s, "inferred", &inf));
+  fail_unless_equals_int (inf, inferred);
+  fail_unless (gst_structure_get_int (s, "label-id", &label_id));
+  fail_unless (label_id >= 0 && label_id < NUM_CLASSES);
+  fail_unless (gpunet_meta_label (s) != NULL);
+  fail_unless (gpunet_meta_confidence (s) > 0.0
+      && gpunet_meta_confidence (s) <= 1.0);
+  if (n > 0) {
+    fail_unless_equals_int (gpunet_meta_nth_id (s, 0), label_id);
+    fail_unless_equals_string (gpunet_meta_nth_label (s, 0),
+        gpunet_meta_label (s));
+  }
+  for (i = 0; i < n; i++) {
+    gchar *expect = g_strdup_printf ("class-%d", gpunet_meta_nth_id (s, i));
+
+    fail_unless_equals_string (gpunet_meta_nth_label (s, i), expect);
+    g_free (expect);
+    if (i > 0)
+      fail_unless (gpunet_meta_nth_score (s, i) <=
+          gpunet_meta_nth_score (s, i - 1));
+  }
+  return n;
+}
+
+/* Pushes `in` (keeping a copy of its bytes and fields), pulls the output and
+ * checks it is the same frame; returns the output (caller unrefs). */
+static GstBuffer *
+push_and_check_passthrough (GstHarness * h, GstBuffer * in)
+{
+  GstClockTime pts = GST_BUFFER_PTS (in), dts = GST_BUFFER_DTS (in);
+  GstClockTime dur = GST_BUFFER_DURATION (in);
+  GstBufferFlags flags;
+  GstMapInfo map;
+  GstBuffer *out;
+  gpointer bytes;
+  gsize size;
+
+  GST_BUFFER_FLAG_SET (in, GST_BUFFER_FLAG_DISCONT | GST_BUFFER_FLAG_DELTA_UNIT);
+  flags = GST_BUFFER_FLAGS (in);
+  fail_unless (gst_buffer_map (in, &map, GST_MAP_READ));
+  bytes = g_memdup2 (map.data, map.size);
+  size = map.size;
+  gst_buffer_unmap (in, &map);
+
+  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless (out != NULL);
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), pts);
+  fail_unless_equals_uint64 (GST_BUFFER_DTS (out), dts);
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (out), dur);
+  fail_unless_equals_int (GST_BUFFER_FLAGS (out) & flags, flags);
+  fail_unless (gst_buffer_map (out, &map, GST_MAP_READ));
+  fail_unless_equals_uint64 (map.size, size);
+  fail_unless (memcmp (map.data, bytes, size) == 0, "frame data changed");
+  gst_buffer_unmap (out, &map);
+  g_free (bytes);
+  return out;
+}
+
+static const GstStructure *
+out_record (GstBuffer * out)
+{
+  GstCustomMeta *meta = gpunet_meta_get (out);
+
+  fail_unless (meta != NULL, "no GstGpunetClassificationMeta on the buffer");
+  return gpunet_meta_get_structure (meta);
+}
+
+/* ---- formats, sizes, data and timestamps ---------------------------------------- */
+
+static const gchar *formats[] = {
+  "NV12", "I420", "RGBA", "BGRA", "RGBx", "BGRx", "RGB", "BGR"
+};
+
+static const gint sizes[][2] = { {33, 17}, {64, 48}, {1, 1}, {17, 200} };
+
+GST_START_TEST (test_formats_and_sizes)
+{
+  guint f, z;
+
+  for (f = 0; f < G_N_ELEMENTS (formats); f++) {
+    for (z = 0; z < G_N_ELEMENTS (sizes); z++) {
+      gchar *caps = g_strdup_printf ("video/x-raw,format=%s,width=%d,"
+          "height=%d,framerate=30/1", formats[f], sizes[z][0], sizes[z][1]);
+      GstHarness *h = harness_for (make_classify (TINY_A, NULL), caps);
+      GstBuffer *out;
+
+      GST_INFO ("%s", caps);
+      out = push_and_check_passthrough (h, make_frame (h, caps, f + z));
+      fail_unless_equals_int (check_record (out_record (out), TRUE), 5);
+      gst_buffer_unref (out);
+      gst_harness_teardown (h);
+      g_free (caps);
+    }
+  }
+}
+
+GST_END_TEST;
+
+/* ---- golden top-5 through the element ------------------------------------------- */
+
+static void
+check_golden (const gchar * resize_mode, const gchar * crop_pct)
+{
+  const gchar *caps = "video/x-raw,format=RGB,width=96,height=96,"
+      "framerate=30/1";
+  gchar *path = data_path ("fixtures/tiny-a/input_rgb_u8.bin");
+  gchar *rgb = NULL;
+  gsize len = 0;
+  GstHarness *h;
+  gint img, i, y;
+
+  fail_unless (g_file_get_contents (path, &rgb, &len, NULL));
+  fail_unless_equals_uint64 (len, 2 * RES * RES * 3);
+  h = harness_for (make_classify (TINY_A, "resize-mode", resize_mode,
+          "crop-pct", crop_pct, NULL), caps);
+
+  for (img = 0; img < 2; img++) {
+    GstBuffer *in = make_frame (h, caps, img), *out;
+    const GstStructure *s;
+    GstVideoFrame frame;
+    GstVideoInfo info;
+    GstCaps *c = gst_caps_from_string (caps);
+
+    gst_video_info_from_caps (&info, c);
+    gst_caps_unref (c);
+    fail_unless (gst_video_frame_map (&frame, &info, in, GST_MAP_WRITE));
+    for (y = 0; y < RES; y++)
+      memcpy ((guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&frame, 0) +
+          y * GST_VIDEO_FRAME_PLANE_STRIDE (&frame, 0),
+          rgb + ((gsize) img * RES + y) * RES * 3, RES * 3);
+    gst_video_frame_unmap (&frame);
+
+    out = push_and_check_passthrough (h, in);
+    s = out_record (out);
+    fail_unless_equals_int (check_record (s, TRUE), 5);
+    for (i = 0; i < 5; i++)
+      fail_unless_equals_int (gpunet_meta_nth_id (s, i), golden_top5[img][i]);
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+  g_free (rgb);
+  g_free (path);
+}
+
+GST_START_TEST (test_golden_stretch)
+{
+  check_golden ("stretch", "0");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_golden_center_crop)
+{
+  check_golden ("center-crop", "1.0");
+}
+
+GST_END_TEST;
+
+/* ---- meta survives copies ----------------------------------------------------------- */
+
+GST_START_TEST (test_meta_copy)
+{
+  const gchar *caps = "video/x-raw,format=I420,width=32,height=32";
+  GstHarness *h = harness_for (make_classify (TINY_A, NULL), caps);
+  GstBuffer *out, *copy;
+  gchar *a, *b;
+
+  out = push_and_check_passthrough (h, make_frame (h, caps, 3));
+  copy = gst_buffer_copy_deep (out);
+  a = gst_structure_to_string (out_record (out));
+  b = gst_structure_to_string (out_record (copy));
+  fail_unless_equals_string (a, b);
+  g_free (a);
+  g_free (b);
+  gst_buffer_unref (copy);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* an input buffer that is not writable is not changed: the output is a new
+ * buffer sharing its memory, with the meta */
+GST_START_TEST (test_not_writable)
+{
+  const gchar *caps = "video/x-raw,format=NV12,width=32,height=24";
+  GstHarness *h = harness_for (make_classify (TINY_A, NULL), caps);
+  GstBuffer *in = make_frame (h, caps, 9), *out;
+
+  gst_buffer_ref (in);
+  out = push_and_check_passthrough (h, in);
+  fail_unless (out != in);
+  fail_unless (gpunet_meta_get (in) == NULL);
+  check_record (out_record (out), TRUE);
+  fail_unless (gst_buffer_peek_memory (out, 0) == gst_buffer_peek_memory (in,
+          0));
+  gst_buffer_unref (in);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* ---- interval, properties while PLAYING, labels ------------------------------------- */
+
+GST_START_TEST (test_interval)
+{
+  const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
+  GstHarness *h = harness_for (make_classify (TINY_A, "interval", "2", NULL),
+      caps);
+  static const gboolean expect[] = { TRUE, FALSE, FALSE, TRUE, FALSE, FALSE,
+    TRUE
+  };
+  gchar *inferred_str = NULL;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (expect); i++) {
+    GstBuffer *out = push_and_check_passthrough (h, make_frame (h, caps, i));
+    GstStructure *s = gst_structure_copy (out_record (out));
+    gchar *str;
+
+    check_record (s, expect[i]);
+    /* a carried record equals the last inferred one but for `inferred` */
+    gst_structure_remove_field (s, "inferred");
+    str = gst_structure_to_string (s);
+    if (expect[i]) {
+      g_free (inferred_str);
+      inferred_str = str;
+    } else {
+      fail_unless_equals_string (str, inferred_str);
+      g_free (str);
+    }
+    gst_structure_free (s);
+    gst_buffer_unref (out);
+  }
+  /* interval back to 0 while PLAYING: every frame is inferred again */
+  g_object_set (h->element, "interval", 0, NULL);
+  for (i = 0; i < 3; i++) {
+    GstBuffer *out = push_and_check_passthrough (h, make_frame (h, caps, i));
+    check_record (out_record (out), TRUE);
+    gst_buffer_unref (out);
+  }
+  g_free (inferred_str);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_top_k_threshold_playing)
+{
+  const gchar *caps = "video/x-raw,format=BGR,width=50,height=50";
+  GstHarness *h = harness_for (make_classify (TINY_A, NULL), caps);
+  GstBuffer *out;
+  const GstStructure *s;
+  guint n;
+
+  out = push_and_check_passthrough (h, make_frame (h, caps, 1));
+  fail_unless_equals_int (check_record (out_record (out), TRUE), 5);
+  gst_buffer_unref (out);
+
+  g_object_set (h->element, "top-k", 3, NULL);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 2));
+  fail_unless_equals_int (check_record (out_record (out), TRUE), 3);
+  gst_buffer_unref (out);
+
+  /* more than the model has classes: capped */
+  g_object_set (h->element, "top-k", 100, NULL);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 3));
+  fail_unless_equals_int (check_record (out_record (out), TRUE), NUM_CLASSES);
+  gst_buffer_unref (out);
+
+  /* threshold: lists shrink to the passing entries, top-1 fields stay */
+  g_object_set (h->element, "top-k", 5, "threshold", 1.0f, NULL);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 4));
+  s = out_record (out);
+  fail_unless_equals_int (check_record (s, TRUE), 0);
+  fail_unless (gpunet_meta_label (s) != NULL);
+  gst_buffer_unref (out);
+
+  g_object_set (h->element, "threshold", 0.05f, NULL);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 5));
+  s = out_record (out);
+  n = check_record (s, TRUE);
+  fail_unless (n <= 5);
+  if (n > 0)
+    fail_unless (gpunet_meta_nth_score (s, n - 1) >= 0.05 - 1e-6);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_labels_file)
+{
+  const gchar *caps = "video/x-raw,format=RGB,width=20,height=20";
+  GString *text = g_string_new (NULL);
+  gchar *path = NULL;
+  GstHarness *h;
+  GstBuffer *out;
+  const GstStructure *s;
+  gint i, fd;
+
+  for (i = 0; i < NUM_CLASSES; i++)
+    g_string_append_printf (text, "label number %d\n", i);
+  fd = g_file_open_tmp ("gpunet-labels-XXXXXX.txt", &path, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (path, text->str, -1, NULL));
+
+  h = harness_for (make_classify (TINY_A, "labels", path, NULL), caps);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 0));
+  s = out_record (out);
+  for (i = 0; i < (gint) gpunet_meta_n_results (s); i++) {
+    gchar *expect = g_strdup_printf ("label number %d",
+        gpunet_meta_nth_id (s, i));
+    fail_unless_equals_string (gpunet_meta_nth_label (s, i), expect);
+    g_free (expect);
+  }
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+  g_unlink (path);
+  g_free (path);
+  g_string_free (text, TRUE);
+}
+
+GST_END_TEST;
+
+/* ---- bus messages --------------------------------------------------------------------- */
+
+/* Runs the pipeline's bus to EOS (failing on errors or after 60 s) and returns
+ * how many gpunetclassify messages it carried, checking their fields. */
+static guint
+count_messages_to_eos (GstBus * bus)
+{
+  GstMessage *msg;
+  guint n = 0;
+  gboolean done = FALSE;
+
+  while (!done) {
+    msg = gst_bus_timed_pop (bus, 60 * GST_SECOND);
+    fail_unless (msg != NULL, "timed out");
+    fail_unless (GST_MESSAGE_TYPE (msg) != GST_MESSAGE_ERROR, "error message");
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS)
+      done = TRUE;
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT &&
+        gst_structure_has_name (gst_message_get_structure (msg),
+            GPUNET_MESSAGE_NAME)) {
+      const GstStructure *s = gst_message_get_structure (msg);
+      guint64 frame, ts, rt;
+
+      check_record (s, TRUE);
+      fail_unless (gst_structure_get_uint64 (s, "frame", &frame));
+      fail_unless_equals_uint64 (frame, n);
+      fail_unless (gst_structure_get_uint64 (s, "timestamp", &ts));
+      fail_unless (gst_structure_get_uint64 (s, "running-time", &rt));
+      fail_unless_equals_uint64 (rt, ts);
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  return n;
+}
+
+GST_START_TEST (test_post_messages)
+{
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=30 ! "
+      "video/x-raw,width=64,height=48 ! gpunetclassify model=\"%s\" "
+      "checkpoint=\"%s\" post-messages=true ! fakesink", model, ckpt);
+  GstElement *pipeline = gst_parse_launch (desc, NULL);
+  GstBus *bus;
+
+  fail_unless (pipeline != NULL);
+  bus = gst_element_get_bus (pipeline);
+  fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  fail_unless_equals_int (count_messages_to_eos (bus), 30);
+  gst_element_set_state (pipeline, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  g_free (model);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+/* Starts `el` (taking it), expects the state change to fail with an error
+ * message on the bus; returns the error's message text. */
+static gchar *
+expect_start_error (GstElement * el, GQuark * domain)
+{
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+  gchar *dbg = NULL, *text;
+
+  gst_element_set_bus (el, bus);
+  fail_unless_equals_int (gst_element_set_state (el, GST_STATE_PLAYING),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message posted");
+  gst_message_parse_error (msg, &err, &dbg);
+  GST_INFO ("error: %s (%s)", err->message, dbg);
+  text = g_strdup (err->message);
+  if (domain)
+    *domain = err->domain;
+  g_clear_error (&err);
+  g_free (dbg);
+  gst_message_unref (msg);
+  gst_element_set_state (el, GST_STATE_NULL);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (el);
+  return text;
+}
+
+static void
+assert_contains (const gchar * text, const gchar * phrase)
+{
+  gchar *lt = g_ascii_strdown (text, -1), *lp = g_ascii_strdown (phrase, -1);
+
+  fail_unless (strstr (lt, lp) != NULL, "'%s' does not mention '%s'", text,
+      phrase);
+  g_free (lt);
+  g_free (lp);
+}
+
+GST_START_TEST (test_error_no_checkpoint)
+{
+  gchar *text = expect_start_error (make_classify ("fixtures/tiny-a.json",
+          NULL, NULL), NULL);
+
+  assert_contains (text, "checkpoint");
+  assert_contains (text, "property");
+  g_free (text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_missing_file)
+{
+  gchar *text = expect_start_error (make_classify ("fixtures/tiny-a.json",
+          "fixtures/tiny-a/does-not-exist.pth.tar", NULL), NULL);
+
+  assert_contains (text, "does-not-exist.pth.tar");
+  g_free (text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_corrupt_file)
+{
+  gchar *path = NULL, *text;
+  GstElement *el;
+  guint8 garbage[4096];
+  gint fd;
+  guint i;
+
+  for (i = 0; i < sizeof garbage; i++)
+    garbage[i] = (guint8) (i * 131 + 7);
+  memcpy (garbage, "PK\003\004", 4);    /* looks like a zip, is not one */
+  fd = g_file_open_tmp ("gpunet-garbage-XXXXXX.pth.tar", &path, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (path, (const gchar *) garbage,
+          sizeof garbage, NULL));
+
+  el = make_classify ("fixtures/tiny-a.json", NULL, "checkpoint", path, NULL);
+  text = expect_start_error (el, NULL);
+  assert_contains (text, "gpunet-garbage-");
+  g_free (text);
+  g_unlink (path);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_mismatch)
+{
+  GQuark domain = 0;
+  gchar *text = expect_start_error (make_classify ("fixtures/tiny-d.json",
+          "fixtures/tiny-a/tiny-a.pth.tar", NULL), &domain);
+
+  fail_unless (domain == GST_RESOURCE_ERROR);
+  fail_unless (strlen (text) > 10);
+  g_free (text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_labels_unreadable)
+{
+  gchar *text = expect_start_error (make_classify (TINY_A, "labels",
+          "/nonexistent/labels.txt", NULL), NULL);
+
+  assert_contains (text, "labels file");
+  assert_contains (text, "/nonexistent/labels.txt");
+  g_free (text);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_labels_count)
+{
+  gchar *path = NULL, *text;
+  gint fd = g_file_open_tmp ("gpunet-labels-XXXXXX.txt", &path, NULL);
+
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (path, "cat\ndog\nbird\n", -1, NULL));
+  text = expect_start_error (make_classify (TINY_A, "labels", path, NULL),
+      NULL);
+  assert_contains (text, "has 3 labels");
+  assert_contains (text, "16 classes");
+  g_free (text);
+  g_unlink (path);
+  g_free (path);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_cuda_unavailable)
+{
+  GstElement *el = make_classify (TINY_A, "backend", "cuda", NULL);
+  GstStateChangeReturn ret;
+
+  /* a build or machine with a working CUDA backend starts fine */
+  ret = gst_element_set_state (el, GST_STATE_PAUSED);
+  gst_element_set_state (el, GST_STATE_NULL);
+  if (ret != GST_STATE_CHANGE_FAILURE) {
+    GST_INFO ("CUDA backend available; skipping");
+    gst_object_unref (el);
+    return;
+  }
+  {
+    gchar *text = expect_start_error (el, NULL);
+    assert_contains (text, "cuda");
+    g_free (text);
+  }
+}
+
+GST_END_TEST;
+
+/* ---- state changes and caps changes --------------------------------------------------- */
+
+GST_START_TEST (test_state_cycles)
+{
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  gchar *desc = g_strdup_printf ("videotestsrc num-buffers=2 ! "
+      "video/x-raw,format=NV12,width=48,height=36 ! gpunetclassify "
+      "model=\"%s\" checkpoint=\"%s\" ! fakesink", model, ckpt);
+  GstElement *pipeline = gst_parse_launch (desc, NULL);
+  GstBus *bus = gst_element_get_bus (pipeline);
+  gint i;
+
+  for (i = 0; i < 50; i++) {
+    GstMessage *msg;
+
+    fail_unless (gst_element_set_state (pipeline, GST_STATE_PLAYING) !=
+        GST_STATE_CHANGE_FAILURE);
+    msg = gst_bus_timed_pop_filtered (bus, 30 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS);
+    gst_message_unref (msg);
+    fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+        GST_STATE_CHANGE_SUCCESS);
+  }
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_free (desc);
+  g_free (model);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_caps_change)
+{
+  static const gchar *caps[] = {
+    "video/x-raw,format=RGB,width=96,height=96,framerate=30/1",
+    "video/x-raw,format=NV12,width=33,height=17,framerate=30/1",
+    "video/x-raw,format=I420,width=640,height=360,framerate=30/1",
+    "video/x-raw,format=BGRA,width=7,height=5,framerate=30/1",
+  };
+  GstHarness *h = harness_for (make_classify (TINY_A, "interval", "5", NULL),
+      caps[0]);
+  guint i, j;
+
+  for (i = 0; i < G_N_ELEMENTS (caps); i++) {
+    if (i > 0)
+      gst_harness_set_src_caps_str (h, caps[i]);
+    for (j = 0; j < 2; j++) {
+      GstBuffer *out = push_and_check_passthrough (h, make_frame (h, caps[i],
+              j));
+      /* the first frame after a caps change is classified again */
+      check_record (out_record (out), j == 0);
+      gst_buffer_unref (out);
+    }
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpunetclassify_suite (void)
+{
+  Suite *s = suite_create ("gpunetclassify");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_formats_and_sizes);
+  tcase_add_test (tc, test_golden_stretch);
+  tcase_add_test (tc, test_golden_center_crop);
+  tcase_add_test (tc, test_meta_copy);
+  tcase_add_test (tc, test_not_writable);
+  tcase_add_test (tc, test_interval);
+  tcase_add_test (tc, test_top_k_threshold_playing);
+  tcase_add_test (tc, test_labels_file);
+  tcase_add_test (tc, test_post_messages);
+  tcase_add_test (tc, test_error_no_checkpoint);
+  tcase_add_test (tc, test_error_missing_file);
+  tcase_add_test (tc, test_error_corrupt_file);
+  tcase_add_test (tc, test_error_mismatch);
+  tcase_add_test (tc, test_error_labels_unreadable);
+  tcase_add_test (tc, test_error_labels_count);
+  tcase_add_test (tc, test_error_cuda_unavailable);
+  tcase_add_test (tc, test_state_cycles);
+  tcase_add_test (tc, test_caps_change);
+  return s;
+}
+
+GST_CHECK_MAIN (gpunetclassify);
