@@ -52,7 +52,8 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   s->model = gpunet_model_ref (model);
   s->params = p;
 
-  const gpunet_backend *cuda = gpunet_backend_cuda_get (error_text);
+  const gpunet_backend *cuda = p.backend == GPUNET_BACKEND_CPU ? NULL
+      : gpunet_backend_cuda_get (error_text);
   gpunet_status st;
   switch (p.backend) {
     case GPUNET_BACKEND_CUDA:

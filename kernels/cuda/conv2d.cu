@@ -1,0 +1,166 @@
+/* conv2d.cu: dense and grouped convolutions through cuDNN's (legacy) convolution API:
+ * descriptors and the algorithm are chosen once at planning for max_batch (FMA maths, so
+ * fp32 matches the CPU oracle; no TF32), the run is cudnnConvolutionForward into the
+ * output followed by our epilogue kernel act(y + bias) + residual. */
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+#include "cuda_math.h"
+
+/* Sets the x/y tensor descriptors for n images and checks cuDNN's output shape. */
+static gpunet_status
+describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
+{
+  const gpunet_conv2d_params *p = &l->op->p.conv2d;
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+      p->cin, p->ih, p->iw), error_text, "cudnnSetTensor4dDescriptor (input of %s)", name);
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+      p->cout, p->oh, p->ow), error_text, "cudnnSetTensor4dDescriptor (output of %s)", name);
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  GPUNET_DNN_TRY (cudnnGetConvolution2dForwardOutputDim (l->cd, l->xd, l->wd, &on, &oc, &oh, &ow),
+      error_text, "cudnnGetConvolution2dForwardOutputDim (%s)", name);
+  if (on != n || oc != p->cout || oh != p->oh || ow != p->ow)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
+        "%s: cuDNN computes an output of %dx%dx%dx%d but the graph says %dx%dx%dx%d", name, on,
+        oc, oh, ow, n, p->cout, p->oh, p->ow);
+  l->desc_n = n;
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, size_t ws_limit,
+    char **error_text)
+{
+  const gpunet_conv2d_params *p = &l->op->p.conv2d;
+  char name[128];
+  gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
+  if (p->groups < 1 || p->cin % p->groups || p->cout % p->groups
+      || gpunet_conv_out_dim (p->ih, p->kernel, p->stride, p->pad) != p->oh
+      || gpunet_conv_out_dim (p->iw, p->kernel, p->stride, p->pad) != p->ow)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "%s: inconsistent convolution shape", name);
+
+  GPUNET_DNN_TRY (cudnnCreateTensorDescriptor (&l->xd), error_text, "cudnnCreateTensorDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnCreateTensorDescriptor (&l->yd), error_text, "cudnnCreateTensorDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnCreateFilterDescriptor (&l->wd), error_text, "cudnnCreateFilterDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnCreateConvolutionDescriptor (&l->cd), error_text,
+      "cudnnCreateConvolutionDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnSetFilter4dDescriptor (l->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, p->cout,
+      p->cin / p->groups, p->kernel, p->kernel), error_text, "cudnnSetFilter4dDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnSetConvolution2dDescriptor (l->cd, p->pad, p->pad, p->stride, p->stride, 1, 1,
+      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), error_text,
+      "cudnnSetConvolution2dDescriptor (%s)", name);
+  GPUNET_DNN_TRY (cudnnSetConvolutionGroupCount (l->cd, p->groups), error_text,
+      "cudnnSetConvolutionGroupCount (%s)", name);
+  GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, CUDNN_FMA_MATH), error_text,
+      "cudnnSetConvolutionMathType (%s)", name);
+  gpunet_status st = describe (l, max_n, name, error_text);
+  if (st != GPUNET_OK)
+    return st;
+
+  /* Heuristic choice (no benchmarking): the first algorithm cuDNN ranks that works in
+   * plain FMA maths within the workspace limit; implicit GEMM (no workspace) otherwise. */
+  int max_count = 0, got = 0;
+  GPUNET_DNN_TRY (cudnnGetConvolutionForwardAlgorithmMaxCount (ctx->dnn, &max_count), error_text,
+      "cudnnGetConvolutionForwardAlgorithmMaxCount (%s)", name);
+  if (max_count < 1)
+    max_count = 1;
+  cudnnConvolutionFwdAlgoPerf_t *perf =
+      (cudnnConvolutionFwdAlgoPerf_t *) calloc ((size_t) max_count, sizeof *perf);
+  if (!perf)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning %s", name);
+  cudnnStatus_t ds = cudnnGetConvolutionForwardAlgorithm_v7 (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
+      max_count, &got, perf);
+  if (ds != CUDNN_STATUS_SUCCESS) {
+    free (perf);
+    return gpunet_cuda_fail_dnn (error_text, ds, "cudnnGetConvolutionForwardAlgorithm_v7");
+  }
+  l->algo_max = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  for (int i = 0; i < got; i++)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit
+        && (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH)) {
+      l->algo_max = perf[i].algo;
+      break;
+    }
+  free (perf);
+  GPUNET_DNN_TRY (cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
+      l->algo_max, &l->ws_max), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s)", name);
+  l->algo = l->algo_max;
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_conv_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
+    char **error_text)
+{
+  if (l->desc_n == n)
+    return GPUNET_OK;
+  char name[128];
+  gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
+  gpunet_status st = describe (l, n, name, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  /* keep the planned algorithm when it still fits the workspace, else implicit GEMM */
+  size_t need = 0;
+  cudnnStatus_t ds = cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd,
+      l->yd, l->algo_max, &need);
+  l->algo = l->algo_max;
+  if (ds != CUDNN_STATUS_SUCCESS || need > ctx->workspace_bytes) {
+    l->algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    GPUNET_DNN_TRY (cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
+        l->algo, &need), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s, batch %d)",
+        name, n);
+    if (need > ctx->workspace_bytes)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
+          "%s: batch %d needs %zu bytes of cuDNN workspace, planned %zu", name, n, need,
+          ctx->workspace_bytes);
+  }
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *in,
+    const float *residual, float *out, int n, char **error_text)
+{
+  const gpunet_conv2d_params *p = &l->op->p.conv2d;
+  const float one = 1.0f, zero = 0.0f;
+  gpunet_status st = gpunet_cuda_conv_set_batch (ctx, l, n, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  cudnnStatus_t ds = cudnnConvolutionForward (ctx->dnn, &one, l->xd, in, l->wd, l->w, l->cd,
+      l->algo, ctx->workspace, ctx->workspace_bytes, &zero, l->yd, out);
+  if (ds != CUDNN_STATUS_SUCCESS) {
+    char what[160];
+    gpunet_cuda_op_name (l->op, l->index, what, sizeof what);
+    char call[200];
+    snprintf (call, sizeof call, "cudnnConvolutionForward (%s)", what);
+    return gpunet_cuda_fail_dnn (error_text, ds, call);
+  }
+  cudaError_t e = gpunet_cuda_epilogue (out, l->b, residual, n, p->cout,
+      (long long) p->oh * p->ow, p->act, ctx->stream);
+  if (e != cudaSuccess) {
+    char what[160];
+    gpunet_cuda_op_name (l->op, l->index, what, sizeof what);
+    char call[200];
+    snprintf (call, sizeof call, "epilogue kernel launch (%s)", what);
+    return gpunet_cuda_fail_rt (error_text, e, call);
+  }
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_conv_clear (gpunet_cuda_layer *l)
+{
+  if (l->xd)
+    cudnnDestroyTensorDescriptor (l->xd);
+  if (l->yd)
+    cudnnDestroyTensorDescriptor (l->yd);
+  if (l->wd)
+    cudnnDestroyFilterDescriptor (l->wd);
+  if (l->cd)
+    cudnnDestroyConvolutionDescriptor (l->cd);
+  l->xd = l->yd = NULL;
+  l->wd = NULL;
+  l->cd = NULL;
+  l->desc_n = 0;
+}

@@ -1,0 +1,104 @@
+/* cuda_math.h: the per-element arithmetic of the CUDA kernels (index maps, the depthwise
+ * window sum, the strided dot-product partials, epilogues, launch geometry) as GPUNET_HD
+ * functions, so tests/test_cuda_math.c runs exactly this code on the CPU against the
+ * reference backend.  Plain C99 and CUDA C++; the kernels only map threads to calls. */
+#ifndef GPUNET_CUDA_MATH_H
+#define GPUNET_CUDA_MATH_H
+
+#include "activation.h"
+#include "hd.h"
+
+/* An activation code beyond GPUNET_EPI_*, used by the SE gate (expand FC + sigmoid). */
+enum { GPUNET_CUDA_ACT_SIGMOID = 16 };
+
+/* gpunet_activate extended with GPUNET_CUDA_ACT_SIGMOID. */
+GPUNET_HD float
+gpunet_cuda_act (float x, int act)
+{
+  return act == GPUNET_CUDA_ACT_SIGMOID ? gpunet_sigmoid (x) : gpunet_activate (x, act);
+}
+
+/* The channel of flat NCHW element `idx`, given c channels of `plane` elements each. */
+GPUNET_HD int
+gpunet_nchw_channel (long long idx, int c, long long plane)
+{
+  return (int) ((idx / plane) % c);
+}
+
+/* The convolution epilogue at flat NCHW element idx of y (in place over cuDNN's raw
+ * output): act(y + bias[ch]) + residual[idx]; bias and residual may be NULL. */
+GPUNET_HD float
+gpunet_epilogue_at (const float *y, const float *bias, const float *residual, long long idx,
+    int c, long long plane, int act)
+{
+  const int ch = gpunet_nchw_channel (idx, c, plane);
+  return gpunet_epilogue (y[idx], bias ? bias[ch] : 0.0f, act, residual ? residual[idx] : 0.0f);
+}
+
+/* Output size of a convolution along one axis (symmetric padding, no dilation). */
+GPUNET_HD int
+gpunet_conv_out_dim (int in, int kernel, int stride, int pad)
+{
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+/* The depthwise window sum at output (oy, ox) of one channel: `x` is the ih x iw input
+ * plane, `w` its k x k filter; taps outside the plane read zero.  Same tap order as the
+ * CPU reference. */
+GPUNET_HD float
+gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int stride, int pad,
+    int oy, int ox)
+{
+  float acc = 0.0f;
+  for (int ky = 0; ky < k; ky++) {
+    const int iy = oy * stride + ky - pad;
+    if (iy < 0 || iy >= ih)
+      continue;
+    for (int kx = 0; kx < k; kx++) {
+      const int ix = ox * stride + kx - pad;
+      if (ix < 0 || ix >= iw)
+        continue;
+      acc += w[ky * k + kx] * x[(long long) iy * iw + ix];
+    }
+  }
+  return acc;
+}
+
+/* Output element `idx` (flat NCHW over n x c x oh x ow) of a depthwise convolution with
+ * the epilogue act(acc + bias); bias may be NULL.  One GPU thread computes one of these. */
+GPUNET_HD float
+gpunet_dwconv_out_at (const float *in, const float *w, const float *bias, long long idx, int c,
+    int ih, int iw, int oh, int ow, int k, int stride, int pad, int act)
+{
+  const int ox = (int) (idx % ow);
+  const int oy = (int) ((idx / ow) % oh);
+  const long long nc = idx / ((long long) ow * oh);   /* image * c + channel */
+  const int ch = (int) (nc % c);
+  const float acc = gpunet_dwconv_at (in + nc * ih * iw, ih, iw, w + (long long) ch * k * k, k,
+      stride, pad, oy, ox);
+  return gpunet_epilogue (acc, bias ? bias[ch] : 0.0f, act, 0.0f);
+}
+
+/* One lane's share of dot(w, x) over n elements when `lanes` lanes split it by stride;
+ * the partials of lanes 0..lanes-1 sum to the dot product. */
+GPUNET_HD float
+gpunet_dot_partial (const float *w, const float *x, int n, int lane, int lanes)
+{
+  float acc = 0.0f;
+  for (int i = lane; i < n; i += lanes)
+    acc += w[i] * x[i];
+  return acc;
+}
+
+/* Blocks for a grid-stride launch over `total` elements: ceil(total / threads), at
+ * least 1, at most max_blocks. */
+GPUNET_HD long long
+gpunet_grid_blocks (long long total, int threads, long long max_blocks)
+{
+  long long b = (total + threads - 1) / threads;
+  if (b < 1)
+    b = 1;
+  return b > max_blocks ? max_blocks : b;
+}
+
+#endif

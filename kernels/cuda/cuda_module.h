@@ -1,0 +1,61 @@
+/* cuda_module.h: the contract between the engine and the separately built CUDA module
+ * libgpunet-cuda.so (opened with dlopen by kernels/cuda_loader.c so that hosts without
+ * the CUDA libraries still load the engine): exported symbol names, their types, the
+ * ABI check, and the loader functions the self-test uses.  Plain C, no CUDA headers. */
+#ifndef GPUNET_CUDA_MODULE_H
+#define GPUNET_CUDA_MODULE_H
+
+#include <stddef.h>
+
+#include "backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
+
+/* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
+#define GPUNET_CUDA_ABI_VERSION 1
+
+/* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
+ * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
+#define GPUNET_CUDA_ENTRY_SYMBOL "gpunet_cuda_backend_entry"
+typedef const gpunet_backend *(*gpunet_cuda_entry_func) (int abi_version, size_t op_size,
+    char **error_text);
+
+/* Runs single ops on the device from host arrays (used by tools/gpunet-selftest). */
+typedef struct gpunet_cuda_op_runner gpunet_cuda_op_runner;
+typedef struct {
+  /* Creates a stream and a cuDNN handle on `device`; GPUNET_ERR_BACKEND_UNAVAILABLE
+   * without a usable device. */
+  gpunet_status (*runner_new) (int device, gpunet_cuda_op_runner **out, char **error_text);
+  /* One op on n images: in/residual/out are host NCHW float32 of the op's shapes
+   * (residual NULL unless op->residual >= 0; SE reads `in` and writes `out`). */
+  gpunet_status (*run) (gpunet_cuda_op_runner *runner, const gpunet_op *op, int n,
+      const float *in, const float *residual, float *out, char **error_text);
+  void (*runner_free) (gpunet_cuda_op_runner *runner);
+  /* Writes "NAME (sm_XY, N MiB)" of the device into buf. */
+  void (*describe_device) (int device, char *buf, size_t len);
+} gpunet_cuda_op_api;
+
+#define GPUNET_CUDA_OP_API_SYMBOL "gpunet_cuda_op_api_entry"
+typedef const gpunet_cuda_op_api *(*gpunet_cuda_op_api_func) (int abi_version, size_t op_size,
+    char **error_text);
+
+/* ---- kernels/cuda_loader.c (compiled into the engine) ------------------------------ */
+
+/* Loads one module file (no search, no caching) and returns its backend, or NULL with
+ * a sentence that names the file and includes dlerror().  On success *handle_out (may
+ * be NULL) receives the dlopen handle, which stays open. */
+const gpunet_backend *gpunet_cuda_module_open (const char *path, void **handle_out,
+    char **error_text);
+
+/* The single-op API of the module gpunet_backend_cuda_get() loaded, or NULL with a
+ * sentence (module missing, or too old to have it). */
+const gpunet_cuda_op_api *gpunet_cuda_op_api_get (char **error_text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

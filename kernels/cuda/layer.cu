@@ -1,0 +1,274 @@
+/* layer.cu: one graph op on the device: weight upload into the session's arena, the
+ * per-kind dispatch to cuDNN (conv2d.cu) or our launchers, and the context every layer
+ * runs in (stream, cuDNN handle, workspace, SE scratch) with the device selection. */
+#include <string.h>
+
+#include "cuda_internal.h"
+
+/* Floats rounded up to a 256-byte boundary, so every weight piece stays aligned. */
+static size_t
+padded (size_t floats)
+{
+  return (floats + 63) / 64 * 64;
+}
+
+size_t
+gpunet_cuda_layer_weight_floats (const gpunet_op *op)
+{
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D: {
+      const gpunet_conv2d_params *p = &op->p.conv2d;
+      return padded ((size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel)
+          + (p->bias ? padded ((size_t) p->cout) : 0);
+    }
+    case GPUNET_OP_DWCONV2D: {
+      const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
+      return padded ((size_t) p->c * p->kernel * p->kernel) + (p->bias ? padded ((size_t) p->c) : 0);
+    }
+    case GPUNET_OP_SE: {
+      const gpunet_se_params *p = &op->p.se;
+      return 2 * padded ((size_t) p->c * p->rd) + padded ((size_t) p->rd) + padded ((size_t) p->c);
+    }
+    case GPUNET_OP_LINEAR: {
+      const gpunet_linear_params *p = &op->p.linear;
+      return padded ((size_t) p->cout * p->cin) + (p->bias ? padded ((size_t) p->cout) : 0);
+    }
+    default:
+      return 0;
+  }
+}
+
+/* Copies `floats` host floats to *arena on the stream; returns the device copy (NULL for
+ * a NULL source) and advances the arena. */
+static cudaError_t
+upload (gpunet_cuda_ctx *ctx, float **arena, const float *src, size_t floats, float **dst)
+{
+  *dst = NULL;
+  if (!src || !floats)
+    return cudaSuccess;
+  *dst = *arena;
+  *arena += padded (floats);
+  return cudaMemcpyAsync (*dst, src, floats * sizeof (float), cudaMemcpyHostToDevice, ctx->stream);
+}
+
+gpunet_status
+gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const gpunet_op *op,
+    int index, float **arena, int max_n, size_t ws_limit, char **error_text)
+{
+  memset (l, 0, sizeof *l);
+  l->op = op;
+  l->index = index;
+  char name[128];
+  gpunet_cuda_op_name (op, index, name, sizeof name);
+  cudaError_t e = cudaSuccess;
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D: {
+      const gpunet_conv2d_params *p = &op->p.conv2d;
+      if (p->groups < 1 || p->cin % p->groups)
+        return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: bad group count", name);
+      e = upload (ctx, arena, p->weight,
+          (size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel, &l->w);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->bias, (size_t) p->cout, &l->b);
+      break;
+    }
+    case GPUNET_OP_DWCONV2D: {
+      const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
+      e = upload (ctx, arena, p->weight, (size_t) p->c * p->kernel * p->kernel, &l->w);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->bias, (size_t) p->c, &l->b);
+      break;
+    }
+    case GPUNET_OP_SE: {
+      const gpunet_se_params *p = &op->p.se;
+      e = upload (ctx, arena, p->w_reduce, (size_t) p->c * p->rd, &l->w);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->b_reduce, (size_t) p->rd, &l->b);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->w_expand, (size_t) p->c * p->rd, &l->w2);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->b_expand, (size_t) p->c, &l->b2);
+      break;
+    }
+    case GPUNET_OP_LINEAR: {
+      const gpunet_linear_params *p = &op->p.linear;
+      e = upload (ctx, arena, p->weight, (size_t) p->cout * p->cin, &l->w);
+      if (e == cudaSuccess)
+        e = upload (ctx, arena, p->bias, (size_t) p->cout, &l->b);
+      break;
+    }
+    case GPUNET_OP_AVGPOOL:
+      break;
+    default:
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_UNSUPPORTED, "%s: unknown op kind", name);
+  }
+  if (e != cudaSuccess) {
+    char what[192];
+    snprintf (what, sizeof what, "cudaMemcpyAsync (weights of %s)", name);
+    return gpunet_cuda_fail_rt (error_text, e, what);
+  }
+  if (op->kind == GPUNET_OP_CONV2D)
+    return gpunet_cuda_conv_plan (ctx, l, max_n, ws_limit, error_text);
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_layer_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
+    char **error_text)
+{
+  if (l->op->kind != GPUNET_OP_CONV2D)
+    return GPUNET_OK;
+  return gpunet_cuda_conv_set_batch (ctx, l, n, error_text);
+}
+
+gpunet_status
+gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *in,
+    const float *residual, float *out, int n, char **error_text)
+{
+  const gpunet_op *op = l->op;
+  cudaError_t e = cudaSuccess;
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D:
+      return gpunet_cuda_conv_run (ctx, l, in, residual, out, n, error_text);
+    case GPUNET_OP_DWCONV2D:
+      e = gpunet_cuda_dwconv2d (&op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
+      break;
+    case GPUNET_OP_SE: {
+      const gpunet_se_params *p = &op->p.se;
+      if (in != out || (size_t) n * (2 * (size_t) p->c + (size_t) p->rd) > ctx->scratch_floats) {
+        char name[128];
+        gpunet_cuda_op_name (op, l->index, name, sizeof name);
+        return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
+            "%s: SE must run in place with %zu scratch floats planned", name, ctx->scratch_floats);
+      }
+      e = gpunet_cuda_se (p, l->w, l->b, l->w2, l->b2, out, ctx->scratch, n, ctx->stream);
+      break;
+    }
+    case GPUNET_OP_AVGPOOL: {
+      const gpunet_avgpool_params *p = &op->p.avgpool;
+      e = gpunet_cuda_row_mean (in, out, (long long) n * p->c, (long long) p->h * p->w, ctx->stream);
+      break;
+    }
+    case GPUNET_OP_LINEAR: {
+      const gpunet_linear_params *p = &op->p.linear;
+      e = gpunet_cuda_linear (p->cin, p->cout, p->act, l->w, l->b, in, out, n, ctx->stream);
+      break;
+    }
+  }
+  if (e != cudaSuccess) {
+    char name[128], what[192];
+    gpunet_cuda_op_name (op, l->index, name, sizeof name);
+    snprintf (what, sizeof what, "kernel launch (%s)", name);
+    return gpunet_cuda_fail_rt (error_text, e, what);
+  }
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_layer_clear (gpunet_cuda_layer *l)
+{
+  if (l->op && l->op->kind == GPUNET_OP_CONV2D)
+    gpunet_cuda_conv_clear (l);
+  memset (l, 0, sizeof *l);
+}
+
+gpunet_status
+gpunet_cuda_select_device (int device, char **error_text)
+{
+  int count = 0;   /* left unwritten when the call fails */
+  cudaError_t e = cudaGetDeviceCount (&count);
+  if (e == cudaErrorInsufficientDriver)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
+        "no CUDA driver: cudaGetDeviceCount returned cudaErrorInsufficientDriver (the NVIDIA "
+        "driver is not installed, not loaded, or older than CUDA %d.%d needs); use the CPU backend",
+        CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
+        "no CUDA device: the driver reports no NVIDIA GPU on this host; use the CPU backend");
+  if (e != cudaSuccess) {
+    gpunet_cuda_fail_rt (error_text, e, "cudaGetDeviceCount");
+    return GPUNET_ERR_BACKEND_UNAVAILABLE;
+  }
+  if (device < 0 || device >= count)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
+        "CUDA device %d was requested but this host has %d (0 to %d)", device, count, count - 1);
+  int current = -1;
+  GPUNET_CU_TRY (cudaGetDevice (&current), error_text, "cudaGetDevice");
+  /* Only switch when needed: a caller (the GStreamer element) may have pushed its own
+   * context for this device, which cudaSetDevice would replace. */
+  if (current != device)
+    GPUNET_CU_TRY (cudaSetDevice (device), error_text, "cudaSetDevice (%d)", device);
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text)
+{
+  memset (ctx, 0, sizeof *ctx);
+  gpunet_status st = gpunet_cuda_select_device (device, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  cudaError_t e = gpunet_cuda_probe_kernels ();
+  if (e != cudaSuccess) {
+    cudaDeviceProp prop;
+    char what[512];
+    if (cudaGetDeviceProperties (&prop, device) == cudaSuccess)
+      snprintf (what, sizeof what, "no usable kernels for %s (sm_%d%d) in this build; rebuild with "
+          "%d%d in -Dgpu_archs (kernel check)", prop.name, prop.major, prop.minor, prop.major, prop.minor);
+    else
+      snprintf (what, sizeof what, "kernel image check on CUDA device %d", device);
+    gpunet_cuda_fail_rt (error_text, e, what);
+    return GPUNET_ERR_BACKEND_UNAVAILABLE;
+  }
+  GPUNET_CU_TRY (cudaStreamCreateWithFlags (&ctx->stream, cudaStreamNonBlocking), error_text,
+      "cudaStreamCreateWithFlags");
+  cudnnStatus_t ds = cudnnCreate (&ctx->dnn);
+  if (ds != CUDNN_STATUS_SUCCESS) {
+    ctx->dnn = NULL;
+    gpunet_cuda_fail_dnn (error_text, ds, "cudnnCreate (cuDNN cannot start on this GPU/driver)");
+    return ds == CUDNN_STATUS_ALLOC_FAILED ? GPUNET_ERR_NO_MEMORY : GPUNET_ERR_BACKEND_UNAVAILABLE;
+  }
+  GPUNET_DNN_TRY (cudnnSetStream (ctx->dnn, ctx->stream), error_text, "cudnnSetStream");
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_ctx_reserve (gpunet_cuda_ctx *ctx, size_t workspace_bytes, size_t scratch_floats,
+    char **error_text)
+{
+  if (workspace_bytes > ctx->workspace_bytes) {
+    if (ctx->workspace)
+      cudaFree (ctx->workspace);
+    ctx->workspace = NULL;
+    ctx->workspace_bytes = 0;
+    GPUNET_CU_TRY (cudaMalloc (&ctx->workspace, workspace_bytes), error_text,
+        "cudaMalloc (%zu bytes of cuDNN workspace)", workspace_bytes);
+    ctx->workspace_bytes = workspace_bytes;
+  }
+  if (scratch_floats > ctx->scratch_floats) {
+    if (ctx->scratch)
+      cudaFree (ctx->scratch);
+    ctx->scratch = NULL;
+    ctx->scratch_floats = 0;
+    GPUNET_CU_TRY (cudaMalloc ((void **) &ctx->scratch, scratch_floats * sizeof (float)),
+        error_text, "cudaMalloc (%zu floats of SE scratch)", scratch_floats);
+    ctx->scratch_floats = scratch_floats;
+  }
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_ctx_clear (gpunet_cuda_ctx *ctx)
+{
+  if (ctx->stream)
+    cudaStreamSynchronize (ctx->stream);
+  if (ctx->workspace)
+    cudaFree (ctx->workspace);
+  if (ctx->scratch)
+    cudaFree (ctx->scratch);
+  if (ctx->dnn)
+    cudnnDestroy (ctx->dnn);
+  if (ctx->stream)
+    cudaStreamDestroy (ctx->stream);
+  memset (ctx, 0, sizeof *ctx);
+}

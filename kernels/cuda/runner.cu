@@ -1,0 +1,151 @@
+/* runner.cu: the single-op API of cuda_module.h for tools/gpunet-selftest: runs one
+ * graph op on the device from host arrays through the same layer code as the backend
+ * (weights, cuDNN plan and buffers are made per call; this is a test path). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "cuda_module.h"
+
+struct gpunet_cuda_op_runner {
+  gpunet_cuda_ctx ctx;
+};
+
+static void
+runner_free (gpunet_cuda_op_runner *r)
+{
+  if (!r)
+    return;
+  gpunet_cuda_ctx_clear (&r->ctx);
+  free (r);
+}
+
+static gpunet_status
+runner_new (int device, gpunet_cuda_op_runner **out, char **error_text)
+{
+  *out = NULL;
+  gpunet_cuda_op_runner *r = (gpunet_cuda_op_runner *) calloc (1, sizeof *r);
+  if (!r)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+  gpunet_status st = gpunet_cuda_ctx_init (&r->ctx, device, error_text);
+  if (st != GPUNET_OK) {
+    runner_free (r);
+    return st;
+  }
+  *out = r;
+  return GPUNET_OK;
+}
+
+/* Input, residual and output floats of one op for n images. */
+static void
+op_sizes (const gpunet_op *op, int n, size_t *in, size_t *out)
+{
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D: {
+      const gpunet_conv2d_params *p = &op->p.conv2d;
+      *in = (size_t) n * p->cin * p->ih * p->iw;
+      *out = (size_t) n * p->cout * p->oh * p->ow;
+      break;
+    }
+    case GPUNET_OP_DWCONV2D: {
+      const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
+      *in = (size_t) n * p->c * p->ih * p->iw;
+      *out = (size_t) n * p->c * p->oh * p->ow;
+      break;
+    }
+    case GPUNET_OP_SE:
+      *in = *out = (size_t) n * op->p.se.c * op->p.se.h * op->p.se.w;
+      break;
+    case GPUNET_OP_AVGPOOL:
+      *in = (size_t) n * op->p.avgpool.c * op->p.avgpool.h * op->p.avgpool.w;
+      *out = (size_t) n * op->p.avgpool.c;
+      break;
+    case GPUNET_OP_LINEAR:
+    default:
+      *in = (size_t) n * op->p.linear.cin;
+      *out = (size_t) n * op->p.linear.cout;
+      break;
+  }
+}
+
+typedef struct {
+  float *arena, *in, *res, *out;
+} op_buffers;
+
+static gpunet_status
+run_with (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, op_buffers *b, const gpunet_op *op, int n,
+    const float *in, const float *residual, float *out, char **error_text)
+{
+  size_t in_f, out_f;
+  op_sizes (op, n, &in_f, &out_f);
+  const size_t wf = gpunet_cuda_layer_weight_floats (op) + 64;
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->arena, wf * sizeof (float)), error_text, "cudaMalloc (weights)");
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->in, in_f * sizeof (float)), error_text, "cudaMalloc (input)");
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->out, out_f * sizeof (float)), error_text, "cudaMalloc (output)");
+  if (residual)
+    GPUNET_CU_TRY (cudaMalloc ((void **) &b->res, out_f * sizeof (float)), error_text,
+        "cudaMalloc (residual)");
+  float *arena = b->arena;
+  gpunet_status st = gpunet_cuda_layer_plan (ctx, l, op, 0, &arena, n, (size_t) 512 << 20, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  size_t scratch = op->kind == GPUNET_OP_SE
+      ? (size_t) n * (2 * (size_t) op->p.se.c + (size_t) op->p.se.rd) : 0;
+  st = gpunet_cuda_ctx_reserve (ctx, l->ws_max, scratch, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  /* SE runs in place: its input goes straight into the output buffer */
+  float *d_in = op->kind == GPUNET_OP_SE ? b->out : b->in;
+  GPUNET_CU_TRY (cudaMemcpyAsync (d_in, in, in_f * sizeof (float), cudaMemcpyHostToDevice, ctx->stream),
+      error_text, "cudaMemcpyAsync (op input)");
+  if (residual)
+    GPUNET_CU_TRY (cudaMemcpyAsync (b->res, residual, out_f * sizeof (float), cudaMemcpyHostToDevice,
+        ctx->stream), error_text, "cudaMemcpyAsync (op residual)");
+  st = gpunet_cuda_layer_run (ctx, l, d_in, residual ? b->res : NULL, b->out, n, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  GPUNET_CU_TRY (cudaMemcpyAsync (out, b->out, out_f * sizeof (float), cudaMemcpyDeviceToHost,
+      ctx->stream), error_text, "cudaMemcpyAsync (op output)");
+  GPUNET_CU_TRY (cudaStreamSynchronize (ctx->stream), error_text, "cudaStreamSynchronize (op)");
+  return GPUNET_OK;
+}
+
+static gpunet_status
+runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *in,
+    const float *residual, float *out, char **error_text)
+{
+  if (n < 1)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "batch %d < 1", n);
+  gpunet_cuda_layer l;
+  memset (&l, 0, sizeof l);
+  op_buffers b = { NULL, NULL, NULL, NULL };
+  gpunet_status st = run_with (&r->ctx, &l, &b, op, n, in, op->residual >= 0 ? residual : NULL,
+      out, error_text);
+  cudaStreamSynchronize (r->ctx.stream);
+  gpunet_cuda_layer_clear (&l);
+  float *bufs[] = { b.arena, b.in, b.res, b.out };
+  for (int i = 0; i < 4; i++)
+    if (bufs[i])
+      cudaFree (bufs[i]);
+  return st;
+}
+
+static void
+describe_device (int device, char *buf, size_t len)
+{
+  cudaDeviceProp prop;
+  cudaError_t e = cudaGetDeviceProperties (&prop, device);
+  if (e != cudaSuccess)
+    snprintf (buf, len, "device %d (%s)", device, cudaGetErrorName (e));
+  else
+    snprintf (buf, len, "%s (sm_%d%d, %zu MiB)", prop.name, prop.major, prop.minor,
+        (size_t) (prop.totalGlobalMem >> 20));
+}
+
+extern const gpunet_cuda_op_api gpunet_cuda_op_api_table;
+const gpunet_cuda_op_api gpunet_cuda_op_api_table = {
+  runner_new,
+  runner_run,
+  runner_free,
+  describe_device,
+};

@@ -1,0 +1,343 @@
+/* test_cuda_math.c: CPU-side tests of the CUDA backend: the GPUNET_HD per-element maths
+ * of kernels/cuda/cuda_math.h (what the kernels compute per thread) against the reference
+ * CPU ops, and the module loader: with no GPU (or no module) the CUDA backend must refuse
+ * with GPUNET_ERR_BACKEND_UNAVAILABLE and a clear sentence, and auto must fall back. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cpu_ops.h"
+#include "cuda/cuda_math.h"
+#include "cuda/cuda_module.h"
+#include "gpunet.h"
+#include "model_private.h"
+#include "session_private.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float
+frand (void)   /* uniform in [-1, 1) */
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (float) ((rng_state >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
+}
+
+static float *
+frand_array (size_t n)
+{
+  float *a = malloc ((n ? n : 1) * sizeof (float));
+  for (size_t i = 0; a && i < n; i++)
+    a[i] = frand ();
+  return a;
+}
+
+/* max |a - b| / max(max |b|, 1e-6) */
+static double
+rel_err (const float *a, const float *b, size_t n)
+{
+  double diff = 0.0, scale = 1e-6;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs ((double) a[i] - b[i]);
+    if (d > diff || isnan (d))
+      diff = isnan (d) ? INFINITY : d;
+    if (fabs (b[i]) > scale)
+      scale = fabs (b[i]);
+  }
+  return diff / scale;
+}
+
+static void
+test_activation (void)
+{
+  const float xs[] = { -30.0f, -3.5f, -1e-3f, 0.0f, 1e-3f, 0.5f, 4.0f, 30.0f };
+  for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+    const float x = xs[i];
+    CHECK (gpunet_cuda_act (x, GPUNET_EPI_NONE) == x);
+    CHECK (gpunet_cuda_act (x, GPUNET_EPI_RELU) == (x > 0.0f ? x : 0.0f));
+    CHECK (gpunet_cuda_act (x, GPUNET_EPI_SWISH) == gpunet_activate (x, GPUNET_EPI_SWISH));
+    CHECK (gpunet_cuda_act (x, GPUNET_CUDA_ACT_SIGMOID) == gpunet_sigmoid (x));
+  }
+  CHECK (fabsf (gpunet_cuda_act (0.0f, GPUNET_CUDA_ACT_SIGMOID) - 0.5f) < 1e-7f);
+}
+
+static void
+test_index_maps (void)
+{
+  /* every flat index maps to the channel of its nested position */
+  const int n = 2, c = 5, plane = 7;
+  long long idx = 0;
+  int ok = 1;
+  for (int b = 0; b < n; b++)
+    for (int ch = 0; ch < c; ch++)
+      for (int i = 0; i < plane; i++, idx++)
+        ok &= gpunet_nchw_channel (idx, c, plane) == ch;
+  CHECK (ok);
+  CHECK (gpunet_conv_out_dim (224, 3, 2, 1) == 112);
+  CHECK (gpunet_conv_out_dim (112, 5, 1, 2) == 112);
+  CHECK (gpunet_conv_out_dim (7, 1, 1, 0) == 7);
+  CHECK (gpunet_conv_out_dim (15, 3, 2, 1) == 8);
+  CHECK (gpunet_grid_blocks (0, 256, 1000) == 1);
+  CHECK (gpunet_grid_blocks (1, 256, 1000) == 1);
+  CHECK (gpunet_grid_blocks (256, 256, 1000) == 1);
+  CHECK (gpunet_grid_blocks (257, 256, 1000) == 2);
+  CHECK (gpunet_grid_blocks (1ll << 40, 256, 1 << 20) == 1 << 20);
+}
+
+/* act(y + bias) + residual in place (the conv epilogue) equals the CPU conv2d with an
+ * identity 1x1 weight, the same bias and residual. */
+static void
+test_epilogue (void)
+{
+  const int n = 2, c = 6, h = 5, w = 3, plane = h * w;
+  const size_t total = (size_t) n * c * plane;
+  float *x = frand_array (total), *res = frand_array (total), *bias = frand_array ((size_t) c);
+  float *wid = calloc ((size_t) c * c, sizeof (float));
+  float *ref = malloc (total * sizeof (float)), *got = malloc (total * sizeof (float));
+  for (int i = 0; i < c; i++)
+    wid[i * c + i] = 1.0f;
+  for (int act = GPUNET_EPI_NONE; act <= GPUNET_EPI_SWISH; act++) {
+    for (int with_res = 0; with_res < 2; with_res++) {
+      gpunet_conv2d_params p = { .cin = c, .cout = c, .kernel = 1, .stride = 1, .pad = 0,
+        .groups = 1, .ih = h, .iw = w, .oh = h, .ow = w, .act = act, .weight = wid, .bias = bias };
+      gpunet_cpu_conv2d (&p, x, with_res ? res : NULL, ref, n);
+      for (size_t i = 0; i < total; i++)
+        got[i] = gpunet_epilogue_at (x, bias, with_res ? res : NULL, (long long) i, c, plane, act);
+      CHECK_MSG (rel_err (got, ref, total) < 1e-6, "epilogue act %d residual %d: %g", act, with_res,
+          rel_err (got, ref, total));
+    }
+  }
+  /* NULL bias and residual: the activation alone */
+  CHECK (gpunet_epilogue_at (x, NULL, NULL, 3, c, plane, GPUNET_EPI_RELU) == (x[3] > 0 ? x[3] : 0));
+  free (x);
+  free (res);
+  free (bias);
+  free (wid);
+  free (ref);
+  free (got);
+}
+
+static void
+test_dwconv (void)
+{
+  const int shapes[][5] = {   /* c, ih, k, stride, act */
+    { 4, 9, 3, 1, GPUNET_EPI_RELU }, { 3, 10, 3, 2, GPUNET_EPI_SWISH }, { 5, 11, 5, 2, GPUNET_EPI_NONE },
+    { 2, 7, 5, 1, GPUNET_EPI_SWISH }, { 3, 1, 3, 1, GPUNET_EPI_RELU },
+  };
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int n = 2, c = shapes[s][0], ih = shapes[s][1], iw = ih + 1, k = shapes[s][2];
+    const int stride = shapes[s][3], pad = k / 2;
+    gpunet_dwconv2d_params p = { .c = c, .kernel = k, .stride = stride, .pad = pad, .ih = ih,
+      .iw = iw, .oh = gpunet_conv_out_dim (ih, k, stride, pad),
+      .ow = gpunet_conv_out_dim (iw, k, stride, pad), .act = shapes[s][4] };
+    const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * p.oh * p.ow;
+    float *in = frand_array (in_n), *wt = frand_array ((size_t) c * k * k), *b = frand_array ((size_t) c);
+    float *ref = malloc (out_n * sizeof (float)), *got = malloc (out_n * sizeof (float));
+    p.weight = wt;
+    p.bias = b;
+    gpunet_cpu_dwconv2d (&p, in, ref, n);
+    for (size_t i = 0; i < out_n; i++)
+      got[i] = gpunet_dwconv_out_at (in, wt, b, (long long) i, c, ih, iw, p.oh, p.ow, k, stride,
+          pad, p.act);
+    CHECK_MSG (rel_err (got, ref, out_n) < 1e-6, "dwconv shape %zu: %g", s, rel_err (got, ref, out_n));
+    free (in);
+    free (wt);
+    free (b);
+    free (ref);
+    free (got);
+  }
+}
+
+/* What one warp of linear.cu computes for output o: 32 strided partials, summed. */
+static float
+linear_out (const float *w, const float *b, const float *in, long long o, int cin, int cout, int act)
+{
+  const long long img = o / cout;
+  const int row = (int) (o % cout);
+  float part[32];
+  for (int lane = 0; lane < 32; lane++)
+    part[lane] = gpunet_dot_partial (w + (long long) row * cin, in + img * cin, cin, lane, 32);
+  for (int off = 16; off > 0; off /= 2)   /* the shuffle-down tree */
+    for (int lane = 0; lane < off; lane++)
+      part[lane] += part[lane + off];
+  return gpunet_cuda_act (part[0] + (b ? b[row] : 0.0f), act);
+}
+
+static void
+test_linear (void)
+{
+  const int dims[][2] = { { 1, 1 }, { 31, 7 }, { 32, 5 }, { 100, 10 }, { 1280, 16 } };
+  for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+    const int n = 3, cin = dims[d][0], cout = dims[d][1];
+    float *w = frand_array ((size_t) cin * cout), *b = frand_array ((size_t) cout);
+    float *in = frand_array ((size_t) n * cin);
+    float *ref = malloc ((size_t) n * cout * sizeof (float)), *got = malloc ((size_t) n * cout * sizeof (float));
+    for (int act = GPUNET_EPI_NONE; act <= GPUNET_EPI_SWISH; act++) {
+      gpunet_linear_params p = { .cin = cin, .cout = cout, .act = act, .weight = w,
+        .bias = act == GPUNET_EPI_NONE ? NULL : b };
+      gpunet_cpu_linear (&p, in, ref, n);
+      for (long long o = 0; o < (long long) n * cout; o++)
+        got[o] = linear_out (w, p.bias, in, o, cin, cout, act);
+      CHECK_MSG (rel_err (got, ref, (size_t) n * cout) < 1e-5, "linear %dx%d act %d: %g", cin, cout,
+          act, rel_err (got, ref, (size_t) n * cout));
+    }
+    free (w);
+    free (b);
+    free (in);
+    free (ref);
+    free (got);
+  }
+}
+
+/* se.cu's decomposition (row means, reduce FC + act, expand FC + sigmoid, scale) against
+ * the CPU squeeze-excite. */
+static void
+test_se (void)
+{
+  const int n = 2, c = 12, rd = 3, h = 6, w = 5, plane = h * w;
+  const size_t total = (size_t) n * c * plane;
+  float *x = frand_array (total), *ref = malloc (total * sizeof (float));
+  float *w1 = frand_array ((size_t) rd * c), *b1 = frand_array ((size_t) rd);
+  float *w2 = frand_array ((size_t) c * rd), *b2 = frand_array ((size_t) c);
+  float *scratch = malloc ((size_t) (c + rd) * sizeof (float));
+  float *mean = malloc ((size_t) n * c * sizeof (float)), *mid = malloc ((size_t) n * rd * sizeof (float));
+  float *gate = malloc ((size_t) n * c * sizeof (float));
+  memcpy (ref, x, total * sizeof (float));
+  gpunet_se_params p = { .c = c, .rd = rd, .h = h, .w = w, .act = GPUNET_EPI_RELU,
+    .w_reduce = w1, .b_reduce = b1, .w_expand = w2, .b_expand = b2 };
+  gpunet_cpu_se (&p, ref, scratch, n);
+  for (int r = 0; r < n * c; r++) {
+    float s = 0.0f;
+    for (int i = 0; i < plane; i++)
+      s += x[(size_t) r * plane + i];
+    mean[r] = s / (float) plane;
+  }
+  for (long long o = 0; o < (long long) n * rd; o++)
+    mid[o] = linear_out (w1, b1, mean, o, c, rd, p.act);
+  for (long long o = 0; o < (long long) n * c; o++)
+    gate[o] = linear_out (w2, b2, mid, o, rd, c, GPUNET_CUDA_ACT_SIGMOID);
+  for (size_t i = 0; i < total; i++)
+    x[i] *= gate[i / (size_t) plane];
+  CHECK_MSG (rel_err (x, ref, total) < 1e-5, "se: %g", rel_err (x, ref, total));
+  free (x);
+  free (ref);
+  free (w1);
+  free (b1);
+  free (w2);
+  free (b2);
+  free (scratch);
+  free (mean);
+  free (mid);
+  free (gate);
+}
+
+/* The loader: bad module paths give sentences naming the file and never crash. */
+static void
+test_loader_errors (void)
+{
+  char *err = NULL;
+  const gpunet_backend *be = gpunet_cuda_module_open ("/nonexistent/libgpunet-cuda.so", NULL, &err);
+  CHECK (be == NULL);
+  CHECK_CONTAINS (err, "/nonexistent/libgpunet-cuda.so");
+  CHECK_CONTAINS (err, "cannot load the CUDA backend module");
+  free (err);
+  err = NULL;
+  be = gpunet_cuda_module_open ("libm.so.6", NULL, &err);
+  CHECK (be == NULL);
+  CHECK_CONTAINS (err, "is not a gpunet CUDA module");
+  free (err);
+}
+
+/* With no GPU: the CUDA backend (if its module loads) refuses to plan with
+ * GPUNET_ERR_BACKEND_UNAVAILABLE; sessions asking for CUDA fail clearly, auto runs on
+ * the CPU.  On a host with a working GPU the refusal checks are skipped. */
+static void
+test_no_gpu (void)
+{
+  gpunet_model *model = NULL;
+  char *err = NULL;
+  gpunet_status st = gpunet_model_new_random ("gpunet-0", 7, &model, &err);
+  CHECK_MSG (st == GPUNET_OK, "%s", err ? err : "");
+  free (err);
+  err = NULL;
+  if (!model)
+    return;
+
+  int gpu_works = 0;
+  const gpunet_backend *be = gpunet_backend_cuda_get (&err);
+  if (!be) {
+    printf ("# CUDA module not loaded: %s\n", err ? err : "(no reason)");
+    CHECK (err && strlen (err) > 20);
+  } else {
+    gpunet_session_params params;
+    gpunet_session_params_init (&params);
+    void *state = NULL;
+    free (err);
+    err = NULL;
+    st = be->plan (gpunet_model_graph (model), &params, &state, &err);
+    if (st == GPUNET_OK) {
+      printf ("# a CUDA device works here: skipping the no-GPU checks\n");
+      gpu_works = 1;
+      be->destroy (state);
+    } else {
+      printf ("# CUDA plan: %s\n", err ? err : "(no reason)");
+      CHECK (st == GPUNET_ERR_BACKEND_UNAVAILABLE);
+      CHECK (state == NULL);
+      CHECK_MSG (err && (strstr (err, "no CUDA driver") || strstr (err, "no CUDA device")
+              || strstr (err, "cudnnCreate")), "unexpected reason: %s", err ? err : "(null)");
+    }
+    /* the op API answers too (or says why not) */
+    free (err);
+    err = NULL;
+    const gpunet_cuda_op_api *api = gpunet_cuda_op_api_get (&err);
+    CHECK_MSG (api != NULL, "%s", err ? err : "");
+    if (api && !gpu_works) {
+      gpunet_cuda_op_runner *r = NULL;
+      free (err);
+      err = NULL;
+      CHECK (api->runner_new (0, &r, &err) == GPUNET_ERR_BACKEND_UNAVAILABLE);
+      CHECK (r == NULL && err != NULL);
+    }
+  }
+  free (err);
+  err = NULL;
+
+  if (!gpu_works) {
+    gpunet_session_params params;
+    gpunet_session_params_init (&params);
+    params.backend = GPUNET_BACKEND_CUDA;
+    gpunet_session *s = NULL;
+    st = gpunet_session_new (model, &params, &s, &err);
+    CHECK (st == GPUNET_ERR_BACKEND_UNAVAILABLE && s == NULL);
+    CHECK_CONTAINS (err, "CUDA");
+    free (err);
+    err = NULL;
+    params.backend = GPUNET_BACKEND_AUTO;
+    st = gpunet_session_new (model, &params, &s, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s", err ? err : "");
+    if (s) {
+      CHECK (strcmp (gpunet_session_backend_name (s), "cpu") == 0);
+      CHECK (gpunet_session_fallback_reason (s) != NULL);
+      gpunet_session_free (s);
+    }
+    free (err);
+  }
+  gpunet_model_unref (model);
+}
+
+int
+main (void)
+{
+  test_activation ();
+  test_index_maps ();
+  test_epilogue ();
+  test_dwconv ();
+  test_linear ();
+  test_se ();
+  test_loader_errors ();
+  test_no_gpu ();
+  return check_report ();
+}

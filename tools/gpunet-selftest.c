@@ -1,0 +1,403 @@
+/* gpunet-selftest: checks the CUDA backend against the reference CPU backend on a machine
+ * with a GPU: every op of every built-in model (random weights, random inputs) and each
+ * whole network (logits, every block's output, top-k agreement, and a smaller batch than
+ * planned).  Exit 0 when all are within the tolerances printed, 1 otherwise, 77 when this
+ * host has no usable CUDA backend (no module, driver or device). */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "cpu_ops.h"
+#include "cuda/cuda_module.h"
+#include "gpunet.h"
+#include "model_private.h"
+#include "session_private.h"
+
+/* Tolerances, fp32: errors are max |cuda - cpu| / max |cpu| over a tensor. */
+#define TOL_OP 1e-4       /* one op */
+#define TOL_NET 1e-3      /* logits and block outputs of a whole network */
+#define TOL_TIE 1e-3      /* top-1 may differ when the CPU's top-2 margin is below this x max|logit| */
+#define TOP_K 5
+
+static const char *kind_names[] = { "conv2d", "dwconv2d", "se", "avgpool", "linear" };
+enum { N_KINDS = 5 };
+
+static int verbose;
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static float
+frand (void)   /* uniform in [-1, 1) */
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float) ((rng >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
+}
+
+static float *
+frand_array (size_t n)
+{
+  float *a = malloc ((n ? n : 1) * sizeof (float));
+  for (size_t i = 0; a && i < n; i++)
+    a[i] = frand ();
+  return a;
+}
+
+static double
+rel_err (const float *got, const float *ref, size_t n)
+{
+  double diff = 0.0, scale = 1e-12;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs ((double) got[i] - ref[i]);
+    if (!(d <= diff))   /* also catches NaN */
+      diff = isnan (d) ? INFINITY : d;
+    if (fabs (ref[i]) > scale)
+      scale = fabs (ref[i]);
+  }
+  return diff / scale;
+}
+
+/* Input and output floats of one op for n images. */
+static void
+op_sizes (const gpunet_op *op, int n, size_t *in, size_t *out)
+{
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D:
+      *in = (size_t) n * op->p.conv2d.cin * op->p.conv2d.ih * op->p.conv2d.iw;
+      *out = (size_t) n * op->p.conv2d.cout * op->p.conv2d.oh * op->p.conv2d.ow;
+      break;
+    case GPUNET_OP_DWCONV2D:
+      *in = (size_t) n * op->p.dwconv2d.c * op->p.dwconv2d.ih * op->p.dwconv2d.iw;
+      *out = (size_t) n * op->p.dwconv2d.c * op->p.dwconv2d.oh * op->p.dwconv2d.ow;
+      break;
+    case GPUNET_OP_SE:
+      *in = *out = (size_t) n * op->p.se.c * op->p.se.h * op->p.se.w;
+      break;
+    case GPUNET_OP_AVGPOOL:
+      *in = (size_t) n * op->p.avgpool.c * op->p.avgpool.h * op->p.avgpool.w;
+      *out = (size_t) n * op->p.avgpool.c;
+      break;
+    default:
+      *in = (size_t) n * op->p.linear.cin;
+      *out = (size_t) n * op->p.linear.cout;
+      break;
+  }
+}
+
+/* The CPU reference of one op. */
+static void
+cpu_op (const gpunet_op *op, int n, const float *in, const float *res, float *out)
+{
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D:
+      gpunet_cpu_conv2d (&op->p.conv2d, in, res, out, n);
+      break;
+    case GPUNET_OP_DWCONV2D:
+      gpunet_cpu_dwconv2d (&op->p.dwconv2d, in, out, n);
+      break;
+    case GPUNET_OP_SE: {
+      size_t in_n, out_n;
+      op_sizes (op, n, &in_n, &out_n);
+      float *scratch = malloc (((size_t) op->p.se.c + (size_t) op->p.se.rd) * sizeof (float));
+      memcpy (out, in, out_n * sizeof (float));
+      if (scratch)
+        gpunet_cpu_se (&op->p.se, out, scratch, n);
+      free (scratch);
+      break;
+    }
+    case GPUNET_OP_AVGPOOL:
+      gpunet_cpu_avgpool (&op->p.avgpool, in, out, n);
+      break;
+    case GPUNET_OP_LINEAR:
+      gpunet_cpu_linear (&op->p.linear, in, out, n);
+      break;
+  }
+}
+
+/* Every op of the graph on random inputs; returns the number of failures. */
+static int
+check_ops (const gpunet_cuda_op_api *api, gpunet_cuda_op_runner *runner, const char *model,
+    const gpunet_graph *g, int n)
+{
+  double worst[N_KINDS] = { 0 };
+  int worst_op[N_KINDS], count[N_KINDS] = { 0 }, failures = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    size_t in_n, out_n;
+    op_sizes (op, n, &in_n, &out_n);
+    float *in = frand_array (in_n), *res = op->residual >= 0 ? frand_array (out_n) : NULL;
+    float *ref = malloc (out_n * sizeof (float)), *got = malloc (out_n * sizeof (float));
+    char *err = NULL;
+    if (!in || !ref || !got || (op->residual >= 0 && !res)) {
+      fprintf (stderr, "gpunet-selftest: out of memory\n");
+      exit (1);
+    }
+    cpu_op (op, n, in, res, ref);
+    gpunet_status st = api->run (runner, op, n, in, res, got, &err);
+    double e = st == GPUNET_OK ? rel_err (got, ref, out_n) : INFINITY;
+    int k = (int) op->kind;
+    if (st != GPUNET_OK)
+      printf ("  %-10s op %3d (%s): FAILED: %s\n", model, i, kind_names[k], err ? err : "?");
+    else if (verbose || e > TOL_OP)
+      printf ("  %-10s op %3d %-8s block %3d  rel err %.2e%s\n", model, i, kind_names[k],
+          op->block, e, e > TOL_OP ? "  FAIL" : "");
+    failures += !(e <= TOL_OP);
+    if (!count[k]++ || e > worst[k]) {
+      worst[k] = e;
+      worst_op[k] = i;
+    }
+    free (err);
+    free (in);
+    free (res);
+    free (ref);
+    free (got);
+  }
+  for (int k = 0; k < N_KINDS; k++)
+    if (count[k])
+      printf ("  %-10s %-8s x%-3d max rel err %.2e (op %d)  %s\n", model, kind_names[k], count[k],
+          worst[k], worst_op[k], worst[k] <= TOL_OP ? "ok" : "FAIL");
+  return failures;
+}
+
+/* Block outputs of the CPU run, kept for the CUDA run to compare with. */
+typedef struct {
+  int n_blocks;
+  float **data;
+  size_t *size;
+  double worst;
+  int worst_block;
+} trace_store;
+
+static void
+trace_keep (void *user, int block, const float *data, int n, int c, int h, int w)
+{
+  trace_store *t = user;
+  if (block < 0 || block >= t->n_blocks)
+    return;
+  size_t sz = (size_t) n * c * h * w;
+  free (t->data[block]);
+  t->data[block] = malloc (sz * sizeof (float));
+  if (t->data[block])
+    memcpy (t->data[block], data, sz * sizeof (float));
+  t->size[block] = sz;
+}
+
+static void
+trace_compare (void *user, int block, const float *data, int n, int c, int h, int w)
+{
+  trace_store *t = user;
+  size_t sz = (size_t) n * c * h * w;
+  double e = INFINITY;
+  if (block >= 0 && block < t->n_blocks && t->data[block] && t->size[block] == sz)
+    e = rel_err (data, t->data[block], sz);
+  if (!(e <= t->worst)) {
+    t->worst = e;
+    t->worst_block = block;
+  }
+}
+
+/* Indices of the k largest of v[0..n), best first. */
+static void
+top_k (const float *v, int n, int k, int *out)
+{
+  for (int j = 0; j < k; j++) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+      int taken = 0;
+      for (int q = 0; q < j; q++)
+        taken |= out[q] == i;
+      if (!taken && (best < 0 || v[i] > v[best]))
+        best = i;
+    }
+    out[j] = best;
+  }
+}
+
+/* The whole network, CPU reference vs CUDA; returns the number of failures. */
+static int
+check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph *g, int n,
+    int device)
+{
+  const gpunet_tensor_desc *ti = &g->tensors[g->input], *to = &g->tensors[g->output];
+  const size_t in_n = (size_t) n * ti->c * ti->h * ti->w;
+  const int classes = to->c * to->h * to->w;
+  float *input = frand_array (in_n);
+  float *ref = malloc ((size_t) n * classes * sizeof (float));
+  float *got = malloc ((size_t) n * classes * sizeof (float));
+  trace_store ts = { g->n_blocks, calloc ((size_t) g->n_blocks + 1, sizeof (float *)),
+    calloc ((size_t) g->n_blocks + 1, sizeof (size_t)), 0.0, -1 };
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = n;
+  params.device = device;
+  params.precision = GPUNET_PRECISION_FP32;
+  void *cpu_state = NULL, *cuda_state = NULL;
+  char *err = NULL;
+  int failures = 0;
+
+  gpunet_status st = gpunet_backend_cpu_ref.plan (g, &params, &cpu_state, &err);
+  if (st == GPUNET_OK)
+    st = gpunet_backend_cpu_ref.forward (cpu_state, input, n, ref, trace_keep, &ts, &err);
+  if (st != GPUNET_OK) {
+    printf ("  %-10s CPU reference failed: %s\n", model, err ? err : "?");
+    failures++;
+    goto done;
+  }
+  st = cuda->plan (g, &params, &cuda_state, &err);
+  if (st == GPUNET_OK)
+    st = cuda->forward (cuda_state, input, n, got, trace_compare, &ts, &err);
+  if (st != GPUNET_OK) {
+    printf ("  %-10s CUDA network failed: %s\n", model, err ? err : "?");
+    failures++;
+    goto done;
+  }
+  double e = rel_err (got, ref, (size_t) n * classes);
+  int top1 = 0, ties = 0, overlap = 0;
+  for (int b = 0; b < n; b++) {
+    int kr[TOP_K] = { 0 }, kg[TOP_K] = { 0 };
+    const int k = classes < TOP_K ? classes : TOP_K;
+    top_k (ref + (size_t) b * classes, classes, k, kr);
+    top_k (got + (size_t) b * classes, classes, k, kg);
+    for (int i = 0; i < k; i++)
+      for (int j = 0; j < k; j++)
+        overlap += kr[i] == kg[j];
+    double scale = 1e-12;
+    for (int i = 0; i < classes; i++)
+      scale = fmax (scale, fabs (ref[(size_t) b * classes + i]));
+    const double margin = k > 1 ? ref[(size_t) b * classes + kr[0]] - ref[(size_t) b * classes + kr[1]] : 1.0;
+    if (kr[0] == kg[0])
+      top1++;
+    else if (margin < TOL_TIE * scale)
+      ties++;
+  }
+  int ok = e <= TOL_NET && ts.worst <= TOL_NET && top1 + ties == n;
+  printf ("  %-10s network batch %d: logits rel err %.2e, worst block %d rel err %.2e, top-1 %d/%d "
+      "(%d near-ties), top-%d overlap %d/%d  %s\n", model, n, e, ts.worst_block, ts.worst, top1, n,
+      ties, TOP_K, overlap, n * TOP_K, ok ? "ok" : "FAIL");
+  failures += !ok;
+
+  /* a smaller batch than planned re-describes the convolutions */
+  if (n > 1) {
+    st = cuda->forward (cuda_state, input, 1, got, NULL, NULL, &err);
+    double e1 = st == GPUNET_OK ? rel_err (got, ref, (size_t) classes) : INFINITY;
+    printf ("  %-10s network batch 1 of %d planned: logits rel err %.2e  %s%s\n", model, n, e1,
+        e1 <= TOL_NET ? "ok" : "FAIL", st == GPUNET_OK ? "" : err);
+    failures += !(e1 <= TOL_NET);
+  }
+done:
+  if (cpu_state)
+    gpunet_backend_cpu_ref.destroy (cpu_state);
+  if (cuda_state)
+    cuda->destroy (cuda_state);
+  for (int i = 0; i < ts.n_blocks; i++)
+    free (ts.data[i]);
+  free (ts.data);
+  free (ts.size);
+  free (err);
+  free (input);
+  free (ref);
+  free (got);
+  return failures;
+}
+
+static void
+usage (FILE *f)
+{
+  fprintf (f,
+      "usage: gpunet-selftest [--model NAME] [--batch N] [--seed S] [--device D] [--verbose]\n"
+      "  Compares the CUDA backend with the CPU reference (fp32) on random weights and inputs.\n"
+      "  Tolerances (max |cuda - cpu| / max |cpu|): %.0e per op, %.0e for logits and block\n"
+      "  outputs; top-1 must agree unless the CPU's top-2 margin is below %.0e of max |logit|.\n"
+      "  fp16 is not implemented in this version and is not tested.\n"
+      "  Exit status: 0 pass, 1 fail, 77 no usable CUDA backend here (no module/driver/GPU).\n",
+      TOL_OP, TOL_NET, TOL_TIE);
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *only = NULL;
+  int batch = 2, device = 0;
+  unsigned long long seed = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!strcmp (a, "--verbose") || !strcmp (a, "-v"))
+      verbose = 1;
+    else if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
+      usage (stdout);
+      return 0;
+    } else if (v && !strcmp (a, "--model")) {
+      only = v;
+      i++;
+    } else if (v && (!strcmp (a, "--batch") || !strcmp (a, "--device") || !strcmp (a, "--seed"))) {
+      errno = 0;
+      unsigned long long x = strtoull (v, &end, 10);
+      if (errno || !*v || *end || (strcmp (a, "--seed") && x > 4096) || (!strcmp (a, "--batch") && x < 1)) {
+        fprintf (stderr, "gpunet-selftest: bad value '%s' for %s\n", v, a);
+        return 1;
+      }
+      if (!strcmp (a, "--batch"))
+        batch = (int) x;
+      else if (!strcmp (a, "--device"))
+        device = (int) x;
+      else
+        seed = x;
+      i++;
+    } else {
+      usage (stderr);
+      return 1;
+    }
+  }
+  rng ^= seed * 0x9e3779b97f4a7c15ull;
+
+  char *err = NULL;
+  const gpunet_backend *cuda = gpunet_backend_cuda_get (&err);
+  const gpunet_cuda_op_api *api = cuda ? gpunet_cuda_op_api_get (&err) : NULL;
+  if (!cuda || !api) {
+    printf ("gpunet-selftest: skipped, no CUDA backend here: %s\n", err ? err : "?");
+    free (err);
+    return 77;
+  }
+  gpunet_cuda_op_runner *runner = NULL;
+  gpunet_status st = api->runner_new (device, &runner, &err);
+  if (st != GPUNET_OK) {
+    printf ("gpunet-selftest: %s: %s\n", st == GPUNET_ERR_BACKEND_UNAVAILABLE ? "skipped" : "error",
+        err ? err : "?");
+    free (err);
+    return st == GPUNET_ERR_BACKEND_UNAVAILABLE ? 77 : 1;
+  }
+  char dev[256];
+  api->describe_device (device, dev, sizeof dev);
+  printf ("gpunet-selftest: CUDA device %d: %s; fp32, batch %d, seed %llu\n", device, dev, batch, seed);
+  printf ("tolerances: op %.0e, network %.0e (max abs error / max abs reference)\n", TOL_OP, TOL_NET);
+
+  int failures = 0, models = 0;
+  const char *const *names = gpunet_arch_builtin_names ();
+  for (int m = 0; only ? m < 1 : names[m] != NULL; m++) {
+    const char *name = only ? only : names[m];
+    gpunet_model *model = NULL;
+    st = gpunet_model_new_random (name, seed + (unsigned) m, &model, &err);
+    if (st != GPUNET_OK) {
+      printf ("%s: cannot build: %s\n", name, err ? err : "?");
+      failures++;
+      continue;
+    }
+    const gpunet_graph *g = gpunet_model_graph (model);
+    printf ("%s: %d ops, %d blocks\n", name, g->n_ops, g->n_blocks);
+    failures += check_ops (api, runner, name, g, batch);
+    failures += check_network (cuda, name, g, batch, device);
+    gpunet_model_unref (model);
+    models++;
+  }
+  api->runner_free (runner);
+  free (err);
+  printf ("gpunet-selftest: %d model(s), %d failure(s): %s\n", models, failures,
+      failures ? "FAIL" : "PASS");
+  return failures ? 1 : 0;
+}
