@@ -158,14 +158,11 @@ gpunet_session_classify (gpunet_session *s, const gpunet_image *images, int n,
   if (st != GPUNET_OK)
     return st;
 
-  /* one plan, rebuilt only when an image's size differs from the previous one */
-  gpunet_preprocess_plan plan;
-  memset (&plan, 0, sizeof plan);
+  /* the session keeps its plan: rebuilt only when the frame size or mode changes */
   const size_t per_image = (size_t) 3 * R * R;
   for (int i = 0; i < n && st == GPUNET_OK; i++)
-    st = run_preprocess (&plan, &images[i], R, mode, crop_pct, s->input + i * per_image,
+    st = run_preprocess (&s->pre_plan, &images[i], R, mode, crop_pct, s->input + i * per_image,
         error_text);
-  gpunet_preprocess_plan_clear (&plan);
   if (st != GPUNET_OK)
     return st;
 

@@ -101,6 +101,7 @@ gpunet_session_free (gpunet_session *s)
     s->backend->destroy (s->state);
   gpunet_model_unref (s->model);
   free (s->fallback_reason);
+  gpunet_preprocess_plan_clear (&s->pre_plan);
   free (s->logits);
   free (s->input);
   free (s);

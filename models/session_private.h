@@ -5,6 +5,7 @@
 
 #include "gpunet.h"
 #include "../kernels/backend.h"
+#include "../kernels/cpu/preprocess.h"
 
 struct gpunet_session {
   gpunet_model *model;
@@ -14,6 +15,7 @@ struct gpunet_session {
   char *fallback_reason;  /* why auto did not pick CUDA, or NULL */
   float *input;           /* max_batch x 3 x R x R, preprocess output */
   float *logits;          /* max_batch x classes */
+  gpunet_preprocess_plan pre_plan;  /* cached across frames of the same size */
 };
 
 /* The CPU backend sessions use (the fast one when built, else the reference). */

@@ -37,6 +37,13 @@ gpunet_clamp255 (float v)
   return v > 255.0f ? 255.0f : v;
 }
 
+/* PIL's 8-bit output of a resampled value: clamped, then rounded half up (clip8). */
+GPUNET_HD float
+gpunet_quantize8 (float v)
+{
+  return floorf (gpunet_clamp255 (v) + 0.5f);
+}
+
 /* ---- colour ---------------------------------------------------------------------- */
 
 /* YUV->RGB as R = ys * (Y - yo) + rv * (V - 128), G = ys * (Y - yo) - gu * (U - 128)

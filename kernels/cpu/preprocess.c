@@ -1,7 +1,7 @@
 /* preprocess.c: the CPU fused preprocess.  Per output row it converts the source rows
  * the vertical taps need (each once, into a ring of float RGB rows, only the columns the
- * horizontal taps read), sums them vertically, then filters horizontally, clamps like
- * PIL's 8-bit output, normalises and writes the three NCHW planes. */
+ * horizontal taps read), sums them vertically, then filters horizontally, clamps and
+ * rounds like PIL's 8-bit output, normalises and writes the three NCHW planes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,13 +74,16 @@ gpunet_preprocess_plan_init (gpunet_preprocess_plan *p, int in_w, int in_h, int 
     gpunet_preprocess_plan_clear (p);
     return GPUNET_ERR_NO_MEMORY;
   }
+  p->round8 = 1;
   for (int c = 0; c < 3; c++)
     p->pad[c] = mode == GPUNET_RESIZE_LETTERBOX ? 0.0f : gpunet_normalize (0.0f, c);
 
   /* a ring slot or vsum holds 3 planes of the columns read, plus 4 floats of slack that
    * the zero-weight taps of the horizontal pass may read (calloc: finite zeros) */
   const size_t slot = 3 * (size_t) (p->x.src_hi - p->x.src_lo) + 4;
-  p->ring_rows = p->y.ksize;
+  /* a ring of every row one output row reads, unless that passes 64 MiB (a huge
+   * downscale): then one row and the slower streaming pass */
+  p->ring_rows = slot * (size_t) p->y.ksize * sizeof (float) <= ((size_t) 64 << 20) ? p->y.ksize : 1;
   p->ring_tag = malloc (sizeof (int) * (size_t) p->ring_rows);
   p->rows = malloc (sizeof (float *) * (size_t) p->ring_rows);
   p->ring = calloc (slot * (size_t) p->ring_rows, sizeof (float));
@@ -211,19 +214,21 @@ convert_row (gpunet_preprocess_plan *p, const gpunet_pixel_src *s, int y, int x0
   }
 }
 
-/* out[i] (+)= sum of w[k] * rows[k][i] over k < n, four rows per sweep of out. */
+/* out[i] = (or += when `accumulate`) the sum of w[k] * rows[k][i] over k < n, four rows
+ * per sweep of out. */
 static GPUNET_ALWAYS_INLINE void
-vertical_sum (float *restrict out, const float *const *rows, const float *w, int n, int m)
+vertical_sum (float *restrict out, const float *const *rows, const float *w, int n, int m,
+    int accumulate)
 {
   int k = 0;
-  if (n >= 4) {
+  if (!accumulate && n >= 4) {
     const float *restrict a = rows[0], *restrict b = rows[1], *restrict c = rows[2],
         *restrict d = rows[3];
     const float wa = w[0], wb = w[1], wc = w[2], wd = w[3];
     for (int i = 0; i < m; i++)
       out[i] = wa * a[i] + wb * b[i] + wc * c[i] + wd * d[i];
     k = 4;
-  } else {
+  } else if (!accumulate) {
     const float *restrict a = rows[0];
     const float wa = w[0];
     for (int i = 0; i < m; i++)
@@ -276,23 +281,33 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
       }
       continue;
     }
-    /* the source rows of this output row, each converted once while it stays in the ring */
     const int fy = ay->first[oy], cy = ay->count[oy];
-    for (int k = 0; k < cy; k++) {
-      const int row = fy + k, r = row % p->ring_rows;
-      float *data = p->ring + (size_t) r * slot;
-      if (p->ring_tag[r] != row) {
-        convert_row (p, &src, row, x0, x1, data);
-        p->ring_tag[r] = row;
-      }
-      p->rows[k] = data;
-    }
-    /* vertical pass over the columns the horizontal taps read */
+    const float *wy = ay->weights + (size_t) oy * ay->ksize;
     float *restrict vs = p->vsum;
-    vertical_sum (vs, (const float *const *) p->rows, ay->weights + (size_t) oy * ay->ksize, cy,
-        3 * ncols);
+    if (p->ring_rows >= cy) {
+      /* the source rows of this output row, each converted once while it stays in the
+       * ring, then the vertical pass over the columns the horizontal taps read */
+      for (int k = 0; k < cy; k++) {
+        const int row = fy + k, r = row % p->ring_rows;
+        float *data = p->ring + (size_t) r * slot;
+        if (p->ring_tag[r] != row) {
+          convert_row (p, &src, row, x0, x1, data);
+          p->ring_tag[r] = row;
+        }
+        p->rows[k] = data;
+      }
+      vertical_sum (vs, (const float *const *) p->rows, wy, cy, 3 * ncols, 0);
+    } else {
+      /* a huge downscale whose ring would not fit: one row at a time (rows shared with
+       * the next output row are converted again) */
+      for (int k = 0; k < cy; k++) {
+        convert_row (p, &src, fy + k, x0, x1, p->ring);
+        const float *data = p->ring;
+        vertical_sum (vs, &data, wy + k, 1, 3 * ncols, k > 0);
+      }
+    }
     /* horizontal pass in groups of 4 taps (zero weights pad each output's taps; vsum has
-     * 4 zeroed floats after the last plane), clamp, normalise */
+     * 4 zeroed floats after the last plane), clamp (and round), normalise */
     const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
     for (int ox = 0; ox < R; ox++) {
       if (ox < ax->lo || ox >= ax->hi) {
@@ -310,6 +325,11 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
         sr += (w0 * a[0] + w1 * a[1]) + (w2 * a[2] + w3 * a[3]);
         sg += (w0 * b[0] + w1 * b[1]) + (w2 * b[2] + w3 * b[3]);
         sb += (w0 * c[0] + w1 * c[1]) + (w2 * c[2] + w3 * c[3]);
+      }
+      if (p->round8) {
+        sr = gpunet_quantize8 (sr);
+        sg = gpunet_quantize8 (sg);
+        sb = gpunet_quantize8 (sb);
       }
       outr[ox] = gpunet_normalize (gpunet_clamp255 (sr), 0);
       outg[ox] = gpunet_normalize (gpunet_clamp255 (sg), 1);

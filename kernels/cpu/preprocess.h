@@ -25,6 +25,8 @@ typedef struct {
   float crop_pct;
   gpunet_resample_axis x, y;
   float pad[3];         /* the normalised value of a padding pixel, per channel */
+  int round8;           /* 1 (plan_init's default): round each resampled value to an
+                         * integer 0..255 like PIL's 8-bit output; 0: clamp only */
   /* scratch: converted source rows (ring of y.ksize rows of 3 planes), the vertical sum
    * of one output row, and one chroma row pair */
   int ring_rows;
