@@ -1,0 +1,606 @@
+/* backend_onednn.c: the fast CPU backend on oneDNN 2.x: plans per batch size a chain of
+ * convolution primitives (bias + eltwise + sum post-ops) over nChw16c activations, owns
+ * the activation buffers, the reordered weights and one shared scratchpad, and runs our
+ * blocked kernels (blocked_ops.c) for SE, pooling and the classifier. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "../../models/error.h"
+#include "activation.h"
+#include "backend_onednn.h"
+#include "blocked_ops.h"
+
+#if DNNL_VERSION_MAJOR != 2
+#error "backend_onednn.c uses the oneDNN 2.x op-descriptor API (convolution_forward_desc_init); \
+port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create before building against 3.x"
+#endif
+
+/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
+typedef struct weights_variant {
+  dnnl_memory_t mem;
+  struct weights_variant *next;
+} weights_variant;
+
+/* One op planned for one batch size (conv/dwconv only; our own ops need nothing). */
+typedef struct {
+  dnnl_primitive_t prim;
+  dnnl_memory_t src, wei, bias, dst, scratch;
+} fast_step;
+
+typedef struct {
+  int n;
+  fast_step *steps;
+  size_t scratch_bytes;
+} fast_plan;
+
+typedef struct {
+  int blk, cp;    /* layout: GPUNET_BLK (nChw16c) or 1 (plain NCHW); padded channels */
+  int buf;        /* activation buffer, -1 for the graph input */
+} fast_tensor;
+
+typedef struct {
+  const gpunet_graph *g;
+  int max_batch, nt;
+  dnnl_engine_t eng;
+  dnnl_stream_t stream;
+  fast_tensor *t;
+  int *copy_residual;          /* per op: residual copied into dst before the conv */
+  int n_bufs;
+  float **bufs;
+  void *scratchpad;            /* shared by every primitive (one runs at a time) */
+  size_t scratchpad_bytes;
+  float *se_scratch, *trace_buf;
+  weights_variant **weights;   /* per op */
+  fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
+  double *profile;
+} fast_state;
+
+#define FAST_ALIGN 64
+
+/* Process-wide core budget: a forward takes min(n_threads, cores) cores and waits while
+ * other sessions hold them, so two elements in one process never run more OpenMP threads
+ * than there are cores (they take turns instead; with n-threads=1 each, both run at once). */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t budget_cond = PTHREAD_COND_INITIALIZER;
+static int budget_total = -1, budget_free;
+
+static int
+cores_acquire (int want)
+{
+  pthread_mutex_lock (&budget_lock);
+  if (budget_total < 0)
+    budget_total = budget_free = omp_get_num_procs () > 0 ? omp_get_num_procs () : 1;
+  if (want > budget_total)
+    want = budget_total;
+  while (budget_free < want)
+    pthread_cond_wait (&budget_cond, &budget_lock);
+  budget_free -= want;
+  pthread_mutex_unlock (&budget_lock);
+  return want;
+}
+
+static void
+cores_release (int got)
+{
+  pthread_mutex_lock (&budget_lock);
+  budget_free += got;
+  pthread_cond_broadcast (&budget_cond);
+  pthread_mutex_unlock (&budget_lock);
+}
+
+static gpunet_status
+dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
+{
+  if (op >= 0)
+    return gpunet_fail (err, GPUNET_ERR_BACKEND,
+        "oneDNN %s failed (%s) planning op %d (block %d) of the fast CPU backend", call,
+        dnnl_status2str (s), op, g->ops[op].block);
+  return gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN %s failed (%s) in the fast CPU backend",
+      call, dnnl_status2str (s));
+}
+
+/* Evaluates a dnnl call; on failure turns it into a gpunet_status naming the call. */
+#define TRY(call) do { \
+    dnnl_status_t s_ = (call); \
+    if (s_ != dnnl_success) { st = dnnl_failed (err, s_, #call, s->g, op_index); goto out; } \
+  } while (0)
+
+static void *
+alloc_floats (size_t n)
+{
+  size_t bytes = (n * sizeof (float) + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN;
+  void *p = aligned_alloc (FAST_ALIGN, bytes ? bytes : FAST_ALIGN);
+  if (p)
+    memset (p, 0, bytes ? bytes : FAST_ALIGN);
+  return p;
+}
+
+static float *
+tensor_ptr (const fast_state *s, int t, const float *input)
+{
+  return t == s->g->input ? (float *) input : s->bufs[s->t[t].buf];
+}
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static void
+plan_free (fast_plan *p, int n_ops)
+{
+  if (!p)
+    return;
+  for (int i = 0; p->steps && i < n_ops; i++) {
+    fast_step *st = &p->steps[i];
+    if (st->prim)
+      dnnl_primitive_destroy (st->prim);
+    /* st->wei belongs to the op's weights variants */
+    dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
+    for (int j = 0; j < 4; j++)
+      if (m[j])
+        dnnl_memory_destroy (m[j]);
+  }
+  free (p->steps);
+  free (p);
+}
+
+static void
+fast_destroy (void *state)
+{
+  fast_state *s = state;
+  if (!s)
+    return;
+  const int n_ops = s->g->n_ops;
+  if (s->plans)
+    for (int n = 0; n <= s->max_batch; n++)
+      plan_free (s->plans[n], n_ops);
+  free (s->plans);
+  if (s->weights)
+    for (int i = 0; i < n_ops; i++)
+      for (weights_variant *v = s->weights[i], *next; v; v = next) {
+        next = v->next;
+        dnnl_memory_destroy (v->mem);
+        free (v);
+      }
+  free (s->weights);
+  for (int b = 0; s->bufs && b < s->n_bufs; b++)
+    free (s->bufs[b]);
+  free (s->bufs);
+  free (s->scratchpad);
+  free (s->se_scratch);
+  free (s->trace_buf);
+  free (s->t);
+  free (s->copy_residual);
+  if (s->stream)
+    dnnl_stream_destroy (s->stream);
+  if (s->eng)
+    dnnl_engine_destroy (s->eng);
+  free (s);
+}
+
+/* Lifetimes and buffers: tensors whose lifetimes do not overlap share a buffer, and a
+ * convolution's output takes over its residual's buffer when that is the residual's last
+ * use (the sum post-op then adds in place); otherwise the residual is copied there first. */
+static int
+plan_buffers (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  int *last_use = malloc (sizeof (int) * (size_t) g->n_tensors);
+  int *owner = malloc (sizeof (int) * (size_t) g->n_tensors);
+  for (int t = 0; owner && t < g->n_tensors; t++)
+    owner[t] = -1;
+  size_t *size = calloc ((size_t) g->n_tensors, sizeof (size_t));
+  int ok = last_use && owner && size;
+  for (int t = 0; ok && t < g->n_tensors; t++) {
+    last_use[t] = t == g->output ? g->n_ops : -1;
+    s->t[t].buf = -1;
+    s->t[t].blk = 1;
+    s->t[t].cp = g->tensors[t].c;
+  }
+  for (int i = 0; ok && i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    int uses[3] = { op->in, op->residual, op->out };
+    for (int j = 0; j < 3; j++)
+      if (uses[j] >= 0 && last_use[uses[j]] < i)
+        last_use[uses[j]] = i;
+    if (op->kind == GPUNET_OP_CONV2D || op->kind == GPUNET_OP_DWCONV2D) {
+      s->t[op->out].blk = GPUNET_BLK;
+      s->t[op->out].cp = gpunet_blk_pad (g->tensors[op->out].c, GPUNET_BLK);
+    }
+  }
+  for (int i = 0; ok && i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    const int t = op->out;
+    if (t != g->input && s->t[t].buf < 0) {
+      const gpunet_tensor_desc *d = &g->tensors[t];
+      const size_t need = (size_t) s->max_batch * (size_t) s->t[t].cp * (size_t) d->h * (size_t) d->w;
+      const int r = op->residual;
+      if (r >= 0 && r != g->input && r != op->in && last_use[r] == i
+          && s->t[r].blk == s->t[t].blk && s->t[r].cp == s->t[t].cp
+          && g->tensors[r].h == d->h && g->tensors[r].w == d->w) {
+        s->t[t].buf = s->t[r].buf;
+      } else {
+        int best = -1;
+        for (int b = 0; b < s->n_bufs; b++) {
+          if (owner[b] >= 0)
+            continue;
+          if (best < 0 || (size[b] >= need
+                  ? (size[best] < need || size[b] < size[best])
+                  : (size[best] < need && size[b] > size[best])))
+            best = b;
+        }
+        if (best < 0)
+          best = s->n_bufs++;
+        if (size[best] < need)
+          size[best] = need;
+        s->t[t].buf = best;
+        if (r >= 0)
+          s->copy_residual[i] = 1;
+      }
+      owner[s->t[t].buf] = t;
+    }
+    for (int b = 0; b < s->n_bufs; b++)
+      if (owner[b] >= 0 && owner[b] != t && last_use[owner[b]] <= i)
+        owner[b] = -1;
+  }
+  if (ok) {
+    s->bufs = calloc ((size_t) s->n_bufs + 1, sizeof (float *));
+    ok = s->bufs != NULL;
+    for (int b = 0; ok && b < s->n_bufs; b++)
+      ok = (s->bufs[b] = alloc_floats (size[b])) != NULL;
+  }
+  free (last_use);
+  free (owner);
+  free (size);
+  return ok ? 0 : -1;
+}
+
+/* Plans one convolution (dense, grouped or depthwise) of op `op_index` for batch n. */
+static gpunet_status
+plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
+{
+  const gpunet_graph *g = s->g;
+  const gpunet_op *op = &g->ops[op_index];
+  gpunet_status st = GPUNET_OK;
+  int cin, cout, k, stride, pad, groups, ih, iw, oh, ow, act;
+  const float *weight, *bias;
+  if (op->kind == GPUNET_OP_CONV2D) {
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    cin = p->cin, cout = p->cout, k = p->kernel, stride = p->stride, pad = p->pad;
+    groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
+    weight = p->weight, bias = p->bias;
+  } else {
+    const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
+    cin = cout = groups = p->c, k = p->kernel, stride = p->stride, pad = p->pad;
+    ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
+    weight = p->weight, bias = p->bias;
+  }
+  const fast_tensor *ti = &s->t[op->in], *to = &s->t[op->out];
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t user_w = NULL;
+  weights_variant *nv = NULL;
+
+  dnnl_memory_desc_t src_md, wany_md, wuser_md, bias_md, dst_md;
+  dnnl_dims_t src_dims = { n, cin, ih, iw }, dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
+  dnnl_dims_t strides = { stride, stride }, pad_l = { pad, pad };
+  dnnl_dims_t pad_r = { (oh - 1) * stride + k - ih - pad, (ow - 1) * stride + k - iw - pad };
+  dnnl_dims_t w_dims;
+  int w_ndims;
+  if (groups == 1) {
+    w_ndims = 4;
+    w_dims[0] = cout, w_dims[1] = cin, w_dims[2] = k, w_dims[3] = k;
+  } else {
+    w_ndims = 5;
+    w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
+    w_dims[3] = k, w_dims[4] = k;
+  }
+  TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
+          ti->blk == GPUNET_BLK ? dnnl_nChw16c : dnnl_nchw));
+  TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c));
+  TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
+  TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
+          groups == 1 ? dnnl_oihw : dnnl_goihw));
+  TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
+
+  dnnl_convolution_desc_t cd;
+  TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference, dnnl_convolution_direct,
+          &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md, strides, pad_l, pad_r));
+  TRY (dnnl_primitive_attr_create (&attr));
+  TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
+  TRY (dnnl_post_ops_create (&po));
+  if (act == GPUNET_EPI_RELU)
+    TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+  else if (act == GPUNET_EPI_SWISH)
+    TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
+  if (op->residual >= 0)
+    TRY (dnnl_post_ops_append_sum (po, 1.0f));
+  TRY (dnnl_primitive_attr_set_post_ops (attr, po));
+  TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
+  TRY (dnnl_primitive_create (&step->prim, pd));
+
+  /* weights: reuse a variant already reordered to this layout, else reorder once now */
+  const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md (pd, dnnl_query_weights_md, 0);
+  if (!w_md) {
+    st = gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN dnnl_primitive_desc_query_md gave no "
+        "weights layout for op %d (block %d) of the fast CPU backend", op_index, op->block);
+    goto out;
+  }
+  for (weights_variant *v = s->weights[op_index]; v && !step->wei; v = v->next) {
+    const dnnl_memory_desc_t *have;
+    TRY (dnnl_memory_get_memory_desc (v->mem, &have));
+    if (dnnl_memory_desc_equal (have, w_md))
+      step->wei = v->mem;
+  }
+  if (!step->wei) {
+    if (!(nv = calloc (1, sizeof *nv))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+      goto out;
+    }
+    TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, DNNL_MEMORY_ALLOCATE));
+    TRY (dnnl_memory_create (&user_w, &wuser_md, s->eng, (void *) weight));
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, &wuser_md, s->eng, w_md, s->eng, NULL));
+    TRY (dnnl_primitive_create (&reorder, rpd));
+    dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
+    TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
+    TRY (dnnl_stream_wait (s->stream));
+    nv->next = s->weights[op_index];
+    s->weights[op_index] = nv;
+    step->wei = nv->mem;
+    nv = NULL;
+  }
+  if (bias)
+    TRY (dnnl_memory_create (&step->bias, &bias_md, s->eng, (void *) bias));
+  TRY (dnnl_memory_create (&step->src, &src_md, s->eng,
+          op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
+  TRY (dnnl_memory_create (&step->dst, &dst_md, s->eng, s->bufs[to->buf]));
+  const dnnl_memory_desc_t *sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
+  if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
+    TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
+
+out:
+  if (nv) {
+    if (nv->mem)
+      dnnl_memory_destroy (nv->mem);
+    free (nv);
+  }
+  if (user_w)
+    dnnl_memory_destroy (user_w);
+  if (reorder)
+    dnnl_primitive_destroy (reorder);
+  if (rpd)
+    dnnl_primitive_desc_destroy (rpd);
+  if (pd)
+    dnnl_primitive_desc_destroy (pd);
+  if (po)
+    dnnl_post_ops_destroy (po);
+  if (attr)
+    dnnl_primitive_attr_destroy (attr);
+  return st;
+}
+
+/* Plans every convolution for batch n, then (re)points all scratchpad memories at one
+ * buffer large enough for all plans so far. */
+static gpunet_status
+plan_batch (fast_state *s, int n, char **err)
+{
+  const gpunet_graph *g = s->g;
+  gpunet_status st = GPUNET_OK;
+  const int op_index = -1;
+  fast_plan *p = calloc (1, sizeof *p);
+  if (p)
+    p->steps = calloc ((size_t) g->n_ops, sizeof (fast_step));
+  if (!p || !p->steps) {
+    plan_free (p, g->n_ops);
+    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+  }
+  p->n = n;
+  for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
+    if (g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D)
+      st = plan_conv (s, i, n, &p->steps[i], err);
+  if (st != GPUNET_OK) {
+    plan_free (p, g->n_ops);
+    return st;
+  }
+  s->plans[n] = p;
+
+  size_t need = 0;
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
+      if (s->plans[b]->steps[i].scratch) {
+        const dnnl_memory_desc_t *md;
+        TRY (dnnl_memory_get_memory_desc (s->plans[b]->steps[i].scratch, &md));
+        size_t sz = dnnl_memory_desc_get_size (md);
+        if (sz > need)
+          need = sz;
+      }
+  if (need > s->scratchpad_bytes) {
+    free (s->scratchpad);
+    s->scratchpad_bytes = 0;
+    if (!(s->scratchpad = alloc_floats ((need + sizeof (float) - 1) / sizeof (float))))
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+          "out of memory allocating a %zu-byte oneDNN scratchpad", need);
+    s->scratchpad_bytes = need;
+  }
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
+      if (s->plans[b]->steps[i].scratch)
+        TRY (dnnl_memory_set_data_handle (s->plans[b]->steps[i].scratch, s->scratchpad));
+out:
+  return st;
+}
+
+static gpunet_status
+fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
+    char **err)
+{
+  const int op_index = -1;
+  gpunet_status st = GPUNET_OK;
+  fast_state *s = calloc (1, sizeof *s);
+  if (!s)
+    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+  s->g = graph;
+  s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
+  s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
+  const int saved_threads = omp_get_max_threads ();
+  omp_set_num_threads (s->nt);   /* oneDNN sizes its kernels for this count */
+
+  TRY (dnnl_engine_create (&s->eng, dnnl_cpu, 0));
+  TRY (dnnl_stream_create (&s->stream, s->eng, dnnl_stream_default_flags));
+
+  s->t = calloc ((size_t) graph->n_tensors, sizeof *s->t);
+  s->copy_residual = calloc ((size_t) graph->n_ops, sizeof (int));
+  s->weights = calloc ((size_t) graph->n_ops, sizeof *s->weights);
+  s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
+  if (!s->t || !s->copy_residual || !s->weights || !s->plans || plan_buffers (s) != 0) {
+    st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+        "out of memory allocating activation buffers for batch %d", s->max_batch);
+    goto out;
+  }
+  size_t se_need = 1, trace_need = 1;
+  for (int i = 0; i < graph->n_ops; i++) {
+    const gpunet_op *op = &graph->ops[i];
+    if (op->kind == GPUNET_OP_SE) {
+      size_t need = (size_t) s->t[op->out].cp + (size_t) op->p.se.rd;
+      if (need > se_need)
+        se_need = need;
+    }
+    const gpunet_tensor_desc *d = &graph->tensors[op->out];
+    size_t elems = (size_t) d->c * (size_t) d->h * (size_t) d->w;
+    if (elems > trace_need)
+      trace_need = elems;
+  }
+  s->se_scratch = alloc_floats (se_need * (size_t) s->max_batch);
+  s->trace_buf = alloc_floats (trace_need * (size_t) s->max_batch);
+  if (!s->se_scratch || !s->trace_buf) {
+    st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+    goto out;
+  }
+  st = plan_batch (s, s->max_batch, err);
+  if (st == GPUNET_OK && s->max_batch > 1)
+    st = plan_batch (s, 1, err);
+out:
+  omp_set_num_threads (saved_threads);
+  if (st != GPUNET_OK) {
+    fast_destroy (s);
+    return st;
+  }
+  *state = s;
+  return GPUNET_OK;
+}
+
+static gpunet_status
+run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trace_func trace,
+    void *trace_user, char **err)
+{
+  const gpunet_graph *g = s->g;
+  const int n = p->n, nt = s->nt;
+  gpunet_status st = GPUNET_OK;
+  int op_index = -1;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    const fast_tensor *ti = &s->t[op->in], *to = &s->t[op->out];
+    const gpunet_tensor_desc *d = &g->tensors[op->out];
+    const long hw = (long) d->h * d->w;
+    float *out = tensor_ptr (s, op->out, input);
+    const double t0 = s->profile ? now_s () : 0.0;
+    op_index = i;
+    switch (op->kind) {
+      case GPUNET_OP_CONV2D:
+      case GPUNET_OP_DWCONV2D: {
+        fast_step *step = &p->steps[i];
+        if (op->in == g->input)
+          TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
+        if (s->copy_residual[i]) {
+          const fast_tensor *tr = &s->t[op->residual];
+          gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
+              out, to->blk, to->cp, n, d->c, hw, nt);
+        }
+        dnnl_exec_arg_t args[5] = {
+          { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
+          { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
+        int nargs = 3;
+        if (step->scratch)
+          nargs++;
+        if (step->bias)
+          args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
+        TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
+        TRY (dnnl_stream_wait (s->stream));
+        break;
+      }
+      case GPUNET_OP_SE:
+        gpunet_blk_se (&op->p.se, out, to->blk, to->cp, n, s->se_scratch, nt);
+        break;
+      case GPUNET_OP_AVGPOOL:
+        gpunet_blk_avgpool (&op->p.avgpool, tensor_ptr (s, op->in, input), ti->blk, ti->cp,
+            out, n, nt);
+        break;
+      case GPUNET_OP_LINEAR:
+        gpunet_blk_linear (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n, nt);
+        break;
+    }
+    if (s->profile)
+      s->profile[i] += now_s () - t0;
+    if (trace && d->block >= 0 && (i + 1 == g->n_ops || g->ops[i + 1].out != op->out)) {
+      const float *plain = out;
+      if (to->blk != 1 || to->cp != d->c) {
+        gpunet_blk_relayout (out, to->blk, to->cp, s->trace_buf, 1, d->c, n, d->c, hw, nt);
+        plain = s->trace_buf;
+      }
+      trace (trace_user, d->block, plain, n, d->c, d->h, d->w);
+    }
+  }
+  const fast_tensor *tout = &s->t[g->output];
+  const gpunet_tensor_desc *o = &g->tensors[g->output];
+  gpunet_blk_relayout (tensor_ptr (s, g->output, input), tout->blk, tout->cp, logits, 1, o->c,
+      n, o->c, (long) o->h * o->w, 1);
+out:
+  return st;
+}
+
+static gpunet_status
+fast_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
+    void *trace_user, char **err)
+{
+  fast_state *s = state;
+  if (n < 1 || n > s->max_batch)
+    return gpunet_fail (err, GPUNET_ERR_INVALID_ARGUMENT,
+        "batch of %d images, but the session was planned for 1 to %d", n, s->max_batch);
+  const int cores = cores_acquire (s->nt);
+  const int saved_threads = omp_get_max_threads ();
+  omp_set_num_threads (s->nt);
+  gpunet_status st = GPUNET_OK;
+  if (!s->plans[n])
+    st = plan_batch (s, n, err);   /* a batch size between 1 and max_batch, first seen */
+  if (st == GPUNET_OK)
+    st = run (s, s->plans[n], input, logits, trace, trace_user, err);
+  omp_set_num_threads (saved_threads);
+  cores_release (cores);
+  return st;
+}
+
+void
+gpunet_onednn_profile (void *state, double *op_seconds)
+{
+  ((fast_state *) state)->profile = op_seconds;
+}
+
+const gpunet_backend gpunet_backend_cpu_fast = {
+  .name = "cpu",
+  .plan = fast_plan_graph,
+  .forward = fast_forward,
+  .destroy = fast_destroy,
+};

@@ -1,0 +1,19 @@
+/* backend_onednn.h: the fast CPU backend: oneDNN convolutions with fused bias, activation
+ * and residual, activations kept in the nChw16c blocked layout between layers, and our own
+ * blocked kernels for squeeze-excite, pooling and the classifier.  Built only when
+ * libdnnl (2.x API) is found; the reference backend stays the oracle. */
+#ifndef GPUNET_BACKEND_ONEDNN_H
+#define GPUNET_BACKEND_ONEDNN_H
+
+#include "backend.h"
+
+/* The fast CPU backend ("cpu-fast").  A planned state is used from one thread at a time;
+ * forward sets that thread's OpenMP thread count to n_threads for its duration only. */
+extern const gpunet_backend gpunet_backend_cpu_fast;
+
+/* Benchmarks only: when op_seconds is non-NULL (one double per graph op, zeroed by the
+ * caller), each later forward on `state` waits after every op and adds its wall time in
+ * seconds there.  Pass NULL to stop.  `state` is what gpunet_backend_cpu_fast.plan gave. */
+void gpunet_onednn_profile (void *state, double *op_seconds);
+
+#endif

@@ -1,0 +1,42 @@
+/* blocked_ops.h: the fast CPU path's own kernels, for the ops oneDNN has no fused form of:
+ * squeeze-excite in place, global average pool, the classifier, and layout conversion.
+ * They work on a "channel-blocked" view: element (b, c, s) of a tensor with padded channel
+ * count cp and block B (16 = oneDNN nChw16c, 1 = plain NCHW) lives at
+ * b*cp*hw + (c/B)*B*hw + s*B + c%B.  All use OpenMP with `nt` threads. */
+#ifndef GPUNET_BLOCKED_OPS_H
+#define GPUNET_BLOCKED_OPS_H
+
+#include <stddef.h>
+
+#include "ops.h"
+
+/* The channel block of oneDNN's nChw16c layout used between layers. */
+#define GPUNET_BLK 16
+
+/* Round c up to a whole number of B-channel blocks. */
+static inline int
+gpunet_blk_pad (int c, int blk)
+{
+  return (c + blk - 1) / blk * blk;
+}
+
+/* Copies n x c x hw from layout (sb, scp) to layout (db, dcp); padded channels of the
+ * destination are zeroed. */
+void gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int dcp,
+    int n, int c, long hw, int nt);
+
+/* Squeeze-excite in place on x (layout blk, padded channels cp).  `scratch` holds
+ * n * (cp + rd) floats. */
+void gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n,
+    float *scratch, int nt);
+
+/* Global average pool of `in` (layout blk, cp) to plain n x c. */
+void gpunet_blk_avgpool (const gpunet_avgpool_params *p, const float *in, int blk, int cp,
+    float *out, int n, int nt);
+
+/* Fully connected layer: in is n vectors of stride in_cp (c x 1 x 1 in any layout),
+ * out plain n x cout. */
+void gpunet_blk_linear (const gpunet_linear_params *p, const float *in, int in_cp, float *out,
+    int n, int nt);
+
+#endif

@@ -1,0 +1,495 @@
+/* test_backend_ops.c: every op and whole networks on the fast CPU backend (oneDNN) against
+ * the reference CPU backend: hand-built graphs per op kind and shape (grouped, depthwise,
+ * stride 2, k 5/7, residual in place and copied, SE, pool, linear), random GPUNets and the
+ * golden fixtures, batch 1 and 3 (and 2 on a batch-3 plan); logits within relative 1e-4. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpunet.h"
+#include "model_private.h"
+#include "activation.h"
+#include "backend.h"
+#include "onednn/backend_onednn.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float
+frand (void)   /* uniform in [-1, 1) */
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float) ((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
+}
+
+/* All test allocations, freed at the end. */
+static void *pool[4096];
+static int n_pool;
+
+static float *
+rand_floats (size_t n, float scale)
+{
+  float *p = malloc (sizeof (float) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++)
+    p[i] = frand () * scale;
+  pool[n_pool++] = p;
+  return p;
+}
+
+/* A graph under construction: tensor 0 is the input. */
+typedef struct {
+  gpunet_graph g;
+  gpunet_op ops[16];
+  gpunet_tensor_desc t[17];
+} test_graph;
+
+static void
+tg_init (test_graph *tg, int c, int h, int w)
+{
+  memset (tg, 0, sizeof *tg);
+  tg->g.ops = tg->ops;
+  tg->g.tensors = tg->t;
+  tg->t[0] = (gpunet_tensor_desc) { c, h, w, -1 };
+  tg->g.n_tensors = 1;
+}
+
+static int
+tg_tensor (test_graph *tg, int c, int h, int w)
+{
+  tg->t[tg->g.n_tensors] = (gpunet_tensor_desc) { c, h, w, tg->g.n_ops };
+  return tg->g.n_tensors++;
+}
+
+static gpunet_op *
+tg_op (test_graph *tg, gpunet_op_kind kind, int in, int out)
+{
+  gpunet_op *op = &tg->ops[tg->g.n_ops];
+  memset (op, 0, sizeof *op);
+  op->kind = kind;
+  op->in = in;
+  op->out = out;
+  op->residual = -1;
+  op->block = tg->g.n_ops++;
+  tg->g.output = out;
+  tg->g.n_blocks = tg->g.n_ops;
+  return op;
+}
+
+static int
+tg_conv (test_graph *tg, int in, int cout, int k, int stride, int groups, int act, int residual)
+{
+  const gpunet_tensor_desc ti = tg->t[in];
+  const int pad = ((stride - 1) + (k - 1)) / 2;
+  const int oh = (ti.h + 2 * pad - k) / stride + 1, ow = (ti.w + 2 * pad - k) / stride + 1;
+  const int out = tg_tensor (tg, cout, oh, ow);
+  const int per = ti.c / groups * k * k;
+  const float *w = rand_floats ((size_t) cout * per, 1.7f / sqrtf ((float) per));
+  const float *b = rand_floats ((size_t) cout, 0.2f);
+  if (groups == ti.c && groups == cout && groups > 1) {
+    gpunet_op *op = tg_op (tg, GPUNET_OP_DWCONV2D, in, out);
+    op->p.dwconv2d = (gpunet_dwconv2d_params) { cout, k, stride, pad, ti.h, ti.w, oh, ow, act, w, b };
+  } else {
+    gpunet_op *op = tg_op (tg, GPUNET_OP_CONV2D, in, out);
+    op->p.conv2d = (gpunet_conv2d_params) { ti.c, cout, k, stride, pad, groups, ti.h, ti.w, oh, ow,
+      act, w, b };
+    op->residual = residual;
+  }
+  return out;
+}
+
+static void
+tg_se (test_graph *tg, int x, int rd, int act)
+{
+  const gpunet_tensor_desc t = tg->t[x];
+  gpunet_op *op = tg_op (tg, GPUNET_OP_SE, x, x);
+  op->p.se = (gpunet_se_params) { t.c, rd, t.h, t.w, act,
+    rand_floats ((size_t) rd * t.c, 2.0f / sqrtf ((float) t.c)), rand_floats ((size_t) rd, 0.2f),
+    rand_floats ((size_t) rd * t.c, 2.0f / sqrtf ((float) rd)), rand_floats ((size_t) t.c, 0.5f) };
+}
+
+static int
+tg_pool_linear (test_graph *tg, int in, int classes, int with_bias)
+{
+  const gpunet_tensor_desc t = tg->t[in];
+  const int p = tg_tensor (tg, t.c, 1, 1);
+  tg_op (tg, GPUNET_OP_AVGPOOL, in, p)->p.avgpool = (gpunet_avgpool_params) { t.c, t.h, t.w };
+  const int o = tg_tensor (tg, classes, 1, 1);
+  tg_op (tg, GPUNET_OP_LINEAR, p, o)->p.linear = (gpunet_linear_params) { t.c, classes,
+    GPUNET_EPI_NONE, rand_floats ((size_t) classes * t.c, 1.0f / sqrtf ((float) t.c)),
+    with_bias ? rand_floats ((size_t) classes, 0.1f) : NULL };
+  return o;
+}
+
+/* ---- running both backends ---------------------------------------------------- */
+
+typedef struct {
+  float *data[64];
+  size_t len[64];
+} trace_store;
+
+static void
+store_trace (void *user, int block, const float *data, int n, int c, int h, int w)
+{
+  trace_store *ts = user;
+  if (block < 0 || block >= 64)
+    return;
+  size_t len = (size_t) n * c * h * w;
+  free (ts->data[block]);
+  ts->data[block] = malloc (len * sizeof (float));
+  memcpy (ts->data[block], data, len * sizeof (float));
+  ts->len[block] = len;
+}
+
+static double
+rel_err (const float *got, const float *want, size_t len)
+{
+  double diff = 0.0, scale = 1e-20;
+  for (size_t i = 0; i < len; i++) {
+    double d = fabs ((double) got[i] - (double) want[i]);
+    if (!(d <= diff))   /* also catches NaN */
+      diff = isnan (d) ? INFINITY : d;
+    if (fabs ((double) want[i]) > scale)
+      scale = fabs ((double) want[i]);
+  }
+  return diff / scale;
+}
+
+/* Plans both backends for max_batch, runs n images (traced when `traced`), compares the
+ * output and every traced block; returns the worst relative error. */
+static double
+compare (const char *what, const gpunet_graph *g, int max_batch, int n, int traced)
+{
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = max_batch;
+  params.n_threads = 2;
+  const gpunet_tensor_desc *ti = &g->tensors[g->input], *to = &g->tensors[g->output];
+  const size_t in_len = (size_t) n * ti->c * ti->h * ti->w, out_len = (size_t) n * to->c * to->h * to->w;
+  float *input = rand_floats (in_len, 1.0f);
+  float *ref = calloc (out_len, sizeof (float)), *fast = calloc (out_len, sizeof (float));
+  void *sr = NULL, *sf = NULL;
+  char *err = NULL;
+  trace_store tr = { { 0 }, { 0 } }, tf = { { 0 }, { 0 } };
+  double worst = INFINITY;
+
+  gpunet_status st = gpunet_backend_cpu_ref.plan (g, &params, &sr, &err);
+  CHECK_MSG (st == GPUNET_OK, "%s: reference plan: %s", what, err ? err : "");
+  if (st == GPUNET_OK) {
+    st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: fast plan: %s", what, err ? err : "");
+  }
+  if (st == GPUNET_OK) {
+    st = gpunet_backend_cpu_ref.forward (sr, input, n, ref, traced ? store_trace : NULL, &tr, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: reference forward: %s", what, err ? err : "");
+  }
+  if (st == GPUNET_OK) {
+    /* twice: the second run must not depend on state left by the first */
+    st = gpunet_backend_cpu_fast.forward (sf, input, n, fast, NULL, NULL, &err);
+    if (st == GPUNET_OK)
+      st = gpunet_backend_cpu_fast.forward (sf, input, n, fast, traced ? store_trace : NULL, &tf, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: fast forward: %s", what, err ? err : "");
+  }
+  if (st == GPUNET_OK) {
+    worst = rel_err (fast, ref, out_len);
+    CHECK_MSG (worst <= 1e-4, "%s (batch %d of %d): output relative error %.3g", what, n,
+        max_batch, worst);
+    for (int b = 0; traced && b < 64; b++) {
+      CHECK_MSG (tr.len[b] == tf.len[b], "%s: block %d traced %zu vs %zu values", what, b,
+          tf.len[b], tr.len[b]);
+      if (tr.len[b] && tr.len[b] == tf.len[b]) {
+        double e = rel_err (tf.data[b], tr.data[b], tr.len[b]);
+        CHECK_MSG (e <= 1e-4, "%s: block %d trace relative error %.3g", what, b, e);
+      }
+    }
+  }
+  for (int b = 0; b < 64; b++) {
+    free (tr.data[b]);
+    free (tf.data[b]);
+  }
+  if (sr)
+    gpunet_backend_cpu_ref.destroy (sr);
+  if (sf)
+    gpunet_backend_cpu_fast.destroy (sf);
+  free (ref);
+  free (fast);
+  free (err);
+  return worst;
+}
+
+static void
+compare_batches (const char *what, const gpunet_graph *g)
+{
+  compare (what, g, 1, 1, 1);
+  compare (what, g, 3, 3, 1);
+  compare (what, g, 3, 2, 0);   /* a batch size planned lazily */
+}
+
+/* ---- op tests ----------------------------------------------------------------- */
+
+static void
+test_conv2d (void)
+{
+  static const struct { int cin, h, cout, k, stride, groups, act; } cases[] = {
+    { 3, 33, 32, 3, 2, 1, GPUNET_EPI_SWISH },    /* stem on plain NCHW input */
+    { 16, 20, 32, 1, 1, 1, GPUNET_EPI_RELU },
+    { 24, 17, 40, 3, 1, 1, GPUNET_EPI_NONE },    /* channels not a multiple of 16 */
+    { 32, 18, 48, 3, 2, 1, GPUNET_EPI_SWISH },
+    { 16, 15, 24, 5, 1, 1, GPUNET_EPI_RELU },
+    { 8, 14, 16, 7, 2, 1, GPUNET_EPI_SWISH },
+    { 32, 12, 64, 3, 1, 4, GPUNET_EPI_RELU },    /* grouped */
+    { 48, 11, 24, 1, 1, 2, GPUNET_EPI_SWISH },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    test_graph tg;
+    tg_init (&tg, cases[i].cin, cases[i].h, cases[i].h + 3);
+    int x = 0;
+    if (cases[i].cin != 3)   /* give the conv under test a blocked input, as in a network */
+      x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    tg_conv (&tg, x, cases[i].cout, cases[i].k, cases[i].stride, cases[i].groups, cases[i].act, -1);
+    char what[96];
+    snprintf (what, sizeof what, "conv2d %d->%d k%d s%d g%d act%d", cases[i].cin, cases[i].cout,
+        cases[i].k, cases[i].stride, cases[i].groups, cases[i].act);
+    compare_batches (what, &tg.g);
+  }
+}
+
+static void
+test_dwconv2d (void)
+{
+  static const struct { int c, h, k, stride, act; } cases[] = {
+    { 32, 20, 3, 1, GPUNET_EPI_SWISH }, { 48, 19, 3, 2, GPUNET_EPI_RELU },
+    { 24, 16, 5, 1, GPUNET_EPI_NONE }, { 40, 21, 5, 2, GPUNET_EPI_SWISH },
+    { 64, 14, 7, 1, GPUNET_EPI_RELU }, { 56, 15, 7, 2, GPUNET_EPI_SWISH },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    test_graph tg;
+    tg_init (&tg, 8, cases[i].h, cases[i].h);
+    int x = tg_conv (&tg, 0, cases[i].c, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    tg_conv (&tg, x, cases[i].c, cases[i].k, cases[i].stride, cases[i].c, cases[i].act, -1);
+    char what[96];
+    snprintf (what, sizeof what, "dwconv2d c%d k%d s%d act%d", cases[i].c, cases[i].k,
+        cases[i].stride, cases[i].act);
+    compare_batches (what, &tg.g);
+  }
+}
+
+static void
+test_residual (void)
+{
+  for (int act = 0; act <= 2; act++) {
+    /* in place: the residual's last use is the conv that adds it */
+    test_graph tg;
+    tg_init (&tg, 8, 13, 13);
+    int a = tg_conv (&tg, 0, 24, 3, 1, 1, GPUNET_EPI_SWISH, -1);
+    int b = tg_conv (&tg, a, 48, 1, 1, 1, GPUNET_EPI_SWISH, -1);
+    tg_conv (&tg, b, 24, 1, 1, 1, act, a);
+    char what[64];
+    snprintf (what, sizeof what, "residual in place act%d", act);
+    compare_batches (what, &tg.g);
+
+    /* copied: the residual is still needed afterwards */
+    tg_init (&tg, 8, 12, 12);
+    a = tg_conv (&tg, 0, 32, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    b = tg_conv (&tg, a, 32, 3, 1, 1, act, a);
+    tg_conv (&tg, b, 32, 1, 1, 1, GPUNET_EPI_NONE, a);
+    snprintf (what, sizeof what, "residual copied act%d", act);
+    compare_batches (what, &tg.g);
+  }
+  /* the graph input as residual (plain layout into a blocked sum) */
+  test_graph tg;
+  tg_init (&tg, 16, 10, 10);
+  tg_conv (&tg, 0, 16, 3, 1, 1, GPUNET_EPI_RELU, 0);
+  compare_batches ("residual from the input", &tg.g);
+}
+
+static void
+test_se (void)
+{
+  static const struct { int c, h, rd, act; } cases[] = {
+    { 32, 16, 8, GPUNET_EPI_RELU }, { 40, 9, 10, GPUNET_EPI_SWISH }, { 120, 7, 30, GPUNET_EPI_RELU },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    test_graph tg;
+    tg_init (&tg, 8, cases[i].h, cases[i].h);
+    int x = tg_conv (&tg, 0, cases[i].c, 3, 1, 1, GPUNET_EPI_SWISH, -1);
+    tg_se (&tg, x, cases[i].rd, cases[i].act);
+    tg_conv (&tg, x, 16, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    char what[64];
+    snprintf (what, sizeof what, "se c%d rd%d act%d", cases[i].c, cases[i].rd, cases[i].act);
+    compare_batches (what, &tg.g);
+  }
+  /* SE as the last op: its output is the graph's */
+  test_graph tg;
+  tg_init (&tg, 24, 9, 9);
+  int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
+  tg_se (&tg, x, 6, GPUNET_EPI_RELU);
+  compare_batches ("se after a 1x1", &tg.g);
+}
+
+static void
+test_pool_linear (void)
+{
+  for (int bias = 0; bias <= 1; bias++) {
+    test_graph tg;
+    tg_init (&tg, 8, 11, 11);
+    int x = tg_conv (&tg, 0, 40, 3, 2, 1, GPUNET_EPI_SWISH, -1);
+    tg_pool_linear (&tg, x, 37, bias);
+    compare_batches (bias ? "avgpool + linear with bias" : "avgpool + linear", &tg.g);
+  }
+  /* pool directly on the plain input, then a 1x1 conv head on the pooled vector */
+  test_graph tg;
+  tg_init (&tg, 20, 7, 7);
+  int p = tg_tensor (&tg, 20, 1, 1);
+  tg_op (&tg, GPUNET_OP_AVGPOOL, 0, p)->p.avgpool = (gpunet_avgpool_params) { 20, 7, 7 };
+  int h = tg_conv (&tg, p, 48, 1, 1, 1, GPUNET_EPI_RELU, -1);
+  int o = tg_tensor (&tg, 10, 1, 1);
+  tg_op (&tg, GPUNET_OP_LINEAR, h, o)->p.linear = (gpunet_linear_params) { 48, 10, GPUNET_EPI_SWISH,
+    rand_floats (480, 0.2f), rand_floats (10, 0.1f) };
+  compare_batches ("avgpool + conv head + linear", &tg.g);
+}
+
+/* A small random network mixing every op, like one GPUNet stage. */
+static void
+test_random_network (unsigned seed)
+{
+  rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t) seed * 0x100000001b3ull);
+  test_graph tg;
+  tg_init (&tg, 3, 40, 40);
+  int x = tg_conv (&tg, 0, 24, 3, 2, 1, GPUNET_EPI_SWISH, -1);
+  int m = tg_conv (&tg, x, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
+  int d = tg_conv (&tg, m, 72, 5, 1, 72, GPUNET_EPI_SWISH, -1);
+  tg_se (&tg, d, 18, GPUNET_EPI_RELU);
+  int y = tg_conv (&tg, d, 24, 1, 1, 1, GPUNET_EPI_NONE, x);
+  int e = tg_conv (&tg, y, 96, 3, 2, 1, GPUNET_EPI_RELU, -1);
+  int f = tg_conv (&tg, e, 96, 7, 1, 96, GPUNET_EPI_RELU, -1);
+  int z = tg_conv (&tg, f, 48, 1, 1, 2, GPUNET_EPI_NONE, -1);
+  tg_pool_linear (&tg, z, 17, 1);
+  char what[48];
+  snprintf (what, sizeof what, "random network %u", seed);
+  compare_batches (what, &tg.g);
+}
+
+static void
+test_models (void)
+{
+  const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
+  for (int i = 0; i < 3; i++) {
+    char path[1024];
+    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
+    gpunet_model *m = NULL;
+    char *err = NULL;
+    gpunet_status st = gpunet_model_new_random (path, 7 + i, &m, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
+    if (st == GPUNET_OK) {
+      compare_batches (fixtures[i], gpunet_model_graph (m));
+      gpunet_model_unref (m);
+    }
+    free (err);
+  }
+  /* real GPUNets; the reference backend takes a few seconds each */
+  const char *names[] = { "gpunet-0", "gpunet-p0" };
+  for (int i = 0; i < 2; i++) {
+    gpunet_model *m = NULL;
+    char *err = NULL;
+    gpunet_status st = gpunet_model_new_random (names[i], 42, &m, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: %s", names[i], err ? err : "");
+    if (st == GPUNET_OK) {
+      double e = compare (names[i], gpunet_model_graph (m), 1, 1, 1);
+      printf ("%s: logits relative error %.2g\n", names[i], e);
+      gpunet_model_unref (m);
+    }
+    free (err);
+  }
+}
+
+/* The golden fixtures' NVIDIA PyTorch logits, through the fast backend. */
+static void
+test_golden (void)
+{
+  char dir[1024], path[1100];
+  snprintf (dir, sizeof dir, "%s/fixtures/tiny-a", check_data_dir ());
+  snprintf (path, sizeof path, "%s/tiny-a.pth.tar", dir);
+  char arch[1100];
+  snprintf (arch, sizeof arch, "%s/fixtures/tiny-a.json", check_data_dir ());
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  gpunet_status st = gpunet_model_load (arch, path, &m, &err);
+  CHECK_MSG (st == GPUNET_OK, "tiny-a: %s", err ? err : "");
+  free (err);
+  if (st != GPUNET_OK)
+    return;
+  size_t in_size = 0, want_size = 0;
+  snprintf (path, sizeof path, "%s/input.bin", dir);
+  float *input = check_read_file (path, &in_size);
+  snprintf (path, sizeof path, "%s/logits.bin", dir);
+  float *want = check_read_file (path, &want_size);
+  CHECK (input && want);
+  const int classes = gpunet_model_num_classes (m);
+  if (input && want && want_size == 2 * classes * sizeof (float)) {
+    gpunet_session_params params;
+    gpunet_session_params_init (&params);
+    params.max_batch = 2;
+    params.n_threads = 2;
+    void *sf = NULL;
+    float got[2 * 64];
+    err = NULL;
+    st = gpunet_backend_cpu_fast.plan (gpunet_model_graph (m), &params, &sf, &err);
+    if (st == GPUNET_OK && classes <= 64)
+      st = gpunet_backend_cpu_fast.forward (sf, input, 2, got, NULL, NULL, &err);
+    CHECK_MSG (st == GPUNET_OK, "tiny-a fast: %s", err ? err : "");
+    if (st == GPUNET_OK) {
+      double e = rel_err (got, want, 2 * (size_t) classes);
+      CHECK_MSG (e <= 1e-4, "tiny-a golden logits relative error %.3g", e);
+    }
+    if (sf)
+      gpunet_backend_cpu_fast.destroy (sf);
+    free (err);
+  }
+  free (input);
+  free (want);
+  gpunet_model_unref (m);
+}
+
+static void
+test_bad_batch (void)
+{
+  test_graph tg;
+  tg_init (&tg, 3, 8, 8);
+  tg_conv (&tg, 0, 16, 3, 1, 1, GPUNET_EPI_RELU, -1);
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = 2;
+  void *sf = NULL;
+  char *err = NULL;
+  float in[4 * 3 * 64], out[4 * 16 * 64];
+  CHECK (gpunet_backend_cpu_fast.plan (&tg.g, &params, &sf, &err) == GPUNET_OK);
+  if (sf) {
+    CHECK (gpunet_backend_cpu_fast.forward (sf, in, 3, out, NULL, NULL, &err)
+        == GPUNET_ERR_INVALID_ARGUMENT);
+    CHECK_CONTAINS (err, "planned for 1 to 2");
+    gpunet_backend_cpu_fast.destroy (sf);
+  }
+  free (err);
+}
+
+int
+main (void)
+{
+  test_conv2d ();
+  test_dwconv2d ();
+  test_residual ();
+  test_se ();
+  test_pool_linear ();
+  for (unsigned seed = 1; seed <= 3; seed++)
+    test_random_network (seed);
+  test_bad_batch ();
+  test_golden ();
+  test_models ();
+  for (int i = 0; i < n_pool; i++)
+    free (pool[i]);
+  return check_report ();
+}

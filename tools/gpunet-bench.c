@@ -1,0 +1,372 @@
+/* gpunet-bench: times a GPUNet forward pass on a CPU backend (the fast oneDNN path or the
+ * reference), optionally per layer, beside a oneDNN sgemm peak and the fused 1080p NV12
+ * preprocess measured in the same run.  Without --checkpoint it uses seeded random weights.
+ * The last line is machine-readable: model= batch= threads= median_ms= min_ms= gflops= ... */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpunet.h"
+#include "model_private.h"
+#include "backend.h"
+#ifdef GPUNET_HAVE_ONEDNN
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include "onednn/backend_onednn.h"
+#endif
+
+static void
+usage (FILE *f)
+{
+  fprintf (f,
+      "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
+      "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast]\n"
+      "\n"
+      "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
+      "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
+      "  --batch       images per forward pass (default 1)\n"
+      "  --threads     CPU threads (default 2; 0 = all cores)\n"
+      "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
+      "  --per-layer   also prints the time of every op (fast: median over the runs) or\n"
+      "                block (ref: mean)\n"
+      "  --backend     fast (oneDNN, default when built) or ref (the plain reference ops)\n");
+}
+
+static int
+parse_int (const char *opt, const char *v, int lo, int hi, int *out)
+{
+  char *end;
+  errno = 0;
+  long x = v ? strtol (v, &end, 10) : 0;
+  if (!v || errno || *end || end == v || x < lo || x > hi) {
+    fprintf (stderr, "gpunet-bench: %s needs an integer from %d to %d, got '%s'\n", opt, lo, hi,
+        v ? v : "");
+    return -1;
+  }
+  *out = (int) x;
+  return 0;
+}
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *v, int n)
+{
+  qsort (v, (size_t) n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Reference backend per-block times: the gap between consecutive trace callbacks. */
+typedef struct {
+  double last;
+  double *block_s;
+  int n_blocks;
+} block_timer;
+
+static void
+time_block (void *user, int block, const float *data, int n, int c, int h, int w)
+{
+  (void) data, (void) n, (void) c, (void) h, (void) w;
+  block_timer *bt = user;
+  double t = now_s ();
+  if (block >= 0 && block < bt->n_blocks)
+    bt->block_s[block] += t - bt->last;
+  bt->last = now_s ();
+}
+
+#ifdef GPUNET_HAVE_ONEDNN
+static const char *
+op_name (gpunet_op_kind k)
+{
+  static const char *names[] = { "conv2d", "dwconv2d", "se", "avgpool", "linear" };
+  return (unsigned) k < 5 ? names[k] : "?";
+}
+
+#endif
+
+/* Median GFLOP/s of a 2048^3 oneDNN sgemm on the current thread count, 0 when not built. */
+static double
+sgemm_peak (int threads)
+{
+#ifdef GPUNET_HAVE_ONEDNN
+  const int n = 2048;
+  float *a = malloc (sizeof (float) * n * n), *b = malloc (sizeof (float) * n * n);
+  float *c = malloc (sizeof (float) * n * n);
+  double best = 0.0;
+  if (a && b && c) {
+    for (long i = 0; i < (long) n * n; i++) {
+      a[i] = (float) (i % 7) * 0.1f;
+      b[i] = (float) (i % 5) * 0.1f;
+    }
+    const int saved = omp_get_max_threads ();
+    omp_set_num_threads (threads);
+    for (int r = 0; r < 4; r++) {
+      double t0 = now_s ();
+      if (dnnl_sgemm ('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, c, n) != dnnl_success)
+        break;
+      double gf = 2.0 * n * n * (double) n / (now_s () - t0) / 1e9;
+      if (r > 0 && gf > best)   /* the first run warms up */
+        best = gf;
+    }
+    omp_set_num_threads (saved);
+  }
+  free (a);
+  free (b);
+  free (c);
+  return best;
+#else
+  (void) threads;
+  return 0.0;
+#endif
+}
+
+/* Median milliseconds of the fused preprocess of a synthetic 1920x1080 NV12 frame to the
+ * model's input (one thread), or -1 with a message when it fails. */
+static double
+time_preprocess (const gpunet_model *m, int runs)
+{
+  const int w = 1920, h = 1080, r = gpunet_model_resolution (m);
+  uint8_t *y = malloc ((size_t) w * h), *uv = malloc ((size_t) w * h / 2);
+  float *out = malloc (sizeof (float) * 3 * (size_t) r * r);
+  double *t = malloc (sizeof (double) * (size_t) runs), result = -1.0;
+  if (y && uv && out && t) {
+    for (int j = 0; j < h; j++)
+      for (int i = 0; i < w; i++)
+        y[(size_t) j * w + i] = (uint8_t) (16 + (i * 3 + j * 5) % 220);
+    for (size_t i = 0; i < (size_t) w * h / 2; i++)
+      uv[i] = (uint8_t) (64 + i % 128);
+    gpunet_image img = { .format = GPUNET_FORMAT_NV12, .width = w, .height = h,
+      .planes = { y, uv, NULL }, .strides = { w, w, 0 }, .matrix = GPUNET_MATRIX_BT709 };
+    gpunet_preprocess_params pre = { GPUNET_RESIZE_CENTER_CROP, 0.0f };
+#ifdef GPUNET_HAVE_ONEDNN
+    const int saved = omp_get_max_threads ();
+    omp_set_num_threads (1);
+#endif
+    char *err = NULL;
+    int ok = 1;
+    for (int i = 0; i < runs + 2 && ok; i++) {
+      double t0 = now_s ();
+      ok = gpunet_preprocess_image (m, &img, &pre, out, &err) == GPUNET_OK;
+      if (i >= 2)
+        t[i - 2] = now_s () - t0;
+    }
+#ifdef GPUNET_HAVE_ONEDNN
+    omp_set_num_threads (saved);
+#endif
+    if (ok)
+      result = 1e3 * median (t, runs);
+    else
+      fprintf (stderr, "gpunet-bench: preprocess failed: %s\n", err ? err : "?");
+    free (err);
+  }
+  free (y);
+  free (uv);
+  free (out);
+  free (t);
+  return result;
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
+  int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int bad = 0;
+    if (!strcmp (a, "--model") && v)
+      model_name = argv[++i];
+    else if (!strcmp (a, "--checkpoint") && v)
+      checkpoint = argv[++i];
+    else if (!strcmp (a, "--backend") && v)
+      backend_name = argv[++i];
+    else if (!strcmp (a, "--batch"))
+      bad = parse_int (a, v, 1, 4096, &batch), i++;
+    else if (!strcmp (a, "--threads"))
+      bad = parse_int (a, v, 0, 1024, &threads), i++;
+    else if (!strcmp (a, "--runs"))
+      bad = parse_int (a, v, 1, 1000000, &runs), i++;
+    else if (!strcmp (a, "--warmup"))
+      bad = parse_int (a, v, 0, 1000000, &warmup), i++;
+    else if (!strcmp (a, "--per-layer"))
+      per_layer = 1;
+    else if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
+      usage (stdout);
+      return 0;
+    } else {
+      fprintf (stderr, "gpunet-bench: unknown or incomplete option '%s'\n", a);
+      bad = 1;
+    }
+    if (bad) {
+      usage (stderr);
+      return 2;
+    }
+  }
+  if (!model_name) {
+    usage (stderr);
+    return 2;
+  }
+
+  const gpunet_backend *be = &gpunet_backend_cpu_ref;
+#ifdef GPUNET_HAVE_ONEDNN
+  if (!backend_name || !strcmp (backend_name, "fast"))
+    be = &gpunet_backend_cpu_fast;
+  else
+#endif
+  if (backend_name && strcmp (backend_name, "ref")) {
+    fprintf (stderr, "gpunet-bench: --backend must be ref%s, got '%s'\n",
+#ifdef GPUNET_HAVE_ONEDNN
+        " or fast",
+#else
+        " (this build has no oneDNN fast path)",
+#endif
+        backend_name);
+    return 2;
+  }
+
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  gpunet_status st = checkpoint ? gpunet_model_load (model_name, checkpoint, &m, &err)
+      : gpunet_model_new_random (model_name, 1, &m, &err);
+  if (st != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: %s\n", err ? err : gpunet_status_string (st));
+    free (err);
+    return 1;
+  }
+  const gpunet_graph *g = gpunet_model_graph (m);
+  const int res = gpunet_model_resolution (m), classes = gpunet_model_num_classes (m);
+  const size_t in_len = (size_t) batch * 3 * res * res;
+  float *input = malloc (sizeof (float) * in_len);
+  float *logits = malloc (sizeof (float) * (size_t) batch * classes);
+  double *times = malloc (sizeof (double) * (size_t) runs);
+  double *op_s = calloc ((size_t) g->n_ops + (size_t) g->n_blocks + 1, sizeof (double));
+  if (!input || !logits || !times || !op_s) {
+    fprintf (stderr, "gpunet-bench: out of memory\n");
+    return 1;
+  }
+  unsigned seed = 12345;
+  for (size_t i = 0; i < in_len; i++) {
+    seed = seed * 1103515245u + 12345u;
+    input[i] = (float) ((seed >> 9) & 0xffff) / 16384.0f - 2.0f;
+  }
+
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = batch;
+  params.n_threads = threads;
+  void *state = NULL;
+  if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));
+    free (err);
+    return 1;
+  }
+  for (int i = 0; i < warmup + runs && st == GPUNET_OK; i++) {
+    double t0 = now_s ();
+    st = be->forward (state, input, batch, logits, NULL, NULL, &err);
+    if (i >= warmup)
+      times[i - warmup] = now_s () - t0;
+  }
+  if (st == GPUNET_OK && per_layer) {
+    int is_fast = 0;
+#ifdef GPUNET_HAVE_ONEDNN
+    is_fast = be == &gpunet_backend_cpu_fast;
+    if (is_fast) {
+      /* per-op medians over the runs: robust to a noisy neighbour on shared cores */
+      double *all = malloc (sizeof (double) * (size_t) runs * (size_t) g->n_ops);
+      double *col = malloc (sizeof (double) * (size_t) runs);
+      if (!all || !col) {
+        fprintf (stderr, "gpunet-bench: out of memory\n");
+        return 1;
+      }
+      for (int r = 0; r < runs && st == GPUNET_OK; r++) {
+        memset (op_s, 0, sizeof (double) * (size_t) g->n_ops);
+        gpunet_onednn_profile (state, op_s);
+        st = be->forward (state, input, batch, logits, NULL, NULL, &err);
+        gpunet_onednn_profile (state, NULL);
+        memcpy (all + (size_t) r * g->n_ops, op_s, sizeof (double) * (size_t) g->n_ops);
+      }
+      double total = 0.0;
+      for (int i = 0; i < g->n_ops; i++) {
+        for (int r = 0; r < runs; r++)
+          col[r] = all[(size_t) r * g->n_ops + i];
+        op_s[i] = median (col, runs) * runs;   /* printed as op_s / runs below */
+        total += op_s[i] / runs;
+      }
+      free (all);
+      free (col);
+      printf ("%-4s %-5s %-8s %-26s %9s %9s\n", "op", "block", "kind", "shape (in -> out)", "ms",
+          "GFLOP/s");
+      for (int i = 0; i < g->n_ops; i++) {
+        const gpunet_op *op = &g->ops[i];
+        const gpunet_tensor_desc *ti = &g->tensors[op->in], *to = &g->tensors[op->out];
+        const double ms = 1e3 * op_s[i] / runs;
+        char shape[64];
+        snprintf (shape, sizeof shape, "%dx%dx%d -> %dx%dx%d", ti->c, ti->h, ti->w, to->c, to->h,
+            to->w);
+        printf ("%-4d %-5d %-8s %-26s %9.3f %9.1f\n", i, op->block, op_name (op->kind), shape, ms,
+            ms > 0 ? 2.0 * gpunet_op_macs (op) * batch / (ms * 1e-3) / 1e9 : 0.0);
+      }
+      printf ("sum of per-op medians: %.3f ms\n", 1e3 * total);
+    }
+#endif
+    if (!is_fast) {
+      block_timer bt = { 0.0, op_s, g->n_blocks };
+      for (int i = 0; i < runs && st == GPUNET_OK; i++) {
+        bt.last = now_s ();
+        st = be->forward (state, input, batch, logits, time_block, &bt, &err);
+      }
+      printf ("%-5s %9s\n", "block", "ms");
+      for (int b = 0; b < g->n_blocks; b++)
+        printf ("%-5d %9.3f\n", b, 1e3 * op_s[b] / runs);
+    }
+  }
+  be->destroy (state);
+  if (st != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: forward failed: %s\n", err ? err : gpunet_status_string (st));
+    free (err);
+    return 1;
+  }
+
+  const double flops = gpunet_model_flops (m);
+  const double min_ms = 1e3 * (runs ? times[0] : 0.0);
+  double mn = min_ms;
+  for (int i = 0; i < runs; i++)
+    if (1e3 * times[i] < mn)
+      mn = 1e3 * times[i];
+  const double med_ms = 1e3 * median (times, runs);
+  const double achieved = flops * batch / (med_ms * 1e-3) / 1e9;
+  const double peak = sgemm_peak (threads > 0 ? threads : 1);
+  if (peak > 0)
+    printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
+        achieved / peak);
+  else
+    printf ("sgemm_2048_gflops_s=n/a (built without oneDNN)\n");
+  const double pre_ms = time_preprocess (m, 20);
+  if (pre_ms >= 0)
+    printf ("preprocess_nv12_1920x1080_to_%dx%d_ms=%.3f threads=1\n", res, res, pre_ms);
+  printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref" : "fast",
+      batch / (med_ms * 1e-3));
+  printf ("model=%s batch=%d threads=%d median_ms=%.1f min_ms=%.1f gflops=%.2f achieved_gflops_s=%.1f\n",
+      gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);
+  free (input);
+  free (logits);
+  free (times);
+  free (op_s);
+  gpunet_model_unref (m);
+  return 0;
+}
