@@ -67,7 +67,13 @@ gpunet_cuda_module_open (const char *path, void **handle_out, char **error_text)
 }
 
 /* The directory of the binary this code is linked into (the plugin or a tool), or NULL. */
-static char *
+#if defined(__GNUC__)
+#define LOADER_MAYBE_UNUSED __attribute__ ((unused))
+#else
+#define LOADER_MAYBE_UNUSED
+#endif
+
+static char * LOADER_MAYBE_UNUSED
 own_dir (void)
 {
   Dl_info info;
@@ -96,7 +102,7 @@ own_dir (void)
 
 /* Tries one candidate file; returns 1 when the search should stop (loaded, or found but
  * unloadable: other copies would fail the same way).  Missing files extend `looked`. */
-static int
+static int LOADER_MAYBE_UNUSED
 try_candidate (const char *path, char *looked, size_t looked_len)
 {
   if (access (path, F_OK) != 0) {
