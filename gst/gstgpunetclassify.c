@@ -24,8 +24,11 @@
  * gpunet-d1, gpunet-d2, or NVIDIA's latency names such as 0.65ms) or the path
  * of an architecture JSON in NVIDIA's format.
  *
- * System memory caps only for now; `video/x-raw(memory:CUDAMemory)` is reserved
- * for the CUDA backend.
+ * Frames in system memory work with every backend. When the plugin is built with
+ * GStreamer's CUDA library, `video/x-raw(memory:CUDAMemory)` (NV12, I420, RGBA,
+ * BGRA, RGBx, BGRx) is accepted too, while the session runs on the CUDA backend: the
+ * frames are then preprocessed on the GPU and never copied to the host. The element
+ * shares its #GstCudaContext with its neighbours.
  *
  * ## Example launch lines
  * |[
@@ -40,6 +43,10 @@
  * gst-launch-1.0 v4l2src ! videoconvert ! video/x-raw,format=NV12 ! \
  *     gpunetclassify checkpoint=0.65ms.pth.tar threshold=0.2 ! fakesink
  * ]| Classifies a camera's frames, listing only classes scoring at least 0.2.
+ * |[
+ * gst-launch-1.0 filesrc location=clip.mp4 ! parsebin ! nvh264dec ! \
+ *     gpunetclassify backend=cuda checkpoint=0.65ms.pth.tar ! fakesink
+ * ]| Classifies NVDEC's frames where the decoder left them, in GPU memory.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -49,6 +56,7 @@
 #include <string.h>
 
 #include "gstgpunetclassify.h"
+#include "gstgpunetcuda.h"
 #include "gstgpunetmeta.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_classify_debug);
@@ -86,18 +94,17 @@ enum
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
-    GST_PAD_SINK,
-    GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS)));
-
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
-    GST_PAD_SRC,
-    GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS)));
+/* the CUDA glue's state (gstgpunetcuda.c) */
+typedef struct
+{
+  GstGpunetCuda *cuda;
+} GstGpunetClassifyPrivate;
 
 #define gst_gpunet_classify_parent_class parent_class
-G_DEFINE_TYPE (GstGpunetClassify, gst_gpunet_classify, GST_TYPE_BASE_TRANSFORM);
+G_DEFINE_TYPE_WITH_PRIVATE (GstGpunetClassify, gst_gpunet_classify,
+    GST_TYPE_BASE_TRANSFORM);
+#define CUDA(self) (((GstGpunetClassifyPrivate *) \
+    gst_gpunet_classify_get_instance_private (self))->cuda)
 GST_ELEMENT_REGISTER_DEFINE (gpunetclassify, "gpunetclassify", GST_RANK_NONE,
     GST_TYPE_GPUNET_CLASSIFY);
 
@@ -112,6 +119,12 @@ static gboolean gst_gpunet_classify_set_caps (GstBaseTransform * trans,
     GstCaps * incaps, GstCaps * outcaps);
 static GstFlowReturn gst_gpunet_classify_transform_ip (GstBaseTransform *
     trans, GstBuffer * buf);
+static void gst_gpunet_classify_set_context (GstElement * element,
+    GstContext * context);
+static gboolean gst_gpunet_classify_query (GstBaseTransform * trans,
+    GstPadDirection direction, GstQuery * query);
+static GstCaps *gst_gpunet_classify_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter);
 
 /* ---- enum types ---------------------------------------------------------------- */
 
@@ -165,6 +178,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  GstCaps *caps;
 
   GST_DEBUG_CATEGORY_INIT (gst_gpunet_classify_debug, "gpunetclassify", 0,
       "GPUNet image classification");
@@ -235,14 +249,24 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
       "Classifies video frames with an NVIDIA GPUNet model and attaches the "
       "top-k classes as GstGpunetClassificationMeta",
       "gst-gpunet developers");
-  gst_element_class_add_static_pad_template (element_class, &sink_template);
-  gst_element_class_add_static_pad_template (element_class, &src_template);
+  /* CUDAMemory caps come first when built with GStreamer's CUDA library */
+  caps = gst_gpunet_cuda_template_caps (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS));
+  gst_element_class_add_pad_template (element_class,
+      gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
+  gst_element_class_add_pad_template (element_class,
+      gst_pad_template_new ("src", GST_PAD_SRC, GST_PAD_ALWAYS, caps));
+  gst_caps_unref (caps);
+  element_class->set_context =
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_set_context);
 
   trans_class->start = GST_DEBUG_FUNCPTR (gst_gpunet_classify_start);
   trans_class->stop = GST_DEBUG_FUNCPTR (gst_gpunet_classify_stop);
   trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpunet_classify_set_caps);
   trans_class->transform_ip =
       GST_DEBUG_FUNCPTR (gst_gpunet_classify_transform_ip);
+  trans_class->query = GST_DEBUG_FUNCPTR (gst_gpunet_classify_query);
+  trans_class->transform_caps =
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_transform_caps);
   trans_class->passthrough_on_same_caps = FALSE;
   trans_class->transform_ip_on_passthrough = FALSE;
 
@@ -264,6 +288,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->interval = DEFAULT_INTERVAL;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->n_threads = DEFAULT_N_THREADS;
+  CUDA (self) = gst_gpunet_cuda_new ();
 
   /* metadata is written to every buffer: in place, never passthrough (that
    * would skip transform_ip); basetransform makes the buffer writable */
@@ -279,6 +304,7 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->model_name);
   g_free (self->checkpoint);
   g_free (self->labels_path);
+  gst_gpunet_cuda_free (CUDA (self));
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -491,7 +517,7 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
   gpunet_session_params params;
   gpunet_status st;
   char *text = NULL;
-  gboolean ok = FALSE;
+  gboolean ok = FALSE, pushed;
 
   GST_OBJECT_LOCK (self);
   model_name = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
@@ -530,7 +556,12 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
   if (!load_labels (self, labels_path))
     goto done;
 
+  /* a CUDA session lives in the GstCudaContext shared with the neighbours */
+  if (backend != GST_GPUNET_BACKEND_CPU)
+    gst_gpunet_cuda_open (CUDA (self), GST_ELEMENT (self), &params.device);
+  pushed = gst_gpunet_cuda_push (CUDA (self));
   st = gpunet_session_new (self->model, &params, &self->session, &text);
+  gst_gpunet_cuda_pop (CUDA (self), pushed);
   if (st != GPUNET_OK) {
     if (text == NULL && st == GPUNET_ERR_BACKEND_UNAVAILABLE)
       text = strdup ("backend=cuda was requested, but the CUDA backend is not "
@@ -545,6 +576,8 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
         ("backend=auto: CUDA is not available, using the %s backend",
             gpunet_session_backend_name (self->session)), (NULL));
   }
+  gst_gpunet_cuda_set_device_path (CUDA (self),
+      g_strcmp0 (gpunet_session_backend_name (self->session), "cuda") == 0);
   GST_INFO_OBJECT (self, "model %s (%d classes, %dx%d input, weights from %s) "
       "on the %s backend", self->model_display_name, self->num_classes,
       gpunet_model_resolution (self->model),
@@ -570,8 +603,11 @@ static gboolean
 gst_gpunet_classify_stop (GstBaseTransform * trans)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  gboolean pushed = gst_gpunet_cuda_push (CUDA (self));
 
   g_clear_pointer (&self->session, gpunet_session_free);
+  gst_gpunet_cuda_pop (CUDA (self), pushed);
+  gst_gpunet_cuda_close (CUDA (self));
   g_clear_pointer (&self->model, gpunet_model_unref);
   g_clear_pointer (&self->labels, g_strfreev);
   g_clear_pointer (&self->model_display_name, g_free);
@@ -594,6 +630,17 @@ gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
 
   if (!gst_video_info_from_caps (&info, incaps)) {
     GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT, incaps);
+    return FALSE;
+  }
+  if (gst_gpunet_cuda_caps_are_cuda (incaps) && (self->session == NULL
+          || g_strcmp0 (gpunet_session_backend_name (self->session),
+              "cuda") != 0)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("CUDA memory frames need the CUDA backend, but this session runs on "
+            "the %s backend: set backend=cuda, or put cudadownload before "
+            "gpunetclassify", self->session ?
+            gpunet_session_backend_name (self->session) : "no"),
+        ("caps %" GST_PTR_FORMAT, incaps));
     return FALSE;
   }
 
@@ -663,21 +710,22 @@ classify_frame (GstGpunetClassify * self, GstBuffer * buf)
   gpunet_image img = self->image_template;
   gpunet_status st;
   char *text = NULL;
-  guint p;
+  gboolean pushed;
   gint k = MIN (self->num_classes, MAX_TOP_K);
 
-  if (!gst_video_frame_map (&frame, &self->info, buf, GST_MAP_READ)) {
+  /* device pointers for CUDA memory of our context, else host memory */
+  if (!gst_gpunet_cuda_map_frame (CUDA (self), GST_ELEMENT (self), buf,
+          &self->info, &frame, &img)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
         (NULL));
     return GST_FLOW_ERROR;
   }
-  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (&frame) && p < 3; p++) {
-    img.planes[p] = GST_VIDEO_FRAME_PLANE_DATA (&frame, p);
-    img.strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE (&frame, p);
-  }
-  /* always the largest k: top-k may grow while a result is carried */
+  /* always the largest k: top-k may grow while a result is carried; the
+   * engine returns once the GPU is done with the frame */
+  pushed = gst_gpunet_cuda_push (CUDA (self));
   st = gpunet_session_classify (self->session, &img, 1, &self->pre, k,
       self->last, &text);
+  gst_gpunet_cuda_pop (CUDA (self), pushed);
   gst_video_frame_unmap (&frame);
 
   if (st != GPUNET_OK) {
@@ -776,6 +824,46 @@ gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
         gst_message_new_element (GST_OBJECT (self), s));
   }
   return GST_FLOW_OK;
+}
+
+/* ---- CUDA context sharing and caps (the work is in gstgpunetcuda.c) -------------- */
+
+static void
+gst_gpunet_classify_set_context (GstElement * element, GstContext * context)
+{
+  gst_gpunet_cuda_set_context (CUDA (GST_GPUNET_CLASSIFY (element)), element,
+      context);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
+static gboolean
+gst_gpunet_classify_query (GstBaseTransform * trans, GstPadDirection direction,
+    GstQuery * query)
+{
+  if (gst_gpunet_cuda_handle_query (CUDA (GST_GPUNET_CLASSIFY (trans)),
+          GST_ELEMENT (trans), query))
+    return TRUE;
+  return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
+      query);
+}
+
+/* Same caps on both pads; CUDA memory only while the session can read it. */
+static GstCaps *
+gst_gpunet_classify_transform_caps (GstBaseTransform * trans,
+    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+{
+  GstCaps *ret = gst_gpunet_cuda_filter_caps (CUDA (GST_GPUNET_CLASSIFY (trans)),
+      caps);
+
+  (void) direction;
+  if (filter != NULL) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, ret,
+        GST_CAPS_INTERSECT_FIRST);
+
+    gst_caps_unref (ret);
+    ret = tmp;
+  }
+  return ret;
 }
 
 gboolean

@@ -6,6 +6,7 @@
 
 #include "gpunet.h"
 #include "graph.h"
+#include "cpu/preprocess.h"
 
 typedef struct gpunet_backend gpunet_backend;
 struct gpunet_backend {
@@ -23,6 +24,16 @@ struct gpunet_backend {
 
   /* Required. */
   void (*destroy) (void *state);
+
+  /* Optional (NULL: the backend reads host memory only; the CPU backends).  Classifies n
+   * images whose planes are device pointers of this backend (GPUNET_MEMORY_CUDA), all of
+   * the size `pre` was built for (the engine owns and caches the plan; the backend uploads
+   * its tap tables when the plan's geometry changes): preprocess on the device into the
+   * network input, forward pass, softmax + top-k, k results per image into `out` (host).
+   * Images are validated by the engine.  Returns only when the device is done reading
+   * the images. */
+  gpunet_status (*classify_device) (void *state, const gpunet_image *images, int n,
+      const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text);
 };
 
 /* The reference CPU backend: plain C, the oracle every other backend is compared with. */

@@ -73,7 +73,7 @@ gpunet_cuda_module_open (const char *path, void **handle_out, char **error_text)
 #define LOADER_MAYBE_UNUSED
 #endif
 
-static char * LOADER_MAYBE_UNUSED
+LOADER_MAYBE_UNUSED static char *
 own_dir (void)
 {
   Dl_info info;

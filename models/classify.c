@@ -1,6 +1,7 @@
 /* classify.c: the image side of the engine API: checks gpunet_image and preprocess
  * arguments, runs the fused preprocess (kernels/cpu/preprocess.c) into the session's input
- * buffer, one forward pass for the batch and softmax/top-k per image. */
+ * buffer, one forward pass for the batch and softmax/top-k per image; device images go
+ * to the backend's classify_device slot with the session's cached preprocess plan. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,9 @@ check_image (const gpunet_image *img, const char *what, char **error_text)
           "%s (%s, %dx%d): plane %d has stride %d bytes, a row needs at least %d", what, fmt,
           img->width, img->height, i, img->strides[i], min_stride[i]);
   }
+  if (img->memory != GPUNET_MEMORY_HOST && img->memory != GPUNET_MEMORY_CUDA)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "%s has an unknown memory kind %d (host or CUDA)", what, (int) img->memory);
   if (n_planes > 1) {
     if (img->matrix != GPUNET_MATRIX_BT601 && img->matrix != GPUNET_MATRIX_BT709)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
@@ -92,11 +96,10 @@ check_params (const gpunet_model *model, const gpunet_preprocess_params *pre,
   return GPUNET_OK;
 }
 
-/* Preprocesses `img` into `out` with `plan`, rebuilding the plan when the frame's
- * geometry differs from the one it was built for. */
+/* Rebuilds `plan` when the frame's geometry differs from the one it was built for. */
 static gpunet_status
-run_preprocess (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
-    gpunet_resize_mode mode, float crop_pct, float *out, char **error_text)
+ensure_plan (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
+    gpunet_resize_mode mode, float crop_pct, char **error_text)
 {
   if (!gpunet_preprocess_plan_matches (plan, img->width, img->height, R, mode, crop_pct)) {
     gpunet_preprocess_plan_clear (plan);
@@ -106,8 +109,42 @@ run_preprocess (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
       return gpunet_fail (error_text, st, "cannot plan the preprocess of a %dx%d frame to %dx%d%s",
           img->width, img->height, R, R, st == GPUNET_ERR_NO_MEMORY ? ": out of memory" : "");
   }
-  gpunet_cpu_preprocess (plan, img, out);
   return GPUNET_OK;
+}
+
+/* Preprocesses host image `img` into `out` with `plan` (rebuilt when needed). */
+static gpunet_status
+run_preprocess (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
+    gpunet_resize_mode mode, float crop_pct, float *out, char **error_text)
+{
+  gpunet_status st = ensure_plan (plan, img, R, mode, crop_pct, error_text);
+  if (st == GPUNET_OK)
+    gpunet_cpu_preprocess (plan, img, out);
+  return st;
+}
+
+/* A batch of device images: the backend's classify_device slot does all of it. */
+static gpunet_status
+classify_device (gpunet_session *s, const gpunet_image *images, int n, int R,
+    gpunet_resize_mode mode, float crop_pct, int k, gpunet_class_score *out, char **error_text)
+{
+  if (!s->backend->classify_device)
+    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED,
+        "the images are in CUDA device memory, but the session runs the %s backend, which "
+        "reads host memory only: use the CUDA backend or copy the frames to host memory",
+        s->backend->name);
+  for (int i = 1; i < n; i++)
+    if (images[i].memory != GPUNET_MEMORY_CUDA || images[i].width != images[0].width
+        || images[i].height != images[0].height)
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "image %d (%dx%d, %s memory) differs from image 0 (%dx%d, CUDA memory): a batch of "
+          "device images must be all in CUDA memory and of one size", i, images[i].width,
+          images[i].height, images[i].memory == GPUNET_MEMORY_CUDA ? "CUDA" : "host",
+          images[0].width, images[0].height);
+  gpunet_status st = ensure_plan (&s->pre_plan, &images[0], R, mode, crop_pct, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  return s->backend->classify_device (s->state, images, n, &s->pre_plan, k, out, error_text);
 }
 
 gpunet_status
@@ -120,6 +157,9 @@ gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
   gpunet_resize_mode mode;
   float crop_pct;
   gpunet_status st = check_image (image, "the image", error_text);
+  if (st == GPUNET_OK && image->memory != GPUNET_MEMORY_HOST)
+    st = gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED,
+        "gpunet_preprocess_image reads host memory only; the image is in CUDA memory");
   if (st == GPUNET_OK)
     st = check_params (model, pre, &mode, &crop_pct, error_text);
   if (st != GPUNET_OK)
@@ -157,11 +197,16 @@ gpunet_session_classify (gpunet_session *s, const gpunet_image *images, int n,
   }
   if (st != GPUNET_OK)
     return st;
+  if (images[0].memory == GPUNET_MEMORY_CUDA)
+    return classify_device (s, images, n, R, mode, crop_pct, k, out, error_text);
 
   /* the session keeps its plan: rebuilt only when the frame size or mode changes */
   const size_t per_image = (size_t) 3 * R * R;
   for (int i = 0; i < n && st == GPUNET_OK; i++)
-    st = run_preprocess (&s->pre_plan, &images[i], R, mode, crop_pct, s->input + i * per_image,
+    st = images[i].memory != GPUNET_MEMORY_HOST ? gpunet_fail (error_text,
+        GPUNET_ERR_INVALID_ARGUMENT, "image %d is in CUDA memory but image 0 in host memory: "
+        "a batch must be all host or all device images", i)
+        : run_preprocess (&s->pre_plan, &images[i], R, mode, crop_pct, s->input + i * per_image,
         error_text);
   if (st != GPUNET_OK)
     return st;

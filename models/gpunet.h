@@ -121,7 +121,12 @@ typedef enum {
   GPUNET_RESIZE_LETTERBOX         /* whole frame inside R x R, aspect kept, padded with the mean */
 } gpunet_resize_mode;
 
-/* One 8-bit frame in host memory; planes/strides per format (NV12: Y, UV; I420: Y, U, V). */
+/* Where an image's planes live.  GPUNET_MEMORY_CUDA: device pointers valid in the CUDA
+ * context current on the calling thread, readable by the session's CUDA backend only. */
+typedef enum { GPUNET_MEMORY_HOST = 0, GPUNET_MEMORY_CUDA } gpunet_memory;
+
+/* One 8-bit frame; planes/strides per format (NV12: Y, UV; I420: Y, U, V).  Zero-initialise
+ * it: the last field then says host memory. */
 typedef struct {
   gpunet_pixel_format format;
   int width, height;
@@ -129,6 +134,7 @@ typedef struct {
   int strides[3];
   gpunet_color_matrix matrix;   /* YUV formats only */
   int full_range;               /* YUV formats only: 0 = limited (16-235) */
+  gpunet_memory memory;         /* GPUNET_MEMORY_HOST (0) unless set */
 } gpunet_image;
 
 typedef struct {
@@ -142,12 +148,18 @@ typedef struct {
 } gpunet_class_score;
 
 /* Preprocesses n images (one fused pass each) and classifies them; writes the k best
- * classes of image i, best first, to out[i * k .. i * k + k - 1]. */
+ * classes of image i, best first, to out[i * k .. i * k + k - 1].
+ * Images in GPUNET_MEMORY_CUDA (all of the batch, all of one size) need a session on the
+ * CUDA backend, created with the same CUDA context current as now: the preprocess then
+ * runs on the device, straight into the network input, and only the k results come back.
+ * The call returns after the device has finished reading the images.  Other backends
+ * fail with GPUNET_ERR_UNSUPPORTED (download the frame to host memory first). */
 gpunet_status gpunet_session_classify (gpunet_session *session, const gpunet_image *images,
     int n, const gpunet_preprocess_params *pre, int k, gpunet_class_score *out,
     char **error_text);
 
-/* The preprocess alone: writes the normalised 3 x R x R float32 network input of one image. */
+/* The preprocess alone: writes the normalised 3 x R x R float32 network input of one
+ * image in host memory. */
 gpunet_status gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
     const gpunet_preprocess_params *pre, float *out_chw, char **error_text);
 

@@ -1,8 +1,9 @@
 /* gpunet-selftest: checks the CUDA backend against the reference CPU backend on a machine
  * with a GPU: every op of every built-in model (random weights, random inputs) and each
  * whole network (logits, every block's output, top-k agreement, and a smaller batch than
- * planned).  Exit 0 when all are within the tolerances printed, 1 otherwise, 77 when this
- * host has no usable CUDA backend (no module, driver or device). */
+ * planned), then device frames (uploaded from host) through the CUDA preprocess kernel
+ * and gpunet_session_classify against the CPU path.  Exit 0 when all are within the
+ * tolerances printed, 1 otherwise, 77 when this host has no usable CUDA backend. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "cpu/preprocess.h"
 #include "cpu_ops.h"
 #include "cuda/cuda_module.h"
 #include "gpunet.h"
@@ -21,6 +23,9 @@
 #define TOL_OP 1e-4       /* one op */
 #define TOL_NET 1e-3      /* logits and block outputs of a whole network */
 #define TOL_TIE 1e-3      /* top-1 may differ when the CPU's top-2 margin is below this x max|logit| */
+#define TOL_PRE (1.0 / (255.0 * 0.224) + 1e-5)  /* device preprocess: one 8-bit level */
+#define TOL_PRE_FRACTION 1e-4   /* ... in at most this fraction of values (0 expected) */
+#define TOL_SCORE 1e-3    /* device classify: |probability difference| of the top-k */
 #define TOP_K 5
 
 static const char *kind_names[] = { "conv2d", "dwconv2d", "se", "avgpool", "linear" };
@@ -304,6 +309,167 @@ done:
   return failures;
 }
 
+/* A w x h frame of `fmt` in one host buffer (rows padded by 64 bytes, random bytes). */
+static gpunet_image
+random_frame (gpunet_pixel_format fmt, int w, int h, uint8_t **mem, size_t *size)
+{
+  gpunet_image img;
+  memset (&img, 0, sizeof img);
+  img.format = fmt;
+  img.width = w;
+  img.height = h;
+  img.matrix = GPUNET_MATRIX_BT709;
+  const int cw = (w + 1) / 2, ch = (h + 1) / 2, pad = 64;
+  int planes = 1, stride[3] = { 4 * w + pad, 0, 0 }, rows[3] = { h, ch, ch };
+  if (fmt == GPUNET_FORMAT_NV12) {
+    planes = 2;
+    stride[0] = w + pad;
+    stride[1] = 2 * cw + pad;
+  } else if (fmt == GPUNET_FORMAT_I420) {
+    planes = 3;
+    stride[0] = w + pad;
+    stride[1] = stride[2] = cw + pad;
+  }
+  size_t off[3] = { 0, 0, 0 }, total = 0;
+  for (int p = 0; p < planes; p++) {
+    off[p] = total;
+    total += (size_t) stride[p] * rows[p];
+  }
+  *mem = malloc (total);
+  if (!*mem) {
+    fprintf (stderr, "gpunet-selftest: out of memory\n");
+    exit (1);
+  }
+  for (size_t i = 0; i < total; i++)
+    (*mem)[i] = (uint8_t) (frand () * 128.0f + 128.0f);
+  for (int p = 0; p < planes; p++) {
+    img.planes[p] = *mem + off[p];
+    img.strides[p] = stride[p];
+  }
+  *size = total;
+  return img;
+}
+
+/* The same frame with its planes in the device copy `dev` of `host`. */
+static gpunet_image
+device_view (const gpunet_image *img, const uint8_t *host, void *dev)
+{
+  gpunet_image d = *img;
+  for (int p = 0; p < 3; p++)
+    if (img->planes[p])
+      d.planes[p] = (const uint8_t *) dev + (img->planes[p] - host);
+  d.memory = GPUNET_MEMORY_CUDA;
+  return d;
+}
+
+/* Device frames of every CUDA format: the preprocess kernel against the CPU pass, and
+ * gpunet_session_classify (CUDA session, device images) against a CPU session. */
+static int
+check_device_frames (const gpunet_cuda_op_api *api, gpunet_cuda_op_runner *runner,
+    const char *model_name, uint64_t seed, int device)
+{
+  static const gpunet_pixel_format formats[] = {
+    GPUNET_FORMAT_NV12, GPUNET_FORMAT_I420, GPUNET_FORMAT_RGBA, GPUNET_FORMAT_BGRA,
+    GPUNET_FORMAT_RGBX, GPUNET_FORMAT_BGRX
+  };
+  static const char *names[] = { "NV12", "I420", "RGBA", "BGRA", "RGBx", "BGRx" };
+  static const int sizes[][2] = { { 1920, 1080 }, { 641, 359 }, { 224, 224 }, { 3, 700 } };
+  int failures = 0;
+  char *err = NULL;
+  gpunet_model *model = NULL;
+  gpunet_session *cpu = NULL, *gpu = NULL;
+  gpunet_session_params sp;
+  gpunet_session_params_init (&sp);
+  sp.max_batch = 2;
+  sp.device = device;
+  sp.precision = GPUNET_PRECISION_FP32;
+  gpunet_status st = gpunet_model_new_random (model_name, seed, &model, &err);
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CPU;
+    st = gpunet_session_new (model, &sp, &cpu, &err);
+  }
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CUDA;
+    st = gpunet_session_new (model, &sp, &gpu, &err);
+  }
+  if (st != GPUNET_OK) {
+    printf ("  device frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
+    failures++;
+    goto done;
+  }
+  const int R = gpunet_model_resolution (model);
+  float *ref = malloc ((size_t) 3 * R * R * sizeof (float));
+  float *got = malloc ((size_t) 3 * R * R * sizeof (float));
+  for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
+    double worst = 0.0;
+    long inexact = 0, values = 0;
+    int agree = 0, frames = 0;
+    double worst_score = 0.0;
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+      uint8_t *host = NULL;
+      size_t bytes = 0;
+      void *dev = NULL;
+      gpunet_image img = random_frame (formats[f], sizes[z][0], sizes[z][1], &host, &bytes);
+      st = api->device_upload (host, bytes, &dev, &err);
+      gpunet_image dimg = device_view (&img, host, dev);
+      for (int mode = 0; mode < 3 && st == GPUNET_OK; mode++) {
+        gpunet_preprocess_plan plan;
+        if (gpunet_preprocess_plan_init (&plan, img.width, img.height, R,
+            (gpunet_resize_mode) mode, gpunet_model_crop_pct (model)) != GPUNET_OK) {
+          fprintf (stderr, "gpunet-selftest: out of memory\n");
+          exit (1);
+        }
+        gpunet_cpu_preprocess (&plan, &img, ref);
+        st = api->preprocess (runner, &dimg, &plan, got, &err);
+        gpunet_preprocess_plan_clear (&plan);
+        for (size_t i = 0; st == GPUNET_OK && i < (size_t) 3 * R * R; i++) {
+          const double e = fabs ((double) got[i] - ref[i]);
+          inexact += got[i] != ref[i];
+          if (!(e <= worst))
+            worst = isnan (e) ? INFINITY : e;
+        }
+        values += 3L * R * R;
+      }
+      /* the whole path: a batch of the same device frame twice */
+      gpunet_image dimgs[2] = { dimg, dimg }, himgs[2] = { img, img };
+      gpunet_class_score rc[2 * TOP_K], rg[2 * TOP_K];
+      if (st == GPUNET_OK)
+        st = gpunet_session_classify (cpu, himgs, 2, NULL, TOP_K, rc, &err);
+      if (st == GPUNET_OK)
+        st = gpunet_session_classify (gpu, dimgs, 2, NULL, TOP_K, rg, &err);
+      for (int b = 0; st == GPUNET_OK && b < 2; b++) {
+        const gpunet_class_score *c = rc + b * TOP_K, *g = rg + b * TOP_K;
+        frames++;
+        agree += c[0].id == g[0].id || c[0].score - c[1].score < TOL_SCORE;
+        for (int j = 0; j < TOP_K; j++)
+          worst_score = fmax (worst_score, fabs ((double) c[j].score - g[j].score));
+      }
+      if (st != GPUNET_OK) {
+        printf ("  device frames %s %dx%d: FAILED: %s\n", names[f], img.width, img.height,
+            err ? err : "?");
+        failures++;
+        st = GPUNET_OK;
+      }
+      api->device_free (dev);
+      free (host);
+    }
+    const int pre_ok = worst <= TOL_PRE && inexact <= (long) (TOL_PRE_FRACTION * values);
+    const int cls_ok = agree == frames && worst_score <= TOL_SCORE;
+    printf ("  device frames %-4s preprocess: max |diff| %.2e, %ld of %ld values inexact  %s; "
+        "classify: top-1 %d/%d, max |score diff| %.2e  %s\n", names[f], worst, inexact, values,
+        pre_ok ? "ok" : "FAIL", agree, frames, worst_score, cls_ok ? "ok" : "FAIL");
+    failures += !pre_ok + !cls_ok;
+  }
+  free (ref);
+  free (got);
+done:
+  gpunet_session_free (cpu);
+  gpunet_session_free (gpu);
+  gpunet_model_unref (model);
+  free (err);
+  return failures;
+}
+
 static void
 usage (FILE *f)
 {
@@ -312,9 +478,13 @@ usage (FILE *f)
       "  Compares the CUDA backend with the CPU reference (fp32) on random weights and inputs.\n"
       "  Tolerances (max |cuda - cpu| / max |cpu|): %.0e per op, %.0e for logits and block\n"
       "  outputs; top-1 must agree unless the CPU's top-2 margin is below %.0e of max |logit|.\n"
+      "  Device frames (NV12, I420, RGBA, BGRA, RGBx, BGRx uploaded from host): the CUDA\n"
+      "  preprocess may differ from the CPU one by one 8-bit level (%.4f) in at most %.0e of\n"
+      "  the values (it is built to match exactly); classifying them on the CUDA session must\n"
+      "  give the CPU session's top-1 and top-%d probabilities within %.0e.\n"
       "  fp16 is not implemented in this version and is not tested.\n"
       "  Exit status: 0 pass, 1 fail, 77 no usable CUDA backend here (no module/driver/GPU).\n",
-      TOL_OP, TOL_NET, TOL_TIE);
+      TOL_OP, TOL_NET, TOL_TIE, TOL_PRE, TOL_PRE_FRACTION, TOP_K, TOL_SCORE);
 }
 
 int
@@ -395,6 +565,8 @@ main (int argc, char **argv)
     gpunet_model_unref (model);
     models++;
   }
+  printf ("device frames (%s):\n", only ? only : names[0]);
+  failures += check_device_frames (api, runner, only ? only : names[0], seed, device);
   api->runner_free (runner);
   free (err);
   printf ("gpunet-selftest: %d model(s), %d failure(s): %s\n", models, failures,

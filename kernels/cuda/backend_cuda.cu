@@ -1,7 +1,8 @@
 /* backend_cuda.cu: the CUDA backend table exported by libgpunet-cuda.so.  plan() checks
  * the driver and device, creates the stream and cuDNN handle, uploads all weights, places
  * activations with the engine's memplan in device slots and plans every layer; forward()
- * copies the host input through pinned memory, enqueues the layers, returns the logits. */
+ * copies the host input through pinned memory, enqueues the layers, returns the logits;
+ * classify_device() preprocesses device frames in place of the copy and returns top-k. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@ typedef struct {
   gpunet_cuda_layer *layers; /* one per op */
   float *h_trace;            /* pinned, allocated on the first traced forward */
   size_t trace_floats;
+  gpunet_cuda_pre_tables pre;        /* device tap tables of the last frame size */
+  gpunet_class_score *d_topk, *h_topk; /* max_batch x classes results (device, pinned) */
 } cuda_state;
 
 static size_t
@@ -59,6 +62,11 @@ cuda_destroy (void *state)
     cudaFreeHost (s->h_logits);
   if (s->h_trace)
     cudaFreeHost (s->h_trace);
+  gpunet_cuda_pre_tables_clear (&s->pre);
+  if (s->d_topk)
+    cudaFree (s->d_topk);
+  if (s->h_topk)
+    cudaFreeHost (s->h_topk);
   gpunet_memplan_clear (&s->plan);
   gpunet_cuda_ctx_clear (&s->ctx);
   free (s);
@@ -99,6 +107,11 @@ plan_buffers (cuda_state *s, char **error_text)
       error_text, "cudaHostAlloc (pinned input staging)");
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_logits, out_floats * sizeof (float), cudaHostAllocDefault),
       error_text, "cudaHostAlloc (pinned logits staging)");
+  /* top-k results: at most every class of every image */
+  GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_topk, out_floats * sizeof (gpunet_class_score)),
+      error_text, "cudaMalloc (top-k results, %zu entries)", out_floats);
+  GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_topk, out_floats * sizeof (gpunet_class_score),
+      cudaHostAllocDefault), error_text, "cudaHostAlloc (pinned top-k results)");
 
   size_t weight_floats = 0, scratch = 0;
   for (int i = 0; i < g->n_ops; i++) {
@@ -186,11 +199,10 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
   return GPUNET_OK;
 }
 
+/* Checks the batch size and re-describes the layers when it changed. */
 static gpunet_status
-cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
-    void *trace_user, char **error_text)
+set_batch (cuda_state *s, int n, char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   const gpunet_graph *g = s->g;
   if (n < 1 || n > s->max_batch)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
@@ -203,10 +215,14 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
     }
     s->cur_n = n;
   }
-  const size_t in_bytes = tensor_floats (g, g->input, n) * sizeof (float);
-  memcpy (s->h_input, input, in_bytes);
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->d_input, s->h_input, in_bytes, cudaMemcpyHostToDevice,
-      s->ctx.stream), error_text, "cudaMemcpyAsync (input to the device)");
+  return GPUNET_OK;
+}
+
+/* Enqueues every layer on d_input (n images); trace (may be NULL) gets block outputs. */
+static gpunet_status
+run_layers (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, char **error_text)
+{
+  const gpunet_graph *g = s->g;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     gpunet_status st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
@@ -221,6 +237,25 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
         return st;
     }
   }
+  return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
+    void *trace_user, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  const gpunet_graph *g = s->g;
+  gpunet_status st = set_batch (s, n, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  const size_t in_bytes = tensor_floats (g, g->input, n) * sizeof (float);
+  memcpy (s->h_input, input, in_bytes);
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->d_input, s->h_input, in_bytes, cudaMemcpyHostToDevice,
+      s->ctx.stream), error_text, "cudaMemcpyAsync (input to the device)");
+  st = run_layers (s, n, trace, trace_user, error_text);
+  if (st != GPUNET_OK)
+    return st;
   const size_t out_bytes = tensor_floats (g, g->output, n) * sizeof (float);
   GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, device_tensor (s, g->output), out_bytes,
       cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
@@ -230,11 +265,102 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   return GPUNET_OK;
 }
 
+/* Fails unless every plane of `img` is memory the current context's kernels can read. */
+static gpunet_status
+check_device_planes (const gpunet_image *img, int index, char **error_text)
+{
+  const int planes = img->format == GPUNET_FORMAT_I420 ? 3 : img->format == GPUNET_FORMAT_NV12 ? 2 : 1;
+  for (int p = 0; p < planes; p++) {
+    cudaPointerAttributes a;
+    GPUNET_CU_TRY (cudaPointerGetAttributes (&a, img->planes[p]), error_text,
+        "cudaPointerGetAttributes (image %d, plane %d)", index, p);
+    if (a.type == cudaMemoryTypeUnregistered)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "image %d is marked as CUDA memory, but plane %d (%p) is plain host memory the GPU "
+          "cannot read", index, p, (const void *) img->planes[p]);
+  }
+  return GPUNET_OK;
+}
+
+/* Preprocess, layers and top-k of classify_device, ending with a stream sync. */
+static gpunet_status
+classify_device_run (cuda_state *s, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  const gpunet_graph *g = s->g;
+  const int classes = (int) tensor_floats (g, g->output, 1);
+  const size_t per_image = tensor_floats (g, g->input, 1);
+  gpunet_status st;
+  for (int i = 0; i < n; i++) {
+    gpunet_cuda_pre_desc d;
+    gpunet_cuda_pre_desc_init (&d, pre, &images[i]);
+    d.x = s->pre.x;
+    d.y = s->pre.y;
+    GPUNET_CU_TRY (gpunet_cuda_preprocess (&d, s->d_input + (size_t) i * per_image, s->ctx.stream),
+        error_text, "preprocess kernel (image %d, %dx%d)", i, images[i].width, images[i].height);
+  }
+  st = run_layers (s, n, NULL, NULL, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  const float *d_logits = device_tensor (s, g->output);
+  if (classes <= GPUNET_CUDA_TOPK_MAX) {
+    const size_t bytes = (size_t) n * k * sizeof (gpunet_class_score);
+    GPUNET_CU_TRY (gpunet_cuda_topk (d_logits, n, classes, k, s->d_topk, s->ctx.stream),
+        error_text, "softmax + top-k kernel (%d classes, k %d)", classes, k);
+    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_topk, s->d_topk, bytes, cudaMemcpyDeviceToHost,
+        s->ctx.stream), error_text, "cudaMemcpyAsync (top-k results to the host)");
+    GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+        "cudaStreamSynchronize (end of the device classification)");
+    memcpy (out, s->h_topk, bytes);
+    return GPUNET_OK;
+  }
+  /* too many classes for the shared-memory sort: select on the host */
+  const size_t out_bytes = (size_t) n * classes * sizeof (float);
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, d_logits, out_bytes, cudaMemcpyDeviceToHost,
+      s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
+  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+      "cudaStreamSynchronize (end of the device classification)");
+  for (int i = 0; i < n; i++)
+    gpunet_topk_softmax (s->h_logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+  return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_classify_device (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  const gpunet_graph *g = s->g;
+  const int classes = (int) tensor_floats (g, g->output, 1);
+  const gpunet_tensor_desc *in = &g->tensors[g->input];
+  if (pre->out_size != in->h || in->h != in->w || in->c != 3)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "the preprocess plan writes 3x%dx%d, the network takes %dx%dx%d", pre->out_size,
+        pre->out_size, in->c, in->h, in->w);
+  if (k < 1 || k > classes)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "top-k of %d asked, the model has %d classes", k, classes);
+  gpunet_status st = set_batch (s, n, error_text);
+  if (st == GPUNET_OK)
+    st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
+  for (int i = 0; i < n && st == GPUNET_OK; i++)
+    st = check_device_planes (&images[i], i, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = classify_device_run (s, images, n, pre, k, out, error_text);
+  /* on failure, work already queued may still read the frames: wait for it (its own
+   * error, if any, is the one already reported) */
+  if (st != GPUNET_OK)
+    cudaStreamSynchronize (s->ctx.stream);
+  return st;
+}
+
 static const gpunet_backend cuda_backend = {
   "cuda",
   cuda_plan,
   cuda_forward,
   cuda_destroy,
+  cuda_classify_device,
 };
 
 /* Refuses a module built against other engine headers. */

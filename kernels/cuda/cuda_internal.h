@@ -12,6 +12,8 @@
 #include <cudnn.h>
 
 #include "backend.h"
+#include "cuda_preprocess.h"
+#include "cuda_topk.h"
 
 /* ---- status helpers (status.cu) ---------------------------------------------------- */
 
@@ -66,6 +68,32 @@ cudaError_t gpunet_cuda_linear (int cin, int cout, int act, const float *w, cons
 /* Squeeze-excite in place on x; scratch holds n * (2 c + rd) floats.  (se.cu) */
 cudaError_t gpunet_cuda_se (const gpunet_se_params *p, const float *w1, const float *b1,
     const float *w2, const float *b2, float *x, float *scratch, int n, cudaStream_t stream);
+
+/* Fused preprocess of one image (desc's planes and tables on the device) into the
+ * 3 x R x R float32 `out`.  (preprocess.cu) */
+cudaError_t gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *desc, float *out,
+    cudaStream_t stream);
+/* Softmax + top-k of n logit rows (classes <= GPUNET_CUDA_TOPK_MAX, 1 <= k <= classes):
+ * k results per row, best first, ties to the lower id.  (topk.cu) */
+cudaError_t gpunet_cuda_topk (const float *logits, int n, int classes, int k,
+    gpunet_class_score *out, cudaStream_t stream);
+
+/* Device copies of a preprocess plan's tap tables, re-uploaded only when the plan's
+ * geometry changes.  (preprocess.cu) */
+typedef struct {
+  void *dev;
+  size_t bytes;
+  int valid, in_w, in_h, out_size;
+  gpunet_resize_mode mode;
+  float crop_pct;
+  gpunet_cuda_axis x, y;   /* pointers into dev */
+} gpunet_cuda_pre_tables;
+
+/* Uploads the tables of `plan` on `stream` unless they are already there (growing the
+ * buffer, after a stream sync, when needed). */
+gpunet_status gpunet_cuda_pre_tables_update (gpunet_cuda_pre_tables *tables,
+    const gpunet_preprocess_plan *plan, cudaStream_t stream, char **error_text);
+void gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *tables);
 
 /* ---- device layers and their context (layer.cu, conv2d.cu) -------------------------------------------- */
 

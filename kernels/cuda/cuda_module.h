@@ -16,7 +16,7 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 1
+#define GPUNET_CUDA_ABI_VERSION 2   /* 2: backend.h gained classify_device */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -37,6 +37,13 @@ typedef struct {
   void (*runner_free) (gpunet_cuda_op_runner *runner);
   /* Writes "NAME (sm_XY, N MiB)" of the device into buf. */
   void (*describe_device) (int device, char *buf, size_t len);
+  /* Device-frame tests: a cudaMalloc()ed copy of `bytes` host bytes (free it with
+   * device_free), and the fused preprocess kernel alone on a GPUNET_MEMORY_CUDA image of
+   * the plan's size, its 3 x R x R output copied to out_chw (host). */
+  gpunet_status (*device_upload) (const void *src, size_t bytes, void **out, char **error_text);
+  void (*device_free) (void *ptr);
+  gpunet_status (*preprocess) (gpunet_cuda_op_runner *runner, const gpunet_image *image,
+      const gpunet_preprocess_plan *plan, float *out_chw, char **error_text);
 } gpunet_cuda_op_api;
 
 #define GPUNET_CUDA_OP_API_SYMBOL "gpunet_cuda_op_api_entry"

@@ -142,10 +142,70 @@ describe_device (int device, char *buf, size_t len)
         (size_t) (prop.totalGlobalMem >> 20));
 }
 
+static gpunet_status
+device_upload (const void *src, size_t bytes, void **out, char **error_text)
+{
+  *out = NULL;
+  GPUNET_CU_TRY (cudaMalloc (out, bytes ? bytes : 1), error_text, "cudaMalloc (%zu bytes)", bytes);
+  cudaError_t e = cudaMemcpy (*out, src, bytes, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    cudaFree (*out);
+    *out = NULL;
+    return gpunet_cuda_fail_rt (error_text, e, "cudaMemcpy (frame to the device)");
+  }
+  return GPUNET_OK;
+}
+
+static void
+device_free (void *ptr)
+{
+  if (ptr)
+    cudaFree (ptr);
+}
+
+/* The preprocess kernel alone, through the same table upload as the backend. */
+static gpunet_status
+runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
+    const gpunet_preprocess_plan *plan, float *out_chw, char **error_text)
+{
+  const size_t bytes = (size_t) 3 * plan->out_size * plan->out_size * sizeof (float);
+  gpunet_cuda_pre_tables t;
+  memset (&t, 0, sizeof t);
+  float *d_out = NULL;
+  gpunet_status st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
+  cudaError_t e = cudaSuccess;
+  if (st == GPUNET_OK) {
+    e = cudaMalloc ((void **) &d_out, bytes);
+    if (e != cudaSuccess)
+      st = gpunet_cuda_fail_rt (error_text, e, "cudaMalloc (preprocess output)");
+  }
+  if (st == GPUNET_OK) {
+    gpunet_cuda_pre_desc d;
+    gpunet_cuda_pre_desc_init (&d, plan, image);
+    d.x = t.x;
+    d.y = t.y;
+    e = gpunet_cuda_preprocess (&d, d_out, r->ctx.stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync (out_chw, d_out, bytes, cudaMemcpyDeviceToHost, r->ctx.stream);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize (r->ctx.stream);
+    if (e != cudaSuccess)
+      st = gpunet_cuda_fail_rt (error_text, e, "preprocess kernel (self-test)");
+  }
+  cudaStreamSynchronize (r->ctx.stream);
+  if (d_out)
+    cudaFree (d_out);
+  gpunet_cuda_pre_tables_clear (&t);
+  return st;
+}
+
 extern const gpunet_cuda_op_api gpunet_cuda_op_api_table;
 const gpunet_cuda_op_api gpunet_cuda_op_api_table = {
   runner_new,
   runner_run,
   runner_free,
   describe_device,
+  device_upload,
+  device_free,
+  runner_preprocess,
 };

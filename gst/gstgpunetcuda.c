@@ -1,0 +1,255 @@
+/* gstgpunetcuda.c: the CUDA glue of gpunetclassify (see gstgpunetcuda.h), on GStreamer
+ * 1.22's gstreamer-cuda-1.0 (unstable API, no stream API: upstream finishes its work
+ * before it pushes, and the engine syncs its own stream before returning).  Without
+ * HAVE_GST_CUDA the functions keep the element on system memory. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "gstgpunetcuda.h"
+
+#ifdef HAVE_GST_CUDA
+#include <gst/cuda/gstcudacontext.h>
+#include <gst/cuda/gstcudaloader.h>
+#include <gst/cuda/gstcudamemory.h>
+#include <gst/cuda/gstcudautils.h>
+#endif
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpunet_cuda_debug);
+#define GST_CAT_DEFAULT gst_gpunet_cuda_debug
+
+struct _GstGpunetCuda
+{
+#ifdef HAVE_GST_CUDA
+  GstCudaContext *context;      /* shared with neighbours; NULL when none */
+#endif
+  gint device_path;             /* atomic: the session runs on CUDA in our context */
+  gboolean warned_foreign;      /* streaming thread */
+};
+
+GstGpunetCuda *
+gst_gpunet_cuda_new (void)
+{
+  static gsize once = 0;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_gpunet_cuda_debug, "gpunetcuda", 0,
+        "gpunetclassify CUDA memory and context handling");
+    g_once_init_leave (&once, 1);
+  }
+  return g_new0 (GstGpunetCuda, 1);
+}
+
+void
+gst_gpunet_cuda_free (GstGpunetCuda * cuda)
+{
+  if (cuda == NULL)
+    return;
+  gst_gpunet_cuda_close (cuda);
+  g_free (cuda);
+}
+
+GstCaps *
+gst_gpunet_cuda_template_caps (const gchar * system_caps)
+{
+#ifdef HAVE_GST_CUDA
+  GstCaps *caps = gst_caps_from_string (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
+      (GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY, GST_GPUNET_CUDA_FORMATS));
+
+  gst_caps_append (caps, gst_caps_from_string (system_caps));
+  return caps;
+#else
+  return gst_caps_from_string (system_caps);
+#endif
+}
+
+void
+gst_gpunet_cuda_set_context (GstGpunetCuda * cuda, GstElement * element,
+    GstContext * context)
+{
+#ifdef HAVE_GST_CUDA
+  gst_cuda_handle_set_context (element, context, -1, &cuda->context);
+#else
+  (void) cuda;
+  (void) element;
+  (void) context;
+#endif
+}
+
+gboolean
+gst_gpunet_cuda_handle_query (GstGpunetCuda * cuda, GstElement * element,
+    GstQuery * query)
+{
+#ifdef HAVE_GST_CUDA
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CONTEXT)
+    return gst_cuda_handle_context_query (element, query, cuda->context);
+#else
+  (void) cuda;
+  (void) element;
+  (void) query;
+#endif
+  return FALSE;
+}
+
+gboolean
+gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element, gint * device)
+{
+#ifdef HAVE_GST_CUDA
+  guint id = 0;
+
+  /* the library asserts when used before it found the driver (libcuda) */
+  if (!gst_cuda_load_library ()) {
+    GST_INFO_OBJECT (element, "GStreamer's CUDA library cannot load the CUDA "
+        "driver (no NVIDIA driver here): CUDA memory caps are not offered");
+    return FALSE;
+  }
+  if (!gst_cuda_ensure_element_context (element, -1, &cuda->context)) {
+    GST_INFO_OBJECT (element, "no CUDA context (no driver or GPU for GStreamer's "
+        "CUDA library): CUDA memory caps are not offered");
+    return FALSE;
+  }
+  g_object_get (cuda->context, "cuda-device-id", &id, NULL);
+  *device = (gint) id;
+  GST_DEBUG_OBJECT (element, "CUDA context %" GST_PTR_FORMAT " on device %u",
+      cuda->context, id);
+  return TRUE;
+#else
+  (void) cuda;
+  (void) element;
+  (void) device;
+  return FALSE;
+#endif
+}
+
+void
+gst_gpunet_cuda_set_device_path (GstGpunetCuda * cuda, gboolean enabled)
+{
+#ifdef HAVE_GST_CUDA
+  g_atomic_int_set (&cuda->device_path, enabled && cuda->context != NULL);
+#else
+  (void) enabled;
+  g_atomic_int_set (&cuda->device_path, 0);
+#endif
+  cuda->warned_foreign = FALSE;
+}
+
+void
+gst_gpunet_cuda_close (GstGpunetCuda * cuda)
+{
+  g_atomic_int_set (&cuda->device_path, 0);
+#ifdef HAVE_GST_CUDA
+  gst_clear_object (&cuda->context);
+#endif
+}
+
+gboolean
+gst_gpunet_cuda_push (GstGpunetCuda * cuda)
+{
+#ifdef HAVE_GST_CUDA
+  if (cuda->context != NULL) {
+    if (gst_cuda_context_push (cuda->context))
+      return TRUE;
+    GST_WARNING ("cannot make the CUDA context current on this thread");
+  }
+#else
+  (void) cuda;
+#endif
+  return FALSE;
+}
+
+void
+gst_gpunet_cuda_pop (GstGpunetCuda * cuda, gboolean pushed)
+{
+  (void) cuda;
+#ifdef HAVE_GST_CUDA
+  if (pushed)
+    gst_cuda_context_pop (NULL);
+#else
+  (void) pushed;
+#endif
+}
+
+gboolean
+gst_gpunet_cuda_caps_are_cuda (GstCaps * caps)
+{
+#ifdef HAVE_GST_CUDA
+  GstCapsFeatures *f;
+
+  if (caps == NULL || gst_caps_is_empty (caps) || gst_caps_is_any (caps))
+    return FALSE;
+  f = gst_caps_get_features (caps, 0);
+  return f != NULL && gst_caps_features_contains (f,
+      GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY);
+#else
+  (void) caps;
+  return FALSE;
+#endif
+}
+
+GstCaps *
+gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps)
+{
+#ifdef HAVE_GST_CUDA
+  GstCaps *ret;
+  guint i;
+
+  if (g_atomic_int_get (&cuda->device_path) || gst_caps_is_any (caps))
+    return gst_caps_ref (caps);
+  ret = gst_caps_new_empty ();
+  for (i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    if (f != NULL && !gst_caps_features_is_any (f)
+        && gst_caps_features_contains (f, GST_CAPS_FEATURE_MEMORY_CUDA_MEMORY))
+      continue;
+    ret = gst_caps_merge_structure_full (ret,
+        gst_structure_copy (gst_caps_get_structure (caps, i)),
+        f ? gst_caps_features_copy (f) : NULL);
+  }
+  return ret;
+#else
+  (void) cuda;
+  return gst_caps_ref (caps);
+#endif
+}
+
+gboolean
+gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
+    GstBuffer * buf, const GstVideoInfo * info, GstVideoFrame * frame,
+    gpunet_image * img)
+{
+  GstMapFlags flags = GST_MAP_READ;
+  gboolean device = FALSE;
+  guint p;
+
+#ifdef HAVE_GST_CUDA
+  GstMemory *mem = gst_buffer_peek_memory (buf, 0);
+
+  if (g_atomic_int_get (&cuda->device_path) && gst_is_cuda_memory (mem)) {
+    GstCudaMemory *cmem = GST_CUDA_MEMORY_CAST (mem);
+
+    if (cmem->context == cuda->context) {
+      flags |= GST_MAP_CUDA;
+      device = TRUE;
+    } else if (!cuda->warned_foreign) {
+      GST_ELEMENT_WARNING (element, STREAM, FORMAT,
+          ("The CUDA frames belong to another CUDA context than the element's; "
+              "they are copied to system memory for classification"),
+          ("upstream context %" GST_PTR_FORMAT ", ours %" GST_PTR_FORMAT,
+              cmem->context, cuda->context));
+      cuda->warned_foreign = TRUE;
+    }
+  }
+#else
+  (void) cuda;
+  (void) element;
+#endif
+  if (!gst_video_frame_map (frame, (GstVideoInfo *) info, buf, flags))
+    return FALSE;
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame) && p < 3; p++) {
+    img->planes[p] = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
+    img->strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
+  }
+  img->memory = device ? GPUNET_MEMORY_CUDA : GPUNET_MEMORY_HOST;
+  return TRUE;
+}

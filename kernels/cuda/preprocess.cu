@@ -1,0 +1,105 @@
+/* preprocess.cu: the fused preprocess on the device: one thread per output pixel reads
+ * an NV12/I420/RGB-family frame in device memory (per-plane pitches) and writes the
+ * normalised NCHW float32 network input; the maths is gpunet_cuda_preprocess_pixel
+ * (cuda_preprocess.h), the taps come from the engine's plan, uploaded once per size. */
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "cuda_preprocess.h"
+
+static __global__ void
+preprocess_kernel (gpunet_cuda_pre_desc d, float *out)
+{
+  const int ox = blockIdx.x * blockDim.x + threadIdx.x;
+  const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+  const int R = d.out_size;
+  if (ox >= R || oy >= R)
+    return;
+  const size_t plane = (size_t) R * R, at = (size_t) oy * R + ox;
+  float r, g, b;
+  gpunet_cuda_preprocess_pixel (&d, ox, oy, &r, &g, &b);
+  out[at] = r;
+  out[plane + at] = g;
+  out[2 * plane + at] = b;
+}
+
+cudaError_t
+gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *d, float *out, cudaStream_t stream)
+{
+  const dim3 block (32, 8);
+  const dim3 grid ((unsigned) (d->out_size + 31) / 32, (unsigned) (d->out_size + 7) / 8);
+  preprocess_kernel<<<grid, block, 0, stream>>> (*d, out);
+  return cudaGetLastError ();
+}
+
+/* Bytes of one axis's tables: first and count (R ints each), then R x ksize weights. */
+static size_t
+axis_bytes (const gpunet_resample_axis *a)
+{
+  return 2 * (size_t) a->n * sizeof (int) + (size_t) a->n * (size_t) a->ksize * sizeof (float);
+}
+
+/* Copies one axis's tables to dev (async on stream) and points `ax` at the copies;
+ * returns the bytes used. */
+static cudaError_t
+upload_axis (const gpunet_resample_axis *a, char *dev, gpunet_cuda_axis *ax, size_t *used,
+    cudaStream_t stream)
+{
+  const size_t ib = (size_t) a->n * sizeof (int), wb = (size_t) a->n * (size_t) a->ksize * sizeof (float);
+  cudaError_t e = cudaMemcpyAsync (dev, a->first, ib, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dev + ib, a->count, ib, cudaMemcpyHostToDevice, stream);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync (dev + 2 * ib, a->weights, wb, cudaMemcpyHostToDevice, stream);
+  ax->first = (const int *) dev;
+  ax->count = (const int *) (dev + ib);
+  ax->weights = (const float *) (dev + 2 * ib);
+  ax->ksize = a->ksize;
+  ax->lo = a->lo;
+  ax->hi = a->hi;
+  *used = (2 * ib + wb + 255) / 256 * 256;
+  return e;
+}
+
+gpunet_status
+gpunet_cuda_pre_tables_update (gpunet_cuda_pre_tables *t, const gpunet_preprocess_plan *p,
+    cudaStream_t stream, char **error_text)
+{
+  if (t->valid && t->in_w == p->in_w && t->in_h == p->in_h && t->out_size == p->out_size
+      && t->mode == p->mode && t->crop_pct == p->crop_pct)
+    return GPUNET_OK;
+  t->valid = 0;
+  const size_t need = axis_bytes (&p->x) + axis_bytes (&p->y) + 512;
+  if (need > t->bytes) {
+    /* the old tables may still be read by queued kernels */
+    GPUNET_CU_TRY (cudaStreamSynchronize (stream), error_text,
+        "cudaStreamSynchronize (before replacing the preprocess tables)");
+    if (t->dev)
+      cudaFree (t->dev);
+    t->dev = NULL;
+    t->bytes = 0;
+    GPUNET_CU_TRY (cudaMalloc (&t->dev, need), error_text,
+        "cudaMalloc (preprocess tap tables, %zu bytes)", need);
+    t->bytes = need;
+  }
+  size_t used = 0;
+  GPUNET_CU_TRY (upload_axis (&p->x, (char *) t->dev, &t->x, &used, stream), error_text,
+      "cudaMemcpyAsync (horizontal preprocess taps of a %dx%d frame)", p->in_w, p->in_h);
+  GPUNET_CU_TRY (upload_axis (&p->y, (char *) t->dev + used, &t->y, &used, stream), error_text,
+      "cudaMemcpyAsync (vertical preprocess taps of a %dx%d frame)", p->in_w, p->in_h);
+  t->in_w = p->in_w;
+  t->in_h = p->in_h;
+  t->out_size = p->out_size;
+  t->mode = p->mode;
+  t->crop_pct = p->crop_pct;
+  t->valid = 1;
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *t)
+{
+  if (t->dev)
+    cudaFree (t->dev);
+  memset (t, 0, sizeof *t);
+}
