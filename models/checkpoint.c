@@ -16,14 +16,8 @@
 
 #include "error.h"
 #include "pickle.h"
+#include "safetensors.h"
 #include "zipread.h"
-
-/* From safetensors.c (engine-internal). */
-typedef gpunet_status (*gpunet_safetensors_sink) (void *ctx, const char *name,
-    const gpunet_tensor *t, char **error_text);
-int gpunet_safetensors_detect (const uint8_t *data, size_t size);
-gpunet_status gpunet_safetensors_read (const uint8_t *data, size_t size,
-    gpunet_safetensors_sink sink, void *ctx, char **error_text);
 
 struct gpunet_checkpoint {
   const char *source;
@@ -39,8 +33,8 @@ struct gpunet_checkpoint {
   uint64_t copied, copy_limit;
 };
 
-static size_t
-dtype_size (gpunet_dtype d)
+size_t
+gpunet_dtype_size (gpunet_dtype d)
 {
   switch (d) {
     case GPUNET_DTYPE_F64: case GPUNET_DTYPE_I64: return 8;
@@ -183,7 +177,7 @@ safetensors_sink (void *ctx, const char *name, const gpunet_tensor *t, char **er
 {
   gpunet_checkpoint *ck = ctx;
   gpunet_tensor nt = *t;
-  if (t->nbytes && (uintptr_t) t->data % dtype_size (t->dtype)) {
+  if (t->nbytes && (uintptr_t) t->data % gpunet_dtype_size (t->dtype)) {
     uint8_t *p;
     gpunet_status st = copy_buffer (ck, name, t->nbytes, &p, error_text);
     if (st != GPUNET_OK)
@@ -222,7 +216,7 @@ load_tensor (gpunet_checkpoint *ck, const gpunet_zip *zip, const char *prefix, c
         "tensor '%s' uses the unsupported storage type %s", name,
         sv->n && sv->items[0]->s ? sv->items[0]->s : "(not a class)");
   gpunet_dtype dtype = (gpunet_dtype) sv->kind;
-  size_t isz = dtype_size (dtype);
+  size_t isz = gpunet_dtype_size (dtype);
 
   size_t plen = strlen (prefix), klen = sv->len;
   char *ename = malloc (plen + 5 + klen + 1);
@@ -679,7 +673,7 @@ gpunet_tensor_to_f32 (const gpunet_tensor *t, float *dst, size_t n, char **error
   if (t->numel < 0 || (uint64_t) n != (uint64_t) t->numel)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "tensor '%s' has %lld elements, not %zu", name, (long long) t->numel, n);
-  if (t->nbytes != n * dtype_size (t->dtype))
+  if (t->nbytes != n * gpunet_dtype_size (t->dtype))
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "tensor '%s' has %zu bytes, which does not match its %zu %s elements", name,
         t->nbytes, n, gpunet_dtype_name (t->dtype));

@@ -10,17 +10,9 @@
 #include "checkpoint.h"
 #include "error.h"
 #include "json.h"
+#include "safetensors.h"
 
 #define MAX_HEADER ((uint64_t) 100 << 20)
-
-/* Receives each tensor of a safetensors file (data points into the file's bytes). */
-typedef gpunet_status (*gpunet_safetensors_sink) (void *ctx, const char *name,
-    const gpunet_tensor *t, char **error_text);
-
-/* Internal to the engine (declared in checkpoint.c): sniffing and reading. */
-int gpunet_safetensors_detect (const uint8_t *data, size_t size);
-gpunet_status gpunet_safetensors_read (const uint8_t *data, size_t size,
-    gpunet_safetensors_sink sink, void *ctx, char **error_text);
 
 static const char *const st_names[] = {
   [GPUNET_DTYPE_F32] = "F32", [GPUNET_DTYPE_F16] = "F16", [GPUNET_DTYPE_BF16] = "BF16",
@@ -29,17 +21,6 @@ static const char *const st_names[] = {
   [GPUNET_DTYPE_BOOL] = "BOOL",
 };
 #define N_DTYPES ((int) (sizeof st_names / sizeof st_names[0]))
-
-static size_t
-dtype_size (gpunet_dtype d)
-{
-  switch (d) {
-    case GPUNET_DTYPE_F64: case GPUNET_DTYPE_I64: return 8;
-    case GPUNET_DTYPE_F32: case GPUNET_DTYPE_I32: return 4;
-    case GPUNET_DTYPE_F16: case GPUNET_DTYPE_BF16: case GPUNET_DTYPE_I16: return 2;
-    default: return 1;
-  }
-}
 
 static uint64_t
 rd64 (const uint8_t *p)
@@ -153,10 +134,10 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
           (unsigned long long) dsize, e2 > dsize ? " (truncated?)" : "");
       break;
     }
-    if (e2 - b != numel * dtype_size (t.dtype)) {
+    if (e2 - b != numel * gpunet_dtype_size (t.dtype)) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
           "tensor '%s' has %llu data bytes but its shape and dtype need %llu", name,
-          (unsigned long long) (e2 - b), (unsigned long long) (numel * dtype_size (t.dtype)));
+          (unsigned long long) (e2 - b), (unsigned long long) (numel * gpunet_dtype_size (t.dtype)));
       break;
     }
     t.numel = (int64_t) numel;
@@ -246,7 +227,7 @@ static int
 cmp_layout (const void *a, const void *b)
 {
   const gpunet_tensor *x = *(const gpunet_tensor *const *) a, *y = *(const gpunet_tensor *const *) b;
-  size_t sx = dtype_size (x->dtype), sy = dtype_size (y->dtype);
+  size_t sx = gpunet_dtype_size (x->dtype), sy = gpunet_dtype_size (y->dtype);
   if (sx != sy)
     return sx > sy ? -1 : 1;
   return strcmp (x->name, y->name);
@@ -270,7 +251,7 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
       else
         numel *= t->shape[k];
     }
-    if (!ok || numel != t->numel || t->nbytes != (size_t) numel * dtype_size (t->dtype)
+    if (!ok || numel != t->numel || t->nbytes != (size_t) numel * gpunet_dtype_size (t->dtype)
         || (t->nbytes && !t->data))
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
           "cannot write '%s': tensor %zu ('%s') has an inconsistent dtype, shape, numel or size",
