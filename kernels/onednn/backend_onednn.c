@@ -295,41 +295,70 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   weights_variant *nv = NULL;
 
   dnnl_memory_desc_t src_md, wany_md, wuser_md, bias_md, dst_md;
-  dnnl_dims_t src_dims = { n, cin, ih, iw }, dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
+  dnnl_dims_t dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
   dnnl_dims_t strides = { stride, stride }, pad_l = { pad, pad };
   dnnl_dims_t pad_r = { (oh - 1) * stride + k - ih - pad, (ow - 1) * stride + k - iw - pad };
   dnnl_dims_t w_dims;
   int w_ndims;
-  if (groups == 1) {
-    w_ndims = 4;
-    w_dims[0] = cout, w_dims[1] = cin, w_dims[2] = k, w_dims[3] = k;
-  } else {
-    w_ndims = 5;
-    w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
-    w_dims[3] = k, w_dims[4] = k;
-  }
-  TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
-          ti->blk == GPUNET_BLK ? dnnl_nChw16c : dnnl_nchw));
-  TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c));
-  TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
-  TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
-          groups == 1 ? dnnl_oihw : dnnl_goihw));
-  TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
+  float *padded_w = NULL;
 
-  dnnl_convolution_desc_t cd;
-  TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference, dnnl_convolution_direct,
-          &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md, strides, pad_l, pad_r));
-  TRY (dnnl_primitive_attr_create (&attr));
-  TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
-  TRY (dnnl_post_ops_create (&po));
-  if (act == GPUNET_EPI_RELU)
-    TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
-  else if (act == GPUNET_EPI_SWISH)
-    TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
-  if (op->residual >= 0)
-    TRY (dnnl_post_ops_append_sum (po, 1.0f));
-  TRY (dnnl_primitive_attr_set_post_ops (attr, po));
-  TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
+  /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
+   * not a multiple of the block (it falls back to a slow reference one).  The blocked
+   * activation buffers are zero in their padding lanes (allocated zeroed; every writer
+   * keeps them zero), so such a convolution is planned again over the padded input
+   * channels with zero weights for the padding: the same result at jit speed. */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    const int cin_d = attempt ? ti->cp : cin;
+    dnnl_dims_t src_dims = { n, cin_d, ih, iw };
+    if (groups == 1) {
+      w_ndims = 4;
+      w_dims[0] = cout, w_dims[1] = cin_d, w_dims[2] = k, w_dims[3] = k;
+    } else {
+      w_ndims = 5;
+      w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
+      w_dims[3] = k, w_dims[4] = k;
+    }
+    TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
+            ti->blk == GPUNET_BLK ? dnnl_nChw16c : dnnl_nchw));
+    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c));
+    TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
+    TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
+            groups == 1 ? dnnl_oihw : dnnl_goihw));
+    TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
+
+    dnnl_convolution_desc_t cd;
+    TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference, dnnl_convolution_direct,
+            &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md, strides, pad_l, pad_r));
+    if (!attr) {
+      TRY (dnnl_primitive_attr_create (&attr));
+      TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
+      TRY (dnnl_post_ops_create (&po));
+      if (act == GPUNET_EPI_RELU)
+        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+      else if (act == GPUNET_EPI_SWISH)
+        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
+      if (op->residual >= 0)
+        TRY (dnnl_post_ops_append_sum (po, 1.0f));
+      TRY (dnnl_primitive_attr_set_post_ops (attr, po));
+    }
+    TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
+    const char *impl = NULL;
+    TRY (dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl));
+    const int slow = impl && strncmp (impl, "ref", 3) == 0;
+    if (attempt || !slow || groups != 1 || ti->blk != GPUNET_BLK || ti->cp == cin)
+      break;
+    padded_w = calloc ((size_t) cout * ti->cp * k * k, sizeof (float));
+    if (!padded_w) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+      goto out;
+    }
+    for (int o = 0; o < cout; o++)
+      memcpy (padded_w + (size_t) o * ti->cp * k * k, weight + (size_t) o * cin * k * k,
+          sizeof (float) * (size_t) cin * k * k);
+    weight = padded_w;
+    dnnl_primitive_desc_destroy (pd);
+    pd = NULL;
+  }
   TRY (dnnl_primitive_create (&step->prim, pd));
 
   /* weights: reuse a variant already reordered to this layout, else reorder once now */
@@ -372,6 +401,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
 
 out:
+  free (padded_w);
   if (nv) {
     if (nv->mem)
       dnnl_memory_destroy (nv->mem);
