@@ -77,7 +77,8 @@ enum
   PROP_CROP_PCT,
   PROP_INTERVAL,
   PROP_POST_MESSAGES,
-  PROP_N_THREADS
+  PROP_N_THREADS,
+  PROP_PRECISION
 };
 
 #define DEFAULT_MODEL "gpunet-0"
@@ -91,6 +92,7 @@ enum
 #define DEFAULT_INTERVAL 0
 #define DEFAULT_POST_MESSAGES FALSE
 #define DEFAULT_N_THREADS 0
+#define DEFAULT_PRECISION GPUNET_PRECISION_AUTO
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -98,6 +100,7 @@ enum
 typedef struct
 {
   GstGpunetCuda *cuda;
+  gint precision;               /* PROP_PRECISION, a gpunet_precision */
 } GstGpunetClassifyPrivate;
 
 #define gst_gpunet_classify_parent_class parent_class
@@ -105,6 +108,8 @@ G_DEFINE_TYPE_WITH_PRIVATE (GstGpunetClassify, gst_gpunet_classify,
     GST_TYPE_BASE_TRANSFORM);
 #define CUDA(self) (((GstGpunetClassifyPrivate *) \
     gst_gpunet_classify_get_instance_private (self))->cuda)
+#define PRECISION(self) (((GstGpunetClassifyPrivate *) \
+    gst_gpunet_classify_get_instance_private (self))->precision)
 GST_ELEMENT_REGISTER_DEFINE (gpunetclassify, "gpunetclassify", GST_RANK_NONE,
     GST_TYPE_GPUNET_CLASSIFY);
 
@@ -142,6 +147,29 @@ gst_gpunet_backend_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstGpunetBackend", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* The precision property's values are gpunet_precision's. */
+#define GST_TYPE_GPUNET_PRECISION (gst_gpunet_precision_get_type ())
+static GType
+gst_gpunet_precision_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GPUNET_PRECISION_AUTO,
+        "fp16 on GPUs with tensor cores (compute capability 7.0 and newer), "
+          "else fp32", "auto"},
+    {GPUNET_PRECISION_FP32, "32-bit floats", "fp32"},
+    {GPUNET_PRECISION_FP16,
+        "16-bit floats for activations and weights, 32-bit accumulation", "fp16"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpunetPrecision", values);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -243,6 +271,11 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
       g_param_spec_uint ("n-threads", "Threads",
           "CPU backend threads (0 = all cores)", 0, 1024, DEFAULT_N_THREADS,
           rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_PRECISION,
+      g_param_spec_enum ("precision", "Precision",
+          "Arithmetic of the CUDA backend (the CPU backends always run fp32)",
+          GST_TYPE_GPUNET_PRECISION, DEFAULT_PRECISION,
+          rw | GST_PARAM_MUTABLE_READY));
 
   gst_element_class_set_static_metadata (element_class,
       "GPUNet classifier", "Filter/Analyzer/Video",
@@ -272,6 +305,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
 
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_RESIZE_MODE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_PRECISION, 0);
 }
 
 static void
@@ -288,6 +322,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->interval = DEFAULT_INTERVAL;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->n_threads = DEFAULT_N_THREADS;
+  PRECISION (self) = DEFAULT_PRECISION;
   CUDA (self) = gst_gpunet_cuda_new ();
 
   /* metadata is written to every buffer: in place, never passthrough (that
@@ -370,6 +405,9 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     case PROP_N_THREADS:
       self->n_threads = g_value_get_uint (value);
       break;
+    case PROP_PRECISION:
+      PRECISION (self) = g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -417,6 +455,9 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
       break;
     case PROP_N_THREADS:
       g_value_set_uint (value, self->n_threads);
+      break;
+    case PROP_PRECISION:
+      g_value_set_enum (value, PRECISION (self));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -528,6 +569,7 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
   params.backend = (gpunet_backend_kind) backend;
   params.n_threads = (int) self->n_threads;
   params.max_batch = 1;
+  params.precision = (gpunet_precision) PRECISION (self);
   self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
   self->pre.crop_pct = self->crop_pct;
   GST_OBJECT_UNLOCK (self);

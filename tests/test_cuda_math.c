@@ -1,6 +1,7 @@
 /* test_cuda_math.c: CPU-side tests of the CUDA backend: the GPUNET_HD per-element maths
  * of kernels/cuda/cuda_math.h (what the kernels compute per thread) against the reference
- * CPU ops, and the module loader: with no GPU (or no module) the CUDA backend must refuse
+ * CPU ops, the fp16 conversions of kernels/common/half.h against a slow reference and the
+ * fp16-storage variants against the float ones, and the module loader: with no GPU (or no module) the CUDA backend must refuse
  * with GPUNET_ERR_BACKEND_UNAVAILABLE and a clear sentence, and auto must fall back. */
 #include <math.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include "check.h"
 #include "cpu_ops.h"
 #include "cuda/cuda_math.h"
+#include "half.h"
 #include "cuda/cuda_module.h"
 #include "gpunet.h"
 #include "model_private.h"
@@ -328,6 +330,214 @@ test_no_gpu (void)
   gpunet_model_unref (model);
 }
 
+/* ---- fp16 ---------------------------------------------------------------------------- */
+
+/* The value of half bits h from the IEEE 754 definition, in double. */
+static double
+half_ref_value (unsigned h)
+{
+  const int sign = (h >> 15) & 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v;
+  if (e == 0x1f)
+    v = m ? NAN : INFINITY;
+  else if (e == 0)
+    v = ldexp ((double) m, -24);
+  else
+    v = ldexp ((double) (1024 + m), e - 25);
+  return sign ? -v : v;
+}
+
+/* The slow reference of float -> half, round to nearest even: the two neighbouring
+ * halves by binary search over the ordered positive values, then the nearer (the even
+ * one on a tie); past the largest finite half, the midpoint to 2^16 decides. */
+static unsigned
+half_ref_from_float (float f)
+{
+  if (isnan (f))
+    return 0x7e00;   /* any NaN; callers compare NaN-ness */
+  const unsigned sign = signbit (f) ? 0x8000u : 0u;
+  const double a = fabs ((double) f);
+  if (a >= 65520.0)   /* the tie at 65520 goes to the even neighbour, 2^16 = inf */
+    return sign | 0x7c00u;
+  unsigned lo = 0, hi = 0x7bffu;   /* value(lo) <= a, find the last such */
+  while (lo < hi) {
+    const unsigned mid = (lo + hi + 1) / 2;
+    if (half_ref_value (mid) <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (lo == 0x7bffu || half_ref_value (lo) == a)
+    return sign | lo;
+  const double dlo = a - half_ref_value (lo), dhi = half_ref_value (lo + 1) - a;
+  if (dlo < dhi || (dlo == dhi && !(lo & 1u)))
+    return sign | lo;
+  return sign | (lo + 1);
+}
+
+static int
+half_is_nan (unsigned h)
+{
+  return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu);
+}
+
+/* Non-zero when gpunet_half_from_float (f) matches the reference (NaN: any NaN). */
+static int
+half_matches (float f)
+{
+  const unsigned got = gpunet_half_from_float (f), want = half_ref_from_float (f);
+  if (isnan (f))
+    return half_is_nan (got);
+  return got == want;
+}
+
+static float
+float_from_bits (uint32_t x)
+{
+  float f;
+  memcpy (&f, &x, sizeof f);
+  return f;
+}
+
+static void
+test_half_all_values (void)
+{
+  int bad_value = 0, bad_trip = 0;
+  for (unsigned h = 0; h < 65536u; h++) {
+    const float f = gpunet_half_to_float ((gpunet_half) h);
+    const double ref = half_ref_value (h);
+    if (half_is_nan (h)) {
+      bad_value += !isnan (f) || (signbit (f) != 0) != ((h & 0x8000u) != 0);
+      /* quiet NaNs keep sign and payload; signalling ones become quiet */
+      bad_trip += !half_is_nan (gpunet_half_from_float (f))
+          || (gpunet_half_from_float (f) & 0x8000u) != (h & 0x8000u);
+      continue;
+    }
+    bad_value += (double) f != ref || (signbit (f) != 0) != ((h & 0x8000u) != 0);
+    bad_trip += gpunet_half_from_float (f) != h;
+  }
+  CHECK_MSG (bad_value == 0, "%d half values decode wrongly", bad_value);
+  CHECK_MSG (bad_trip == 0, "%d half values do not round-trip", bad_trip);
+}
+
+static void
+test_half_rounding (void)
+{
+  int bad = 0;
+  float first_bad = 0.0f;
+  /* edges: zeros, infinities, NaN, the largest finite half and the overflow tie, the
+   * subnormal range's ends and its ties to zero */
+  const float edges[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65504.0f, 65519.0f, 65519.996f,
+    65520.0f, -65520.0f, 65536.0f, 1e10f, 6.103515625e-05f, 6.1035156e-05f, 6.0975552e-05f,
+    5.9604645e-08f, 2.9802322e-08f, 2.9802326e-08f, 2.9802319e-08f, 8.940697e-08f, 1e-30f,
+    float_from_bits (1), float_from_bits (0x80000001u), 1.0f, 1.00048828125f, 1.000244140625f,
+    1.0007324f, 2047.5f, 2048.5f, 2049.0f, 4095.0f, 3.1415927f, -0.33333334f };
+  for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+    if (!half_matches (edges[i])) {
+      bad++;
+      fprintf (stderr, "half rounding of %.9g: got 0x%04x, want 0x%04x\n", edges[i],
+          (unsigned) gpunet_half_from_float (edges[i]), half_ref_from_float (edges[i]));
+    }
+  /* every midpoint between neighbouring finite halves, and the floats either side of it */
+  for (unsigned h = 0; h < 0x7bffu; h++) {
+    const double mid = (half_ref_value (h) + half_ref_value (h + 1)) / 2.0;
+    const float m = (float) mid;   /* exact: 12 significant bits */
+    const float around[] = { m, nextafterf (m, 0.0f), nextafterf (m, INFINITY), -m };
+    for (int j = 0; j < 4; j++)
+      if (!half_matches (around[j])) {
+        if (!bad++)
+          first_bad = around[j];
+      }
+  }
+  /* random bit patterns (all exponents), and random values inside the half range */
+  for (int i = 0; i < 1000000; i++) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    const float a = float_from_bits ((uint32_t) (rng_state >> 32));
+    const float b = ldexpf (frand (), (int) (rng_state % 44) - 27);
+    if (!half_matches (a) || !half_matches (b)) {
+      if (!bad++)
+        first_bad = half_matches (a) ? b : a;
+    }
+  }
+  CHECK_MSG (bad == 0, "%d float->half roundings differ from the reference (first %.9g)", bad,
+      first_bad);
+  CHECK (gpunet_half_round (1.0f / 3.0f) == (float) half_ref_value (half_ref_from_float (1.0f / 3.0f)));
+}
+
+static gpunet_half *
+half_array (const float *f, size_t n)
+{
+  gpunet_half *h = malloc ((n ? n : 1) * sizeof *h);
+  for (size_t i = 0; h && i < n; i++)
+    h[i] = gpunet_half_from_float (f[i] * 4.0f);
+  return h;
+}
+
+static float *
+half_to_float_array (const gpunet_half *h, size_t n)
+{
+  float *f = malloc ((n ? n : 1) * sizeof *f);
+  for (size_t i = 0; f && i < n; i++)
+    f[i] = gpunet_half_to_float (h[i]);
+  return f;
+}
+
+/* The fp16-storage variants compute exactly what the float ones compute on the
+ * half-rounded values (same float maths, same order). */
+static void
+test_half_variants (void)
+{
+  const int n = 2, c = 5, ih = 9, iw = 8, k = 3;
+  const long long plane = (long long) ih * iw;
+  const size_t total = (size_t) n * c * plane;
+  float *rx = frand_array (total), *rr = frand_array (total), *bias = frand_array ((size_t) c);
+  float *rw = frand_array ((size_t) c * k * k);
+  gpunet_half *hx = half_array (rx, total), *hr = half_array (rr, total);
+  gpunet_half *hw = half_array (rw, (size_t) c * k * k);
+  float *fx = half_to_float_array (hx, total), *fr = half_to_float_array (hr, total);
+  float *fw = half_to_float_array (hw, (size_t) c * k * k);
+  int bad = 0;
+  for (int act = GPUNET_EPI_NONE; act <= GPUNET_EPI_SWISH; act++)
+    for (long long i = 0; i < (long long) total; i++) {
+      bad += gpunet_epilogue_at_h (hx, bias, hr, i, c, plane, act)
+          != gpunet_epilogue_at (fx, bias, fr, i, c, plane, act);
+      bad += gpunet_epilogue_at_h (hx, NULL, NULL, i, c, plane, act)
+          != gpunet_epilogue_at (fx, NULL, NULL, i, c, plane, act);
+    }
+  CHECK_MSG (bad == 0, "%d fp16 epilogue values differ from the float ones", bad);
+  bad = 0;
+  for (int stride = 1; stride <= 2; stride++) {
+    const int pad = k / 2, oh = gpunet_conv_out_dim (ih, k, stride, pad);
+    const int ow = gpunet_conv_out_dim (iw, k, stride, pad);
+    for (long long i = 0; i < (long long) n * c * oh * ow; i++)
+      bad += gpunet_dwconv_out_at_h (hx, hw, bias, i, c, ih, iw, oh, ow, k, stride, pad,
+          GPUNET_EPI_SWISH)
+          != gpunet_dwconv_out_at (fx, fw, bias, i, c, ih, iw, oh, ow, k, stride, pad,
+              GPUNET_EPI_SWISH);
+  }
+  CHECK_MSG (bad == 0, "%d fp16 depthwise values differ from the float ones", bad);
+  bad = 0;
+  for (int lane = 0; lane < 32; lane++) {
+    bad += gpunet_dot_partial_hh (hw, hx, c * k * k, lane, 32)
+        != gpunet_dot_partial (fw, fx, c * k * k, lane, 32);
+    bad += gpunet_dot_partial_hf (hw, rr, c * k * k, lane, 32)
+        != gpunet_dot_partial (fw, rr, c * k * k, lane, 32);
+  }
+  CHECK_MSG (bad == 0, "%d fp16 dot partials differ from the float ones", bad);
+  free (rx);
+  free (rr);
+  free (bias);
+  free (rw);
+  free (hx);
+  free (hr);
+  free (hw);
+  free (fx);
+  free (fr);
+  free (fw);
+}
+
 int
 main (void)
 {
@@ -337,6 +547,9 @@ main (void)
   test_dwconv ();
   test_linear ();
   test_se ();
+  test_half_all_values ();
+  test_half_rounding ();
+  test_half_variants ();
   test_loader_errors ();
   test_no_gpu ();
   return check_report ();

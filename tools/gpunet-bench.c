@@ -1,5 +1,5 @@
 /* gpunet-bench: times a GPUNet forward pass on a CPU backend (the fast oneDNN path or the
- * reference), optionally per layer, beside a oneDNN sgemm peak and the fused 1080p NV12
+ * reference) or the CUDA backend (--backend cuda, --precision), optionally per layer, beside a oneDNN sgemm peak and the fused 1080p NV12
  * preprocess measured in the same run.  Without --checkpoint it uses seeded random weights.
  * The last line is machine-readable: model= batch= threads= median_ms= min_ms= gflops= ... */
 #include <errno.h>
@@ -10,6 +10,7 @@
 
 #include "gpunet.h"
 #include "model_private.h"
+#include "session_private.h"
 #include "backend.h"
 #ifdef GPUNET_HAVE_ONEDNN
 #include <omp.h>
@@ -22,7 +23,8 @@ usage (FILE *f)
 {
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
-      "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast]\n"
+      "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
+      "                    [--precision auto|fp32|fp16]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -31,7 +33,10 @@ usage (FILE *f)
       "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
       "  --per-layer   also prints the time of every op (fast: median over the runs) or\n"
       "                block (ref: mean)\n"
-      "  --backend     fast (oneDNN, default when built) or ref (the plain reference ops)\n");
+      "  --backend     fast (oneDNN, default when built), ref (the plain reference ops) or cuda\n"
+      "                (host input to host logits, wall time per synchronised forward pass)\n"
+      "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
+      "                the CPU backends always run fp32\n");
 }
 
 static int
@@ -186,6 +191,7 @@ main (int argc, char **argv)
 {
   const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
   int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0;
+  gpunet_precision precision = GPUNET_PRECISION_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -205,6 +211,19 @@ main (int argc, char **argv)
       bad = parse_int (a, v, 0, 1000000, &warmup), i++;
     else if (!strcmp (a, "--per-layer"))
       per_layer = 1;
+    else if (!strcmp (a, "--precision") && v) {
+      v = argv[++i];
+      if (!strcmp (v, "auto"))
+        precision = GPUNET_PRECISION_AUTO;
+      else if (!strcmp (v, "fp32"))
+        precision = GPUNET_PRECISION_FP32;
+      else if (!strcmp (v, "fp16"))
+        precision = GPUNET_PRECISION_FP16;
+      else {
+        fprintf (stderr, "gpunet-bench: --precision is auto, fp32 or fp16, not '%s'\n", v);
+        bad = 1;
+      }
+    }
     else if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
       usage (stdout);
       return 0;
@@ -223,13 +242,22 @@ main (int argc, char **argv)
   }
 
   const gpunet_backend *be = &gpunet_backend_cpu_ref;
+  if (backend_name && !strcmp (backend_name, "cuda")) {
+    char *why = NULL;
+    be = gpunet_backend_cuda_get (&why);
+    if (!be) {
+      fprintf (stderr, "gpunet-bench: %s\n", why ? why : "no CUDA backend");
+      free (why);
+      return 1;
+    }
+  } else
 #ifdef GPUNET_HAVE_ONEDNN
   if (!backend_name || !strcmp (backend_name, "fast"))
     be = &gpunet_backend_cpu_fast;
   else
 #endif
   if (backend_name && strcmp (backend_name, "ref")) {
-    fprintf (stderr, "gpunet-bench: --backend must be ref%s, got '%s'\n",
+    fprintf (stderr, "gpunet-bench: --backend must be cuda, ref%s, got '%s'\n",
 #ifdef GPUNET_HAVE_ONEDNN
         " or fast",
 #else
@@ -269,6 +297,7 @@ main (int argc, char **argv)
   gpunet_session_params_init (&params);
   params.max_batch = batch;
   params.n_threads = threads;
+  params.precision = precision;
   void *state = NULL;
   if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));
@@ -359,7 +388,8 @@ main (int argc, char **argv)
   const double pre_ms = time_preprocess (m, 20);
   if (pre_ms >= 0)
     printf ("preprocess_nv12_1920x1080_to_%dx%d_ms=%.3f threads=1\n", res, res, pre_ms);
-  printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref" : "fast",
+  printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref"
+      : !strcmp (be->name, "cuda") ? "cuda" : "fast",
       batch / (med_ms * 1e-3));
   printf ("model=%s batch=%d threads=%d median_ms=%.1f min_ms=%.1f gflops=%.2f achieved_gflops_s=%.1f\n",
       gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);

@@ -18,11 +18,13 @@ usage (FILE *f)
       "                   [--stride S[,S2[,S3]]] [--resize-mode center-crop|stretch|letterbox]\n"
       "                   [--crop-pct P] [--matrix bt601|bt709] [--full-range] [--dump-input FILE.bin])\n"
       "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda] [--threads T]\n"
+      "                  [--precision auto|fp32|fp16]\n"
       "\n"
       "  --input    raw little-endian float32 N x 3 x R x R tensor, already normalised\n"
       "  --frame    one raw 8-bit frame; FMT is NV12, I420, RGB, BGR, RGBA, BGRA, RGBx or BGRx\n"
       "  --output   writes N x classes float32 logits\n"
-      "  --top-k    classes printed per image (default 5)\n");
+      "  --top-k    classes printed per image (default 5)\n"
+      "  --precision  CUDA arithmetic (auto: fp16 on GPUs with tensor cores); CPU runs fp32\n");
 }
 
 static int
@@ -134,6 +136,7 @@ main (int argc, char **argv)
   int batch = 1, top_k = 5, threads = 0, width = 0, height = 0, n_strides = 0, strides[3] = { 0 };
   int full_range = 0;
   gpunet_backend_kind backend = GPUNET_BACKEND_AUTO;
+  gpunet_precision precision = GPUNET_PRECISION_AUTO;
   gpunet_preprocess_params pre = { GPUNET_RESIZE_CENTER_CROP, 0.0f };
   gpunet_color_matrix matrix = GPUNET_MATRIX_BT601;
 
@@ -193,6 +196,14 @@ main (int argc, char **argv)
       else if (!strcasecmp (v, "bt709")) matrix = GPUNET_MATRIX_BT709;
       else {
         fprintf (stderr, "gpunet-run: --matrix is bt601 or bt709, not '%s'\n", v);
+        return 2;
+      }
+    } else if (!strcmp (a, "--precision")) {
+      if (!strcmp (v, "auto")) precision = GPUNET_PRECISION_AUTO;
+      else if (!strcmp (v, "fp32")) precision = GPUNET_PRECISION_FP32;
+      else if (!strcmp (v, "fp16")) precision = GPUNET_PRECISION_FP16;
+      else {
+        fprintf (stderr, "gpunet-run: --precision is auto, fp32 or fp16, not '%s'\n", v);
         return 2;
       }
     } else if (!strcmp (a, "--backend")) {
@@ -278,6 +289,7 @@ main (int argc, char **argv)
   gpunet_session_params params;
   gpunet_session_params_init (&params);
   params.backend = backend;
+  params.precision = precision;
   params.max_batch = batch;
   params.n_threads = threads;
   gpunet_session *session = NULL;

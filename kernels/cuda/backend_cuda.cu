@@ -1,8 +1,10 @@
 /* backend_cuda.cu: the CUDA backend table exported by libgpunet-cuda.so.  plan() checks
- * the driver and device, creates the stream and cuDNN handle, uploads all weights, places
+ * the driver and device, resolves the precision (fp32, or fp16 storage with float
+ * accumulation), creates the stream and cuDNN handle, uploads all weights, places
  * activations with the engine's memplan in device slots and plans every layer; forward()
  * copies the host input through pinned memory, enqueues the layers, returns the logits;
- * classify_device() preprocesses device frames in place of the copy and returns top-k. */
+ * classify_device() preprocesses device frames in place of the copy and returns top-k.
+ * The per-frame work of both is captured in a CUDA graph per batch size (graph.cu). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,17 +17,26 @@ extern "C" {
 typedef struct {
   const gpunet_graph *g;
   int max_batch, cur_n;
+  gpunet_cuda_dtype dtype;   /* activations and weights */
+  size_t esize;              /* bytes per activation element */
   gpunet_cuda_ctx ctx;
   gpunet_memplan plan;
-  float **slot;              /* device memory per memplan slot */
-  float *d_input;            /* max_batch x 3 x R x R */
+  void **slot;               /* device memory per memplan slot */
+  void *d_input;             /* max_batch x 3 x R x R, dtype */
+  float *d_input32;          /* fp16 only: the float input before conversion */
+  float *d_logits32;         /* fp16 only: float logits for the host and the top-k */
   float *h_input, *h_logits; /* pinned staging */
-  float *arena;              /* all weights */
+  char *arena;               /* all weights */
   gpunet_cuda_layer *layers; /* one per op */
   float *h_trace;            /* pinned, allocated on the first traced forward */
+  float *d_trace32;          /* fp16 only: a traced tensor converted to float */
   size_t trace_floats;
   gpunet_cuda_pre_tables pre;        /* device tap tables of the last frame size */
+  gpunet_cuda_pre_desc *h_desc, *d_desc; /* max_batch preprocess descriptors (pinned, device) */
   gpunet_class_score *d_topk, *h_topk; /* max_batch x classes results (device, pinned) */
+  int graphs;                          /* capture the per-frame work (GPUNET_CUDA_GRAPHS) */
+  gpunet_cuda_graph *fwd_graph, *dev_graph; /* per batch size 1..max_batch */
+  int run_n, run_k;                    /* arguments of the work being enqueued */
 } cuda_state;
 
 static size_t
@@ -43,6 +54,14 @@ cuda_destroy (void *state)
     return;
   if (s->ctx.stream)
     cudaStreamSynchronize (s->ctx.stream);
+  for (int i = 0; i <= s->max_batch; i++) {
+    if (s->fwd_graph)
+      gpunet_cuda_graph_clear (&s->fwd_graph[i]);
+    if (s->dev_graph)
+      gpunet_cuda_graph_clear (&s->dev_graph[i]);
+  }
+  free (s->fwd_graph);
+  free (s->dev_graph);
   if (s->layers)
     for (int i = 0; i < s->g->n_ops; i++)
       gpunet_cuda_layer_clear (&s->layers[i]);
@@ -52,30 +71,43 @@ cuda_destroy (void *state)
       if (s->slot[i])
         cudaFree (s->slot[i]);
   free (s->slot);
-  if (s->d_input)
-    cudaFree (s->d_input);
-  if (s->arena)
-    cudaFree (s->arena);
-  if (s->h_input)
-    cudaFreeHost (s->h_input);
-  if (s->h_logits)
-    cudaFreeHost (s->h_logits);
-  if (s->h_trace)
-    cudaFreeHost (s->h_trace);
+  void *dev[] = { s->d_input, s->d_input32, s->d_logits32, s->arena, s->d_trace32, s->d_desc, s->d_topk };
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i])
+      cudaFree (dev[i]);
+  void *pinned[] = { s->h_input, s->h_logits, s->h_trace, s->h_desc, s->h_topk };
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (pinned[i])
+      cudaFreeHost (pinned[i]);
   gpunet_cuda_pre_tables_clear (&s->pre);
-  if (s->d_topk)
-    cudaFree (s->d_topk);
-  if (s->h_topk)
-    cudaFreeHost (s->h_topk);
   gpunet_memplan_clear (&s->plan);
   gpunet_cuda_ctx_clear (&s->ctx);
   free (s);
 }
 
-static float *
+static void *
 device_tensor (cuda_state *s, int t)
 {
   return t == s->g->input ? s->d_input : s->slot[s->plan.tensor_slot[t]];
+}
+
+/* The float32 logits on the device (converted for fp16 sessions by enqueue_logits32). */
+static const float *
+logits32 (cuda_state *s)
+{
+  return s->dtype == GPUNET_CUDA_F16 ? s->d_logits32 : (const float *) device_tensor (s, s->g->output);
+}
+
+/* fp16: enqueues the conversion of n logit rows to d_logits32. */
+static gpunet_status
+enqueue_logits32 (cuda_state *s, int n, char **error_text)
+{
+  if (s->dtype != GPUNET_CUDA_F16)
+    return GPUNET_OK;
+  GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F16, device_tensor (s, s->g->output),
+      GPUNET_CUDA_F32, s->d_logits32, (long long) tensor_floats (s->g, s->g->output, n),
+      s->ctx.stream), error_text, "conversion kernel (fp16 logits to float32)");
+  return GPUNET_OK;
 }
 
 /* Everything plan() does after the context exists. */
@@ -84,6 +116,7 @@ plan_buffers (cuda_state *s, char **error_text)
 {
   const gpunet_graph *g = s->g;
   const int nb = s->max_batch;
+  const int half = s->dtype == GPUNET_CUDA_F16;
   if (gpunet_memplan_build (&s->plan, g, nb, 0) != 0)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning activations");
   for (int i = 0; i < g->n_ops; i++) {
@@ -93,16 +126,24 @@ plan_buffers (cuda_state *s, char **error_text)
       return gpunet_cuda_fail (error_text, GPUNET_ERR_UNSUPPORTED,
           "op %d reads a tensor no earlier op writes (or writes the input)", i);
   }
-  s->slot = (float **) calloc ((size_t) s->plan.n_slots + 1, sizeof (float *));
+  s->slot = (void **) calloc ((size_t) s->plan.n_slots + 1, sizeof (void *));
   s->layers = (gpunet_cuda_layer *) calloc ((size_t) g->n_ops + 1, sizeof *s->layers);
-  if (!s->slot || !s->layers)
+  s->fwd_graph = (gpunet_cuda_graph *) calloc ((size_t) nb + 1, sizeof *s->fwd_graph);
+  s->dev_graph = (gpunet_cuda_graph *) calloc ((size_t) nb + 1, sizeof *s->dev_graph);
+  if (!s->slot || !s->layers || !s->fwd_graph || !s->dev_graph)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning the CUDA backend");
   for (int i = 0; i < s->plan.n_slots; i++)
-    GPUNET_CU_TRY (cudaMalloc ((void **) &s->slot[i], s->plan.slot_floats[i] * sizeof (float) + 256),
-        error_text, "cudaMalloc (activation slot %d, %zu floats)", i, s->plan.slot_floats[i]);
+    GPUNET_CU_TRY (cudaMalloc (&s->slot[i], s->plan.slot_floats[i] * s->esize + 256),
+        error_text, "cudaMalloc (activation slot %d, %zu elements)", i, s->plan.slot_floats[i]);
   const size_t in_floats = tensor_floats (g, g->input, nb), out_floats = tensor_floats (g, g->output, nb);
-  GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_input, in_floats * sizeof (float)), error_text,
-      "cudaMalloc (input, %zu floats)", in_floats);
+  GPUNET_CU_TRY (cudaMalloc (&s->d_input, in_floats * s->esize), error_text,
+      "cudaMalloc (input, %zu elements)", in_floats);
+  if (half) {
+    GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_input32, in_floats * sizeof (float)), error_text,
+        "cudaMalloc (float32 input before fp16 conversion, %zu floats)", in_floats);
+    GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_logits32, out_floats * sizeof (float)), error_text,
+        "cudaMalloc (float32 logits, %zu floats)", out_floats);
+  }
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_input, in_floats * sizeof (float), cudaHostAllocDefault),
       error_text, "cudaHostAlloc (pinned input staging)");
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_logits, out_floats * sizeof (float), cudaHostAllocDefault),
@@ -112,24 +153,28 @@ plan_buffers (cuda_state *s, char **error_text)
       error_text, "cudaMalloc (top-k results, %zu entries)", out_floats);
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_topk, out_floats * sizeof (gpunet_class_score),
       cudaHostAllocDefault), error_text, "cudaHostAlloc (pinned top-k results)");
+  GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_desc, (size_t) nb * sizeof (gpunet_cuda_pre_desc)),
+      error_text, "cudaMalloc (preprocess descriptors)");
+  GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_desc, (size_t) nb * sizeof (gpunet_cuda_pre_desc),
+      cudaHostAllocDefault), error_text, "cudaHostAlloc (pinned preprocess descriptors)");
 
-  size_t weight_floats = 0, scratch = 0;
+  size_t weight_bytes = 0, scratch = 0;
   for (int i = 0; i < g->n_ops; i++) {
-    weight_floats += gpunet_cuda_layer_weight_floats (&g->ops[i]);
+    weight_bytes += gpunet_cuda_layer_weight_bytes (&g->ops[i], s->dtype);
     if (g->ops[i].kind == GPUNET_OP_SE) {
       size_t need = (size_t) nb * (2 * (size_t) g->ops[i].p.se.c + (size_t) g->ops[i].p.se.rd);
       if (need > scratch)
         scratch = need;
     }
   }
-  GPUNET_CU_TRY (cudaMalloc ((void **) &s->arena, (weight_floats + 64) * sizeof (float)), error_text,
-      "cudaMalloc (weights, %zu floats)", weight_floats);
+  GPUNET_CU_TRY (cudaMalloc ((void **) &s->arena, weight_bytes + 256), error_text,
+      "cudaMalloc (weights, %zu bytes)", weight_bytes);
 
   /* cuDNN workspace: at most 512 MiB and a quarter of the free memory */
   size_t free_b = 0, total_b = 0;
   GPUNET_CU_TRY (cudaMemGetInfo (&free_b, &total_b), error_text, "cudaMemGetInfo");
   size_t ws_limit = free_b / 4 < ((size_t) 512 << 20) ? free_b / 4 : ((size_t) 512 << 20);
-  float *arena = s->arena;
+  char *arena = s->arena;
   size_t ws = 0;
   for (int i = 0; i < g->n_ops; i++) {
     gpunet_status st = gpunet_cuda_layer_plan (&s->ctx, &s->layers[i], &g->ops[i], i, &arena, nb,
@@ -153,10 +198,6 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
     char **error_text)
 {
   *state = NULL;
-  if (params->precision == GPUNET_PRECISION_FP16)
-    return gpunet_cuda_fail (error_text, GPUNET_ERR_UNSUPPORTED,
-        "the CUDA backend runs fp32 only in this version (fp16 is not implemented yet); "
-        "use precision fp32 or auto");
   if (params->max_batch < 1)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "max_batch %d < 1",
         params->max_batch);
@@ -165,9 +206,15 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning the CUDA backend");
   s->g = graph;
   s->max_batch = params->max_batch;
+  s->graphs = gpunet_cuda_graphs_enabled ();
   gpunet_status st = gpunet_cuda_ctx_init (&s->ctx, params->device, error_text);
   if (st == GPUNET_OK)
+    st = gpunet_cuda_resolve_precision (params->precision, &s->dtype, error_text);
+  if (st == GPUNET_OK) {
+    s->ctx.dtype = s->dtype;
+    s->esize = gpunet_cuda_dtype_size (s->dtype);
     st = plan_buffers (s, error_text);
+  }
   if (st != GPUNET_OK) {
     cuda_destroy (s);
     return st;
@@ -176,7 +223,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
   return GPUNET_OK;
 }
 
-/* Copies tensor t (n images) to the host and hands it to the trace callback. */
+/* Copies tensor t (n images) to the host as float32 and hands it to the trace callback. */
 static gpunet_status
 trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, char **error_text)
 {
@@ -188,10 +235,20 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
         most = tensor_floats (g, i, s->max_batch);
     GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_trace, most * sizeof (float), cudaHostAllocDefault),
         error_text, "cudaHostAlloc (pinned trace buffer, %zu floats)", most);
+    if (s->dtype == GPUNET_CUDA_F16)
+      GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_trace32, most * sizeof (float)), error_text,
+          "cudaMalloc (float32 trace buffer, %zu floats)", most);
     s->trace_floats = most;
   }
   const gpunet_tensor_desc *d = &g->tensors[t];
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_trace, device_tensor (s, t), tensor_floats (g, t, n) * sizeof (float),
+  const size_t count = tensor_floats (g, t, n);
+  const void *src = device_tensor (s, t);
+  if (s->dtype == GPUNET_CUDA_F16) {
+    GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F16, src, GPUNET_CUDA_F32, s->d_trace32,
+        (long long) count, s->ctx.stream), error_text, "conversion kernel (trace of block %d)", d->block);
+    src = s->d_trace32;
+  }
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_trace, src, count * sizeof (float),
       cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (trace of block %d)", d->block);
   GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
       "cudaStreamSynchronize (trace of block %d)", d->block);
@@ -199,7 +256,8 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
   return GPUNET_OK;
 }
 
-/* Checks the batch size and re-describes the layers when it changed. */
+/* Checks the batch size and re-describes the layers when it changed (host only; done
+ * before any capture, so captured graphs see fixed descriptors). */
 static gpunet_status
 set_batch (cuda_state *s, int n, char **error_text)
 {
@@ -240,6 +298,39 @@ run_layers (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, cha
   return GPUNET_OK;
 }
 
+/* The input upload of forward: pinned h_input to d_input (through d_input32 for fp16). */
+static gpunet_status
+enqueue_input (cuda_state *s, int n, char **error_text)
+{
+  const size_t count = tensor_floats (s->g, s->g->input, n);
+  float *dst = s->dtype == GPUNET_CUDA_F16 ? s->d_input32 : (float *) s->d_input;
+  GPUNET_CU_TRY (cudaMemcpyAsync (dst, s->h_input, count * sizeof (float), cudaMemcpyHostToDevice,
+      s->ctx.stream), error_text, "cudaMemcpyAsync (input to the device)");
+  if (s->dtype == GPUNET_CUDA_F16)
+    GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F32, s->d_input32, GPUNET_CUDA_F16, s->d_input,
+        (long long) count, s->ctx.stream), error_text, "conversion kernel (input to fp16)");
+  return GPUNET_OK;
+}
+
+/* forward's work after the host copy into h_input, up to the logits in h_logits. */
+static gpunet_status
+enqueue_forward (void *user, char **error_text)
+{
+  cuda_state *s = (cuda_state *) user;
+  const int n = s->run_n;
+  gpunet_status st = enqueue_input (s, n, error_text);
+  if (st == GPUNET_OK)
+    st = run_layers (s, n, NULL, NULL, error_text);
+  if (st == GPUNET_OK)
+    st = enqueue_logits32 (s, n, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s),
+      tensor_floats (s->g, s->g->output, n) * sizeof (float), cudaMemcpyDeviceToHost,
+      s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
+  return GPUNET_OK;
+}
+
 static gpunet_status
 cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
     void *trace_user, char **error_text)
@@ -249,19 +340,31 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   gpunet_status st = set_batch (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
-  const size_t in_bytes = tensor_floats (g, g->input, n) * sizeof (float);
-  memcpy (s->h_input, input, in_bytes);
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->d_input, s->h_input, in_bytes, cudaMemcpyHostToDevice,
-      s->ctx.stream), error_text, "cudaMemcpyAsync (input to the device)");
-  st = run_layers (s, n, trace, trace_user, error_text);
-  if (st != GPUNET_OK)
+  memcpy (s->h_input, input, tensor_floats (g, g->input, n) * sizeof (float));
+  s->run_n = n;
+  if (trace) {   /* traced runs copy block outputs between layers: plain launches */
+    st = enqueue_input (s, n, error_text);
+    if (st == GPUNET_OK)
+      st = run_layers (s, n, trace, trace_user, error_text);
+    if (st == GPUNET_OK)
+      st = enqueue_logits32 (s, n, error_text);
+    if (st == GPUNET_OK) {
+      cudaError_t e = cudaMemcpyAsync (s->h_logits, logits32 (s),
+          tensor_floats (g, g->output, n) * sizeof (float), cudaMemcpyDeviceToHost, s->ctx.stream);
+      if (e != cudaSuccess)
+        st = gpunet_cuda_fail_rt (error_text, e, "cudaMemcpyAsync (logits to the host)");
+    }
+  } else {
+    st = gpunet_cuda_graph_run (&s->fwd_graph[n], n, s->graphs, s->ctx.stream, enqueue_forward, s,
+        "the forward pass", error_text);
+  }
+  if (st != GPUNET_OK) {
+    cudaStreamSynchronize (s->ctx.stream);
     return st;
-  const size_t out_bytes = tensor_floats (g, g->output, n) * sizeof (float);
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, device_tensor (s, g->output), out_bytes,
-      cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
+  }
   GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
       "cudaStreamSynchronize (end of the forward pass)");
-  memcpy (logits, s->h_logits, out_bytes);
+  memcpy (logits, s->h_logits, tensor_floats (g, g->output, n) * sizeof (float));
   return GPUNET_OK;
 }
 
@@ -282,46 +385,37 @@ check_device_planes (const gpunet_image *img, int index, char **error_text)
   return GPUNET_OK;
 }
 
-/* Preprocess, layers and top-k of classify_device, ending with a stream sync. */
+/* classify_device's work once h_desc holds the n descriptors: descriptor upload,
+ * preprocess, layers, then top-k results (or, past GPUNET_CUDA_TOPK_MAX classes, the
+ * float logits) copied to pinned memory. */
 static gpunet_status
-classify_device_run (cuda_state *s, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+enqueue_classify (void *user, char **error_text)
 {
+  cuda_state *s = (cuda_state *) user;
   const gpunet_graph *g = s->g;
+  const int n = s->run_n, k = s->run_k;
   const int classes = (int) tensor_floats (g, g->output, 1);
-  const size_t per_image = tensor_floats (g, g->input, 1);
-  gpunet_status st;
-  for (int i = 0; i < n; i++) {
-    gpunet_cuda_pre_desc d;
-    gpunet_cuda_pre_desc_init (&d, pre, &images[i]);
-    d.x = s->pre.x;
-    d.y = s->pre.y;
-    GPUNET_CU_TRY (gpunet_cuda_preprocess (&d, s->d_input + (size_t) i * per_image, s->ctx.stream),
-        error_text, "preprocess kernel (image %d, %dx%d)", i, images[i].width, images[i].height);
-  }
-  st = run_layers (s, n, NULL, NULL, error_text);
+  const int R = g->tensors[g->input].h;
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->d_desc, s->h_desc, (size_t) n * sizeof (gpunet_cuda_pre_desc),
+      cudaMemcpyHostToDevice, s->ctx.stream), error_text,
+      "cudaMemcpyAsync (preprocess descriptors to the device)");
+  GPUNET_CU_TRY (gpunet_cuda_preprocess (s->d_desc, n, R, s->dtype, s->d_input, s->ctx.stream),
+      error_text, "preprocess kernel (%d image(s) to %dx%d)", n, R, R);
+  gpunet_status st = run_layers (s, n, NULL, NULL, error_text);
+  if (st == GPUNET_OK)
+    st = enqueue_logits32 (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
-  const float *d_logits = device_tensor (s, g->output);
   if (classes <= GPUNET_CUDA_TOPK_MAX) {
-    const size_t bytes = (size_t) n * k * sizeof (gpunet_class_score);
-    GPUNET_CU_TRY (gpunet_cuda_topk (d_logits, n, classes, k, s->d_topk, s->ctx.stream),
+    GPUNET_CU_TRY (gpunet_cuda_topk (logits32 (s), n, classes, k, s->d_topk, s->ctx.stream),
         error_text, "softmax + top-k kernel (%d classes, k %d)", classes, k);
-    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_topk, s->d_topk, bytes, cudaMemcpyDeviceToHost,
-        s->ctx.stream), error_text, "cudaMemcpyAsync (top-k results to the host)");
-    GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
-        "cudaStreamSynchronize (end of the device classification)");
-    memcpy (out, s->h_topk, bytes);
-    return GPUNET_OK;
+    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_topk, s->d_topk, (size_t) n * k * sizeof (gpunet_class_score),
+        cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (top-k results to the host)");
+  } else {
+    /* too many classes for the shared-memory sort: select on the host */
+    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s), (size_t) n * classes * sizeof (float),
+        cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
   }
-  /* too many classes for the shared-memory sort: select on the host */
-  const size_t out_bytes = (size_t) n * classes * sizeof (float);
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, d_logits, out_bytes, cudaMemcpyDeviceToHost,
-      s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
-  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
-      "cudaStreamSynchronize (end of the device classification)");
-  for (int i = 0; i < n; i++)
-    gpunet_topk_softmax (s->h_logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
   return GPUNET_OK;
 }
 
@@ -347,12 +441,31 @@ cuda_classify_device (void *state, const gpunet_image *images, int n,
     st = check_device_planes (&images[i], i, error_text);
   if (st != GPUNET_OK)
     return st;
-  st = classify_device_run (s, images, n, pre, k, out, error_text);
+  /* the previous call synchronised, so the pinned descriptors are free to rewrite */
+  for (int i = 0; i < n; i++) {
+    gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, &images[i]);
+    s->h_desc[i].x = s->pre.x;
+    s->h_desc[i].y = s->pre.y;
+  }
+  s->run_n = n;
+  s->run_k = k;
+  /* frame pointers and sizes travel in the descriptors, so one graph per (n, k) */
+  st = gpunet_cuda_graph_run (&s->dev_graph[n], k, s->graphs, s->ctx.stream, enqueue_classify, s,
+      "the device classification", error_text);
   /* on failure, work already queued may still read the frames: wait for it (its own
    * error, if any, is the one already reported) */
-  if (st != GPUNET_OK)
+  if (st != GPUNET_OK) {
     cudaStreamSynchronize (s->ctx.stream);
-  return st;
+    return st;
+  }
+  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+      "cudaStreamSynchronize (end of the device classification)");
+  if (classes <= GPUNET_CUDA_TOPK_MAX)
+    memcpy (out, s->h_topk, (size_t) n * k * sizeof (gpunet_class_score));
+  else
+    for (int i = 0; i < n; i++)
+      gpunet_topk_softmax (s->h_logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+  return GPUNET_OK;
 }
 
 static const gpunet_backend cuda_backend = {

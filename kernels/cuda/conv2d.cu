@@ -1,20 +1,28 @@
 /* conv2d.cu: dense and grouped convolutions through cuDNN's (legacy) convolution API:
- * descriptors and the algorithm are chosen once at planning for max_batch (FMA maths, so
- * fp32 matches the CPU oracle; no TF32), the run is cudnnConvolutionForward into the
- * output followed by our epilogue kernel act(y + bias) + residual. */
+ * descriptors and the algorithm are chosen once at planning for max_batch, the run is
+ * cudnnConvolutionForward into the output followed by our epilogue kernel
+ * act(y + bias) + residual.  fp32: FMA maths (no TF32), so results match the CPU oracle;
+ * fp16: NCHW half tensors and filters, float compute type, tensor-core maths allowed. */
 #include <stdlib.h>
 
 #include "cuda_internal.h"
 #include "cuda_math.h"
+
+static cudnnDataType_t
+data_type (const gpunet_cuda_layer *l)
+{
+  return l->dtype == GPUNET_CUDA_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
 
 /* Sets the x/y tensor descriptors for n images and checks cuDNN's output shape. */
 static gpunet_status
 describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
 {
   const gpunet_conv2d_params *p = &l->op->p.conv2d;
-  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+  const cudnnDataType_t dt = data_type (l);
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, CUDNN_TENSOR_NCHW, dt, n,
       p->cin, p->ih, p->iw), error_text, "cudnnSetTensor4dDescriptor (input of %s)", name);
-  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n,
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, CUDNN_TENSOR_NCHW, dt, n,
       p->cout, p->oh, p->ow), error_text, "cudnnSetTensor4dDescriptor (output of %s)", name);
   int on = 0, oc = 0, oh = 0, ow = 0;
   GPUNET_DNN_TRY (cudnnGetConvolution2dForwardOutputDim (l->cd, l->xd, l->wd, &on, &oc, &oh, &ow),
@@ -45,21 +53,25 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
   GPUNET_DNN_TRY (cudnnCreateFilterDescriptor (&l->wd), error_text, "cudnnCreateFilterDescriptor (%s)", name);
   GPUNET_DNN_TRY (cudnnCreateConvolutionDescriptor (&l->cd), error_text,
       "cudnnCreateConvolutionDescriptor (%s)", name);
-  GPUNET_DNN_TRY (cudnnSetFilter4dDescriptor (l->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, p->cout,
+  const int half = l->dtype == GPUNET_CUDA_F16;
+  GPUNET_DNN_TRY (cudnnSetFilter4dDescriptor (l->wd, data_type (l), CUDNN_TENSOR_NCHW, p->cout,
       p->cin / p->groups, p->kernel, p->kernel), error_text, "cudnnSetFilter4dDescriptor (%s)", name);
   GPUNET_DNN_TRY (cudnnSetConvolution2dDescriptor (l->cd, p->pad, p->pad, p->stride, p->stride, 1, 1,
       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), error_text,
       "cudnnSetConvolution2dDescriptor (%s)", name);
   GPUNET_DNN_TRY (cudnnSetConvolutionGroupCount (l->cd, p->groups), error_text,
       "cudnnSetConvolutionGroupCount (%s)", name);
-  GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, CUDNN_FMA_MATH), error_text,
-      "cudnnSetConvolutionMathType (%s)", name);
+  /* fp16: half in and out, float accumulation (compute type above), tensor cores allowed */
+  GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+      error_text, "cudnnSetConvolutionMathType (%s)", name);
   gpunet_status st = describe (l, max_n, name, error_text);
   if (st != GPUNET_OK)
     return st;
 
-  /* Heuristic choice (no benchmarking): the first algorithm cuDNN ranks that works in
-   * plain FMA maths within the workspace limit; implicit GEMM (no workspace) otherwise. */
+  /* Heuristic choice (no benchmarking): the first algorithm cuDNN ranks that works within
+   * the workspace limit, in plain FMA maths for fp32 (no TF32) and in tensor-core or
+   * plain maths for fp16 (never a conversion to a narrower type); implicit GEMM (no
+   * workspace) otherwise. */
   int max_count = 0, got = 0;
   GPUNET_DNN_TRY (cudnnGetConvolutionForwardAlgorithmMaxCount (ctx->dnn, &max_count), error_text,
       "cudnnGetConvolutionForwardAlgorithmMaxCount (%s)", name);
@@ -76,13 +88,20 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
     return gpunet_cuda_fail_dnn (error_text, ds, "cudnnGetConvolutionForwardAlgorithm_v7");
   }
   l->algo_max = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnMathType_t math = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
   for (int i = 0; i < got; i++)
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit
-        && (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH)) {
+        && (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH
+            || (half && perf[i].mathType == CUDNN_TENSOR_OP_MATH))) {
       l->algo_max = perf[i].algo;
+      if (half)   /* fp32 stays FMA: DEFAULT would allow TF32 on Ampere and newer */
+        math = perf[i].mathType;
       break;
     }
   free (perf);
+  /* the math type the chosen algorithm was ranked with */
+  GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, math), error_text,
+      "cudnnSetConvolutionMathType (%s, chosen algorithm)", name);
   GPUNET_DNN_TRY (cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
       l->algo_max, &l->ws_max), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s)", name);
   l->algo = l->algo_max;
@@ -119,11 +138,11 @@ gpunet_cuda_conv_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
 }
 
 gpunet_status
-gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *in,
-    const float *residual, float *out, int n, char **error_text)
+gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *in,
+    const void *residual, void *out, int n, char **error_text)
 {
   const gpunet_conv2d_params *p = &l->op->p.conv2d;
-  const float one = 1.0f, zero = 0.0f;
+  const float one = 1.0f, zero = 0.0f;   /* float scaling factors for float and half data */
   gpunet_status st = gpunet_cuda_conv_set_batch (ctx, l, n, error_text);
   if (st != GPUNET_OK)
     return st;
@@ -136,7 +155,7 @@ gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *i
     snprintf (call, sizeof call, "cudnnConvolutionForward (%s)", what);
     return gpunet_cuda_fail_dnn (error_text, ds, call);
   }
-  cudaError_t e = gpunet_cuda_epilogue (out, l->b, residual, n, p->cout,
+  cudaError_t e = gpunet_cuda_epilogue (l->dtype, out, l->b, residual, n, p->cout,
       (long long) p->oh * p->ow, p->act, ctx->stream);
   if (e != cudaSuccess) {
     char what[160];

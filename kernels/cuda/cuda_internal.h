@@ -46,35 +46,56 @@ gpunet_status gpunet_cuda_fail_dnn (char **error_text, cudnnStatus_t st, const c
     } \
   } while (0)
 
-/* ---- launchers (one .cu each); all NCHW float32 on `stream` ------------------------ */
+/* ---- launchers (one .cu each); NCHW on `stream`, storage float32 or fp16 ----------- */
 
 enum { GPUNET_CUDA_THREADS = 256 };
+
+/* Storage type of activations and weights (biases, SE scratch and logits for the host
+ * stay float32).  The maths is float32 in both. */
+typedef enum { GPUNET_CUDA_F32 = 0, GPUNET_CUDA_F16 = 1 } gpunet_cuda_dtype;
+
+static inline size_t
+gpunet_cuda_dtype_size (gpunet_cuda_dtype t)
+{
+  return t == GPUNET_CUDA_F16 ? 2 : 4;
+}
 
 /* Fails (cudaErrorNoKernelImageForDevice or similar) when this build has no kernel image
  * the current device can run.  (epilogue.cu) */
 cudaError_t gpunet_cuda_probe_kernels (void);
-/* y = act(y + bias[c]) + residual, in place; bias/residual may be NULL.  (epilogue.cu) */
-cudaError_t gpunet_cuda_epilogue (float *y, const float *bias, const float *residual, int n,
-    int c, long long plane, int act, cudaStream_t stream);
-/* Depthwise conv with act(acc + bias).  w/b are device copies of p->weight/p->bias. */
-cudaError_t gpunet_cuda_dwconv2d (const gpunet_dwconv2d_params *p, const float *w,
-    const float *b, const float *in, float *out, int n, cudaStream_t stream);
+/* y = act(y + bias[c]) + residual, in place; y and residual of type t; bias (float) and
+ * residual may be NULL.  (epilogue.cu) */
+cudaError_t gpunet_cuda_epilogue (gpunet_cuda_dtype t, void *y, const float *bias,
+    const void *residual, int n, int c, long long plane, int act, cudaStream_t stream);
+/* Depthwise conv with act(acc + bias): in, out, w of type t (device copy of p->weight),
+ * b float or NULL.  (dwconv2d.cu) */
+cudaError_t gpunet_cuda_dwconv2d (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
+    const void *w, const float *b, const void *in, void *out, int n, cudaStream_t stream);
 /* out[r] = mean of row r of `in` (rows x plane): global average pool.  (pool.cu) */
-cudaError_t gpunet_cuda_row_mean (const float *in, float *out, long long rows, long long plane,
+cudaError_t gpunet_cuda_row_mean (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
+    void *out, long long rows, long long plane, cudaStream_t stream);
+/* out = act(W in + b) for n vectors; b (float) may be NULL; act may be
+ * GPUNET_CUDA_ACT_SIGMOID.  Weight/input/output types: (f32, f32, f32), (f16, f16, any) or
+ * (f16, f32, any); others return cudaErrorInvalidValue.  (linear.cu) */
+cudaError_t gpunet_cuda_linear (int cin, int cout, int act, gpunet_cuda_dtype tw,
+    const void *w, const float *b, gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
+    void *out, int n, cudaStream_t stream);
+/* Squeeze-excite in place on x (type t, weights type t, biases float); scratch holds
+ * n * (2 c + rd) floats.  (se.cu) */
+cudaError_t gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, float *scratch, int n,
     cudaStream_t stream);
-/* out = act(W in + b) for n vectors; b may be NULL; act may be GPUNET_CUDA_ACT_SIGMOID. */
-cudaError_t gpunet_cuda_linear (int cin, int cout, int act, const float *w, const float *b,
-    const float *in, float *out, int n, cudaStream_t stream);
-/* Squeeze-excite in place on x; scratch holds n * (2 c + rd) floats.  (se.cu) */
-cudaError_t gpunet_cuda_se (const gpunet_se_params *p, const float *w1, const float *b1,
-    const float *w2, const float *b2, float *x, float *scratch, int n, cudaStream_t stream);
+/* out[i] = in[i] converted between storage types, count elements.  (convert.cu) */
+cudaError_t gpunet_cuda_convert (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
+    void *out, long long count, cudaStream_t stream);
 
-/* Fused preprocess of one image (desc's planes and tables on the device) into the
- * 3 x R x R float32 `out`.  (preprocess.cu) */
-cudaError_t gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *desc, float *out,
-    cudaStream_t stream);
-/* Softmax + top-k of n logit rows (classes <= GPUNET_CUDA_TOPK_MAX, 1 <= k <= classes):
- * k results per row, best first, ties to the lower id.  (topk.cu) */
+/* Fused preprocess of n images into the n x 3 x R x R tensor `out` of type t: descs is a
+ * DEVICE array of n descriptors (planes and tables on the device), so a captured graph
+ * can be replayed on other frames after the descriptors are copied in.  (preprocess.cu) */
+cudaError_t gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *descs, int n, int out_size,
+    gpunet_cuda_dtype t, void *out, cudaStream_t stream);
+/* Softmax + top-k of n float32 logit rows (classes <= GPUNET_CUDA_TOPK_MAX, 1 <= k <=
+ * classes): k results per row, best first, ties to the lower id.  (topk.cu) */
 cudaError_t gpunet_cuda_topk (const float *logits, int n, int classes, int k,
     gpunet_class_score *out, cudaStream_t stream);
 
@@ -95,11 +116,34 @@ gpunet_status gpunet_cuda_pre_tables_update (gpunet_cuda_pre_tables *tables,
     const gpunet_preprocess_plan *plan, cudaStream_t stream, char **error_text);
 void gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *tables);
 
+/* ---- CUDA graphs of the per-frame work (graph.cu) ------------------------------------ */
+
+/* Enqueues work on the stream (no host-blocking calls); returns its status. */
+typedef gpunet_status (*gpunet_cuda_enqueue_func) (void *user, char **error_text);
+
+typedef struct {
+  cudaGraphExec_t exec;   /* NULL until captured */
+  int key;                /* what the capture was made for (e.g. batch and k) */
+  int failed;             /* capture failed once: plain launches from then on */
+} gpunet_cuda_graph;
+
+/* 0 when GPUNET_CUDA_GRAPHS is 0/no/off. */
+int gpunet_cuda_graphs_enabled (void);
+/* Runs fn's work on stream: replays g when it was captured for `key`, otherwise (when
+ * enabled and no capture failed before) captures fn into g and launches it, otherwise
+ * calls fn directly.  A failed capture is a log line on stderr (once per process), not
+ * an error.  `what` names the work in messages. */
+gpunet_status gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled,
+    cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user, const char *what,
+    char **error_text);
+void gpunet_cuda_graph_clear (gpunet_cuda_graph *g);
+
 /* ---- device layers and their context (layer.cu, conv2d.cu) -------------------------------------------- */
 
 typedef struct {
   cudaStream_t stream;
   cudnnHandle_t dnn;
+  gpunet_cuda_dtype dtype;  /* storage of activations and weights; set before planning */
   void *workspace;          /* cuDNN workspace, the largest any conv needs */
   size_t workspace_bytes;
   float *scratch;           /* SE scratch */
@@ -109,7 +153,9 @@ typedef struct {
 typedef struct {
   const gpunet_op *op;
   int index;                /* op position, for messages */
-  float *w, *b, *w2, *b2;   /* device weights (point into one arena) */
+  gpunet_cuda_dtype dtype;  /* storage of w, w2 and the activations (ctx->dtype at plan) */
+  void *w, *w2;             /* device weights of type dtype (point into one arena) */
+  float *b, *b2;            /* device biases, float32 */
   /* CONV2D only */
   cudnnTensorDescriptor_t xd, yd;
   cudnnFilterDescriptor_t wd;
@@ -120,20 +166,23 @@ typedef struct {
   int desc_n;                          /* batch the descriptors describe, 0 = none */
 } gpunet_cuda_layer;
 
-/* Device floats an op's weights need (each piece rounded up to 64 floats). */
-size_t gpunet_cuda_layer_weight_floats (const gpunet_op *op);
-/* Uploads weights into arena (advanced past them) and, for CONV2D, creates descriptors
- * and chooses the algorithm for max_n images with at most ws_limit bytes of workspace. */
+/* Device bytes an op's weights need in storage t (each piece rounded up to 256 bytes). */
+size_t gpunet_cuda_layer_weight_bytes (const gpunet_op *op, gpunet_cuda_dtype t);
+/* Uploads weights (converted to ctx->dtype; biases float) into arena (advanced past
+ * them) and, for CONV2D, creates descriptors and chooses the algorithm for max_n images
+ * with at most ws_limit bytes of workspace. */
 gpunet_status gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
-    const gpunet_op *op, int index, float **arena, int max_n, size_t ws_limit,
+    const gpunet_op *op, int index, char **arena, int max_n, size_t ws_limit,
     char **error_text);
 /* Re-describes a CONV2D layer for n images (no allocation; falls back to an algorithm
  * that fits the planned workspace).  No-op for other ops. */
 gpunet_status gpunet_cuda_layer_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
     char **error_text);
-/* Enqueues the op on ctx->stream; SE runs in place on out (in must equal out). */
+/* Enqueues the op on ctx->stream (tensors of the layer's dtype); SE runs in place on out
+ * (in must equal out).  Makes no host-blocking call, so it can be graph-captured once
+ * the batch is set. */
 gpunet_status gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
-    const float *in, const float *residual, float *out, int n, char **error_text);
+    const void *in, const void *residual, void *out, int n, char **error_text);
 void gpunet_cuda_layer_clear (gpunet_cuda_layer *l);
 
 /* CONV2D parts (conv2d.cu). */
@@ -142,18 +191,24 @@ gpunet_status gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
 gpunet_status gpunet_cuda_conv_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
     char **error_text);
 gpunet_status gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
-    const float *in, const float *residual, float *out, int n, char **error_text);
+    const void *in, const void *residual, void *out, int n, char **error_text);
 void gpunet_cuda_conv_clear (gpunet_cuda_layer *l);
 
 /* Checks the driver and device count (GPUNET_ERR_BACKEND_UNAVAILABLE with "no CUDA
  * driver..." / "no CUDA device..." sentences) and makes `device` current.  (layer.cu) */
 gpunet_status gpunet_cuda_select_device (int device, char **error_text);
-/* Selects the device, creates the stream and the cuDNN handle.  (layer.cu) */
+/* Selects the device, creates the stream and the cuDNN handle; dtype starts as F32.
+ * (layer.cu) */
 gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text);
 /* Grows the workspace / SE scratch to at least the given sizes. */
 gpunet_status gpunet_cuda_ctx_reserve (gpunet_cuda_ctx *ctx, size_t workspace_bytes,
     size_t scratch_floats, char **error_text);
 void gpunet_cuda_ctx_clear (gpunet_cuda_ctx *ctx);
+
+/* The storage a session of `precision` uses on the current device: fp16 for FP16, and
+ * for AUTO when the device has tensor cores (compute capability 7.0 or newer).  (layer.cu) */
+gpunet_status gpunet_cuda_resolve_precision (int precision, gpunet_cuda_dtype *out,
+    char **error_text);
 
 /* A short op description for messages: "conv2d 3x3/2 32->64 (op 12, block 5)". */
 void gpunet_cuda_op_name (const gpunet_op *op, int index, char *buf, size_t len);

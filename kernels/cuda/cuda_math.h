@@ -6,6 +6,7 @@
 #define GPUNET_CUDA_MATH_H
 
 #include "activation.h"
+#include "half.h"
 #include "hd.h"
 
 /* An activation code beyond GPUNET_EPI_*, used by the SE gate (expand FC + sigmoid). */
@@ -87,6 +88,72 @@ gpunet_dot_partial (const float *w, const float *x, int n, int lane, int lanes)
   float acc = 0.0f;
   for (int i = lane; i < n; i += lanes)
     acc += w[i] * x[i];
+  return acc;
+}
+
+/* ---- fp16 storage variants: the same maths in float, reading gpunet_half tensors and
+ * weights (biases stay float); the kernels round the result to half when they store. */
+
+/* gpunet_epilogue_at over half y and residual (residual may be NULL). */
+GPUNET_HD float
+gpunet_epilogue_at_h (const gpunet_half *y, const float *bias, const gpunet_half *residual,
+    long long idx, int c, long long plane, int act)
+{
+  const int ch = gpunet_nchw_channel (idx, c, plane);
+  return gpunet_epilogue (gpunet_half_to_float (y[idx]), bias ? bias[ch] : 0.0f, act,
+      residual ? gpunet_half_to_float (residual[idx]) : 0.0f);
+}
+
+/* gpunet_dwconv_at over a half plane and half filter (same tap order). */
+GPUNET_HD float
+gpunet_dwconv_at_h (const gpunet_half *x, int ih, int iw, const gpunet_half *w, int k,
+    int stride, int pad, int oy, int ox)
+{
+  float acc = 0.0f;
+  for (int ky = 0; ky < k; ky++) {
+    const int iy = oy * stride + ky - pad;
+    if (iy < 0 || iy >= ih)
+      continue;
+    for (int kx = 0; kx < k; kx++) {
+      const int ix = ox * stride + kx - pad;
+      if (ix < 0 || ix >= iw)
+        continue;
+      acc += gpunet_half_to_float (w[ky * k + kx]) * gpunet_half_to_float (x[(long long) iy * iw + ix]);
+    }
+  }
+  return acc;
+}
+
+/* gpunet_dwconv_out_at over half input and filter, float bias. */
+GPUNET_HD float
+gpunet_dwconv_out_at_h (const gpunet_half *in, const gpunet_half *w, const float *bias,
+    long long idx, int c, int ih, int iw, int oh, int ow, int k, int stride, int pad, int act)
+{
+  const int ox = (int) (idx % ow);
+  const int oy = (int) ((idx / ow) % oh);
+  const long long nc = idx / ((long long) ow * oh);
+  const int ch = (int) (nc % c);
+  const float acc = gpunet_dwconv_at_h (in + nc * ih * iw, ih, iw, w + (long long) ch * k * k, k,
+      stride, pad, oy, ox);
+  return gpunet_epilogue (acc, bias ? bias[ch] : 0.0f, act, 0.0f);
+}
+
+/* gpunet_dot_partial with half weights and half (hh) or float (hf) inputs. */
+GPUNET_HD float
+gpunet_dot_partial_hh (const gpunet_half *w, const gpunet_half *x, int n, int lane, int lanes)
+{
+  float acc = 0.0f;
+  for (int i = lane; i < n; i += lanes)
+    acc += gpunet_half_to_float (w[i]) * gpunet_half_to_float (x[i]);
+  return acc;
+}
+
+GPUNET_HD float
+gpunet_dot_partial_hf (const gpunet_half *w, const float *x, int n, int lane, int lanes)
+{
+  float acc = 0.0f;
+  for (int i = lane; i < n; i += lanes)
+    acc += gpunet_half_to_float (w[i]) * x[i];
   return acc;
 }
 

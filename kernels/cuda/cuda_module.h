@@ -16,7 +16,7 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 2   /* 2: backend.h gained classify_device */
+#define GPUNET_CUDA_ABI_VERSION 3   /* 2: backend.h gained classify_device; 3: set_precision */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -44,6 +44,11 @@ typedef struct {
   void (*device_free) (void *ptr);
   gpunet_status (*preprocess) (gpunet_cuda_op_runner *runner, const gpunet_image *image,
       const gpunet_preprocess_plan *plan, float *out_chw, char **error_text);
+  /* The storage the runner's run() and preprocess() use from now on (fp32 at creation;
+   * AUTO resolves as a session would): host arrays stay float32, converted on the
+   * device, so fp16 results carry fp16 rounding of inputs, weights and outputs. */
+  gpunet_status (*set_precision) (gpunet_cuda_op_runner *runner, gpunet_precision precision,
+      char **error_text);
 } gpunet_cuda_op_api;
 
 #define GPUNET_CUDA_OP_API_SYMBOL "gpunet_cuda_op_api_entry"

@@ -1,21 +1,22 @@
 /* epilogue.cu: the convolution epilogue kernel, act(y + bias) + residual in place over
- * cuDNN's raw output, one grid-stride thread per element; the maths is
- * gpunet_epilogue_at (cuda_math.h), shared with the CPU tests. */
+ * cuDNN's raw output, one grid-stride thread per element, templated on the storage
+ * (float or fp16); the maths is gpunet_epilogue_at[_h] (cuda_math.h), tested on the CPU. */
 #include "cuda_internal.h"
-#include "cuda_math.h"
+#include "cuda_storage.h"
 
+template <typename T>
 static __global__ void
-epilogue_kernel (float *y, const float *bias, const float *residual, long long total, int c,
+epilogue_kernel (T *y, const float *bias, const T *residual, long long total, int c,
     long long plane, int act)
 {
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
-    y[i] = gpunet_epilogue_at (y, bias, residual, i, c, plane, act);
+    gpunet_st (y, i, gpunet_epilogue_at_t (y, bias, residual, i, c, plane, act));
 }
 
 cudaError_t
-gpunet_cuda_epilogue (float *y, const float *bias, const float *residual, int n, int c,
-    long long plane, int act, cudaStream_t stream)
+gpunet_cuda_epilogue (gpunet_cuda_dtype t, void *y, const float *bias, const void *residual,
+    int n, int c, long long plane, int act, cudaStream_t stream)
 {
   const long long total = (long long) n * c * plane;
   if (total <= 0)
@@ -23,8 +24,12 @@ gpunet_cuda_epilogue (float *y, const float *bias, const float *residual, int n,
   if (!bias && !residual && act == GPUNET_EPI_NONE)
     return cudaSuccess;
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
-  epilogue_kernel<<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (y, bias, residual, total, c,
-      plane, act);
+  if (t == GPUNET_CUDA_F16)
+    epilogue_kernel<gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((gpunet_half *) y,
+        bias, (const gpunet_half *) residual, total, c, plane, act);
+  else
+    epilogue_kernel<float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((float *) y, bias,
+        (const float *) residual, total, c, plane, act);
   return cudaGetLastError ();
 }
 
@@ -32,5 +37,5 @@ cudaError_t
 gpunet_cuda_probe_kernels (void)
 {
   cudaFuncAttributes attr;
-  return cudaFuncGetAttributes (&attr, epilogue_kernel);
+  return cudaFuncGetAttributes (&attr, epilogue_kernel<float>);
 }

@@ -1,63 +1,99 @@
 /* layer.cu: one graph op on the device: weight upload into the session's arena, the
  * per-kind dispatch to cuDNN (conv2d.cu) or our launchers, and the context every layer
  * runs in (stream, cuDNN handle, workspace, SE scratch) with the device selection. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "half.h"
 
-/* Floats rounded up to a 256-byte boundary, so every weight piece stays aligned. */
+/* Bytes rounded up to a 256-byte boundary, so every weight piece stays aligned. */
 static size_t
-padded (size_t floats)
+padded (size_t bytes)
 {
-  return (floats + 63) / 64 * 64;
+  return (bytes + 255) / 256 * 256;
 }
 
 size_t
-gpunet_cuda_layer_weight_floats (const gpunet_op *op)
+gpunet_cuda_layer_weight_bytes (const gpunet_op *op, gpunet_cuda_dtype t)
 {
+  const size_t ws = gpunet_cuda_dtype_size (t), fs = sizeof (float);
   switch (op->kind) {
     case GPUNET_OP_CONV2D: {
       const gpunet_conv2d_params *p = &op->p.conv2d;
-      return padded ((size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel)
-          + (p->bias ? padded ((size_t) p->cout) : 0);
+      return padded ((size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel * ws)
+          + (p->bias ? padded ((size_t) p->cout * fs) : 0);
     }
     case GPUNET_OP_DWCONV2D: {
       const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
-      return padded ((size_t) p->c * p->kernel * p->kernel) + (p->bias ? padded ((size_t) p->c) : 0);
+      return padded ((size_t) p->c * p->kernel * p->kernel * ws) + (p->bias ? padded ((size_t) p->c * fs) : 0);
     }
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;
-      return 2 * padded ((size_t) p->c * p->rd) + padded ((size_t) p->rd) + padded ((size_t) p->c);
+      return 2 * padded ((size_t) p->c * p->rd * ws) + padded ((size_t) p->rd * fs)
+          + padded ((size_t) p->c * fs);
     }
     case GPUNET_OP_LINEAR: {
       const gpunet_linear_params *p = &op->p.linear;
-      return padded ((size_t) p->cout * p->cin) + (p->bias ? padded ((size_t) p->cout) : 0);
+      return padded ((size_t) p->cout * p->cin * ws) + (p->bias ? padded ((size_t) p->cout * fs) : 0);
     }
     default:
       return 0;
   }
 }
 
-/* Copies `floats` host floats to *arena on the stream; returns the device copy (NULL for
- * a NULL source) and advances the arena. */
+/* Copies `floats` host floats to *arena, as type t, and advances the arena; *dst is the
+ * device copy (NULL for a NULL source).  fp16 pieces are converted on the host into a
+ * temporary buffer and copied synchronously (planning only). */
 static cudaError_t
-upload (gpunet_cuda_ctx *ctx, float **arena, const float *src, size_t floats, float **dst)
+upload_as (gpunet_cuda_ctx *ctx, char **arena, const float *src, size_t floats,
+    gpunet_cuda_dtype t, void **dst)
 {
   *dst = NULL;
   if (!src || !floats)
     return cudaSuccess;
   *dst = *arena;
-  *arena += padded (floats);
-  return cudaMemcpyAsync (*dst, src, floats * sizeof (float), cudaMemcpyHostToDevice, ctx->stream);
+  *arena += padded (floats * gpunet_cuda_dtype_size (t));
+  if (t == GPUNET_CUDA_F32)
+    return cudaMemcpyAsync (*dst, src, floats * sizeof (float), cudaMemcpyHostToDevice, ctx->stream);
+  gpunet_half *tmp = (gpunet_half *) malloc (floats * sizeof *tmp);
+  if (!tmp)
+    return cudaErrorMemoryAllocation;
+  for (size_t i = 0; i < floats; i++)
+    tmp[i] = gpunet_half_from_float (src[i]);
+  cudaError_t e = cudaMemcpyAsync (*dst, tmp, floats * sizeof *tmp, cudaMemcpyHostToDevice, ctx->stream);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize (ctx->stream);
+  free (tmp);
+  return e;
+}
+
+/* Weights in the layer's storage type. */
+static cudaError_t
+upload_w (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, char **arena, const float *src,
+    size_t floats, void **dst)
+{
+  return upload_as (ctx, arena, src, floats, l->dtype, dst);
+}
+
+/* Biases: always float32. */
+static cudaError_t
+upload_b (gpunet_cuda_ctx *ctx, char **arena, const float *src, size_t floats, float **dst)
+{
+  void *d = NULL;
+  cudaError_t e = upload_as (ctx, arena, src, floats, GPUNET_CUDA_F32, &d);
+  *dst = (float *) d;
+  return e;
 }
 
 gpunet_status
 gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const gpunet_op *op,
-    int index, float **arena, int max_n, size_t ws_limit, char **error_text)
+    int index, char **arena, int max_n, size_t ws_limit, char **error_text)
 {
   memset (l, 0, sizeof *l);
   l->op = op;
   l->index = index;
+  l->dtype = ctx->dtype;
   char name[128];
   gpunet_cuda_op_name (op, index, name, sizeof name);
   cudaError_t e = cudaSuccess;
@@ -66,35 +102,35 @@ gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const gpunet
       const gpunet_conv2d_params *p = &op->p.conv2d;
       if (p->groups < 1 || p->cin % p->groups)
         return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: bad group count", name);
-      e = upload (ctx, arena, p->weight,
+      e = upload_w (ctx, l, arena, p->weight,
           (size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel, &l->w);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->bias, (size_t) p->cout, &l->b);
+        e = upload_b (ctx, arena, p->bias, (size_t) p->cout, &l->b);
       break;
     }
     case GPUNET_OP_DWCONV2D: {
       const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
-      e = upload (ctx, arena, p->weight, (size_t) p->c * p->kernel * p->kernel, &l->w);
+      e = upload_w (ctx, l, arena, p->weight, (size_t) p->c * p->kernel * p->kernel, &l->w);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->bias, (size_t) p->c, &l->b);
+        e = upload_b (ctx, arena, p->bias, (size_t) p->c, &l->b);
       break;
     }
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;
-      e = upload (ctx, arena, p->w_reduce, (size_t) p->c * p->rd, &l->w);
+      e = upload_w (ctx, l, arena, p->w_reduce, (size_t) p->c * p->rd, &l->w);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->b_reduce, (size_t) p->rd, &l->b);
+        e = upload_b (ctx, arena, p->b_reduce, (size_t) p->rd, &l->b);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->w_expand, (size_t) p->c * p->rd, &l->w2);
+        e = upload_w (ctx, l, arena, p->w_expand, (size_t) p->c * p->rd, &l->w2);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->b_expand, (size_t) p->c, &l->b2);
+        e = upload_b (ctx, arena, p->b_expand, (size_t) p->c, &l->b2);
       break;
     }
     case GPUNET_OP_LINEAR: {
       const gpunet_linear_params *p = &op->p.linear;
-      e = upload (ctx, arena, p->weight, (size_t) p->cout * p->cin, &l->w);
+      e = upload_w (ctx, l, arena, p->weight, (size_t) p->cout * p->cin, &l->w);
       if (e == cudaSuccess)
-        e = upload (ctx, arena, p->bias, (size_t) p->cout, &l->b);
+        e = upload_b (ctx, arena, p->bias, (size_t) p->cout, &l->b);
       break;
     }
     case GPUNET_OP_AVGPOOL:
@@ -122,8 +158,8 @@ gpunet_cuda_layer_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
 }
 
 gpunet_status
-gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *in,
-    const float *residual, float *out, int n, char **error_text)
+gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *in,
+    const void *residual, void *out, int n, char **error_text)
 {
   const gpunet_op *op = l->op;
   cudaError_t e = cudaSuccess;
@@ -131,7 +167,7 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *
     case GPUNET_OP_CONV2D:
       return gpunet_cuda_conv_run (ctx, l, in, residual, out, n, error_text);
     case GPUNET_OP_DWCONV2D:
-      e = gpunet_cuda_dwconv2d (&op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
+      e = gpunet_cuda_dwconv2d (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
       break;
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;
@@ -141,17 +177,18 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const float *
         return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
             "%s: SE must run in place with %zu scratch floats planned", name, ctx->scratch_floats);
       }
-      e = gpunet_cuda_se (p, l->w, l->b, l->w2, l->b2, out, ctx->scratch, n, ctx->stream);
+      e = gpunet_cuda_se (l->dtype, p, l->w, l->b, l->w2, l->b2, out, ctx->scratch, n, ctx->stream);
       break;
     }
     case GPUNET_OP_AVGPOOL: {
       const gpunet_avgpool_params *p = &op->p.avgpool;
-      e = gpunet_cuda_row_mean (in, out, (long long) n * p->c, (long long) p->h * p->w, ctx->stream);
+      e = gpunet_cuda_row_mean (l->dtype, in, l->dtype, out, (long long) n * p->c, (long long) p->h * p->w, ctx->stream);
       break;
     }
     case GPUNET_OP_LINEAR: {
       const gpunet_linear_params *p = &op->p.linear;
-      e = gpunet_cuda_linear (p->cin, p->cout, p->act, l->w, l->b, in, out, n, ctx->stream);
+      e = gpunet_cuda_linear (p->cin, p->cout, p->act, l->dtype, l->w, l->b, l->dtype, in,
+          l->dtype, out, n, ctx->stream);
       break;
     }
   }
@@ -254,6 +291,28 @@ gpunet_cuda_ctx_reserve (gpunet_cuda_ctx *ctx, size_t workspace_bytes, size_t sc
         error_text, "cudaMalloc (%zu floats of SE scratch)", scratch_floats);
     ctx->scratch_floats = scratch_floats;
   }
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_resolve_precision (int precision, gpunet_cuda_dtype *out, char **error_text)
+{
+  *out = GPUNET_CUDA_F32;
+  if (precision == GPUNET_PRECISION_FP32)
+    return GPUNET_OK;
+  if (precision == GPUNET_PRECISION_FP16) {
+    *out = GPUNET_CUDA_F16;
+    return GPUNET_OK;
+  }
+  if (precision != GPUNET_PRECISION_AUTO)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "unknown precision %d",
+        precision);
+  int device = 0, major = 0;
+  GPUNET_CU_TRY (cudaGetDevice (&device), error_text, "cudaGetDevice (choosing the precision)");
+  GPUNET_CU_TRY (cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor, device),
+      error_text, "cudaDeviceGetAttribute (compute capability of device %d)", device);
+  /* tensor cores from compute capability 7.0 (Volta) on */
+  *out = major >= 7 ? GPUNET_CUDA_F16 : GPUNET_CUDA_F32;
   return GPUNET_OK;
 }
 

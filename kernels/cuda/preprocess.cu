@@ -1,34 +1,49 @@
 /* preprocess.cu: the fused preprocess on the device: one thread per output pixel reads
  * an NV12/I420/RGB-family frame in device memory (per-plane pitches) and writes the
- * normalised NCHW float32 network input; the maths is gpunet_cuda_preprocess_pixel
- * (cuda_preprocess.h), the taps come from the engine's plan, uploaded once per size. */
+ * normalised NCHW network input, float32 or fp16 (rounded once from the float value);
+ * the maths is gpunet_cuda_preprocess_pixel (cuda_preprocess.h), the taps come from the
+ * engine's plan, uploaded once per size.  One launch per batch (grid z = image); the
+ * descriptors are read from device memory so a captured CUDA graph replays on new frames. */
 #include <string.h>
 
 #include "cuda_internal.h"
 #include "cuda_preprocess.h"
+#include "cuda_storage.h"
 
+template <typename T>
 static __global__ void
-preprocess_kernel (gpunet_cuda_pre_desc d, float *out)
+preprocess_kernel (const gpunet_cuda_pre_desc *descs, T *out)
 {
+  __shared__ gpunet_cuda_pre_desc d;
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    d = descs[blockIdx.z];
+  __syncthreads ();
   const int ox = blockIdx.x * blockDim.x + threadIdx.x;
   const int oy = blockIdx.y * blockDim.y + threadIdx.y;
   const int R = d.out_size;
   if (ox >= R || oy >= R)
     return;
   const size_t plane = (size_t) R * R, at = (size_t) oy * R + ox;
+  T *o = out + (size_t) blockIdx.z * 3 * plane;
   float r, g, b;
   gpunet_cuda_preprocess_pixel (&d, ox, oy, &r, &g, &b);
-  out[at] = r;
-  out[plane + at] = g;
-  out[2 * plane + at] = b;
+  gpunet_st (o, (long long) at, r);
+  gpunet_st (o, (long long) (plane + at), g);
+  gpunet_st (o, (long long) (2 * plane + at), b);
 }
 
 cudaError_t
-gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *d, float *out, cudaStream_t stream)
+gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *descs, int n, int out_size,
+    gpunet_cuda_dtype t, void *out, cudaStream_t stream)
 {
+  if (n < 1 || out_size < 1 || n > 65535)
+    return cudaErrorInvalidValue;
   const dim3 block (32, 8);
-  const dim3 grid ((unsigned) (d->out_size + 31) / 32, (unsigned) (d->out_size + 7) / 8);
-  preprocess_kernel<<<grid, block, 0, stream>>> (*d, out);
+  const dim3 grid ((unsigned) (out_size + 31) / 32, (unsigned) (out_size + 7) / 8, (unsigned) n);
+  if (t == GPUNET_CUDA_F16)
+    preprocess_kernel<gpunet_half><<<grid, block, 0, stream>>> (descs, (gpunet_half *) out);
+  else
+    preprocess_kernel<float><<<grid, block, 0, stream>>> (descs, (float *) out);
   return cudaGetLastError ();
 }
 

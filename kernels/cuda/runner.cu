@@ -1,6 +1,7 @@
 /* runner.cu: the single-op API of cuda_module.h for tools/gpunet-selftest: runs one
  * graph op on the device from host arrays through the same layer code as the backend
- * (weights, cuDNN plan and buffers are made per call; this is a test path). */
+ * (weights, cuDNN plan and buffers are made per call; this is a test path), in fp32 or
+ * fp16 storage (host float arrays converted on the device). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,9 @@ op_sizes (const gpunet_op *op, int n, size_t *in, size_t *out)
 }
 
 typedef struct {
-  float *arena, *in, *res, *out;
+  char *arena;
+  float *in32, *res32, *out32;   /* float copies of the host arrays */
+  void *in, *res, *out;          /* the op's tensors in the runner's storage */
 } op_buffers;
 
 static gpunet_status
@@ -78,14 +81,25 @@ run_with (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, op_buffers *b, const gpune
 {
   size_t in_f, out_f;
   op_sizes (op, n, &in_f, &out_f);
-  const size_t wf = gpunet_cuda_layer_weight_floats (op) + 64;
-  GPUNET_CU_TRY (cudaMalloc ((void **) &b->arena, wf * sizeof (float)), error_text, "cudaMalloc (weights)");
-  GPUNET_CU_TRY (cudaMalloc ((void **) &b->in, in_f * sizeof (float)), error_text, "cudaMalloc (input)");
-  GPUNET_CU_TRY (cudaMalloc ((void **) &b->out, out_f * sizeof (float)), error_text, "cudaMalloc (output)");
+  const gpunet_cuda_dtype t = ctx->dtype;
+  const int half = t == GPUNET_CUDA_F16;
+  const size_t es = gpunet_cuda_dtype_size (t);
+  const size_t wb = gpunet_cuda_layer_weight_bytes (op, t) + 256;
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->arena, wb), error_text, "cudaMalloc (weights)");
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->in32, in_f * sizeof (float)), error_text, "cudaMalloc (input)");
+  GPUNET_CU_TRY (cudaMalloc ((void **) &b->out32, out_f * sizeof (float)), error_text, "cudaMalloc (output)");
   if (residual)
-    GPUNET_CU_TRY (cudaMalloc ((void **) &b->res, out_f * sizeof (float)), error_text,
+    GPUNET_CU_TRY (cudaMalloc ((void **) &b->res32, out_f * sizeof (float)), error_text,
         "cudaMalloc (residual)");
-  float *arena = b->arena;
+  if (half) {
+    GPUNET_CU_TRY (cudaMalloc (&b->in, in_f * es), error_text, "cudaMalloc (fp16 input)");
+    GPUNET_CU_TRY (cudaMalloc (&b->out, out_f * es), error_text, "cudaMalloc (fp16 output)");
+    if (residual)
+      GPUNET_CU_TRY (cudaMalloc (&b->res, out_f * es), error_text, "cudaMalloc (fp16 residual)");
+  }
+  void *d_in_t = half ? b->in : b->in32, *d_out_t = half ? b->out : b->out32;
+  void *d_res_t = half ? b->res : b->res32;
+  char *arena = b->arena;
   gpunet_status st = gpunet_cuda_layer_plan (ctx, l, op, 0, &arena, n, (size_t) 512 << 20, error_text);
   if (st != GPUNET_OK)
     return st;
@@ -95,16 +109,27 @@ run_with (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, op_buffers *b, const gpune
   if (st != GPUNET_OK)
     return st;
   /* SE runs in place: its input goes straight into the output buffer */
-  float *d_in = op->kind == GPUNET_OP_SE ? b->out : b->in;
-  GPUNET_CU_TRY (cudaMemcpyAsync (d_in, in, in_f * sizeof (float), cudaMemcpyHostToDevice, ctx->stream),
+  float *d_in32 = op->kind == GPUNET_OP_SE ? b->out32 : b->in32;
+  void *d_in = op->kind == GPUNET_OP_SE ? d_out_t : d_in_t;
+  GPUNET_CU_TRY (cudaMemcpyAsync (d_in32, in, in_f * sizeof (float), cudaMemcpyHostToDevice, ctx->stream),
       error_text, "cudaMemcpyAsync (op input)");
   if (residual)
-    GPUNET_CU_TRY (cudaMemcpyAsync (b->res, residual, out_f * sizeof (float), cudaMemcpyHostToDevice,
+    GPUNET_CU_TRY (cudaMemcpyAsync (b->res32, residual, out_f * sizeof (float), cudaMemcpyHostToDevice,
         ctx->stream), error_text, "cudaMemcpyAsync (op residual)");
-  st = gpunet_cuda_layer_run (ctx, l, d_in, residual ? b->res : NULL, b->out, n, error_text);
+  if (half) {
+    GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F32, d_in32, t, d_in, (long long) in_f,
+        ctx->stream), error_text, "conversion kernel (op input to fp16)");
+    if (residual)
+      GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F32, b->res32, t, b->res, (long long) out_f,
+          ctx->stream), error_text, "conversion kernel (op residual to fp16)");
+  }
+  st = gpunet_cuda_layer_run (ctx, l, d_in, residual ? d_res_t : NULL, d_out_t, n, error_text);
   if (st != GPUNET_OK)
     return st;
-  GPUNET_CU_TRY (cudaMemcpyAsync (out, b->out, out_f * sizeof (float), cudaMemcpyDeviceToHost,
+  if (half)
+    GPUNET_CU_TRY (gpunet_cuda_convert (t, d_out_t, GPUNET_CUDA_F32, b->out32, (long long) out_f,
+        ctx->stream), error_text, "conversion kernel (op output to float32)");
+  GPUNET_CU_TRY (cudaMemcpyAsync (out, b->out32, out_f * sizeof (float), cudaMemcpyDeviceToHost,
       ctx->stream), error_text, "cudaMemcpyAsync (op output)");
   GPUNET_CU_TRY (cudaStreamSynchronize (ctx->stream), error_text, "cudaStreamSynchronize (op)");
   return GPUNET_OK;
@@ -118,16 +143,23 @@ runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *i
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "batch %d < 1", n);
   gpunet_cuda_layer l;
   memset (&l, 0, sizeof l);
-  op_buffers b = { NULL, NULL, NULL, NULL };
+  op_buffers b;
+  memset (&b, 0, sizeof b);
   gpunet_status st = run_with (&r->ctx, &l, &b, op, n, in, op->residual >= 0 ? residual : NULL,
       out, error_text);
   cudaStreamSynchronize (r->ctx.stream);
   gpunet_cuda_layer_clear (&l);
-  float *bufs[] = { b.arena, b.in, b.res, b.out };
-  for (int i = 0; i < 4; i++)
+  void *bufs[] = { b.arena, b.in32, b.res32, b.out32, b.in, b.res, b.out };
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
     if (bufs[i])
       cudaFree (bufs[i]);
   return st;
+}
+
+static gpunet_status
+runner_set_precision (gpunet_cuda_op_runner *r, gpunet_precision precision, char **error_text)
+{
+  return gpunet_cuda_resolve_precision (precision, &r->ctx.dtype, error_text);
 }
 
 static void
@@ -168,14 +200,21 @@ static gpunet_status
 runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
     const gpunet_preprocess_plan *plan, float *out_chw, char **error_text)
 {
-  const size_t bytes = (size_t) 3 * plan->out_size * plan->out_size * sizeof (float);
+  const size_t count = (size_t) 3 * plan->out_size * plan->out_size, bytes = count * sizeof (float);
+  const gpunet_cuda_dtype dt = r->ctx.dtype;
   gpunet_cuda_pre_tables t;
   memset (&t, 0, sizeof t);
   float *d_out = NULL;
+  void *d_typed = NULL;
+  gpunet_cuda_pre_desc *d_desc = NULL;
   gpunet_status st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
   cudaError_t e = cudaSuccess;
   if (st == GPUNET_OK) {
     e = cudaMalloc ((void **) &d_out, bytes);
+    if (e == cudaSuccess)
+      e = cudaMalloc ((void **) &d_desc, sizeof *d_desc);
+    if (e == cudaSuccess && dt != GPUNET_CUDA_F32)
+      e = cudaMalloc (&d_typed, count * gpunet_cuda_dtype_size (dt));
     if (e != cudaSuccess)
       st = gpunet_cuda_fail_rt (error_text, e, "cudaMalloc (preprocess output)");
   }
@@ -184,7 +223,12 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
     gpunet_cuda_pre_desc_init (&d, plan, image);
     d.x = t.x;
     d.y = t.y;
-    e = gpunet_cuda_preprocess (&d, d_out, r->ctx.stream);
+    e = cudaMemcpy (d_desc, &d, sizeof d, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess)
+      e = gpunet_cuda_preprocess (d_desc, 1, plan->out_size, dt, d_typed ? d_typed : d_out,
+          r->ctx.stream);
+    if (e == cudaSuccess && d_typed)
+      e = gpunet_cuda_convert (dt, d_typed, GPUNET_CUDA_F32, d_out, (long long) count, r->ctx.stream);
     if (e == cudaSuccess)
       e = cudaMemcpyAsync (out_chw, d_out, bytes, cudaMemcpyDeviceToHost, r->ctx.stream);
     if (e == cudaSuccess)
@@ -195,6 +239,10 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
   cudaStreamSynchronize (r->ctx.stream);
   if (d_out)
     cudaFree (d_out);
+  if (d_typed)
+    cudaFree (d_typed);
+  if (d_desc)
+    cudaFree (d_desc);
   gpunet_cuda_pre_tables_clear (&t);
   return st;
 }
@@ -208,4 +256,5 @@ const gpunet_cuda_op_api gpunet_cuda_op_api_table = {
   device_upload,
   device_free,
   runner_preprocess,
+  runner_set_precision,
 };
