@@ -1,0 +1,548 @@
+/* gpunet-tag-output.c: the records gpunet-tag writes (frame, segment, summary) in
+ * JSON lines or CSV, and --resume: reading an earlier output file back, dropping
+ * an interrupted input's partial block, and listing the inputs already done. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "gpunet-tag-common.h"
+#include "json.h"
+
+#define CSV_HEADER "type,input,frame,end_frame,pts,end,label_id,label,score," \
+  "ids,labels,scores,frames,classified,duration,container_duration,wall_s," \
+  "decode_fps,classify_fps,top_labels,status,message\n"
+#define CSV_COLUMNS 22
+
+/* ---- primitive writers ---- */
+
+static void
+json_str (GString * out, const gchar * str)
+{
+  /* labels come from user files: JSON needs valid UTF-8 */
+  gchar *valid = str ? g_utf8_make_valid (str, -1) : NULL;
+  const gchar *s = valid;
+
+  g_string_append_c (out, '"');
+  for (; s && *s; s++) {
+    guchar c = (guchar) * s;
+
+    if (c == '"' || c == '\\')
+      g_string_append_printf (out, "\\%c", c);
+    else if (c == '\n')
+      g_string_append (out, "\\n");
+    else if (c == '\t')
+      g_string_append (out, "\\t");
+    else if (c < 0x20)
+      g_string_append_printf (out, "\\u%04x", c);
+    else
+      g_string_append_c (out, (gchar) c);
+  }
+  g_string_append_c (out, '"');
+  g_free (valid);
+}
+
+/* A number in the C locale; NaN, infinities and negative "unknown" values
+ * (when `unknown_if_negative`) become JSON null / an empty CSV field. */
+static void
+num (GString * out, TagFormat fmt, gdouble v, const gchar * spec,
+    gboolean unknown_if_negative)
+{
+  gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (!isfinite (v) || (unknown_if_negative && v < 0)) {
+    if (fmt == TAG_FORMAT_JSONL)
+      g_string_append (out, "null");
+    return;
+  }
+  g_string_append (out, g_ascii_formatd (buf, sizeof buf, spec, v));
+}
+
+/* One CSV field, quoted (RFC 4180) when it holds a comma, quote or line break. */
+static void
+csv_str (GString * out, const gchar * s)
+{
+  if (s == NULL)
+    return;
+  if (strpbrk (s, ",\"\r\n") == NULL) {
+    g_string_append (out, s);
+    return;
+  }
+  g_string_append_c (out, '"');
+  for (; *s; s++) {
+    if (*s == '"')
+      g_string_append_c (out, '"');
+    g_string_append_c (out, *s);
+  }
+  g_string_append_c (out, '"');
+}
+
+/* The input's name as records carry it: valid UTF-8 (JSON needs it). */
+gchar *
+tag_record_key (const gchar * name)
+{
+  return g_utf8_make_valid (name, -1);
+}
+
+void
+tag_write_header (GString * out, TagFormat fmt)
+{
+  if (fmt == TAG_FORMAT_CSV)
+    g_string_append (out, CSV_HEADER);
+}
+
+/* ---- frame records ---- */
+
+void
+tag_write_frame (GString * out, TagFormat fmt, const gchar * input,
+    guint64 frame, gdouble pts, guint n, const gint * ids,
+    const gchar * const *labels, const gdouble * scores)
+{
+  gchar *key = tag_record_key (input);
+
+  if (fmt == TAG_FORMAT_JSONL) {
+    g_string_append (out, "{\"type\":\"frame\",\"input\":");
+    json_str (out, key);
+    g_string_append_printf (out, ",\"frame\":%" G_GUINT64_FORMAT ",\"pts\":",
+        frame);
+    num (out, fmt, pts, "%.6f", TRUE);
+    if (n > 0) {
+      g_string_append_printf (out, ",\"label_id\":%d,\"label\":", ids[0]);
+      json_str (out, labels[0]);
+      g_string_append (out, ",\"score\":");
+      num (out, fmt, scores[0], "%.6f", FALSE);
+    }
+    g_string_append (out, ",\"ids\":[");
+    for (guint i = 0; i < n; i++)
+      g_string_append_printf (out, "%s%d", i ? "," : "", ids[i]);
+    g_string_append (out, "],\"labels\":[");
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append_c (out, ',');
+      json_str (out, labels[i]);
+    }
+    g_string_append (out, "],\"scores\":[");
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append_c (out, ',');
+      num (out, fmt, scores[i], "%.6f", FALSE);
+    }
+    g_string_append (out, "]}\n");
+  } else {
+    GString *l = g_string_new (NULL);
+
+    g_string_append (out, "frame,");
+    csv_str (out, key);
+    g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",,", frame);
+    num (out, fmt, pts, "%.6f", TRUE);
+    g_string_append (out, ",,");
+    if (n > 0) {
+      g_string_append_printf (out, "%d,", ids[0]);
+      csv_str (out, labels[0]);
+      g_string_append_c (out, ',');
+      num (out, fmt, scores[0], "%.6f", FALSE);
+    } else {
+      g_string_append (out, ",,");
+    }
+    g_string_append_c (out, ',');
+    for (guint i = 0; i < n; i++)
+      g_string_append_printf (out, "%s%d", i ? "|" : "", ids[i]);
+    g_string_append_c (out, ',');
+    for (guint i = 0; i < n; i++)
+      g_string_append_printf (l, "%s%s", i ? "|" : "", labels[i]);
+    csv_str (out, l->str);
+    g_string_append_c (out, ',');
+    for (guint i = 0; i < n; i++) {
+      if (i)
+        g_string_append_c (out, '|');
+      num (out, fmt, scores[i], "%.6f", FALSE);
+    }
+    g_string_append (out, ",,,,,,,,,,\n");
+    g_string_free (l, TRUE);
+  }
+  g_free (key);
+}
+
+/* ---- segments ---- */
+
+static void
+segment_write (const TagSegment * seg, GString * out, TagFormat fmt,
+    const gchar * input)
+{
+  gchar *key = tag_record_key (input);
+  gdouble mean = seg->count ? seg->score_sum / (gdouble) seg->count : 0.0;
+
+  if (fmt == TAG_FORMAT_JSONL) {
+    g_string_append (out, "{\"type\":\"segment\",\"input\":");
+    json_str (out, key);
+    g_string_append (out, ",\"start\":");
+    num (out, fmt, seg->start, "%.6f", TRUE);
+    g_string_append (out, ",\"end\":");
+    num (out, fmt, seg->end, "%.6f", TRUE);
+    g_string_append_printf (out, ",\"start_frame\":%" G_GUINT64_FORMAT
+        ",\"end_frame\":%" G_GUINT64_FORMAT ",\"frames\":%" G_GUINT64_FORMAT
+        ",\"label_id\":%d,\"label\":", seg->start_frame, seg->end_frame,
+        seg->count, seg->label_id);
+    json_str (out, seg->label);
+    g_string_append (out, ",\"mean_score\":");
+    num (out, fmt, mean, "%.6f", FALSE);
+    g_string_append (out, "}\n");
+  } else {
+    g_string_append (out, "segment,");
+    csv_str (out, key);
+    g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+        ",", seg->start_frame, seg->end_frame);
+    num (out, fmt, seg->start, "%.6f", TRUE);
+    g_string_append_c (out, ',');
+    num (out, fmt, seg->end, "%.6f", TRUE);
+    g_string_append_printf (out, ",%d,", seg->label_id);
+    csv_str (out, seg->label);
+    g_string_append_c (out, ',');
+    num (out, fmt, mean, "%.6f", FALSE);
+    g_string_append_printf (out, ",,,,,%" G_GUINT64_FORMAT ",,,,,,,,\n",
+        seg->count);
+  }
+  g_free (key);
+}
+
+/* Feeds one classified frame: a new top-1 class closes the open run at this
+ * frame's time (so consecutive segments share their boundary: no gaps). */
+void
+tag_segment_add (TagSegment * seg, GString * out, TagFormat fmt,
+    const gchar * input, guint64 frame, gdouble pts, gint label_id,
+    const gchar * label, gdouble score)
+{
+  if (seg->open && seg->label_id == label_id) {
+    seg->count++;
+    seg->score_sum += score;
+    return;
+  }
+  if (seg->open) {
+    seg->end = pts;
+    seg->end_frame = frame;
+    segment_write (seg, out, fmt, input);
+    g_free (seg->label);
+  }
+  seg->open = TRUE;
+  seg->label_id = label_id;
+  seg->label = g_strdup (label);
+  seg->start = pts;
+  seg->start_frame = frame;
+  seg->count = 1;
+  seg->score_sum = score;
+}
+
+/* Closes the open run at the end of the stream (the last decoded frame's end). */
+void
+tag_segment_finish (TagSegment * seg, GString * out, TagFormat fmt,
+    const gchar * input, guint64 end_frame, gdouble end)
+{
+  if (seg->open) {
+    seg->end = end;
+    seg->end_frame = end_frame;
+    segment_write (seg, out, fmt, input);
+  }
+  g_clear_pointer (&seg->label, g_free);
+  seg->open = FALSE;
+}
+
+/* ---- summary ---- */
+
+void
+tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
+{
+  gchar *key = tag_record_key (s->input);
+  gdouble dec_fps = s->wall_s > 0 ? s->decoded / s->wall_s : NAN;
+  gdouble cls_fps = s->classify_s > 0 ? s->classified / s->classify_s : NAN;
+
+  if (fmt == TAG_FORMAT_JSONL) {
+    g_string_append (out, "{\"type\":\"summary\",\"input\":");
+    json_str (out, key);
+    g_string_append_printf (out, ",\"status\":\"%s\",\"message\":",
+        s->ok ? "ok" : "error");
+    if (s->message)
+      json_str (out, s->message);
+    else
+      g_string_append (out, "null");
+    g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT
+        ",\"classified\":%" G_GUINT64_FORMAT ",\"duration\":", s->decoded,
+        s->classified);
+    num (out, fmt, s->duration, "%.6f", TRUE);
+    g_string_append (out, ",\"container_duration\":");
+    num (out, fmt, s->container_duration, "%.6f", TRUE);
+    g_string_append (out, ",\"wall_s\":");
+    num (out, fmt, s->wall_s, "%.4f", TRUE);
+    g_string_append (out, ",\"decode_fps\":");
+    num (out, fmt, dec_fps, "%.2f", TRUE);
+    g_string_append (out, ",\"classify_fps\":");
+    num (out, fmt, cls_fps, "%.2f", TRUE);
+    g_string_append (out, ",\"top_labels\":[");
+    for (guint i = 0; i < s->n_top; i++) {
+      g_string_append_printf (out, "%s{\"label_id\":%d,\"label\":",
+          i ? "," : "", s->top[i].id);
+      json_str (out, s->top[i].label);
+      g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT "}",
+          s->top[i].count);
+    }
+    g_string_append (out, "]}\n");
+  } else {
+    GString *t = g_string_new (NULL);
+
+    g_string_append (out, "summary,");
+    csv_str (out, key);
+    g_string_append (out, ",,,,,,,,,,,");
+    g_string_append_printf (out, "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+        ",", s->decoded, s->classified);
+    num (out, fmt, s->duration, "%.6f", TRUE);
+    g_string_append_c (out, ',');
+    num (out, fmt, s->container_duration, "%.6f", TRUE);
+    g_string_append_c (out, ',');
+    num (out, fmt, s->wall_s, "%.4f", TRUE);
+    g_string_append_c (out, ',');
+    num (out, fmt, dec_fps, "%.2f", TRUE);
+    g_string_append_c (out, ',');
+    num (out, fmt, cls_fps, "%.2f", TRUE);
+    g_string_append_c (out, ',');
+    for (guint i = 0; i < s->n_top; i++)
+      g_string_append_printf (t, "%s%s:%" G_GUINT64_FORMAT, i ? "|" : "",
+          s->top[i].label, s->top[i].count);
+    csv_str (out, t->str);
+    g_string_append_printf (out, ",%s,", s->ok ? "ok" : "error");
+    csv_str (out, s->message);
+    g_string_append_c (out, '\n');
+    g_string_free (t, TRUE);
+  }
+  g_free (key);
+}
+
+/* ---- resume ---- */
+
+/* Splits one CSV record into fields (quotes undone); NULL when malformed. */
+static gchar **
+csv_split (const gchar * rec, gsize len)
+{
+  GPtrArray *f = g_ptr_array_new ();
+  GString *cur = g_string_new (NULL);
+  gboolean q = FALSE;
+  gsize i;
+
+  for (i = 0; i < len; i++) {
+    gchar c = rec[i];
+
+    if (q) {
+      if (c == '"' && i + 1 < len && rec[i + 1] == '"') {
+        g_string_append_c (cur, '"');
+        i++;
+      } else if (c == '"') {
+        q = FALSE;
+      } else {
+        g_string_append_c (cur, c);
+      }
+    } else if (c == '"') {
+      q = TRUE;
+    } else if (c == ',') {
+      g_ptr_array_add (f, g_string_free (cur, FALSE));
+      cur = g_string_new (NULL);
+    } else if (c != '\n' && c != '\r') {
+      g_string_append_c (cur, c);
+    }
+  }
+  g_ptr_array_add (f, g_string_free (cur, FALSE));
+  g_ptr_array_add (f, NULL);
+  if (q || f->len - 1 != CSV_COLUMNS) {
+    g_strfreev ((gchar **) g_ptr_array_free (f, FALSE));
+    return NULL;
+  }
+  return (gchar **) g_ptr_array_free (f, FALSE);
+}
+
+/* If the record is a summary, stores its input and status and returns TRUE. */
+static gboolean
+parse_summary (const gchar * rec, gsize len, TagFormat fmt, gchar ** input,
+    gchar ** status)
+{
+  if (fmt == TAG_FORMAT_JSONL) {
+    gpunet_json *j = NULL;
+    const gpunet_json *t, *i, *s;
+    gboolean ok = FALSE;
+
+    if (g_strstr_len (rec, len, "\"summary\"") == NULL)
+      return FALSE;
+    if (gpunet_json_parse (rec, len, &j, NULL) != GPUNET_OK)
+      return FALSE;
+    t = gpunet_json_get (j, "type");
+    i = gpunet_json_get (j, "input");
+    s = gpunet_json_get (j, "status");
+    if (t && t->type == GPUNET_JSON_STRING && !strcmp (t->string, "summary")
+        && i && i->type == GPUNET_JSON_STRING && s
+        && s->type == GPUNET_JSON_STRING) {
+      *input = g_strdup (i->string);
+      *status = g_strdup (s->string);
+      ok = TRUE;
+    }
+    gpunet_json_free (j);
+    return ok;
+  } else {
+    gchar **f;
+
+    if (len < 8 || strncmp (rec, "summary,", 8) != 0)
+      return FALSE;
+    f = csv_split (rec, len);
+    if (f == NULL)
+      return FALSE;
+    *input = g_strdup (f[1]);
+    *status = g_strdup (f[20]);
+    g_strfreev (f);
+    return TRUE;
+  }
+}
+
+/* Length of the next record at `p` (through its newline; CSV records may hold
+ * quoted newlines), or 0 when the rest is an unterminated (partial) record. */
+static gsize
+next_record (const gchar * p, gsize left, TagFormat fmt)
+{
+  gboolean q = FALSE;
+
+  for (gsize i = 0; i < left; i++) {
+    if (fmt == TAG_FORMAT_CSV && p[i] == '"')
+      q = !q;
+    else if (p[i] == '\n' && !q)
+      return i + 1;
+  }
+  return 0;
+}
+
+typedef struct {
+  gsize start, end;
+  gchar *input;
+  gboolean dropped;
+} Block;
+
+static gboolean
+write_all (int fd, const gchar * p, gsize n)
+{
+  while (n > 0) {
+    gssize w = write (fd, p, n);
+
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return FALSE;
+    p += w;
+    n -= (gsize) w;
+  }
+  return TRUE;
+}
+
+/* Reads an earlier output of this tool. Each input's records form one block
+ * ending with its summary (the tool appends a block at once), so everything after
+ * the last summary is an interrupted input's partial block and is cut off. With
+ * `retry_failed` the blocks of failed inputs are removed too (the file is
+ * rewritten through a temporary file and a rename). Returns the set of inputs
+ * whose block is kept (to skip); `need_header` says whether a CSV header is
+ * still to be written. NULL with `error` set when the file cannot be used. */
+GHashTable *
+tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
+    gboolean * need_header, GError ** error)
+{
+  GHashTable *done = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
+      NULL);
+  gchar *data = NULL;
+  gsize len = 0, pos = 0, block_start = 0, header_len = 0, keep_end = 0;
+  GArray *blocks = g_array_new (FALSE, FALSE, sizeof (Block));
+  gboolean drop_any = FALSE;
+  GError *err = NULL;
+
+  *need_header = fmt == TAG_FORMAT_CSV;
+  if (!g_file_get_contents (path, &data, &len, &err)) {
+    if (g_error_matches (err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+      g_clear_error (&err);
+      g_array_unref (blocks);
+      return done;
+    }
+    g_propagate_error (error, err);
+    goto fail;
+  }
+  if (fmt == TAG_FORMAT_CSV && len >= strlen (CSV_HEADER)
+      && strncmp (data, CSV_HEADER, strlen (CSV_HEADER)) == 0) {
+    header_len = strlen (CSV_HEADER);
+    *need_header = FALSE;
+  }
+  pos = block_start = keep_end = header_len;
+  while (pos < len) {
+    gsize n = next_record (data + pos, len - pos, fmt);
+    gchar *input = NULL, *status = NULL;
+
+    if (n == 0)
+      break;
+    if (pos == header_len && n > 1 && ((fmt == TAG_FORMAT_JSONL) !=
+            (data[pos] == '{'))) {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "'%s' is not a "
+          "%s output of gpunet-tag; refusing to append to it", path,
+          fmt == TAG_FORMAT_JSONL ? "JSON lines" : "CSV");
+      goto fail;
+    }
+    if (parse_summary (data + pos, n, fmt, &input, &status)) {
+      Block b = { block_start, pos + n, input, FALSE };
+
+      /* a second block of the same input, or a failed one to retry, goes */
+      if (g_hash_table_contains (done, input) || (retry_failed
+              && strcmp (status, "ok") != 0)) {
+        drop_any = TRUE;
+        b.dropped = TRUE;
+      } else {
+        g_hash_table_add (done, g_strdup (input));
+      }
+      g_array_append_val (blocks, b);
+      block_start = keep_end = pos + n;
+      g_free (status);
+    }
+    pos += n;
+  }
+  if (drop_any) {
+    gchar *tmp = g_strdup_printf ("%s.resume-tmp", path);
+    int fd = g_open (tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    gboolean ok = fd >= 0 && write_all (fd, data, header_len);
+
+    for (guint i = 0; ok && i < blocks->len; i++) {
+      Block *b = &g_array_index (blocks, Block, i);
+
+      if (!b->dropped)
+        ok = write_all (fd, data + b->start, b->end - b->start);
+    }
+    if (fd >= 0 && close (fd) != 0)
+      ok = FALSE;
+    if (!ok || g_rename (tmp, path) != 0) {
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+          "cannot rewrite '%s' for --resume: %s", path, g_strerror (errno));
+      g_unlink (tmp);
+      g_free (tmp);
+      goto fail;
+    }
+    g_free (tmp);
+  } else if (keep_end < len && truncate (path, (off_t) keep_end) != 0) {
+    g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
+        "cannot truncate '%s' for --resume: %s", path, g_strerror (errno));
+    goto fail;
+  }
+  if (fmt == TAG_FORMAT_CSV && header_len == 0 && keep_end == 0)
+    *need_header = TRUE;
+  for (guint i = 0; i < blocks->len; i++)
+    g_free (g_array_index (blocks, Block, i).input);
+  g_array_unref (blocks);
+  g_free (data);
+  return done;
+
+fail:
+  for (guint i = 0; i < blocks->len; i++)
+    g_free (g_array_index (blocks, Block, i).input);
+  g_array_unref (blocks);
+  g_free (data);
+  g_hash_table_unref (done);
+  return NULL;
+}

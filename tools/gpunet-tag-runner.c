@@ -1,0 +1,625 @@
+/* gpunet-tag-runner.c: the GStreamer side of gpunet-tag. One pipeline lives for
+ * the whole run: a persistent "queue ! videoconvert ! capsfilter ! gpunetclassify
+ * ! appsink" part stays PLAYING (so the model is loaded once, in the element's
+ * start()), and a uridecodebin is attached, flushed away and replaced per input. */
+#include <string.h>
+
+#include <gst/app/gstappsink.h>
+
+#include "gpunet-tag-common.h"
+#include "gpunet-meta.h"
+
+#define CLASSIFY_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+#define TICK_US (250 * 1000)
+#define MAX_K 100
+#define N_TOP_LABELS 5
+
+typedef struct {
+  gint id;
+  gchar *label;
+  guint64 count;
+} LabelCount;
+
+struct TagRunner {
+  const TagOptions *opt;
+  GstElement *pipeline, *queue, *classify, *sink;
+  GstPad *entry;                /* the queue's sink pad: where a source links */
+  GstBus *bus;
+  gdouble load_s;
+
+  /* per input; written by streaming threads, read by the main thread */
+  GMutex lock;
+  GstElement *src;
+  gboolean linked;
+  const gchar *name;
+  GString *out;
+  guint64 decoded, classified, pending_frame;
+  gdouble next_keep, first_pts, last_pts, last_end;
+  gint64 t_enter, classify_us, last_activity;
+  TagSegment seg;
+  GHashTable *labels;           /* label id -> LabelCount */
+  gchar *meta_error;
+  TagLabelCount top_out[N_TOP_LABELS];
+  gchar *message;
+};
+
+static void
+label_count_free (LabelCount * c)
+{
+  g_free (c->label);
+  g_free (c);
+}
+
+/* Seconds of a buffer's position in the stream (segment stream time when it is
+ * valid, else the raw PTS); -1 when the buffer has no timestamp. */
+static gdouble
+buffer_seconds (GstClockTime pts, const GstSegment * segment)
+{
+  guint64 t = GST_CLOCK_TIME_NONE;
+
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return -1.0;
+  if (segment && segment->format == GST_FORMAT_TIME)
+    t = gst_segment_to_stream_time (segment, GST_FORMAT_TIME, pts);
+  if (!GST_CLOCK_TIME_IS_VALID (t))
+    t = pts;
+  return (gdouble) t / GST_SECOND;
+}
+
+/* On gpunetclassify's sink pad: counts every decoded frame and drops those that
+ * --every/--fps skip before the element sees them (so they are never
+ * preprocessed). Runs in the queue's streaming thread. */
+static GstPadProbeReturn
+classify_sink_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  TagRunner *r = user;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  GstEvent *ev = gst_pad_get_sticky_event (pad, GST_EVENT_SEGMENT, 0);
+  const GstSegment *segment = NULL;
+  gdouble t, dur;
+  guint64 n;
+  gboolean keep;
+
+  if (ev)
+    gst_event_parse_segment (ev, &segment);
+  t = buffer_seconds (GST_BUFFER_PTS (buf), segment);
+  dur = GST_BUFFER_DURATION_IS_VALID (buf) ?
+      (gdouble) GST_BUFFER_DURATION (buf) / GST_SECOND : 0.0;
+
+  g_mutex_lock (&r->lock);
+  n = r->decoded++;
+  r->last_activity = g_get_monotonic_time ();
+  if (t >= 0) {
+    if (r->first_pts < 0)
+      r->first_pts = t;
+    r->last_pts = t;
+    r->last_end = MAX (r->last_end, t + dur);
+  }
+  if (r->opt->every > 1) {
+    keep = n % r->opt->every == 0;
+  } else if (r->opt->fps > 0 && t >= 0) {
+    /* keep the first frame at or after each 1/fps step (1 ms tolerance) */
+    keep = t >= r->next_keep - 0.001;
+    if (keep) {
+      r->next_keep += 1.0 / r->opt->fps;
+      if (r->next_keep <= t)
+        r->next_keep = t + 1.0 / r->opt->fps;
+    }
+  } else {
+    keep = TRUE;
+  }
+  if (keep) {
+    r->pending_frame = n;
+    r->t_enter = r->last_activity;
+  }
+  g_mutex_unlock (&r->lock);
+  if (ev)
+    gst_event_unref (ev);
+  return keep ? GST_PAD_PROBE_OK : GST_PAD_PROBE_DROP;
+}
+
+/* appsink: one classified frame. gpunetclassify works in the same thread just
+ * before, so `pending_frame` and `t_enter` belong to this buffer. */
+static GstFlowReturn
+on_new_sample (GstAppSink * sink, gpointer user)
+{
+  TagRunner *r = user;
+  GstSample *sample = gst_app_sink_pull_sample (sink);
+  GstBuffer *buf;
+  const GstStructure *s;
+  gint ids[MAX_K];
+  const gchar *labels[MAX_K];
+  gdouble scores[MAX_K];
+  guint n, i;
+  gdouble t;
+  gint best;
+  LabelCount *c;
+
+  if (sample == NULL)
+    return GST_FLOW_OK;
+  buf = gst_sample_get_buffer (sample);
+  s = gpunet_meta_get_structure (gpunet_meta_get (buf));
+  t = buffer_seconds (GST_BUFFER_PTS (buf), gst_sample_get_segment (sample));
+
+  g_mutex_lock (&r->lock);
+  r->classify_us += g_get_monotonic_time () - r->t_enter;
+  if (s == NULL) {
+    if (r->meta_error == NULL)
+      r->meta_error = g_strdup ("a frame left gpunetclassify without a "
+          "classification meta");
+    goto done;
+  }
+  r->classified++;
+  n = MIN (gpunet_meta_n_results (s), MAX_K);
+  for (i = 0; i < n; i++) {
+    ids[i] = gpunet_meta_nth_id (s, i);
+    labels[i] = gpunet_meta_nth_label (s, i);
+    scores[i] = gpunet_meta_nth_score (s, i);
+    if (labels[i] == NULL)
+      labels[i] = "";
+  }
+  best = gpunet_meta_label_id (s);
+  if (r->opt->frames)
+    tag_write_frame (r->out, r->opt->format, r->name, r->pending_frame, t, n,
+        ids, labels, scores);
+  if (r->opt->segments)
+    tag_segment_add (&r->seg, r->out, r->opt->format, r->name,
+        r->pending_frame, t, best, gpunet_meta_label (s),
+        gpunet_meta_confidence (s));
+  c = g_hash_table_lookup (r->labels, GINT_TO_POINTER (best));
+  if (c == NULL) {
+    c = g_new0 (LabelCount, 1);
+    c->id = best;
+    c->label = g_strdup (gpunet_meta_label (s));
+    g_hash_table_insert (r->labels, GINT_TO_POINTER (best), c);
+  }
+  c->count++;
+done:
+  g_mutex_unlock (&r->lock);
+  gst_sample_unref (sample);
+  return GST_FLOW_OK;
+}
+
+/* appsink: the input is finished; tell the main thread through the bus. */
+static void
+on_eos (GstAppSink * sink, gpointer user)
+{
+  TagRunner *r = user;
+
+  (void) sink;
+  gst_element_post_message (r->sink,
+      gst_message_new_application (GST_OBJECT (r->sink),
+          gst_structure_new_empty ("gpunet-tag-eos")));
+}
+
+/* uridecodebin exposes only video pads (its caps property); the first one is
+ * linked to the persistent part, later ones are left alone. */
+static void
+on_pad_added (GstElement * src, GstPad * pad, gpointer user)
+{
+  TagRunner *r = user;
+  gboolean link = FALSE;
+
+  g_mutex_lock (&r->lock);
+  if (!r->linked && src == r->src) {
+    r->linked = TRUE;
+    link = TRUE;
+  }
+  g_mutex_unlock (&r->lock);
+  if (link && gst_pad_link (pad, r->entry) != GST_PAD_LINK_OK)
+    GST_ELEMENT_ERROR (src, CORE, NEGOTIATION,
+        ("Cannot link the decoded video stream to gpunetclassify"), (NULL));
+}
+
+static void
+on_no_more_pads (GstElement * src, gpointer user)
+{
+  (void) user;
+  gst_element_post_message (src, gst_message_new_application (GST_OBJECT (src),
+          gst_structure_new_empty ("gpunet-tag-no-more-pads")));
+}
+
+static GstElement *
+make (const gchar * factory, GError ** error)
+{
+  GstElement *e = gst_element_factory_make (factory, NULL);
+
+  if (e == NULL)
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN,
+        "the GStreamer element '%s' is not available%s", factory,
+        strcmp (factory, "gpunetclassify") == 0 ? " (is the gpunet plugin "
+        "installed, or GST_PLUGIN_PATH set to its directory?)" : "");
+  return e;
+}
+
+/* Pops the first error posted on the bus, if any, into `error`. */
+static void
+take_bus_error (GstBus * bus, GError ** error)
+{
+  GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+
+  if (m) {
+    GError *e = NULL;
+
+    gst_message_parse_error (m, &e, NULL);
+    g_propagate_error (error, e);
+    gst_message_unref (m);
+  } else {
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_STATE_CHANGE,
+        "the pipeline failed to start");
+  }
+}
+
+static void
+set_classify_options (TagRunner * r)
+{
+  const TagOptions *o = r->opt;
+  GObjectClass *k = G_OBJECT_GET_CLASS (r->classify);
+
+  g_object_set (r->classify, "checkpoint", o->checkpoint, "top-k", o->top_k,
+      NULL);
+  if (o->model)
+    g_object_set (r->classify, "model", o->model, NULL);
+  if (o->labels)
+    g_object_set (r->classify, "labels", o->labels, NULL);
+  if (o->backend)
+    gst_util_set_object_arg (G_OBJECT (r->classify), "backend", o->backend);
+  if (o->threads)
+    g_object_set (r->classify, "n-threads", o->threads, NULL);
+  /* batching needs an element property; use it when the element has one */
+  if (o->batch > 1) {
+    if (g_object_class_find_property (k, "batch-size"))
+      g_object_set (r->classify, "batch-size", o->batch, NULL);
+    else
+      g_printerr ("gpunet-tag: this gpunetclassify classifies one frame at a "
+          "time (no 'batch-size' property); --batch %u has no effect\n",
+          o->batch);
+  }
+}
+
+/* Builds the persistent part and brings it to PLAYING, which loads the model
+ * once for the whole run. Returns NULL with `error` set when that fails. */
+TagRunner *
+tag_runner_new (const TagOptions * opt, GError ** error)
+{
+  TagRunner *r = g_new0 (TagRunner, 1);
+  GstElement *convert = NULL, *capsf = NULL;
+  GstCaps *caps;
+  GstAppSinkCallbacks cb = { 0 };
+  GstPad *pad;
+  gint64 t0;
+
+  r->opt = opt;
+  g_mutex_init (&r->lock);
+  r->labels = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
+      (GDestroyNotify) label_count_free);
+  r->pipeline = gst_pipeline_new ("gpunet-tag");
+  r->bus = gst_element_get_bus (r->pipeline);
+  if (!(r->queue = make ("queue", error)) || !(convert = make ("videoconvert",
+              error)) || !(capsf = make ("capsfilter", error))
+      || !(r->classify = make ("gpunetclassify", error))
+      || !(r->sink = make ("appsink", error)))
+    goto fail;
+
+  /* a few frames of slack so decoding overlaps with classification */
+  g_object_set (r->queue, "max-size-buffers", 4, "max-size-bytes", 0,
+      "max-size-time", (guint64) 0, NULL);
+  caps = gst_caps_from_string ("video/x-raw, format=" CLASSIFY_FORMATS);
+  g_object_set (capsf, "caps", caps, NULL);
+  gst_caps_unref (caps);
+  set_classify_options (r);
+  g_object_set (r->sink, "sync", FALSE, "async", FALSE, "max-buffers", 2,
+      "drop", FALSE, "enable-last-sample", FALSE, NULL);
+  cb.new_sample = on_new_sample;
+  cb.eos = on_eos;
+  gst_app_sink_set_callbacks (GST_APP_SINK (r->sink), &cb, r, NULL);
+
+  gst_bin_add_many (GST_BIN (r->pipeline), r->queue, convert, capsf,
+      r->classify, r->sink, NULL);
+  if (!gst_element_link_many (r->queue, convert, capsf, r->classify, r->sink,
+          NULL)) {
+    g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+        "cannot link queue ! videoconvert ! gpunetclassify ! appsink");
+    goto fail;
+  }
+  r->entry = gst_element_get_static_pad (r->queue, "sink");
+  pad = gst_element_get_static_pad (r->classify, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, classify_sink_probe, r,
+      NULL);
+  gst_object_unref (pad);
+
+  t0 = g_get_monotonic_time ();
+  if (gst_element_set_state (r->pipeline, GST_STATE_PLAYING) ==
+      GST_STATE_CHANGE_FAILURE) {
+    take_bus_error (r->bus, error);
+    goto fail;
+  }
+  r->load_s = (g_get_monotonic_time () - t0) / 1e6;
+  return r;
+
+fail:
+  {
+    /* elements made but not yet in the bin */
+    GstElement *all[] = { r->queue, convert, capsf, r->classify, r->sink };
+    for (guint i = 0; i < G_N_ELEMENTS (all); i++)
+      if (all[i] && !GST_OBJECT_PARENT (all[i]))
+        gst_object_unref (gst_object_ref_sink (all[i]));
+  }
+  tag_runner_free (r);
+  return NULL;
+}
+
+gdouble
+tag_runner_load_seconds (const TagRunner * r)
+{
+  return r->load_s;
+}
+
+void
+tag_runner_free (TagRunner * r)
+{
+  if (r == NULL)
+    return;
+  if (r->pipeline) {
+    gst_element_set_state (r->pipeline, GST_STATE_NULL);
+    gst_object_unref (r->pipeline);
+  }
+  if (r->entry)
+    gst_object_unref (r->entry);
+  if (r->bus)
+    gst_object_unref (r->bus);
+  g_hash_table_unref (r->labels);
+  g_free (r->meta_error);
+  g_free (r->message);
+  g_free (r->seg.label);
+  g_mutex_clear (&r->lock);
+  g_free (r);
+}
+
+/* Detaches the current source: flush-start unblocks any streaming thread
+ * waiting downstream, the source goes to NULL and away, and flush-stop leaves
+ * the persistent part (not EOS any more) ready for the next input. */
+static void
+detach_source (TagRunner * r)
+{
+  gst_pad_send_event (r->entry, gst_event_new_flush_start ());
+  gst_element_set_state (r->src, GST_STATE_NULL);
+  gst_bin_remove (GST_BIN (r->pipeline), r->src);
+  r->src = NULL;
+  gst_pad_send_event (r->entry, gst_event_new_flush_stop (TRUE));
+}
+
+static gint
+cmp_count (gconstpointer a, gconstpointer b)
+{
+  const LabelCount *x = *(LabelCount * const *) a, *y = *(LabelCount * const *) b;
+
+  if (x->count != y->count)
+    return x->count < y->count ? 1 : -1;
+  return x->id - y->id;
+}
+
+static void
+reset_input (TagRunner * r, const TagInput * in, GString * out)
+{
+  g_mutex_lock (&r->lock);
+  r->linked = FALSE;
+  r->name = in->name;
+  r->out = out;
+  r->decoded = r->classified = r->pending_frame = 0;
+  r->next_keep = -G_MAXDOUBLE;
+  r->first_pts = r->last_pts = r->last_end = -1.0;
+  r->t_enter = r->classify_us = 0;
+  r->last_activity = g_get_monotonic_time ();
+  g_clear_pointer (&r->seg.label, g_free);
+  r->seg.open = FALSE;
+  g_hash_table_remove_all (r->labels);
+  g_clear_pointer (&r->meta_error, g_free);
+  g_clear_pointer (&r->message, g_free);
+  g_mutex_unlock (&r->lock);
+}
+
+static gdouble
+query_duration (TagRunner * r)
+{
+  gint64 d = -1;
+
+  if (gst_element_query_duration (r->pipeline, GST_FORMAT_TIME, &d) && d > 0)
+    return (gdouble) d / GST_SECOND;
+  return -1.0;
+}
+
+/* Waits for the input to end: EOS, an error, no video stream, a stall, or a
+ * stop request. Returns the outcome; `r->message` says why it failed. */
+static TagResult
+wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
+    gpointer user, gdouble * container)
+{
+  gint64 next_tick = 0, t0 = g_get_monotonic_time ();
+
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop (r->bus, 50 * GST_MSECOND);
+    gint64 now = g_get_monotonic_time (), idle;
+    guint64 decoded;
+    gdouble pos;
+    gboolean linked;
+
+    if (m) {
+      TagResult res = TAG_RESULT_OK;
+      gboolean end = FALSE;
+      GError *e = NULL;
+      gchar *dbg = NULL;
+
+      switch (GST_MESSAGE_TYPE (m)) {
+        case GST_MESSAGE_ERROR:
+          gst_message_parse_error (m, &e, &dbg);
+          g_mutex_lock (&r->lock);
+          /* decodebin's "missing plug-in" when only non-video streams exist */
+          if (!r->linked && (g_error_matches (e, GST_CORE_ERROR,
+                      GST_CORE_ERROR_MISSING_PLUGIN)
+                  || g_error_matches (e, GST_STREAM_ERROR,
+                      GST_STREAM_ERROR_CODEC_NOT_FOUND)))
+            r->message = g_strdup_printf ("no video stream that can be "
+                "decoded (%s)", e->message);
+          else
+            r->message = g_strdup_printf ("%s (%s)", e->message,
+                GST_OBJECT_NAME (GST_MESSAGE_SRC (m)));
+          g_mutex_unlock (&r->lock);
+          g_clear_error (&e);
+          g_free (dbg);
+          res = TAG_RESULT_FAILED;
+          end = TRUE;
+          break;
+        case GST_MESSAGE_APPLICATION:
+          if (gst_message_has_name (m, "gpunet-tag-eos")) {
+            end = TRUE;
+          } else if (gst_message_has_name (m, "gpunet-tag-no-more-pads")
+              && GST_MESSAGE_SRC (m) == GST_OBJECT (r->src)) {
+            g_mutex_lock (&r->lock);
+            if (!r->linked) {
+              r->message = g_strdup ("no video stream in this input");
+              res = TAG_RESULT_FAILED;
+              end = TRUE;
+            }
+            g_mutex_unlock (&r->lock);
+          }
+          break;
+        default:
+          break;
+      }
+      gst_message_unref (m);
+      if (end)
+        return res;
+    }
+    if (*stop)
+      return TAG_RESULT_INTERRUPTED;
+
+    g_mutex_lock (&r->lock);
+    decoded = r->decoded;
+    pos = r->last_pts;
+    idle = now - r->last_activity;
+    linked = r->linked;
+    g_mutex_unlock (&r->lock);
+    /* decodebin2 can swallow a demuxer's error raised while it links the
+     * demuxer (its "filtered" errors); nothing else would end such an input */
+    if (!linked && now - t0 > (gint64) (r->opt->open_timeout * 1e6)) {
+      r->message = g_strdup_printf ("no video stream appeared within %.0f s "
+          "(not a video, or a demuxer error)", r->opt->open_timeout);
+      return TAG_RESULT_FAILED;
+    }
+    if (idle > (gint64) (r->opt->stall_timeout * 1e6)) {
+      r->message = g_strdup_printf ("no progress for %.0f s (stalled)",
+          r->opt->stall_timeout);
+      return TAG_RESULT_FAILED;
+    }
+    if (now >= next_tick) {
+      if (*container < 0 && decoded > 0)
+        *container = query_duration (r);
+      if (tick)
+        tick (user, decoded, pos, *container);
+      next_tick = now + TICK_US;
+    }
+  }
+}
+
+/* Classifies one input, appending its records and, unless interrupted, its
+ * summary to `out`. `result` describes the input (valid until the next call). */
+TagResult
+tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
+    volatile sig_atomic_t * stop, TagTickFunc tick, gpointer user,
+    TagSummary * result)
+{
+  GstCaps *caps;
+  TagResult res;
+  gint64 t0 = g_get_monotonic_time ();
+  gdouble container = -1.0, end;
+  GHashTableIter it;
+  gpointer v;
+  GPtrArray *counts;
+  guint i;
+
+  reset_input (r, in, out);
+  /* messages left over from the previous input must not end this one */
+  gst_bus_set_flushing (r->bus, TRUE);
+  gst_bus_set_flushing (r->bus, FALSE);
+
+  r->src = gst_element_factory_make ("uridecodebin", NULL);
+  if (r->src == NULL) {
+    r->message = g_strdup ("the GStreamer element 'uridecodebin' is missing");
+    res = TAG_RESULT_FAILED;
+    goto summary;
+  }
+  caps = gst_caps_from_string ("video/x-raw(ANY)");
+  g_object_set (r->src, "uri", in->uri, "caps", caps, "expose-all-streams",
+      FALSE, NULL);
+  gst_caps_unref (caps);
+  g_signal_connect (r->src, "pad-added", G_CALLBACK (on_pad_added), r);
+  g_signal_connect (r->src, "no-more-pads", G_CALLBACK (on_no_more_pads), r);
+  gst_bin_add (GST_BIN (r->pipeline), r->src);
+
+  if (gst_element_sync_state_with_parent (r->src)) {
+    res = wait_input (r, stop, tick, user, &container);
+  } else {
+    GError *e = NULL;
+
+    take_bus_error (r->bus, &e);
+    r->message = g_strdup (e->message);
+    g_clear_error (&e);
+    res = TAG_RESULT_FAILED;
+  }
+  if (res == TAG_RESULT_OK && container < 0)
+    container = query_duration (r);
+  detach_source (r);
+
+summary:
+  result->wall_s = (g_get_monotonic_time () - t0) / 1e6;
+  if (res == TAG_RESULT_INTERRUPTED)
+    return res;
+
+  g_mutex_lock (&r->lock);
+  end = r->last_end >= 0 ? r->last_end : r->last_pts;
+  if (res == TAG_RESULT_OK && r->meta_error) {
+    r->message = g_strdup (r->meta_error);
+    res = TAG_RESULT_FAILED;
+  } else if (res == TAG_RESULT_OK && r->decoded == 0) {
+    r->message = g_strdup ("no video frames decoded");
+    res = TAG_RESULT_FAILED;
+  } else if (res == TAG_RESULT_OK && container > 0 && end >= 0
+      && end < container - MAX (1.0, 0.05 * container)) {
+    /* the container announced more than was decoded */
+    r->message = g_strdup_printf ("truncated: the stream ends at %.3f s, the "
+        "container says %.3f s", end, container);
+    res = TAG_RESULT_FAILED;
+  }
+  if (r->opt->segments)
+    tag_segment_finish (&r->seg, out, r->opt->format, in->name, r->decoded,
+        end);
+
+  counts = g_ptr_array_new ();
+  g_hash_table_iter_init (&it, r->labels);
+  while (g_hash_table_iter_next (&it, NULL, &v))
+    g_ptr_array_add (counts, v);
+  g_ptr_array_sort (counts, cmp_count);
+  for (i = 0; i < counts->len && i < N_TOP_LABELS; i++) {
+    LabelCount *c = g_ptr_array_index (counts, i);
+    r->top_out[i].id = c->id;
+    r->top_out[i].label = c->label;
+    r->top_out[i].count = c->count;
+  }
+  g_ptr_array_unref (counts);
+
+  result->input = in->name;
+  result->ok = res == TAG_RESULT_OK;
+  result->message = r->message;
+  result->decoded = r->decoded;
+  result->classified = r->classified;
+  result->duration = (r->first_pts >= 0 && end >= 0) ? end - r->first_pts : -1;
+  result->container_duration = container;
+  result->classify_s = r->classify_us / 1e6;
+  result->top = r->top_out;
+  result->n_top = i;
+  g_mutex_unlock (&r->lock);
+
+  tag_write_summary (out, r->opt->format, result);
+  return res;
+}

@@ -1,0 +1,386 @@
+/* gpunet-tag.c: command-line entry of the offline tagging tool: options, this
+ * shard's inputs, the output (--resume), signals, and the loop that runs each input
+ * through the one model-loaded pipeline and appends its records as one block.
+ * Exit: 0 ok, 1 an input failed, 2 usage or setup error, 130 interrupted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "gpunet-tag-common.h"
+
+#define DEFAULT_EXTS "mp4,m4v,mov,mkv,webm,avi,ts,mts,m2ts,mpg,mpeg,flv," \
+  "wmv,ogv,3gp,h264,264,hevc,h265"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void
+on_signal (int sig)
+{
+  (void) sig;
+  stop_requested = 1;
+}
+
+/* SIGINT/SIGTERM finish the block being written and stop before the next one;
+ * a second signal kills at once (SA_RESETHAND): --resume then cleans up. */
+static void
+install_signals (void)
+{
+  struct sigaction sa;
+
+  memset (&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART | SA_RESETHAND;
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGTERM, &sa, NULL);
+}
+
+static gboolean
+write_all (int fd, const gchar * p, gsize n)
+{
+  while (n > 0) {
+    gssize w = write (fd, p, n);
+
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return FALSE;
+    p += w;
+    n -= (gsize) w;
+  }
+  return TRUE;
+}
+
+static gboolean
+parse_shard (const gchar * s, guint * index, guint * count)
+{
+  gchar *end = NULL;
+  guint64 i, n;
+
+  i = g_ascii_strtoull (s, &end, 10);
+  if (end == s || *end != '/')
+    return FALSE;
+  s = end + 1;
+  n = g_ascii_strtoull (s, &end, 10);
+  if (end == s || *end != '\0' || n == 0 || n > G_MAXUINT || i >= n)
+    return FALSE;
+  *index = (guint) i;
+  *count = (guint) n;
+  return TRUE;
+}
+
+/* The gpunetclassify element is found through GStreamer's registry; when it
+ * is not there, look in the directory given or the one this build installs to. */
+static void
+find_plugin (const gchar * plugin_path)
+{
+  GstElementFactory *f = gst_element_factory_find ("gpunetclassify");
+
+  if (f) {
+    gst_object_unref (f);
+    return;
+  }
+  if (plugin_path)
+    gst_registry_scan_path (gst_registry_get (), plugin_path);
+#ifdef GPUNET_PLUGIN_DIR
+  else
+    gst_registry_scan_path (gst_registry_get (), GPUNET_PLUGIN_DIR);
+#endif
+}
+
+static int
+usage_error (GOptionContext * ctx, const gchar * msg)
+{
+  g_printerr ("gpunet-tag: %s\n\n", msg);
+  if (ctx) {
+    gchar *help = g_option_context_get_help (ctx, TRUE, NULL);
+    g_printerr ("%s", help);
+    g_free (help);
+  }
+  return 2;
+}
+
+int
+main (int argc, char **argv)
+{
+  TagOptions o = { 0 };
+  gchar *format = NULL, *shard = NULL, *exts = NULL, *plugin_path = NULL;
+  gchar **args = NULL;
+  gboolean list_only = FALSE, need_header = TRUE;
+  gint top_k = 5, batch = 1, every = 0, threads = 0;
+  GOptionContext *ctx;
+  GError *err = NULL;
+  GPtrArray *inputs, *mine;
+  GHashTable *skip = NULL;
+  TagProgress *progress;
+  TagRunner *runner = NULL;
+  int fd = STDOUT_FILENO, rc = 0;
+  guint n_ok = 0, n_failed = 0, n_skipped = 0;
+  guint64 total_frames = 0;
+  gint64 t_start;
+
+  const GOptionEntry entries[] = {
+    {"model", 'm', 0, G_OPTION_ARG_STRING, &o.model,
+        "Architecture: built-in name or NVIDIA JSON path (gpunet-0)", "NAME"},
+    {"checkpoint", 'c', 0, G_OPTION_ARG_FILENAME, &o.checkpoint,
+        "Weights: .pth.tar/.pth or .safetensors (required)", "FILE"},
+    {"labels", 0, 0, G_OPTION_ARG_FILENAME, &o.labels,
+        "Label file, one per line", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
+        "auto, cpu or cuda (auto)", "NAME"},
+    {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
+    {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
+        "Frames per engine call, when the element supports it (1)", "N"},
+    {"threads", 0, 0, G_OPTION_ARG_INT, &threads,
+        "CPU backend threads (0 = all cores)", "N"},
+    {"every", 0, 0, G_OPTION_ARG_INT, &every,
+        "Classify every Nth decoded frame", "N"},
+    {"fps", 0, 0, G_OPTION_ARG_DOUBLE, &o.fps,
+        "Classify about F frames per second of video", "F"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &o.output,
+        "Output file (default: stdout)", "FILE"},
+    {"format", 'f', 0, G_OPTION_ARG_STRING, &format,
+        "jsonl or csv (jsonl)", "FMT"},
+    {"segments", 's', 0, G_OPTION_ARG_NONE, &o.segments,
+        "Write one record per run of frames with the same top-1 class "
+          "(instead of frame records, unless --frames)", NULL},
+    {"frames", 0, 0, G_OPTION_ARG_NONE, &o.frames,
+        "Write frame records also with --segments", NULL},
+    {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+        "Process only the inputs of worker I of N (0 <= I < N)", "I/N"},
+    {"resume", 0, 0, G_OPTION_ARG_NONE, &o.resume,
+        "Skip inputs already complete in --output; append the rest", NULL},
+    {"retry-failed", 0, 0, G_OPTION_ARG_NONE, &o.retry_failed,
+        "With --resume, redo inputs whose summary says error", NULL},
+    {"ext", 0, 0, G_OPTION_ARG_STRING, &exts,
+        "Extensions taken from directories (" DEFAULT_EXTS ")", "LIST"},
+    {"all-files", 0, 0, G_OPTION_ARG_NONE, &o.all_files,
+        "Take every file found in directories", NULL},
+    {"stall-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &o.stall_timeout,
+        "Fail an input after this many seconds without a frame (300)", "SEC"},
+    {"open-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &o.open_timeout,
+        "Fail an input when no video stream appears within SEC (20)", "SEC"},
+    {"list", 0, 0, G_OPTION_ARG_NONE, &list_only,
+        "Print this shard's inputs and exit", NULL},
+    {"plugin-path", 0, 0, G_OPTION_ARG_FILENAME, &plugin_path,
+        "Directory holding the gpunet GStreamer plugin", "DIR"},
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o.quiet,
+        "No progress output (failures are still reported)", NULL},
+    {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &args, NULL,
+        "INPUT..."},
+    {NULL, 0, 0, 0, NULL, NULL, NULL}
+  };
+
+  ctx = g_option_context_new ("INPUT... - tag video files with a GPUNet "
+      "classifier");
+  g_option_context_set_summary (ctx, "INPUT is a file, a directory (walked "
+      "recursively, sorted), a glob pattern or a URI. One record per classified "
+      "frame (or per segment), then a summary record per input.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
+    rc = usage_error (NULL, err->message);
+    goto out;
+  }
+
+  o.stall_timeout = o.stall_timeout > 0 ? o.stall_timeout : 300.0;
+  o.open_timeout = o.open_timeout > 0 ? o.open_timeout : 20.0;
+  o.format = TAG_FORMAT_JSONL;
+  if (format && strcmp (format, "csv") == 0)
+    o.format = TAG_FORMAT_CSV;
+  else if (format && strcmp (format, "jsonl") != 0 && strcmp (format,
+          "json") != 0) {
+    rc = usage_error (ctx, "--format must be jsonl or csv");
+    goto out;
+  }
+  if (top_k < 1 || top_k > 100 || batch < 1 || every < 0 || threads < 0
+      || o.fps < 0) {
+    rc = usage_error (ctx, "--top-k must be 1..100; --batch >= 1; --every, "
+        "--fps and --threads >= 0");
+    goto out;
+  }
+  if (every > 1 && o.fps > 0) {
+    rc = usage_error (ctx, "--every and --fps exclude each other");
+    goto out;
+  }
+  if (o.backend && strcmp (o.backend, "auto") && strcmp (o.backend, "cpu")
+      && strcmp (o.backend, "cuda")) {
+    rc = usage_error (ctx, "--backend must be auto, cpu or cuda");
+    goto out;
+  }
+  o.top_k = (guint) top_k;
+  o.batch = (guint) batch;
+  o.every = (guint) every;
+  o.threads = (guint) threads;
+  o.frames = o.frames || !o.segments;
+  o.shard_count = 1;
+  if (shard && !parse_shard (shard, &o.shard_index, &o.shard_count)) {
+    rc = usage_error (ctx, "--shard takes I/N with 0 <= I < N, e.g. 0/4");
+    goto out;
+  }
+  o.exts = g_strsplit (exts ? exts : DEFAULT_EXTS, ",", -1);
+  if (args == NULL || args[0] == NULL) {
+    rc = usage_error (ctx, "no INPUT given");
+    goto out;
+  }
+  if (!list_only && (o.checkpoint == NULL || *o.checkpoint == '\0')) {
+    rc = usage_error (ctx, "--checkpoint is required");
+    goto out;
+  }
+  if (o.output && strcmp (o.output, "-") == 0)
+    g_clear_pointer (&o.output, g_free);
+  if (o.resume && o.output == NULL) {
+    rc = usage_error (ctx, "--resume needs --output FILE");
+    goto out;
+  }
+
+  inputs = tag_inputs_discover (args, &o);
+  mine = g_ptr_array_new ();
+  for (guint i = 0; i < inputs->len; i++) {
+    TagInput *in = g_ptr_array_index (inputs, i);
+    if (tag_input_in_shard (in->name, o.shard_index, o.shard_count))
+      g_ptr_array_add (mine, in);
+  }
+  if (list_only) {
+    for (guint i = 0; i < mine->len; i++)
+      printf ("%s\n", ((TagInput *) g_ptr_array_index (mine, i))->name);
+    goto done_inputs;
+  }
+
+  if (o.output) {
+    if (o.resume) {
+      skip = tag_resume_prepare (o.output, o.format, o.retry_failed,
+          &need_header, &err);
+      if (skip == NULL) {
+        g_printerr ("gpunet-tag: %s\n", err->message);
+        rc = 2;
+        goto done_inputs;
+      }
+    }
+    fd = g_open (o.output, O_WRONLY | O_CREAT | (o.resume ? O_APPEND :
+            O_TRUNC), 0644);
+    if (fd < 0) {
+      g_printerr ("gpunet-tag: cannot open '%s': %s\n", o.output,
+          g_strerror (errno));
+      rc = 2;
+      goto done_inputs;
+    }
+  }
+  if (need_header && o.format == TAG_FORMAT_CSV) {
+    GString *h = g_string_new (NULL);
+    tag_write_header (h, o.format);
+    write_all (fd, h->str, h->len);
+    g_string_free (h, TRUE);
+  }
+
+  install_signals ();
+  find_plugin (plugin_path);
+  progress = tag_progress_new (mine->len, o.quiet);
+  t_start = g_get_monotonic_time ();
+  for (guint i = 0; i < mine->len && !stop_requested; i++) {
+    TagInput *in = g_ptr_array_index (mine, i);
+    gchar *key = tag_record_key (in->name);
+    GString *block = g_string_new (NULL);
+    TagSummary s = { 0 };
+    TagResult res;
+
+    if (skip && g_hash_table_contains (skip, key)) {
+      n_skipped++;
+      tag_progress_skip (progress, in->name);
+      g_free (key);
+      g_string_free (block, TRUE);
+      continue;
+    }
+    g_free (key);
+    tag_progress_input_start (progress, i, in->name);
+    if (in->error) {
+      s.input = in->name;
+      s.message = in->error;
+      s.duration = s.container_duration = -1;
+      tag_write_summary (block, o.format, &s);
+      res = TAG_RESULT_FAILED;
+    } else {
+      if (runner == NULL) {
+        runner = tag_runner_new (&o, &err);
+        if (runner == NULL) {
+          tag_progress_message (progress, "cannot start the model: %s",
+              err->message);
+          g_string_free (block, TRUE);
+          rc = 2;
+          break;
+        }
+        if (!o.quiet)
+          tag_progress_message (progress, "model loaded in %.3f s",
+              tag_runner_load_seconds (runner));
+      }
+      res = tag_runner_process (runner, in, block, &stop_requested,
+          tag_progress_tick, progress, &s);
+    }
+    if (res == TAG_RESULT_INTERRUPTED) {
+      tag_progress_message (progress, "interrupted: '%s' not written (it is "
+          "redone by --resume)", in->name);
+      g_string_free (block, TRUE);
+      break;
+    }
+    if (!write_all (fd, block->str, block->len)) {
+      tag_progress_message (progress, "cannot write the output: %s",
+          g_strerror (errno));
+      g_string_free (block, TRUE);
+      rc = 2;
+      break;
+    }
+    total_frames += s.decoded;
+    if (res == TAG_RESULT_OK)
+      n_ok++;
+    else
+      n_failed++;
+    tag_progress_input_done (progress, in->name, res == TAG_RESULT_OK,
+        s.decoded, s.wall_s, s.message);
+    g_string_free (block, TRUE);
+  }
+  if (!o.quiet || stop_requested) {
+    gdouble el = (g_get_monotonic_time () - t_start) / 1e6;
+
+    tag_progress_message (progress, "%u inputs: %u ok, %u failed, %u skipped; "
+        "%" G_GUINT64_FORMAT " frames in %.2f s (%.1f frames/s)%s", mine->len,
+        n_ok, n_failed, n_skipped, total_frames, el,
+        el > 0 ? total_frames / el : 0.0, stop_requested ? "; interrupted" :
+        "");
+  }
+  tag_progress_free (progress);
+  tag_runner_free (runner);
+  if (fd != STDOUT_FILENO && close (fd) != 0 && rc == 0) {
+    g_printerr ("gpunet-tag: cannot close the output: %s\n",
+        g_strerror (errno));
+    rc = 2;
+  }
+  if (rc == 0)
+    rc = stop_requested ? 130 : n_failed ? 1 : 0;
+
+done_inputs:
+  if (skip)
+    g_hash_table_unref (skip);
+  g_ptr_array_unref (mine);
+  g_ptr_array_unref (inputs);
+out:
+  g_clear_error (&err);
+  g_option_context_free (ctx);
+  g_strfreev (args);
+  g_strfreev (o.exts);
+  g_free (o.model);
+  g_free (o.checkpoint);
+  g_free (o.labels);
+  g_free (o.backend);
+  g_free (o.output);
+  g_free (format);
+  g_free (shard);
+  g_free (exts);
+  g_free (plugin_path);
+  return rc;
+}
