@@ -154,7 +154,10 @@ gpunet_fetch_uv (const gpunet_pixel_src *s, int cx, int cy, float *u, float *v)
   }
 }
 
-/* The 0..255 RGB of pixel (x, y), 0 <= x < width, 0 <= y < height, any format. */
+/* The 0..255 RGB of source pixel (x, y), 0 <= x < width, 0 <= y < height, any format,
+ * bit for bit as the CPU row converter computes it: chroma
+ * rows blended vertically first (gpunet_chroma_taps, centred), then odd columns take
+ * the mean of two co-sited samples. */
 GPUNET_HD void
 gpunet_fetch_rgb (const gpunet_pixel_src *s, int x, int y, float *r, float *g, float *b)
 {
@@ -168,18 +171,24 @@ gpunet_fetch_rgb (const gpunet_pixel_src *s, int x, int y, float *r, float *g, f
     return;
   }
   const int cw = (s->width + 1) / 2, ch = (s->height + 1) / 2;
-  int x0, x1, y0, y1;
-  float wx, wy, u00, v00, u01, v01, u10, v10, u11, v11;
-  gpunet_chroma_taps (x, cw, 1, &x0, &x1, &wx);
-  gpunet_chroma_taps (y, ch, 0, &y0, &y1, &wy);
-  gpunet_fetch_uv (s, x0, y0, &u00, &v00);
-  gpunet_fetch_uv (s, x1, y0, &u01, &v01);
-  gpunet_fetch_uv (s, x0, y1, &u10, &v10);
-  gpunet_fetch_uv (s, x1, y1, &u11, &v11);
-  /* vertical first, then horizontal: the order the CPU row converter uses */
-  const float u0 = u00 + wy * (u10 - u00), u1 = u01 + wy * (u11 - u01);
-  const float v0 = v00 + wy * (v10 - v00), v1 = v01 + wy * (v11 - v01);
-  const float u = u0 + wx * (u1 - u0), v = v0 + wx * (v1 - v0);
+  int cy0, cy1;
+  float wy;
+  gpunet_chroma_taps (y, ch, 0, &cy0, &cy1, &wy);
+  const int c0 = x >> 1, c1 = c0 + 1 < cw ? c0 + 1 : cw - 1;
+  const int nv12 = s->format == GPUNET_FORMAT_NV12;
+  const uint8_t *u0 = s->planes[1] + (size_t) cy0 * s->strides[1];
+  const uint8_t *u1 = s->planes[1] + (size_t) cy1 * s->strides[1];
+  const uint8_t *v0 = nv12 ? u0 + 1 : s->planes[2] + (size_t) cy0 * s->strides[2];
+  const uint8_t *v1 = nv12 ? u1 + 1 : s->planes[2] + (size_t) cy1 * s->strides[2];
+  const int step = nv12 ? 2 : 1;
+  float u = u0[step * c0] + wy * (float) (u1[step * c0] - u0[step * c0]);
+  float v = v0[step * c0] + wy * (float) (v1[step * c0] - v0[step * c0]);
+  if (x & 1) {
+    const float ub = u0[step * c1] + wy * (float) (u1[step * c1] - u0[step * c1]);
+    const float vb = v0[step * c1] + wy * (float) (v1[step * c1] - v0[step * c1]);
+    u = 0.5f * (u + ub);
+    v = 0.5f * (v + vb);
+  }
   gpunet_yuv_to_rgb (&s->yuv, s->planes[0][(size_t) y * s->strides[0] + x], u, v, r, g, b);
 }
 

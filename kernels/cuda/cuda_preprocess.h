@@ -51,43 +51,6 @@ gpunet_cuda_pre_desc_init (gpunet_cuda_pre_desc *d, const gpunet_preprocess_plan
     d->pad[c] = p->pad[c];
 }
 
-/* The 0..255 RGB of source pixel (x, y), as the CPU row converter computes it: chroma
- * rows blended vertically first (gpunet_chroma_taps, centred), then odd columns take
- * the mean of two co-sited samples. */
-GPUNET_HD void
-gpunet_cuda_fetch (const gpunet_pixel_src *s, int x, int y, float *r, float *g, float *b)
-{
-  int ri, gi, bi;
-  const int bpp = gpunet_rgb_layout (s->format, &ri, &gi, &bi);
-  if (bpp) {
-    const uint8_t *p = s->planes[0] + (size_t) y * s->strides[0] + (size_t) x * bpp;
-    *r = p[ri];
-    *g = p[gi];
-    *b = p[bi];
-    return;
-  }
-  const int cw = (s->width + 1) / 2, ch = (s->height + 1) / 2;
-  int cy0, cy1;
-  float wy;
-  gpunet_chroma_taps (y, ch, 0, &cy0, &cy1, &wy);
-  const int c0 = x >> 1, c1 = c0 + 1 < cw ? c0 + 1 : cw - 1;
-  const int nv12 = s->format == GPUNET_FORMAT_NV12;
-  const uint8_t *u0 = s->planes[1] + (size_t) cy0 * s->strides[1];
-  const uint8_t *u1 = s->planes[1] + (size_t) cy1 * s->strides[1];
-  const uint8_t *v0 = nv12 ? u0 + 1 : s->planes[2] + (size_t) cy0 * s->strides[2];
-  const uint8_t *v1 = nv12 ? u1 + 1 : s->planes[2] + (size_t) cy1 * s->strides[2];
-  const int step = nv12 ? 2 : 1;
-  float u = u0[step * c0] + wy * (float) (u1[step * c0] - u0[step * c0]);
-  float v = v0[step * c0] + wy * (float) (v1[step * c0] - v0[step * c0]);
-  if (x & 1) {
-    const float ub = u0[step * c1] + wy * (float) (u1[step * c1] - u0[step * c1]);
-    const float vb = v0[step * c1] + wy * (float) (v1[step * c1] - v0[step * c1]);
-    u = 0.5f * (u + ub);
-    v = 0.5f * (v + vb);
-  }
-  gpunet_yuv_to_rgb (&s->yuv, s->planes[0][(size_t) y * s->strides[0] + x], u, v, r, g, b);
-}
-
 /* The vertical sum of source column x over output row oy's taps, RGB, in the order of
  * the CPU pass's vertical_sum (4 rows, then groups of 4, then single rows). */
 GPUNET_HD void
@@ -98,13 +61,13 @@ gpunet_cuda_column_sum (const gpunet_cuda_pre_desc *d, int x, int fy, int cy, co
   int k;
   if (cy >= 4) {
     for (int j = 0; j < 4; j++)
-      gpunet_cuda_fetch (&d->src, x, fy + j, &r[j], &g[j], &b[j]);
+      gpunet_fetch_rgb (&d->src, x, fy + j, &r[j], &g[j], &b[j]);
     ar = w[0] * r[0] + w[1] * r[1] + w[2] * r[2] + w[3] * r[3];
     ag = w[0] * g[0] + w[1] * g[1] + w[2] * g[2] + w[3] * g[3];
     ab = w[0] * b[0] + w[1] * b[1] + w[2] * b[2] + w[3] * b[3];
     k = 4;
   } else {
-    gpunet_cuda_fetch (&d->src, x, fy, &r[0], &g[0], &b[0]);
+    gpunet_fetch_rgb (&d->src, x, fy, &r[0], &g[0], &b[0]);
     ar = w[0] * r[0];
     ag = w[0] * g[0];
     ab = w[0] * b[0];
@@ -112,14 +75,14 @@ gpunet_cuda_column_sum (const gpunet_cuda_pre_desc *d, int x, int fy, int cy, co
   }
   for (; k + 4 <= cy; k += 4) {
     for (int j = 0; j < 4; j++)
-      gpunet_cuda_fetch (&d->src, x, fy + k + j, &r[j], &g[j], &b[j]);
+      gpunet_fetch_rgb (&d->src, x, fy + k + j, &r[j], &g[j], &b[j]);
     const float *wk = w + k;
     ar += wk[0] * r[0] + wk[1] * r[1] + wk[2] * r[2] + wk[3] * r[3];
     ag += wk[0] * g[0] + wk[1] * g[1] + wk[2] * g[2] + wk[3] * g[3];
     ab += wk[0] * b[0] + wk[1] * b[1] + wk[2] * b[2] + wk[3] * b[3];
   }
   for (; k < cy; k++) {
-    gpunet_cuda_fetch (&d->src, x, fy + k, &r[0], &g[0], &b[0]);
+    gpunet_fetch_rgb (&d->src, x, fy + k, &r[0], &g[0], &b[0]);
     ar += w[k] * r[0];
     ag += w[k] * g[0];
     ab += w[k] * b[0];
