@@ -140,20 +140,6 @@ gpunet_pixel_src_init (gpunet_pixel_src *s, const gpunet_image *img)
   gpunet_yuv_coeffs_init (&s->yuv, img->matrix, img->full_range);
 }
 
-/* The chroma pair (U, V) at chroma sample (cx, cy). */
-GPUNET_HD void
-gpunet_fetch_uv (const gpunet_pixel_src *s, int cx, int cy, float *u, float *v)
-{
-  if (s->format == GPUNET_FORMAT_NV12) {
-    const uint8_t *p = s->planes[1] + (size_t) cy * s->strides[1] + 2 * cx;
-    *u = p[0];
-    *v = p[1];
-  } else {
-    *u = s->planes[1][(size_t) cy * s->strides[1] + cx];
-    *v = s->planes[2][(size_t) cy * s->strides[2] + cx];
-  }
-}
-
 /* The 0..255 RGB of source pixel (x, y), 0 <= x < width, 0 <= y < height, any format,
  * bit for bit as the CPU row converter computes it: chroma
  * rows blended vertically first (gpunet_chroma_taps, centred), then odd columns take
