@@ -8,6 +8,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet.h"
+#include "gstgpunetbatch.h"
 
 G_BEGIN_DECLS
 
@@ -50,6 +51,7 @@ struct _GstGpunetClassify
   guint interval;
   gboolean post_messages;
   guint n_threads;
+  guint batch_size;
 
   /* set in start(), freed in stop(); used by the streaming thread only */
   gpunet_model *model;
@@ -58,6 +60,7 @@ struct _GstGpunetClassify
   gint num_classes;
   gchar **labels;               /* num_classes entries, never NULL entries */
   gpunet_preprocess_params pre;
+  GstGpunetBatch *batch;        /* batch-size > 1 only, else NULL */
 
   /* set in set_caps(), streaming thread */
   GstVideoInfo info;
@@ -66,7 +69,8 @@ struct _GstGpunetClassify
   /* per-stream state (streaming thread) */
   guint64 frame_count;
   guint carried;                /* frames that reused `last` since it was made */
-  gboolean have_last;
+  gboolean have_last;            /* with a batch: an inferred frame was queued */
+  gboolean batch_inferred;      /* the buffer leaving the batch was classified */
   guint last_n;
   gpunet_class_score last[100];
 };

@@ -33,9 +33,10 @@ struct TagRunner {
   gboolean linked;
   const gchar *name;
   GString *out;
-  guint64 decoded, classified, pending_frame;
+  guint64 decoded, classified;
+  GQueue pending;               /* frame numbers (guint64 *) inside gpunetclassify */
   gdouble next_keep, first_pts, last_pts, last_end;
-  gint64 t_enter, classify_us, last_activity;
+  gint64 t_enter, t_leave, classify_us, last_activity;
   TagSegment seg;
   GHashTable *labels;           /* label id -> LabelCount */
   gchar *meta_error;
@@ -109,7 +110,7 @@ classify_sink_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
     keep = TRUE;
   }
   if (keep) {
-    r->pending_frame = n;
+    g_queue_push_tail (&r->pending, g_memdup2 (&n, sizeof n));
     r->t_enter = r->last_activity;
   }
   g_mutex_unlock (&r->lock);
@@ -118,8 +119,11 @@ classify_sink_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   return keep ? GST_PAD_PROBE_OK : GST_PAD_PROBE_DROP;
 }
 
-/* appsink: one classified frame. gpunetclassify works in the same thread just
- * before, so `pending_frame` and `t_enter` belong to this buffer. */
+/* appsink: one classified frame, the oldest of `pending` (frames leave
+ * gpunetclassify in order). The element works in the same thread just before:
+ * with batch-size 1 it runs from `t_enter` to now; with a batch, the frames
+ * of one batch leave together from the call that got the last of them (since
+ * `t_enter`), so only the time since the previous frame left counts. */
 static GstFlowReturn
 on_new_sample (GstAppSink * sink, gpointer user)
 {
@@ -133,6 +137,8 @@ on_new_sample (GstAppSink * sink, gpointer user)
   guint n, i;
   gdouble t;
   gint best;
+  gint64 now;
+  guint64 frame_no;
   LabelCount *c;
 
   if (sample == NULL)
@@ -142,7 +148,12 @@ on_new_sample (GstAppSink * sink, gpointer user)
   t = buffer_seconds (GST_BUFFER_PTS (buf), gst_sample_get_segment (sample));
 
   g_mutex_lock (&r->lock);
-  r->classify_us += g_get_monotonic_time () - r->t_enter;
+  now = g_get_monotonic_time ();
+  r->classify_us += now - MAX (r->t_enter, r->t_leave);
+  r->t_leave = now;
+  frame_no = g_queue_is_empty (&r->pending) ? r->decoded :
+      *(guint64 *) g_queue_peek_head (&r->pending);
+  g_free (g_queue_pop_head (&r->pending));
   if (s == NULL) {
     if (r->meta_error == NULL)
       r->meta_error = g_strdup ("a frame left gpunetclassify without a "
@@ -160,11 +171,11 @@ on_new_sample (GstAppSink * sink, gpointer user)
   }
   best = gpunet_meta_label_id (s);
   if (r->opt->frames)
-    tag_write_frame (r->out, r->opt->format, r->name, r->pending_frame, t, n,
+    tag_write_frame (r->out, r->opt->format, r->name, frame_no, t, n,
         ids, labels, scores);
   if (r->opt->segments)
     tag_segment_add (&r->seg, r->out, r->opt->format, r->name,
-        r->pending_frame, t, best, gpunet_meta_label (s),
+        frame_no, t, best, gpunet_meta_label (s),
         gpunet_meta_confidence (s));
   c = g_hash_table_lookup (r->labels, GINT_TO_POINTER (best));
   if (c == NULL) {
@@ -254,7 +265,6 @@ static void
 set_classify_options (TagRunner * r)
 {
   const TagOptions *o = r->opt;
-  GObjectClass *k = G_OBJECT_GET_CLASS (r->classify);
 
   g_object_set (r->classify, "checkpoint", o->checkpoint, "top-k", o->top_k,
       NULL);
@@ -266,15 +276,8 @@ set_classify_options (TagRunner * r)
     gst_util_set_object_arg (G_OBJECT (r->classify), "backend", o->backend);
   if (o->threads)
     g_object_set (r->classify, "n-threads", o->threads, NULL);
-  /* batching needs an element property; use it when the element has one */
-  if (o->batch > 1) {
-    if (g_object_class_find_property (k, "batch-size"))
-      g_object_set (r->classify, "batch-size", o->batch, NULL);
-    else
-      g_printerr ("gpunet-tag: this gpunetclassify classifies one frame at a "
-          "time (no 'batch-size' property); --batch %u has no effect\n",
-          o->batch);
-  }
+  if (o->batch > 1)
+    g_object_set (r->classify, "batch-size", o->batch, NULL);
 }
 
 /* Builds the persistent part and brings it to PLAYING, which loads the model
@@ -369,6 +372,7 @@ tag_runner_free (TagRunner * r)
   if (r->bus)
     gst_object_unref (r->bus);
   g_hash_table_unref (r->labels);
+  g_queue_clear_full (&r->pending, g_free);
   g_free (r->meta_error);
   g_free (r->message);
   g_free (r->seg.label);
@@ -406,10 +410,11 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
   r->linked = FALSE;
   r->name = in->name;
   r->out = out;
-  r->decoded = r->classified = r->pending_frame = 0;
+  r->decoded = r->classified = 0;
+  g_queue_clear_full (&r->pending, g_free);
   r->next_keep = -G_MAXDOUBLE;
   r->first_pts = r->last_pts = r->last_end = -1.0;
-  r->t_enter = r->classify_us = 0;
+  r->t_enter = r->t_leave = r->classify_us = 0;
   r->last_activity = g_get_monotonic_time ();
   g_clear_pointer (&r->seg.label, g_free);
   r->seg.open = FALSE;

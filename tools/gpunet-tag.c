@@ -136,7 +136,7 @@ main (int argc, char **argv)
         "auto, cpu or cuda (auto)", "NAME"},
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
-        "Frames per engine call, when the element supports it (1)", "N"},
+        "Frames per engine call, 1..64 (1)", "N"},
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads,
         "CPU backend threads (0 = all cores)", "N"},
     {"every", 0, 0, G_OPTION_ARG_INT, &every,
@@ -199,9 +199,9 @@ main (int argc, char **argv)
     rc = usage_error (ctx, "--format must be jsonl or csv");
     goto out;
   }
-  if (top_k < 1 || top_k > 100 || batch < 1 || every < 0 || threads < 0
+  if (top_k < 1 || top_k > 100 || batch < 1 || batch > 64 || every < 0 || threads < 0
       || o.fps < 0) {
-    rc = usage_error (ctx, "--top-k must be 1..100; --batch >= 1; --every, "
+    rc = usage_error (ctx, "--top-k must be 1..100; --batch 1..64; --every, "
         "--fps and --threads >= 0");
     goto out;
   }

@@ -2,7 +2,8 @@
  * model (tests/data/fixtures): metadata for every format and odd sizes, the fixture's
  * golden top-5 through the whole element, untouched data and timestamps, interval,
  * properties changed while PLAYING, bus messages, every start() error, state cycling
- * and caps changes. Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
+ * and caps changes, batch-size (same records as batch 1, EOS/caps/flush, interval).
+ * Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
  * or GstMiniObject fails the test. */
 #include <string.h>
 #include <unistd.h>
@@ -723,6 +724,246 @@ GST_START_TEST (test_caps_change)
 
 GST_END_TEST;
 
+/* ---- batch-size ------------------------------------------------------------------ */
+
+/* What a frame was when it went in, to compare with what comes out. */
+typedef struct
+{
+  GstClockTime pts, dts, dur;
+  GstBufferFlags flags;
+  gpointer bytes;
+  gsize size;
+} FrameCopy;
+
+static void
+frame_copy_of (FrameCopy * c, GstBuffer * in)
+{
+  GstMapInfo map;
+
+  GST_BUFFER_FLAG_SET (in, GST_BUFFER_FLAG_DISCONT | GST_BUFFER_FLAG_DELTA_UNIT);
+  c->pts = GST_BUFFER_PTS (in);
+  c->dts = GST_BUFFER_DTS (in);
+  c->dur = GST_BUFFER_DURATION (in);
+  c->flags = GST_BUFFER_FLAGS (in);
+  fail_unless (gst_buffer_map (in, &map, GST_MAP_READ));
+  c->bytes = g_memdup2 (map.data, map.size);
+  c->size = map.size;
+  gst_buffer_unmap (in, &map);
+}
+
+/* Checks `out` is the frame `c` describes; frees c's bytes. Returns "ids;inferred"
+ * of its record (caller frees). */
+static gchar *
+check_copy (FrameCopy * c, GstBuffer * out)
+{
+  const GstStructure *s = out_record (out);
+  GString *str = g_string_new (NULL);
+  gboolean inferred = FALSE;
+  GstMapInfo map;
+  guint i;
+
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (out), c->pts);
+  fail_unless_equals_uint64 (GST_BUFFER_DTS (out), c->dts);
+  fail_unless_equals_uint64 (GST_BUFFER_DURATION (out), c->dur);
+  fail_unless_equals_int (GST_BUFFER_FLAGS (out) & c->flags, c->flags);
+  fail_unless (gst_buffer_map (out, &map, GST_MAP_READ));
+  fail_unless_equals_uint64 (map.size, c->size);
+  fail_unless (memcmp (map.data, c->bytes, c->size) == 0, "frame data changed");
+  gst_buffer_unmap (out, &map);
+  g_clear_pointer (&c->bytes, g_free);
+
+  fail_unless (gst_structure_get_boolean (s, "inferred", &inferred));
+  check_record (s, inferred);
+  for (i = 0; i < gpunet_meta_n_results (s); i++)
+    g_string_append_printf (str, "%d:%.5f,", gpunet_meta_nth_id (s, i),
+        gpunet_meta_nth_score (s, i));
+  g_string_append_printf (str, ";%d", inferred);
+  return g_string_free (str, FALSE);
+}
+
+/* Classifies frames seed 0..n-1 of `caps` with `props` ("batch-size=4 ..."),
+ * switching to caps2 (when set) before frame `switch_at`; pushes EOS at the
+ * end. Checks outputs appear only in whole batches of `batch` until EOS, and
+ * returns the n records in order (g_strfreev). */
+static gchar **
+run_frames (const gchar * props, guint batch, const gchar * caps,
+    const gchar * caps2, guint switch_at, guint n)
+{
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" "
+      "checkpoint=\"%s\" %s", model, ckpt, props);
+  GstHarness *h = gst_harness_new_parse (desc);
+  FrameCopy *copies = g_new0 (FrameCopy, n);
+  gchar **recs = g_new0 (gchar *, n + 1);
+  guint i, pulled = 0, pending = 0;
+
+  gst_harness_set_src_caps_str (h, caps);
+  for (i = 0; i < n; i++) {
+    const gchar *c = caps2 && i >= switch_at ? caps2 : caps;
+    GstBuffer *in;
+
+    if (caps2 && i == switch_at) {
+      /* the caps change classifies and pushes what waits, with the old caps */
+      gst_harness_set_src_caps_str (h, caps2);
+      pending = 0;
+    }
+    fail_unless_equals_int (gst_harness_buffers_in_queue (h), i - pulled -
+        pending);
+    in = make_frame (h, c, i * 5 + 3);
+    frame_copy_of (&copies[i], in);
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    pending = (pending + 1) % batch;
+    while (gst_harness_buffers_in_queue (h) > 0) {
+      GstBuffer *out = gst_harness_pull (h);
+
+      recs[pulled] = check_copy (&copies[pulled], out);
+      gst_buffer_unref (out);
+      pulled++;
+    }
+    fail_unless_equals_int (pulled, i + 1 - pending);
+  }
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  for (; pulled < n; pulled++) {
+    GstBuffer *out = gst_harness_try_pull (h);
+
+    fail_unless (out != NULL, "frame %u did not leave at EOS", pulled);
+    recs[pulled] = check_copy (&copies[pulled], out);
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  gst_harness_teardown (h);
+  g_free (copies);
+  g_free (desc);
+  g_free (model);
+  g_free (ckpt);
+  return recs;
+}
+
+static void
+check_same_records (gchar ** a, gchar ** b, guint n)
+{
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GST_INFO ("frame %u: %s", i, a[i]);
+    fail_unless_equals_string (a[i], b[i]);
+  }
+}
+
+GST_START_TEST (test_batch)
+{
+  const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
+  gchar **one = run_frames ("", 1, caps, NULL, 0, 10);
+  gchar **four = run_frames ("batch-size=4", 4, caps, NULL, 0, 10);
+  guint i, distinct = 0;
+
+  /* varied frames: the records differ, and batching changes none of them */
+  for (i = 1; i < 10; i++)
+    distinct += g_strcmp0 (one[i], one[0]) != 0;
+  fail_unless (distinct > 0, "all frames gave the same record");
+  check_same_records (one, four, 10);
+  g_strfreev (one);
+  g_strfreev (four);
+
+  /* a batch of 1 frame */
+  one = run_frames ("", 1, caps, NULL, 0, 1);
+  four = run_frames ("batch-size=64", 64, caps, NULL, 0, 1);
+  check_same_records (one, four, 1);
+  g_strfreev (one);
+  g_strfreev (four);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_batch_caps_change)
+{
+  const gchar *a = "video/x-raw,format=RGB,width=96,height=96";
+  const gchar *b = "video/x-raw,format=NV12,width=33,height=18";
+  gchar **one = run_frames ("", 1, a, b, 6, 9);
+  gchar **four = run_frames ("batch-size=4", 4, a, b, 6, 9);
+
+  check_same_records (one, four, 9);
+  g_strfreev (one);
+  g_strfreev (four);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_batch_interval)
+{
+  const gchar *caps = "video/x-raw,format=I420,width=40,height=30";
+  gchar **one = run_frames ("interval=2", 1, caps, NULL, 0, 11);
+  gchar **four = run_frames ("interval=2 batch-size=4", 4, caps, NULL, 0, 11);
+  gchar **three = run_frames ("interval=4 batch-size=3", 3, caps, NULL, 0, 11);
+  guint i;
+
+  check_same_records (one, four, 11);
+  for (i = 0; i < 11; i++) {
+    gchar *want = g_strdup_printf (";%d", i % 3 == 0);
+
+    fail_unless (g_str_has_suffix (four[i], want), "frame %u: %s", i, four[i]);
+    g_free (want);
+    want = g_strdup_printf (";%d", i % 5 == 0);
+    fail_unless (g_str_has_suffix (three[i], want), "frame %u: %s", i,
+        three[i]);
+    g_free (want);
+  }
+  g_strfreev (one);
+  g_strfreev (four);
+  g_strfreev (three);
+}
+
+GST_END_TEST;
+
+/* A flush drops the queued frames (the leaks tracer checks they are freed) and
+ * the next frame is classified afresh. */
+GST_START_TEST (test_batch_flush)
+{
+  const gchar *caps = "video/x-raw,format=BGRx,width=24,height=16";
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" "
+      "checkpoint=\"%s\" batch-size=3 interval=10", model, ckpt);
+  GstHarness *h = gst_harness_new_parse (desc);
+  GstSegment segment;
+  GstElement *el;
+  guint i, bs = 0;
+
+  el = gst_harness_find_element (h, "gpunetclassify");
+  g_object_get (el, "batch-size", &bs, NULL);
+  gst_object_unref (el);
+  fail_unless_equals_int (bs, 3);
+  gst_harness_set_src_caps_str (h, caps);
+  for (i = 0; i < 2; i++)
+    fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, i)),
+        GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  for (i = 0; i < 3; i++)
+    fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, i)),
+        GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 3);
+  for (i = 0; i < 3; i++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    check_record (out_record (out), i == 0);
+    gst_buffer_unref (out);
+  }
+  /* stop() with frames queued */
+  fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 9)),
+      GST_FLOW_OK);
+  gst_harness_teardown (h);
+  g_free (desc);
+  g_free (model);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpunetclassify_suite (void)
 {
@@ -749,6 +990,10 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_cuda_unavailable);
   tcase_add_test (tc, test_state_cycles);
   tcase_add_test (tc, test_caps_change);
+  tcase_add_test (tc, test_batch);
+  tcase_add_test (tc, test_batch_caps_change);
+  tcase_add_test (tc, test_batch_interval);
+  tcase_add_test (tc, test_batch_flush);
   return s;
 }
 

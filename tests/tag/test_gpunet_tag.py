@@ -206,6 +206,20 @@ def main():
     kinds = {r["type"] for r in jsonl(p.stdout)}
     check(kinds == {"segment", "summary"}, f"--segments alone writes no frames: {kinds}")
 
+    # --- --batch 4 gives the records of --batch 1 (frames, pts, top-k, segments) ---
+    def records(args):
+        p = run_tag(tag, base, args)
+        check(p.returncode == 0, f"{args}: exit 0, got {p.returncode}: {p.stderr}")
+        return [{k: v for k, v in r.items()
+                 if k not in ("wall_s", "decode_fps", "classify_fps")}
+                for r in jsonl(p.stdout)]
+    for extra in ([], ["--every", "3"]):
+        one = records(["--batch", "1", "--segments", "--frames"] + extra + ["media/a.mp4"])
+        four = records(["--batch", "4", "--segments", "--frames"] + extra + ["media/a.mp4"])
+        check(len(one) > 0 and one == four, f"--batch 4 {extra}: same records as --batch 1")
+    check(run_tag(tag, base, ["--batch", "65", "media/a.mp4"]).returncode == 2,
+          "--batch 65 is exit 2")
+
     # --- sharding ---
     many = []
     for i in range(9):
