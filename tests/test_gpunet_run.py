@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """gpunet-run end to end: fixture inputs give the golden logits file and top-5 printout,
-and bad invocations fail with a sentence on stderr and a non-zero exit code."""
+and bad invocations fail with a sentence on stderr and a non-zero exit code; gpunet-convert
+writes safetensors (from a checkpoint, or random weights) that gpunet-run loads."""
 import json, os, subprocess, sys, tempfile
 from array import array
 
-run, data = sys.argv[1], sys.argv[2]
+run, data, convert = sys.argv[1], sys.argv[2], sys.argv[3]
 passed = failed = 0
 
 def check(cond, what):
@@ -64,6 +65,33 @@ with tempfile.TemporaryDirectory() as tmp:
         p = subprocess.run(argv, capture_output=True, text=True)
         check(p.returncode != 0 and needle in p.stderr,
               f"{argv[1:]}: exit {p.returncode}, stderr {p.stderr!r} lacks {needle!r}")
+
+    # gpunet-convert: the checkpoint as safetensors gives the same logits file
+    st = os.path.join(tmp, "tiny-a.safetensors")
+    p = subprocess.run([convert, "--checkpoint", a_ckpt, "--output", st], capture_output=True, text=True)
+    check(p.returncode == 0 and "state_dict_ema" in p.stdout, f"convert: {p.stdout} {p.stderr}")
+    outs = []
+    for w in (a_ckpt, st):
+        out = os.path.join(tmp, "conv.bin")
+        p = subprocess.run([run, "--model", a_json, "--checkpoint", w, "--input", a_in, "--batch", "2",
+                            "--output", out], capture_output=True, text=True)
+        check(p.returncode == 0, f"run with {w}: {p.stderr}")
+        outs.append(open(out, "rb").read() if p.returncode == 0 else b"")
+    check(outs[0] == outs[1] and outs[0], "safetensors logits differ from the checkpoint's")
+    # random weights for an architecture load as a checkpoint of that architecture
+    rnd = os.path.join(tmp, "random.safetensors")
+    p = subprocess.run([convert, "--random", a_json, "--seed", "3", "--output", rnd],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"convert --random: {p.stderr}")
+    p = subprocess.run([run, "--model", a_json, "--checkpoint", rnd, "--input", a_in, "--batch", "2"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and p.stdout.count("image ") == 2, f"run random: {p.stdout} {p.stderr}")
+    p = subprocess.run([run, "--model", os.path.join(data, "fixtures", "tiny-d.json"), "--checkpoint",
+                        rnd, "--input", a_in], capture_output=True, text=True)
+    check(p.returncode != 0 and "does not match" in p.stderr, f"random tiny-a as tiny-d: {p.stderr}")
+    p = subprocess.run([convert, "--checkpoint", "/nonexistent.pth", "--output", rnd],
+                       capture_output=True, text=True)
+    check(p.returncode == 1 and "/nonexistent.pth" in p.stderr, f"convert missing: {p.stderr}")
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,0 +1,165 @@
+/* gpunet-convert: writes GPUNet weights as one clean safetensors file: either the
+ * tensors a checkpoint holds (after the state_dict_ema / state_dict / bare choice), or
+ * seeded random weights for an architecture (benchmarks and tagging without NVIDIA's
+ * downloads).  The output loads with model=/--model of the same architecture. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "error.h"
+#include "graph.h"
+
+static void
+usage (FILE *f)
+{
+  fprintf (f,
+      "usage: gpunet-convert --checkpoint FILE --output OUT.safetensors\n"
+      "       gpunet-convert --random ARCH [--seed N] --output OUT.safetensors\n"
+      "\n"
+      "  --checkpoint  a PyTorch checkpoint (.pth, .pth.tar) or safetensors file\n"
+      "  --random      a built-in model name or architecture JSON: seeded random weights\n"
+      "                of realistic scale, named as NVIDIA's PyTorch modules name them\n");
+}
+
+/* A weight source that asks the random source for each tensor and keeps a copy. */
+typedef struct {
+  gpunet_weight_source base;
+  gpunet_random_source_t random;
+  gpunet_tensor *tensors;
+  size_t n, cap;
+} recording_source;
+
+static gpunet_status
+record_get (gpunet_weight_source *base, const char *name, gpunet_param_role role, int ndim,
+    const int64_t *shape, float *dst, char **error_text)
+{
+  recording_source *r = (recording_source *) base;
+  gpunet_status st = r->random.base.get (&r->random.base, name, role, ndim, shape, dst, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 256;
+    gpunet_tensor *t = realloc (r->tensors, cap * sizeof *t);
+    if (!t)
+      return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+    r->tensors = t;
+    r->cap = cap;
+  }
+  gpunet_tensor *t = &r->tensors[r->n];
+  memset (t, 0, sizeof *t);
+  t->ndim = ndim;
+  t->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->numel *= shape[i];
+  }
+  t->dtype = GPUNET_DTYPE_F32;
+  t->nbytes = (size_t) t->numel * sizeof (float);
+  void *copy = malloc (t->nbytes ? t->nbytes : 1);
+  char *n = strdup (name);
+  if (!copy || !n) {
+    free (copy);
+    free (n);
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+  }
+  memcpy (copy, dst, t->nbytes);
+  t->data = copy;
+  t->name = n;
+  r->n++;
+  return GPUNET_OK;
+}
+
+static int
+write_random (const char *arch_name, uint64_t seed, const char *out)
+{
+  char *err = NULL;
+  gpunet_arch *arch = NULL;
+  gpunet_status st = gpunet_arch_load (arch_name, &arch, &err);
+  recording_source rec;
+  memset (&rec, 0, sizeof rec);
+  gpunet_random_source_init (&rec.random, seed);
+  rec.base.get = record_get;
+  gpunet_built_graph bg;
+  if (st == GPUNET_OK && (st = gpunet_graph_build (arch, &rec.base, &bg, &err)) == GPUNET_OK) {
+    gpunet_graph_clear (&bg);
+    st = gpunet_safetensors_write (out, rec.tensors, rec.n, &err);
+  }
+  if (st == GPUNET_OK)
+    printf ("%s: %zu tensors of random weights for '%s' (seed %llu)\n", out, rec.n, arch->name,
+        (unsigned long long) seed);
+  else
+    fprintf (stderr, "gpunet-convert: %s\n", err ? err : gpunet_status_string (st));
+  for (size_t i = 0; i < rec.n; i++) {
+    free ((void *) rec.tensors[i].name);
+    free ((void *) rec.tensors[i].data);
+  }
+  free (rec.tensors);
+  gpunet_arch_free (arch);
+  free (err);
+  return st == GPUNET_OK ? 0 : 1;
+}
+
+static int
+write_checkpoint (const char *path, const char *out)
+{
+  char *err = NULL;
+  gpunet_checkpoint *c = NULL;
+  gpunet_status st = gpunet_checkpoint_open (path, &c, &err);
+  if (st == GPUNET_OK) {
+    size_t n = gpunet_checkpoint_n_tensors (c);
+    gpunet_tensor *t = malloc ((n ? n : 1) * sizeof *t);
+    if (!t)
+      st = gpunet_fail (&err, GPUNET_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; t && i < n; i++)
+      t[i] = *gpunet_checkpoint_tensor (c, i);
+    if (t)
+      st = gpunet_safetensors_write (out, t, n, &err);
+    if (st == GPUNET_OK)
+      printf ("%s: %zu tensors from '%s' (%s)\n", out, n, path, gpunet_checkpoint_source (c));
+    free (t);
+  }
+  if (st != GPUNET_OK)
+    fprintf (stderr, "gpunet-convert: %s\n", err ? err : gpunet_status_string (st));
+  gpunet_checkpoint_free (c);
+  free (err);
+  return st == GPUNET_OK ? 0 : 1;
+}
+
+int
+main (int argc, char **argv)
+{
+  const char *ckpt = NULL, *random_arch = NULL, *out = NULL;
+  unsigned long long seed = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp (argv[i], "--help") || !strcmp (argv[i], "-h")) {
+      usage (stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf (stderr, "gpunet-convert: %s needs a value (see --help)\n", argv[i]);
+      return 2;
+    }
+    const char *v = argv[++i];
+    if (!strcmp (argv[i - 1], "--checkpoint")) ckpt = v;
+    else if (!strcmp (argv[i - 1], "--random")) random_arch = v;
+    else if (!strcmp (argv[i - 1], "--output")) out = v;
+    else if (!strcmp (argv[i - 1], "--seed")) {
+      char *end;
+      seed = strtoull (v, &end, 10);
+      if (*end || end == v) {
+        fprintf (stderr, "gpunet-convert: --seed needs a non-negative integer, got '%s'\n", v);
+        return 2;
+      }
+    } else {
+      fprintf (stderr, "gpunet-convert: unknown option '%s' (see --help)\n", argv[i - 1]);
+      return 2;
+    }
+  }
+  if (!out || !ckpt == !random_arch) {
+    fprintf (stderr, "gpunet-convert: needs --output and one of --checkpoint or --random\n");
+    usage (stderr);
+    return 2;
+  }
+  return random_arch ? write_random (random_arch, seed, out) : write_checkpoint (ckpt, out);
+}
