@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
     --input) input=$2; shift 2 ;;
     --frames) frames=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "classify.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
