@@ -207,6 +207,30 @@ def main():
     check(kinds == {"segment", "summary"}, f"--segments alone writes no frames: {kinds}")
 
     # --- --batch 4 gives the records of --batch 1 (frames, pts, top-k, segments) ---
+    def same_records(xs, ys, tol=1e-4):
+        """Equal records, floats within tol: a batch may run other kernels (e.g. Winograd)
+        than a single frame, so the last bits of a score can differ."""
+        def close(x, y):
+            if isinstance(x, float) or isinstance(y, float):
+                return isinstance(x, (int, float)) and isinstance(y, (int, float)) \
+                    and abs(x - y) <= tol
+            if isinstance(x, dict):
+                if not (isinstance(y, dict) and x.keys() == y.keys()):
+                    return False
+                if "ids" in x and "scores" in x:
+                    # classes whose scores are ~0 may come in either order
+                    x, y = dict(x), dict(y)
+                    for key in ("ids", "labels"):
+                        if key in x:
+                            x[key] = [v if sc > tol else None for v, sc in zip(x[key], x["scores"])]
+                            y[key] = [v if sc > tol else None for v, sc in zip(y[key], y["scores"])]
+                return all(close(x[k], y[k]) for k in x)
+            if isinstance(x, list):
+                return isinstance(y, list) and len(x) == len(y) and \
+                    all(close(a, b) for a, b in zip(x, y))
+            return x == y
+        return close(xs, ys)
+
     def records(args):
         p = run_tag(tag, base, args)
         check(p.returncode == 0, f"{args}: exit 0, got {p.returncode}: {p.stderr}")
@@ -216,7 +240,8 @@ def main():
     for extra in ([], ["--every", "3"]):
         one = records(["--batch", "1", "--segments", "--frames"] + extra + ["media/a.mp4"])
         four = records(["--batch", "4", "--segments", "--frames"] + extra + ["media/a.mp4"])
-        check(len(one) > 0 and one == four, f"--batch 4 {extra}: same records as --batch 1")
+        check(len(one) > 0 and same_records(one, four),
+              f"--batch 4 {extra}: same records as --batch 1")
     check(run_tag(tag, base, ["--batch", "65", "media/a.mp4"]).returncode == 2,
           "--batch 65 is exit 2")
 
