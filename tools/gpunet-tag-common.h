@@ -80,6 +80,7 @@ void tag_segment_finish (TagSegment * seg, GString * out, TagFormat fmt,
     const gchar * input, guint64 end_frame, gdouble end);
 void tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s);
 gchar *tag_record_key (const gchar * name);
+gboolean tag_write_all (int fd, const gchar * p, gsize n);
 GHashTable *tag_resume_prepare (const gchar * path, TagFormat fmt,
     gboolean retry_failed, gboolean * need_header, GError ** error);
 

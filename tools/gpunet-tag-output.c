@@ -423,8 +423,9 @@ typedef struct {
   gboolean dropped;
 } Block;
 
-static gboolean
-write_all (int fd, const gchar * p, gsize n)
+/* Writes all n bytes to fd, retrying after signals; FALSE on an error. */
+gboolean
+tag_write_all (int fd, const gchar * p, gsize n)
 {
   while (n > 0) {
     gssize w = write (fd, p, n);
@@ -507,13 +508,13 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
   if (drop_any) {
     gchar *tmp = g_strdup_printf ("%s.resume-tmp", path);
     int fd = g_open (tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    gboolean ok = fd >= 0 && write_all (fd, data, header_len);
+    gboolean ok = fd >= 0 && tag_write_all (fd, data, header_len);
 
     for (guint i = 0; ok && i < blocks->len; i++) {
       Block *b = &g_array_index (blocks, Block, i);
 
       if (!b->dropped)
-        ok = write_all (fd, data + b->start, b->end - b->start);
+        ok = tag_write_all (fd, data + b->start, b->end - b->start);
     }
     if (fd >= 0 && close (fd) != 0)
       ok = FALSE;

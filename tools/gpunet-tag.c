@@ -42,22 +42,6 @@ install_signals (void)
 }
 
 static gboolean
-write_all (int fd, const gchar * p, gsize n)
-{
-  while (n > 0) {
-    gssize w = write (fd, p, n);
-
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return FALSE;
-    p += w;
-    n -= (gsize) w;
-  }
-  return TRUE;
-}
-
-static gboolean
 parse_shard (const gchar * s, guint * index, guint * count)
 {
   gchar *end = NULL;
@@ -275,7 +259,7 @@ main (int argc, char **argv)
   if (need_header && o.format == TAG_FORMAT_CSV) {
     GString *h = g_string_new (NULL);
     tag_write_header (h, o.format);
-    write_all (fd, h->str, h->len);
+    tag_write_all (fd, h->str, h->len);
     g_string_free (h, TRUE);
   }
 
@@ -328,7 +312,7 @@ main (int argc, char **argv)
       g_string_free (block, TRUE);
       break;
     }
-    if (!write_all (fd, block->str, block->len)) {
+    if (!tag_write_all (fd, block->str, block->len)) {
       tag_progress_message (progress, "cannot write the output: %s",
           g_strerror (errno));
       g_string_free (block, TRUE);
