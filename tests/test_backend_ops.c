@@ -257,6 +257,51 @@ test_conv2d (void)
   }
 }
 
+/* Our Winograd F(4x4, 3x3) kernels (kernels/onednn/winograd.c), forced on with
+ * GPUNET_CPU_WINOGRAD=own: channel counts that are not multiples of 16 or 64 (every GEMM
+ * width 1..4 vectors), sizes that are not multiples of 4, 1x1 and 2x2 images, more tiles
+ * than one block holds, every activation, residuals added in place and copied. */
+static void
+test_own_winograd (void)
+{
+  static const struct { int cin, h, w, cout, act; } cases[] = {
+    { 24, 17, 20, 40, GPUNET_EPI_NONE }, { 64, 13, 14, 256, GPUNET_EPI_RELU },
+    { 80, 9, 11, 200, GPUNET_EPI_SWISH }, { 16, 1, 1, 48, GPUNET_EPI_RELU },
+    { 40, 2, 5, 16, GPUNET_EPI_SWISH }, { 64, 41, 43, 64, GPUNET_EPI_SWISH },
+    { 112, 6, 7, 336, GPUNET_EPI_RELU },
+  };
+  setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    test_graph tg;
+    tg_init (&tg, 8, cases[i].h, cases[i].w);
+    int x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    tg_conv (&tg, x, cases[i].cout, 3, 1, 1, cases[i].act, -1);
+    char what[96];
+    snprintf (what, sizeof what, "own winograd %d->%d %dx%d act%d", cases[i].cin, cases[i].cout,
+        cases[i].h, cases[i].w, cases[i].act);
+    compare_batches (what, &tg.g);
+  }
+  for (int act = 0; act <= 2; act++) {
+    test_graph tg;
+    char what[64];
+    /* in place: the 3x3 adds a residual whose last use it is */
+    tg_init (&tg, 8, 11, 10);
+    int a = tg_conv (&tg, 0, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
+    int b = tg_conv (&tg, a, 72, 1, 1, 1, GPUNET_EPI_RELU, -1);
+    tg_conv (&tg, b, 72, 3, 1, 1, act, a);
+    snprintf (what, sizeof what, "own winograd residual in place act%d", act);
+    compare_batches (what, &tg.g);
+    /* copied: the residual is used again afterwards */
+    tg_init (&tg, 8, 10, 9);
+    a = tg_conv (&tg, 0, 64, 1, 1, 1, GPUNET_EPI_RELU, -1);
+    b = tg_conv (&tg, a, 64, 3, 1, 1, act, a);
+    tg_conv (&tg, b, 64, 1, 1, 1, GPUNET_EPI_NONE, a);
+    snprintf (what, sizeof what, "own winograd residual copied act%d", act);
+    compare_batches (what, &tg.g);
+  }
+  unsetenv ("GPUNET_CPU_WINOGRAD");
+}
+
 static void
 test_dwconv2d (void)
 {
@@ -386,6 +431,11 @@ test_models (void)
     CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
     if (st == GPUNET_OK) {
       compare_batches (fixtures[i], gpunet_model_graph (m));
+      char what[64];
+      snprintf (what, sizeof what, "%s (own winograd everywhere)", fixtures[i]);
+      setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
+      compare_batches (what, gpunet_model_graph (m));
+      unsetenv ("GPUNET_CPU_WINOGRAD");
       gpunet_model_unref (m);
     }
     free (err);
@@ -480,6 +530,7 @@ int
 main (void)
 {
   test_conv2d ();
+  test_own_winograd ();
   test_dwconv2d ();
   test_residual ();
   test_se ();

@@ -16,6 +16,7 @@
 #include "activation.h"
 #include "backend_onednn.h"
 #include "blocked_ops.h"
+#include "winograd.h"
 
 #if DNNL_VERSION_MAJOR != 2
 #error "backend_onednn.c uses the oneDNN 2.x op-descriptor API (convolution_forward_desc_init); \
@@ -59,6 +60,9 @@ typedef struct {
   float *se_scratch, *trace_buf;
   weights_variant **weights;   /* per op */
   fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
+  gpunet_wino **wino;          /* per op: our Winograd convolution, or NULL (oneDNN) */
+  char *dnnl_wino;             /* per op: oneDNN took it as a Winograd convolution */
+  float *wino_scratch;         /* shared by the Winograd ops (one runs at a time) */
   double *profile;
 } fast_state;
 
@@ -174,6 +178,11 @@ fast_destroy (void *state)
         free (v);
       }
   free (s->weights);
+  for (int i = 0; s->wino && i < n_ops; i++)
+    gpunet_wino_free (s->wino[i]);
+  free (s->wino);
+  free (s->dnnl_wino);
+  free (s->wino_scratch);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
   free (s->bufs);
@@ -350,7 +359,9 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
                 dnnl_convolution_winograd, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
                 strides, pad_l, pad_r)) == dnnl_success)
       ws = dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL);
-    if (ws != dnnl_success) {
+    if (ws == dnnl_success)
+      s->dnnl_wino[op_index] = 1;
+    else {
       pd = NULL;
       TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
               dnnl_convolution_direct, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
@@ -454,7 +465,7 @@ plan_batch (fast_state *s, int n, char **err)
   }
   p->n = n;
   for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
-    if (g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D)
+    if ((g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D) && !s->wino[i])
       st = plan_conv (s, i, n, &p->steps[i], err);
   if (st != GPUNET_OK) {
     plan_free (p, g->n_ops);
@@ -488,6 +499,80 @@ out:
   return st;
 }
 
+/* Which convolutions run on our own Winograd kernels (winograd.h): dense 3x3 stride-1
+ * "same" convolutions on a blocked input with at least 64 (padded) input channels that
+ * oneDNN's Winograd kernel turned down, when the CPU has AVX-512.  (Measured in GPUNet on
+ * this machine kind: ours is about 2x oneDNN's direct kernel from 64 input channels up,
+ * oneDNN's Winograd is ahead where it takes the shape, and below 64 input channels direct
+ * is ahead; docs/performance.md.)  GPUNET_CPU_WINOGRAD=onednn: never ours;
+ * GPUNET_CPU_WINOGRAD=own: ours wherever the shape allows; GPUNET_CPU_DIRECT=1: no
+ * Winograd of either kind. */
+static int
+use_own_winograd (const fast_state *s, int op_index)
+{
+  /* read at each plan (not per frame), so a test can switch it between sessions */
+  const char *w = getenv ("GPUNET_CPU_WINOGRAD"), *d = getenv ("GPUNET_CPU_DIRECT");
+  int policy;   /* 0: never, 1: auto, 2: always */
+  if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available ())
+    policy = 0;
+  else
+    policy = w && !strcmp (w, "own") ? 2 : 1;
+  const gpunet_op *op = &s->g->ops[op_index];
+  if (!policy || op->kind != GPUNET_OP_CONV2D)
+    return 0;
+  const gpunet_conv2d_params *p = &op->p.conv2d;
+  const int shape_ok = p->kernel == 3 && p->stride == 1 && p->pad == 1 && p->groups == 1
+      && p->oh == p->ih && p->ow == p->iw && s->t[op->in].blk == GPUNET_BLK
+      && s->t[op->out].blk == GPUNET_BLK && op->in != s->g->input;
+  if (!shape_ok)
+    return 0;
+  return policy == 2 || (!s->dnnl_wino[op_index] && s->t[op->in].cp >= 64);
+}
+
+/* After the first plan_batch: moves the chosen convolutions to our Winograd kernels and
+ * drops what oneDNN planned for them. */
+static gpunet_status
+plan_winograd (fast_state *s, char **err)
+{
+  const gpunet_graph *g = s->g;
+  size_t need = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    if (!use_own_winograd (s, i))
+      continue;
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
+        s->t[op->out].cp, p->oh, p->ow, p->act);
+    if (!s->wino[i])
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+          "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
+    const size_t f = gpunet_wino_scratch_floats (s->wino[i], s->nt);
+    if (f > need)
+      need = f;
+    for (int b = 1; b <= s->max_batch; b++)
+      if (s->plans[b]) {
+        fast_step *st = &s->plans[b]->steps[i];
+        if (st->prim)
+          dnnl_primitive_destroy (st->prim);
+        dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
+        for (int j = 0; j < 4; j++)
+          if (m[j])
+            dnnl_memory_destroy (m[j]);
+        memset (st, 0, sizeof *st);
+      }
+    for (weights_variant *v = s->weights[i], *next; v; v = next) {
+      next = v->next;
+      dnnl_memory_destroy (v->mem);
+      free (v);
+    }
+    s->weights[i] = NULL;
+  }
+  if (need && !(s->wino_scratch = alloc_floats (need)))
+    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+        "out of memory allocating %zu bytes of Winograd scratch", need * sizeof (float));
+  return GPUNET_OK;
+}
+
 static gpunet_status
 fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
     char **err)
@@ -510,7 +595,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->copy_residual = calloc ((size_t) graph->n_ops, sizeof (int));
   s->weights = calloc ((size_t) graph->n_ops, sizeof *s->weights);
   s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
-  if (!s->t || !s->copy_residual || !s->weights || !s->plans || plan_buffers (s) != 0) {
+  s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
+  s->dnnl_wino = calloc ((size_t) graph->n_ops, 1);
+  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dnnl_wino || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -535,6 +622,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     goto out;
   }
   st = plan_batch (s, s->max_batch, err);
+  if (st == GPUNET_OK)
+    st = plan_winograd (s, err);
   if (st == GPUNET_OK && s->max_batch > 1)
     st = plan_batch (s, 1, err);
 out:
@@ -567,6 +656,16 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_OP_CONV2D:
       case GPUNET_OP_DWCONV2D: {
         fast_step *step = &p->steps[i];
+        if (s->wino[i]) {
+          if (s->copy_residual[i]) {
+            const fast_tensor *tr = &s->t[op->residual];
+            gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
+                out, to->blk, to->cp, n, d->c, hw, nt);
+          }
+          gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
+              s->wino_scratch, nt);
+          break;
+        }
         if (op->in == g->input)
           TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
         if (s->copy_residual[i]) {

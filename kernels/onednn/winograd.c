@@ -1,0 +1,384 @@
+/* winograd.c: Winograd F(4x4, 3x3) on nChw16c activations with AVX-512 (see winograd.h).
+ *
+ * Transforms (Lavin and Gray, interpolation points 0, 1, -1, 2, -2, infinity):
+ *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
+ * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
+ * The weight transform is done once in double precision; the input and output transforms
+ * in float, 16 channels per vector. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "activation.h"
+#include "winograd.h"
+
+#define WINO_E 36          /* 6 x 6 transformed elements per tile */
+#define WINO_OCB 64        /* output channels per GEMM pass: 4 vectors */
+#define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */
+/* V and M of one block of tiles together fit this many bytes (of a 1-2 MiB L2). */
+#define WINO_L2_BUDGET (600 * 1024)
+
+struct gpunet_wino {
+  int cin, cout, icp, ocp, h, w, act;
+  int th, tw;        /* tiles per image, down and across */
+  int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
+  float *u;          /* transformed weights [36][icp][ocp], zero in padded channels */
+  float *bias;       /* [ocp], zero padded */
+};
+
+static size_t
+per_thread_floats (const gpunet_wino *p)
+{
+  return (size_t) WINO_E * p->rows_max * ((size_t) p->icp + WINO_OCB);
+}
+
+size_t
+gpunet_wino_scratch_floats (const gpunet_wino *p, int nt)
+{
+  return per_thread_floats (p) * (size_t) (nt > 0 ? nt : 1);
+}
+
+void
+gpunet_wino_free (gpunet_wino *p)
+{
+  if (!p)
+    return;
+  free (p->u);
+  free (p->bias);
+  free (p);
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+
+#include <immintrin.h>
+
+static const double wino_g[6][3] = {
+  { 1.0 / 4, 0, 0 }, { -1.0 / 6, -1.0 / 6, -1.0 / 6 }, { -1.0 / 6, 1.0 / 6, -1.0 / 6 },
+  { 1.0 / 24, 1.0 / 12, 1.0 / 6 }, { 1.0 / 24, -1.0 / 12, 1.0 / 6 }, { 0, 0, 1 },
+};
+
+static void *
+alloc64 (size_t floats)
+{
+  size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
+  void *m = aligned_alloc (64, bytes ? bytes : 64);
+  if (m)
+    memset (m, 0, bytes ? bytes : 64);
+  return m;
+}
+
+int
+gpunet_wino_available (void)
+{
+  __builtin_cpu_init ();
+  return __builtin_cpu_supports ("avx512f") ? 1 : 0;
+}
+
+gpunet_wino *
+gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int icp, int ocp,
+    int h, int w, int act)
+{
+  if (cin < 1 || cout < 1 || icp < cin || ocp < cout || icp % 16 || ocp % 16 || h < 1 || w < 1)
+    return NULL;
+  gpunet_wino *p = calloc (1, sizeof *p);
+  if (!p)
+    return NULL;
+  *p = (gpunet_wino) { cin, cout, icp, ocp, h, w, act, (h + 3) / 4, (w + 3) / 4, 0, NULL, NULL };
+  int rows = WINO_L2_BUDGET / (WINO_E * 4 * (icp + WINO_OCB));
+  rows = rows / WINO_ROWS * WINO_ROWS;
+  p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
+  p->u = alloc64 ((size_t) WINO_E * icp * ocp);
+  p->bias = alloc64 ((size_t) ocp);
+  if (!p->u || !p->bias) {
+    gpunet_wino_free (p);
+    return NULL;
+  }
+  if (bias)
+    memcpy (p->bias, bias, sizeof (float) * (size_t) cout);
+  for (int o = 0; o < cout; o++)
+    for (int i = 0; i < cin; i++) {
+      const float *k = weight + ((size_t) o * cin + i) * 9;
+      double gk[6][3], u[6][6];
+      for (int a = 0; a < 6; a++)
+        for (int c = 0; c < 3; c++)
+          gk[a][c] = wino_g[a][0] * k[c] + wino_g[a][1] * k[3 + c] + wino_g[a][2] * k[6 + c];
+      for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++)
+          u[a][b] = gk[a][0] * wino_g[b][0] + gk[a][1] * wino_g[b][1] + gk[a][2] * wino_g[b][2];
+      for (int e = 0; e < WINO_E; e++)
+        p->u[((size_t) e * icp + i) * ocp + o] = (float) u[e / 6][e % 6];
+    }
+  return p;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+
+/* out[0..5] = B^T in[0..5] */
+static inline __attribute__((always_inline)) void
+wino_bt (const __m512 *d, __m512 *o)
+{
+  const __m512 four = _mm512_set1_ps (4.0f), five = _mm512_set1_ps (5.0f),
+      two = _mm512_set1_ps (2.0f);
+  const __m512 d4_4d2 = _mm512_fnmadd_ps (four, d[2], d[4]);       /* d4 - 4 d2 */
+  const __m512 d3_4d1 = _mm512_fnmadd_ps (four, d[1], d[3]);       /* d3 - 4 d1 */
+  const __m512 d4_d2 = _mm512_sub_ps (d[4], d[2]);
+  const __m512 d3_d1 = _mm512_mul_ps (two, _mm512_sub_ps (d[3], d[1]));
+  o[0] = _mm512_add_ps (_mm512_fnmadd_ps (five, d[2], d[4]), _mm512_mul_ps (four, d[0]));
+  o[1] = _mm512_add_ps (d4_4d2, d3_4d1);
+  o[2] = _mm512_sub_ps (d4_4d2, d3_4d1);
+  o[3] = _mm512_add_ps (d4_d2, d3_d1);
+  o[4] = _mm512_sub_ps (d4_d2, d3_d1);
+  o[5] = _mm512_add_ps (_mm512_fnmadd_ps (five, d[3], d[5]), _mm512_mul_ps (four, d[1]));
+}
+
+/* out[0..3] = A^T in[0..5] */
+static inline __attribute__((always_inline)) void
+wino_at (const __m512 *m, __m512 *o)
+{
+  const __m512 a = _mm512_add_ps (m[1], m[2]), b = _mm512_sub_ps (m[1], m[2]);
+  const __m512 c = _mm512_add_ps (m[3], m[4]), d = _mm512_sub_ps (m[3], m[4]);
+  o[0] = _mm512_add_ps (_mm512_add_ps (m[0], a), c);
+  o[1] = _mm512_fmadd_ps (_mm512_set1_ps (2.0f), d, b);
+  o[2] = _mm512_fmadd_ps (_mm512_set1_ps (4.0f), c, a);
+  o[3] = _mm512_add_ps (_mm512_fmadd_ps (_mm512_set1_ps (8.0f), d, b), m[5]);
+}
+
+/* exp(x) to about 1 ulp for |x| <= 88 (Cody-Waite reduction, degree-6 polynomial). */
+static inline __attribute__((always_inline)) __m512
+wino_exp (__m512 x)
+{
+  x = _mm512_max_ps (_mm512_min_ps (x, _mm512_set1_ps (88.0f)), _mm512_set1_ps (-88.0f));
+  const __m512 n = _mm512_roundscale_ps (_mm512_mul_ps (x, _mm512_set1_ps (1.44269504088896341f)),
+      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps (n, _mm512_set1_ps (0.693359375f), x);
+  r = _mm512_fnmadd_ps (n, _mm512_set1_ps (-2.12194440e-4f), r);
+  __m512 q = _mm512_set1_ps (1.9875691500e-4f);
+  q = _mm512_fmadd_ps (q, r, _mm512_set1_ps (1.3981999507e-3f));
+  q = _mm512_fmadd_ps (q, r, _mm512_set1_ps (8.3334519073e-3f));
+  q = _mm512_fmadd_ps (q, r, _mm512_set1_ps (4.1665795894e-2f));
+  q = _mm512_fmadd_ps (q, r, _mm512_set1_ps (1.6666665459e-1f));
+  q = _mm512_fmadd_ps (q, r, _mm512_set1_ps (5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps (_mm512_fmadd_ps (_mm512_mul_ps (q, r), r, r), _mm512_set1_ps (1.0f));
+  return _mm512_scalef_ps (y, n);
+}
+
+static inline __attribute__((always_inline)) __m512
+wino_act (__m512 x, int act)
+{
+  if (act == GPUNET_EPI_RELU)
+    return _mm512_max_ps (x, _mm512_setzero_ps ());
+  if (act == GPUNET_EPI_SWISH)
+    return _mm512_div_ps (x, _mm512_add_ps (_mm512_set1_ps (1.0f),
+            wino_exp (_mm512_sub_ps (_mm512_setzero_ps (), x))));
+  return x;
+}
+
+/* M rows 0..5 (stride WINO_OCB) = V rows 0..5 (stride icp) x U (icp x nv*16, stride ocp). */
+static inline __attribute__((always_inline)) void
+wino_gemm_6xN (const float *v, int icp, const float *u, int ocp, float *m, const int nv)
+{
+  __m512 c[WINO_ROWS][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < WINO_ROWS; r++)
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      c[r][j] = _mm512_setzero_ps ();
+  for (int i = 0; i < icp; i++) {
+    __m512 b[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      b[j] = _mm512_load_ps (u + (size_t) i * ocp + 16 * j);
+#pragma GCC unroll 6
+    for (int r = 0; r < WINO_ROWS; r++) {
+      const __m512 a = _mm512_set1_ps (v[(size_t) r * icp + i]);
+#pragma GCC unroll 4
+      for (int j = 0; j < nv; j++)
+        c[r][j] = _mm512_fmadd_ps (a, b[j], c[r][j]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < WINO_ROWS; r++)
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      _mm512_store_ps (m + (size_t) r * WINO_OCB + 16 * j, c[r][j]);
+}
+
+static void
+wino_gemm_6x4 (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  wino_gemm_6xN (v, icp, u, ocp, m, 4);
+}
+
+static void
+wino_gemm_6x3 (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  wino_gemm_6xN (v, icp, u, ocp, m, 3);
+}
+
+static void
+wino_gemm_6x2 (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  wino_gemm_6xN (v, icp, u, ocp, m, 2);
+}
+
+static void
+wino_gemm_6x1 (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  wino_gemm_6xN (v, icp, u, ocp, m, 1);
+}
+
+/* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1; rows cnt .. rows - 1
+ * are zeroed. */
+static void
+wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  const int H = p->h, W = p->w, icp = p->icp, per_img = p->th * p->tw;
+  const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * icp;
+  for (int j = 0; j < cnt; j++) {
+    const int t = t0 + j, b = t / per_img, r = t % per_img;
+    const int y0 = r / p->tw * 4 - 1, x0 = r % p->tw * 4 - 1;
+    const int inside = y0 >= 0 && x0 >= 0 && y0 + 6 <= H && x0 + 6 <= W;
+    const float *img = in + (size_t) b * icp * H * W;
+    for (int cb = 0; cb < icp / 16; cb++) {
+      const float *src = img + (size_t) cb * plane;
+      __m512 d[6][6], t6[6][6];
+      for (int i = 0; i < 6; i++)
+        for (int k = 0; k < 6; k++) {
+          const int y = y0 + i, x = x0 + k;
+          d[i][k] = inside || (y >= 0 && y < H && x >= 0 && x < W)
+              ? _mm512_load_ps (src + ((size_t) y * W + x) * 16) : _mm512_setzero_ps ();
+        }
+      for (int k = 0; k < 6; k++) {
+        __m512 col[6], o[6];
+        for (int i = 0; i < 6; i++)
+          col[i] = d[i][k];
+        wino_bt (col, o);
+        for (int i = 0; i < 6; i++)
+          t6[i][k] = o[i];
+      }
+      float *dst = V + (size_t) j * icp + (size_t) cb * 16;
+      for (int i = 0; i < 6; i++) {
+        __m512 o[6];
+        wino_bt (t6[i], o);
+        for (int k = 0; k < 6; k++)
+          _mm512_store_ps (dst + (size_t) (i * 6 + k) * e_stride, o[k]);
+      }
+    }
+  }
+  if (cnt < rows)
+    for (int e = 0; e < WINO_E; e++)
+      memset (V + e * e_stride + (size_t) cnt * icp, 0, sizeof (float) * (size_t) (rows - cnt) * icp);
+}
+
+/* Output channels oc0 .. oc0 + 16 nv - 1 of tiles t0 .. t0 + cnt - 1 from
+ * M[e][j][WINO_OCB] (e stride rows * WINO_OCB). */
+static void
+wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
+  const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * WINO_OCB;
+  for (int j = 0; j < cnt; j++) {
+    const int t = t0 + j, b = t / per_img, r = t % per_img;
+    const int oy = r / p->tw * 4, ox = r % p->tw * 4;
+    const int ny = H - oy < 4 ? H - oy : 4, nx = W - ox < 4 ? W - ox : 4;
+    for (int v = 0; v < nv; v++) {
+      const int cb = oc0 / 16 + v;
+      const float *src = M + (size_t) j * WINO_OCB + 16 * v;
+      __m512 s4[4][6];
+      for (int k = 0; k < 6; k++) {
+        __m512 col[6], o[4];
+        for (int i = 0; i < 6; i++)
+          col[i] = _mm512_load_ps (src + (size_t) (i * 6 + k) * e_stride);
+        wino_at (col, o);
+        for (int i = 0; i < 4; i++)
+          s4[i][k] = o[i];
+      }
+      const __m512 bias = _mm512_load_ps (p->bias + (size_t) cb * 16);
+      float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
+      for (int i = 0; i < ny; i++) {
+        __m512 y[4];
+        wino_at (s4[i], y);
+        for (int k = 0; k < nx; k++) {
+          float *q = dst + ((size_t) (oy + i) * W + ox + k) * 16;
+          __m512 val = wino_act (_mm512_add_ps (y[k], bias), act);
+          if (residual)
+            val = _mm512_add_ps (val, _mm512_load_ps (q));
+          _mm512_store_ps (q, val);
+        }
+      }
+    }
+  }
+}
+
+void
+gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+    float *scratch, int nt)
+{
+  if (nt < 1)
+    nt = 1;
+  const int T = n * p->th * p->tw;
+  int nblk = (T + p->rows_max - 1) / p->rows_max;
+  nblk = (nblk + nt - 1) / nt * nt;   /* whole rounds of blocks for the threads */
+  if (nblk > T)
+    nblk = T;
+  const int tb = (T + nblk - 1) / nblk;
+  const size_t per = per_thread_floats (p);
+#pragma omp parallel num_threads(nt)
+  {
+    float *V = scratch + per * (size_t) omp_get_thread_num ();
+    float *M = V + (size_t) WINO_E * p->rows_max * p->icp;
+#pragma omp for schedule(dynamic, 1)
+    for (int blk = 0; blk < nblk; blk++) {
+      const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
+      if (cnt <= 0)
+        continue;
+      const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+      wino_input (p, in, t0, cnt, rows, V);
+      for (int oc0 = 0; oc0 < p->ocp; oc0 += WINO_OCB) {
+        const int nv = (p->ocp - oc0) / 16 < 4 ? (p->ocp - oc0) / 16 : 4;
+        void (*gemm) (const float *, int, const float *, int, float *) =
+            nv == 4 ? wino_gemm_6x4 : nv == 3 ? wino_gemm_6x3 : nv == 2 ? wino_gemm_6x2 : wino_gemm_6x1;
+        for (int e = 0; e < WINO_E; e++) {
+          const float *ue = p->u + (size_t) e * p->icp * p->ocp + oc0;
+          const float *ve = V + (size_t) e * rows * p->icp;
+          float *me = M + (size_t) e * rows * WINO_OCB;
+          for (int r = 0; r < rows; r += WINO_ROWS)
+            gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * WINO_OCB);
+        }
+        wino_output (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+      }
+    }
+  }
+}
+
+#pragma GCC pop_options
+
+#else /* not x86 with GCC-style intrinsics: never used */
+
+int
+gpunet_wino_available (void)
+{
+  return 0;
+}
+
+gpunet_wino *
+gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int icp, int ocp,
+    int h, int w, int act)
+{
+  (void) weight, (void) bias, (void) cin, (void) cout, (void) icp, (void) ocp;
+  (void) h, (void) w, (void) act;
+  return NULL;
+}
+
+void
+gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+    float *scratch, int nt)
+{
+  (void) p, (void) in, (void) out, (void) n, (void) residual_in_dst, (void) scratch, (void) nt;
+}
+
+#endif
