@@ -80,10 +80,10 @@ tg_op (test_graph *tg, gpunet_op_kind kind, int in, int out)
 }
 
 static int
-tg_conv (test_graph *tg, int in, int cout, int k, int stride, int groups, int act, int residual)
+tg_conv_pad (test_graph *tg, int in, int cout, int k, int stride, int pad, int groups, int act,
+    int residual)
 {
   const gpunet_tensor_desc ti = tg->t[in];
-  const int pad = ((stride - 1) + (k - 1)) / 2;
   const int oh = (ti.h + 2 * pad - k) / stride + 1, ow = (ti.w + 2 * pad - k) / stride + 1;
   const int out = tg_tensor (tg, cout, oh, ow);
   const int per = ti.c / groups * k * k;
@@ -99,6 +99,12 @@ tg_conv (test_graph *tg, int in, int cout, int k, int stride, int groups, int ac
     op->residual = residual;
   }
   return out;
+}
+
+static int
+tg_conv (test_graph *tg, int in, int cout, int k, int stride, int groups, int act, int residual)
+{
+  return tg_conv_pad (tg, in, cout, k, stride, ((stride - 1) + (k - 1)) / 2, groups, act, residual);
 }
 
 static void
@@ -281,6 +287,26 @@ test_own_winograd (void)
         cases[i].h, cases[i].w, cases[i].act);
     compare_batches (what, &tg.g);
   }
+  /* 5x5 stride 2 (polyphase): these take our kernels with or without the variable */
+  static const struct { int cin, h, w, cout, pad, act; } s2[] = {
+    { 32, 19, 22, 48, 2, GPUNET_EPI_SWISH }, { 24, 8, 8, 40, 2, GPUNET_EPI_RELU },
+    { 16, 13, 13, 16, 0, GPUNET_EPI_NONE }, { 32, 30, 27, 192, 0, GPUNET_EPI_SWISH },
+    { 48, 5, 6, 24, 1, GPUNET_EPI_RELU }, { 16, 7, 9, 32, 2, GPUNET_EPI_RELU },
+  };
+  for (int forced = 0; forced <= 1; forced++)
+    for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++) {
+      if (!forced)
+        unsetenv ("GPUNET_CPU_WINOGRAD");
+      test_graph tg;
+      tg_init (&tg, 8, s2[i].h, s2[i].w);
+      int x = tg_conv (&tg, 0, s2[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
+      tg_conv_pad (&tg, x, s2[i].cout, 5, 2, s2[i].pad, 1, s2[i].act, -1);
+      char what[96];
+      snprintf (what, sizeof what, "%swinograd 5x5 s2 pad %d %d->%d %dx%d act%d",
+          forced ? "own " : "", s2[i].pad, s2[i].cin, s2[i].cout, s2[i].h, s2[i].w, s2[i].act);
+      compare_batches (what, &tg.g);
+      setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
+    }
   for (int act = 0; act <= 2; act++) {
     test_graph tg;
     char what[64];

@@ -499,9 +499,9 @@ out:
   return st;
 }
 
-/* Which convolutions run on our own Winograd kernels (winograd.h): dense 3x3 stride-1
- * "same" convolutions on a blocked input with at least 64 (padded) input channels that
- * oneDNN's Winograd kernel turned down, when the CPU has AVX-512.  (Measured in GPUNet on
+/* Which convolutions run on our own Winograd kernels (winograd.h), when the CPU has
+ * AVX-512: dense 5x5 stride-2 convolutions on a blocked input, and dense 3x3 stride-1
+ * ones with at least 64 (padded) input channels that oneDNN's Winograd kernel turned down.  (Measured in GPUNet on
  * this machine kind: ours is about 2x oneDNN's direct kernel from 64 input channels up,
  * oneDNN's Winograd is ahead where it takes the shape, and below 64 input channels direct
  * is ahead; docs/performance.md.)  GPUNET_CPU_WINOGRAD=onednn: never ours;
@@ -521,10 +521,12 @@ use_own_winograd (const fast_state *s, int op_index)
   if (!policy || op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  const int shape_ok = p->kernel == 3 && p->stride == 1 && p->pad == 1 && p->groups == 1
-      && p->oh == p->ih && p->ow == p->iw && s->t[op->in].blk == GPUNET_BLK
-      && s->t[op->out].blk == GPUNET_BLK && op->in != s->g->input;
-  if (!shape_ok)
+  if (p->groups != 1 || s->t[op->in].blk != GPUNET_BLK || s->t[op->out].blk != GPUNET_BLK
+      || op->in == s->g->input)
+    return 0;
+  if (p->kernel == 5 && p->stride == 2)   /* oneDNN has no Winograd for these at all */
+    return 1;
+  if (p->kernel != 3 || p->stride != 1)
     return 0;
   return policy == 2 || (!s->dnnl_wino[op_index] && s->t[op->in].cp >= 64);
 }
@@ -541,8 +543,8 @@ plan_winograd (fast_state *s, char **err)
     if (!use_own_winograd (s, i))
       continue;
     const gpunet_conv2d_params *p = &op->p.conv2d;
-    s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
-        s->t[op->out].cp, p->oh, p->ow, p->act);
+    s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
+        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);

@@ -3,6 +3,9 @@
  * Transforms (Lavin and Gray, interpolation points 0, 1, -1, 2, -2, infinity):
  *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
  * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
+ * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
+ * its input (Winograd on the polyphase decomposition): 4 x 36 multiply-adds per 4x4 tile
+ * instead of 16 x 25, 2.8x fewer.
  * The weight transform is done once in double precision; the input and output transforms
  * in float, 16 channels per vector. */
 #include <stdint.h>
@@ -26,6 +29,11 @@ struct gpunet_wino {
   int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
   float *u;          /* transformed weights [36][icp][ocp], zero in padded channels */
   float *bias;       /* [ocp], zero padded */
+  /* Input geometry.  Stride 1: the 3x3 kernel reads input rows oy - pad .. oy - pad + 2.
+   * Stride 2 (5x5): the input is seen as 4 phase images (even/odd rows x even/odd
+   * columns), channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the
+   * 5x5 stride-2 kernel as a 3x3 stride-1 "valid" kernel over them. */
+  int stride, pad, ih, iw, cp;
 };
 
 static size_t
@@ -77,15 +85,20 @@ gpunet_wino_available (void)
 }
 
 gpunet_wino *
-gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int icp, int ocp,
-    int h, int w, int act)
+gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act)
 {
-  if (cin < 1 || cout < 1 || icp < cin || ocp < cout || icp % 16 || ocp % 16 || h < 1 || w < 1)
+  if (cin < 1 || cout < 1 || cp < cin || ocp < cout || cp % 16 || ocp % 16 || ih < 1 || iw < 1
+      || oh < 1 || ow < 1 || pad < 0 || !((k == 3 && stride == 1) || (k == 5 && stride == 2)))
+    return NULL;
+  if (oh != (ih + 2 * pad - k) / stride + 1 || ow != (iw + 2 * pad - k) / stride + 1)
     return NULL;
   gpunet_wino *p = calloc (1, sizeof *p);
   if (!p)
     return NULL;
-  *p = (gpunet_wino) { cin, cout, icp, ocp, h, w, act, (h + 3) / 4, (w + 3) / 4, 0, NULL, NULL };
+  const int icp = stride == 1 ? cp : 4 * cp;
+  *p = (gpunet_wino) { cin, cout, icp, ocp, oh, ow, act, (oh + 3) / 4, (ow + 3) / 4, 0, NULL, NULL,
+    stride, pad, ih, iw, cp };
   int rows = WINO_L2_BUDGET / (WINO_E * 4 * (icp + WINO_OCB));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
@@ -97,19 +110,27 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   }
   if (bias)
     memcpy (p->bias, bias, sizeof (float) * (size_t) cout);
+  const int phases = stride == 1 ? 1 : 4;
   for (int o = 0; o < cout; o++)
-    for (int i = 0; i < cin; i++) {
-      const float *k = weight + ((size_t) o * cin + i) * 9;
-      double gk[6][3], u[6][6];
-      for (int a = 0; a < 6; a++)
-        for (int c = 0; c < 3; c++)
-          gk[a][c] = wino_g[a][0] * k[c] + wino_g[a][1] * k[3 + c] + wino_g[a][2] * k[6 + c];
-      for (int a = 0; a < 6; a++)
-        for (int b = 0; b < 6; b++)
-          u[a][b] = gk[a][0] * wino_g[b][0] + gk[a][1] * wino_g[b][1] + gk[a][2] * wino_g[b][2];
-      for (int e = 0; e < WINO_E; e++)
-        p->u[((size_t) e * icp + i) * ocp + o] = (float) u[e / 6][e % 6];
-    }
+    for (int ph = 0; ph < phases; ph++)
+      for (int i = 0; i < cin; i++) {
+        const float *kw = weight + ((size_t) o * cin + i) * k * k;
+        double g3[3][3], gk[6][3], u[6][6];
+        for (int a = 0; a < 3; a++)
+          for (int b = 0; b < 3; b++) {
+            const int y = stride * a + ph / 2, x = stride * b + ph % 2;
+            g3[a][b] = y < k && x < k ? kw[y * k + x] : 0.0;
+          }
+        for (int a = 0; a < 6; a++)
+          for (int c = 0; c < 3; c++)
+            gk[a][c] = wino_g[a][0] * g3[0][c] + wino_g[a][1] * g3[1][c] + wino_g[a][2] * g3[2][c];
+        for (int a = 0; a < 6; a++)
+          for (int b = 0; b < 6; b++)
+            u[a][b] = gk[a][0] * wino_g[b][0] + gk[a][1] * wino_g[b][1] + gk[a][2] * wino_g[b][2];
+        const int vi = ph * cp + i;   /* virtual input channel */
+        for (int e = 0; e < WINO_E; e++)
+          p->u[((size_t) e * icp + vi) * ocp + o] = (float) u[e / 6][e % 6];
+      }
   return p;
 }
 
@@ -231,25 +252,30 @@ wino_gemm_6x1 (const float *v, int icp, const float *u, int ocp, float *m)
 }
 
 /* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1; rows cnt .. rows - 1
- * are zeroed. */
+ * are zeroed.  Virtual channel block CB reads real block CB % (cp / 16) of phase
+ * CB / (cp / 16): input row stride * (oy + i) + phase / 2 - pad for patch row i of the
+ * tile at output row oy (stride 1: phase 0, so oy + i - pad). */
 static void
 wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
 {
-  const int H = p->h, W = p->w, icp = p->icp, per_img = p->th * p->tw;
-  const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * icp;
+  const int IH = p->ih, IW = p->iw, icp = p->icp, per_img = p->th * p->tw, s = p->stride;
+  const int cbs = p->cp / 16;
+  const size_t plane = (size_t) IH * IW * 16, e_stride = (size_t) rows * icp;
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
-    const int y0 = r / p->tw * 4 - 1, x0 = r % p->tw * 4 - 1;
-    const int inside = y0 >= 0 && x0 >= 0 && y0 + 6 <= H && x0 + 6 <= W;
-    const float *img = in + (size_t) b * icp * H * W;
-    for (int cb = 0; cb < icp / 16; cb++) {
+    const int oy = r / p->tw * 4, ox = r % p->tw * 4;
+    const float *img = in + (size_t) b * p->cp * IH * IW;
+    for (int CB = 0; CB < icp / 16; CB++) {
+      const int ph = CB / cbs, cb = CB % cbs;
+      const int y0 = s * oy + ph / 2 - p->pad, x0 = s * ox + ph % 2 - p->pad;
+      const int inside = y0 >= 0 && x0 >= 0 && y0 + 5 * s < IH && x0 + 5 * s < IW;
       const float *src = img + (size_t) cb * plane;
       __m512 d[6][6], t6[6][6];
       for (int i = 0; i < 6; i++)
         for (int k = 0; k < 6; k++) {
-          const int y = y0 + i, x = x0 + k;
-          d[i][k] = inside || (y >= 0 && y < H && x >= 0 && x < W)
-              ? _mm512_load_ps (src + ((size_t) y * W + x) * 16) : _mm512_setzero_ps ();
+          const int y = y0 + s * i, x = x0 + s * k;
+          d[i][k] = inside || (y >= 0 && y < IH && x >= 0 && x < IW)
+              ? _mm512_load_ps (src + ((size_t) y * IW + x) * 16) : _mm512_setzero_ps ();
         }
       for (int k = 0; k < 6; k++) {
         __m512 col[6], o[6];
@@ -259,7 +285,7 @@ wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, fl
         for (int i = 0; i < 6; i++)
           t6[i][k] = o[i];
       }
-      float *dst = V + (size_t) j * icp + (size_t) cb * 16;
+      float *dst = V + (size_t) j * icp + (size_t) CB * 16;
       for (int i = 0; i < 6; i++) {
         __m512 o[6];
         wino_bt (t6[i], o);
@@ -366,11 +392,11 @@ gpunet_wino_available (void)
 }
 
 gpunet_wino *
-gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int icp, int ocp,
-    int h, int w, int act)
+gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act)
 {
-  (void) weight, (void) bias, (void) cin, (void) cout, (void) icp, (void) ocp;
-  (void) h, (void) w, (void) act;
+  (void) weight, (void) bias, (void) cin, (void) cout, (void) k, (void) stride, (void) pad;
+  (void) cp, (void) ocp, (void) ih, (void) iw, (void) oh, (void) ow, (void) act;
   return NULL;
 }
 

@@ -1,7 +1,8 @@
 /* winograd.h: our own Winograd F(4x4, 3x3) convolution for the fast CPU path, on the
  * nChw16c activations of backend_onednn.c (AVX-512).  It takes the dense 3x3 stride-1
- * "same" convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel
- * turns down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144.
+ * convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel turns
+ * down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144; and the
+ * 5x5 stride-2 ones, through their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
  * V[36][tiles][icp], 36 small GEMMs with the weights transformed at plan time
@@ -18,18 +19,19 @@ typedef struct gpunet_wino gpunet_wino;
 /* 1 when this CPU can run the kernels (AVX-512F), else 0. */
 int gpunet_wino_available (void);
 
-/* Plans one convolution: weight is cout x cin x 3 x 3 (plain), bias may be NULL; icp and
- * ocp are the padded (multiple of 16) channel counts of the nChw16c input and output;
- * pad 1, stride 1, so the output is h x w.  act is a GPUNET_EPI_* value.  Returns NULL
- * when out of memory or when the shape is not one it takes. */
-gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout,
-    int icp, int ocp, int h, int w, int act);
+/* Plans one convolution: weight is cout x cin x k x k (plain), bias may be NULL; cp and
+ * ocp are the padded (multiple of 16) channel counts of the nChw16c input and output.
+ * Takes k 3 with stride 1 and k 5 with stride 2, any pad; the input is ih x iw, the output
+ * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
+ * Returns NULL when out of memory or when the shape is not one it takes. */
+gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch). */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
 
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
- * for n images; in and out are nChw16c with icp / ocp channels.  Padding lanes of out
+ * for n images; in and out are nChw16c with cp / ocp channels.  Padding lanes of out
  * are written as zeros.  in and out must not overlap.  scratch: 64-byte aligned. */
 void gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);
