@@ -61,7 +61,6 @@ typedef struct {
   weights_variant **weights;   /* per op */
   fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
   gpunet_wino **wino;          /* per op: our Winograd convolution, or NULL (oneDNN) */
-  char *dnnl_wino;             /* per op: oneDNN took it as a Winograd convolution */
   float *wino_scratch;         /* shared by the Winograd ops (one runs at a time) */
   double *profile;
 } fast_state;
@@ -181,7 +180,6 @@ fast_destroy (void *state)
   for (int i = 0; s->wino && i < n_ops; i++)
     gpunet_wino_free (s->wino[i]);
   free (s->wino);
-  free (s->dnnl_wino);
   free (s->wino_scratch);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
@@ -348,10 +346,9 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
         TRY (dnnl_post_ops_append_sum (po, 1.0f));
       TRY (dnnl_primitive_attr_set_post_ops (attr, po));
     }
-    /* 3x3 stride-1 dense convolutions try oneDNN's Winograd kernels first (about 2.25x
-     * fewer multiplies; logits stay within ~2e-6 of the direct ones, see
-     * tests/test_backend_ops.c); shapes it does not implement use direct convolution.
-     * GPUNET_CPU_DIRECT=1 turns Winograd off. */
+    /* With GPUNET_CPU_WINOGRAD=onednn (ours off), 3x3 stride-1 dense convolutions try
+     * oneDNN's Winograd kernels first; shapes it does not implement use direct
+     * convolution.  GPUNET_CPU_DIRECT=1 turns Winograd off. */
     const int wino = k == 3 && stride == 1 && groups == 1 && !getenv ("GPUNET_CPU_DIRECT");
     dnnl_status_t ws = dnnl_unimplemented;
     if (wino
@@ -359,9 +356,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
                 dnnl_convolution_winograd, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
                 strides, pad_l, pad_r)) == dnnl_success)
       ws = dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL);
-    if (ws == dnnl_success)
-      s->dnnl_wino[op_index] = 1;
-    else {
+    if (ws != dnnl_success) {
       pd = NULL;
       TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
               dnnl_convolution_direct, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
@@ -500,39 +495,31 @@ out:
 }
 
 /* Which convolutions run on our own Winograd kernels (winograd.h), when the CPU has
- * AVX-512: dense 5x5 stride-2 convolutions on a blocked input, and dense 3x3 stride-1
- * ones with at least 64 (padded) input channels that oneDNN's Winograd kernel turned down.  (Measured in GPUNet on
- * this machine kind: ours is about 2x oneDNN's direct kernel from 64 input channels up,
- * oneDNN's Winograd is ahead where it takes the shape, and below 64 input channels direct
- * is ahead; docs/performance.md.)  GPUNET_CPU_WINOGRAD=onednn: never ours;
- * GPUNET_CPU_WINOGRAD=own: ours wherever the shape allows; GPUNET_CPU_DIRECT=1: no
- * Winograd of either kind. */
+ * AVX-512: every dense 3x3 stride-1 and 5x5 stride-2 convolution on a blocked input.
+ * Measured in GPUNet-0/1/2 on this machine kind (docs/performance.md), ours is ahead of
+ * oneDNN 2.6's direct kernels by 1.3-2x and level with or ahead of its Winograd kernel
+ * where that one takes the shape (it turns most GPUNet shapes down).  Being ours
+ * everywhere also makes a batch of n give the same bits as n single frames, which mixing
+ * oneDNN's batch-dependent algorithm choice with ours did not.
+ * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
+ * stride-1 shape, else direct); GPUNET_CPU_DIRECT=1: no Winograd of either kind.  Read
+ * at each plan (not per frame), so a test can switch it between sessions. */
 static int
-use_own_winograd (const fast_state *s, int op_index)
+use_own_winograd (const fast_state *s, const gpunet_op *op)
 {
-  /* read at each plan (not per frame), so a test can switch it between sessions */
   const char *w = getenv ("GPUNET_CPU_WINOGRAD"), *d = getenv ("GPUNET_CPU_DIRECT");
-  int policy;   /* 0: never, 1: auto, 2: always */
   if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available ())
-    policy = 0;
-  else
-    policy = w && !strcmp (w, "own") ? 2 : 1;
-  const gpunet_op *op = &s->g->ops[op_index];
-  if (!policy || op->kind != GPUNET_OP_CONV2D)
+    return 0;
+  if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  if (p->groups != 1 || s->t[op->in].blk != GPUNET_BLK || s->t[op->out].blk != GPUNET_BLK
-      || op->in == s->g->input)
-    return 0;
-  if (p->kernel == 5 && p->stride == 2)   /* oneDNN has no Winograd for these at all */
-    return 1;
-  if (p->kernel != 3 || p->stride != 1)
-    return 0;
-  return policy == 2 || (!s->dnnl_wino[op_index] && s->t[op->in].cp >= 64);
+  return p->groups == 1 && s->t[op->in].blk == GPUNET_BLK && s->t[op->out].blk == GPUNET_BLK
+      && op->in != s->g->input
+      && ((p->kernel == 3 && p->stride == 1) || (p->kernel == 5 && p->stride == 2));
 }
 
-/* After the first plan_batch: moves the chosen convolutions to our Winograd kernels and
- * drops what oneDNN planned for them. */
+/* Before any plan_batch: our Winograd convolutions, their transformed weights and one
+ * scratch buffer for all of them (plan_batch then leaves these ops to us). */
 static gpunet_status
 plan_winograd (fast_state *s, char **err)
 {
@@ -540,7 +527,7 @@ plan_winograd (fast_state *s, char **err)
   size_t need = 0;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
-    if (!use_own_winograd (s, i))
+    if (!use_own_winograd (s, op))
       continue;
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
@@ -551,23 +538,6 @@ plan_winograd (fast_state *s, char **err)
     const size_t f = gpunet_wino_scratch_floats (s->wino[i], s->nt);
     if (f > need)
       need = f;
-    for (int b = 1; b <= s->max_batch; b++)
-      if (s->plans[b]) {
-        fast_step *st = &s->plans[b]->steps[i];
-        if (st->prim)
-          dnnl_primitive_destroy (st->prim);
-        dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
-        for (int j = 0; j < 4; j++)
-          if (m[j])
-            dnnl_memory_destroy (m[j]);
-        memset (st, 0, sizeof *st);
-      }
-    for (weights_variant *v = s->weights[i], *next; v; v = next) {
-      next = v->next;
-      dnnl_memory_destroy (v->mem);
-      free (v);
-    }
-    s->weights[i] = NULL;
   }
   if (need && !(s->wino_scratch = alloc_floats (need)))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
@@ -598,8 +568,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->weights = calloc ((size_t) graph->n_ops, sizeof *s->weights);
   s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
   s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
-  s->dnnl_wino = calloc ((size_t) graph->n_ops, 1);
-  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dnnl_wino || plan_buffers (s) != 0) {
+  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -623,9 +592,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
     goto out;
   }
-  st = plan_batch (s, s->max_batch, err);
+  st = plan_winograd (s, err);
   if (st == GPUNET_OK)
-    st = plan_winograd (s, err);
+    st = plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
     st = plan_batch (s, 1, err);
 out:
