@@ -34,6 +34,15 @@ struct gpunet_backend {
    * the images. */
   gpunet_status (*classify_device) (void *state, const gpunet_image *images, int n,
       const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text);
+
+  /* Optional (NULL: host images are preprocessed on the CPU and go through `forward`).
+   * The contract of classify_device for n images whose planes are HOST pointers
+   * (GPUNET_MEMORY_HOST), all of the size `pre` was built for, any format: the backend
+   * copies the planes it needs (honouring strides) to its own staging memory, then
+   * preprocesses on the device, runs the network and returns the k results per image.
+   * Images are validated by the engine; they may be freed once the call returns. */
+  gpunet_status (*classify_host) (void *state, const gpunet_image *images, int n,
+      const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text);
 };
 
 /* The reference CPU backend: plain C, the oracle every other backend is compared with. */

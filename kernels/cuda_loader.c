@@ -168,20 +168,42 @@ gpunet_backend_cuda_get (char **error_text)
   return NULL;
 }
 
-const gpunet_cuda_op_api *
-gpunet_cuda_op_api_get (char **error_text)
+/* The address of an extra entry of the loaded module, or NULL with a sentence naming
+ * `what` (the module missing, or too old to export it). */
+static void *
+module_symbol (const char *symbol, const char *what, char **error_text)
 {
   if (!gpunet_backend_cuda_get (error_text))
     return NULL;
   dlerror ();
-  void *sym = dlsym (module_handle, GPUNET_CUDA_OP_API_SYMBOL);
+  void *sym = dlsym (module_handle, symbol);
   if (!sym) {
     const char *why = dlerror ();
     gpunet_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
-        "the CUDA module has no single-op API (%s)", why ? why : GPUNET_CUDA_OP_API_SYMBOL);
+        "the CUDA module has no %s (%s)", what, why ? why : symbol);
     return NULL;
   }
+  return sym;
+}
+
+const gpunet_cuda_op_api *
+gpunet_cuda_op_api_get (char **error_text)
+{
+  void *sym = module_symbol (GPUNET_CUDA_OP_API_SYMBOL, "single-op API", error_text);
+  if (!sym)
+    return NULL;
   gpunet_cuda_op_api_func entry;
+  memcpy (&entry, &sym, sizeof entry);   /* POSIX: object pointer to function pointer */
+  return entry (GPUNET_CUDA_ABI_VERSION, sizeof (gpunet_op), error_text);
+}
+
+const gpunet_cuda_bench_api *
+gpunet_cuda_bench_api_get (char **error_text)
+{
+  void *sym = module_symbol (GPUNET_CUDA_BENCH_API_SYMBOL, "benchmark API", error_text);
+  if (!sym)
+    return NULL;
+  gpunet_cuda_bench_api_func entry;
   memcpy (&entry, &sym, sizeof entry);
   return entry (GPUNET_CUDA_ABI_VERSION, sizeof (gpunet_op), error_text);
 }

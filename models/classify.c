@@ -1,7 +1,9 @@
 /* classify.c: the image side of the engine API: checks gpunet_image and preprocess
  * arguments, runs the fused preprocess (kernels/cpu/preprocess.c) into the session's input
  * buffer, one forward pass for the batch and softmax/top-k per image; device images go
- * to the backend's classify_device slot with the session's cached preprocess plan. */
+ * to the backend's classify_device slot with the session's cached preprocess plan, and
+ * host images to its classify_host slot when it has one (the CUDA backend: upload, then
+ * the device preprocess) and the batch is of one size. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +149,32 @@ classify_device (gpunet_session *s, const gpunet_image *images, int n, int R,
   return s->backend->classify_device (s->state, images, n, &s->pre_plan, k, out, error_text);
 }
 
+/* A batch of host images on a backend with classify_host: the backend uploads the frames
+ * and preprocesses them itself.  Only for batches of one size (the caller checks). */
+static gpunet_status
+classify_host (gpunet_session *s, const gpunet_image *images, int n, int R,
+    gpunet_resize_mode mode, float crop_pct, int k, gpunet_class_score *out, char **error_text)
+{
+  gpunet_status st = ensure_plan (&s->pre_plan, &images[0], R, mode, crop_pct, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  return s->backend->classify_host (s->state, images, n, &s->pre_plan, k, out, error_text);
+}
+
+/* Non-zero when the backend takes this batch through classify_host: all images in host
+ * memory and of image 0's size (every pixel format is read by the device preprocess). */
+static int
+use_classify_host (const gpunet_session *s, const gpunet_image *images, int n)
+{
+  if (!s->backend->classify_host)
+    return 0;
+  for (int i = 0; i < n; i++)
+    if (images[i].memory != GPUNET_MEMORY_HOST || images[i].width != images[0].width
+        || images[i].height != images[0].height)
+      return 0;
+  return 1;
+}
+
 gpunet_status
 gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
     const gpunet_preprocess_params *pre, float *out_chw, char **error_text)
@@ -199,6 +227,8 @@ gpunet_session_classify (gpunet_session *s, const gpunet_image *images, int n,
     return st;
   if (images[0].memory == GPUNET_MEMORY_CUDA)
     return classify_device (s, images, n, R, mode, crop_pct, k, out, error_text);
+  if (use_classify_host (s, images, n))
+    return classify_host (s, images, n, R, mode, crop_pct, k, out, error_text);
 
   /* the session keeps its plan: rebuilt only when the frame size or mode changes */
   const size_t per_image = (size_t) 3 * R * R;

@@ -1,8 +1,11 @@
 /* test_cuda_math.c: CPU-side tests of the CUDA backend: the GPUNET_HD per-element maths
  * of kernels/cuda/cuda_math.h (what the kernels compute per thread) against the reference
  * CPU ops, the fp16 conversions of kernels/common/half.h against a slow reference and the
- * fp16-storage variants against the float ones, and the module loader: with no GPU (or no module) the CUDA backend must refuse
- * with GPUNET_ERR_BACKEND_UNAVAILABLE and a clear sentence, and auto must fall back. */
+ * fp16-storage variants against the float ones, the host-frame packing of classify_host
+ * (kernels/cuda/cuda_upload.h) through the CPU preprocess, the per-op byte counts of
+ * gpunet-bench (kernels/cuda/cuda_cost.h), and the module loader: with no GPU (or no
+ * module) the CUDA backend must refuse with GPUNET_ERR_BACKEND_UNAVAILABLE and a clear
+ * sentence, and auto must fall back. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,7 +13,10 @@
 
 #include "check.h"
 #include "cpu_ops.h"
+#include "cpu/preprocess.h"
+#include "cuda/cuda_cost.h"
 #include "cuda/cuda_math.h"
+#include "cuda/cuda_upload.h"
 #include "half.h"
 #include "cuda/cuda_module.h"
 #include "gpunet.h"
@@ -538,6 +544,298 @@ test_half_variants (void)
   free (fw);
 }
 
+/* ---- classify_host's frame packing ---------------------------------------------------- */
+
+/* The layout numbers of the formats, by hand, at an odd size. */
+static void
+test_upload_layout (void)
+{
+  gpunet_frame_layout l;
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_NV12, 641, 359) == 0);
+  CHECK (l.n_planes == 2 && l.rows[0] == 359 && l.row_bytes[0] == 641);
+  CHECK (l.rows[1] == 180 && l.row_bytes[1] == 642);
+  CHECK (l.offset[0] == 0 && l.offset[1] == 230144);   /* 641 x 359 = 230119, to 256 */
+  CHECK (l.bytes == 230144 + 115712);                  /* 642 x 180 = 115560, to 256 */
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_I420, 641, 359) == 0);
+  CHECK (l.n_planes == 3 && l.row_bytes[1] == 321 && l.row_bytes[2] == 321);
+  CHECK (l.rows[1] == 180 && l.rows[2] == 180);
+  CHECK (l.offset[1] == 230144 && l.offset[2] == 230144 + 57856);   /* 321 x 180 = 57780 */
+  CHECK (l.bytes == 230144 + 2 * 57856);
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_RGBA, 641, 359) == 0);
+  CHECK (l.n_planes == 1 && l.row_bytes[0] == 2564 && l.rows[0] == 359);
+  CHECK (l.bytes == 920576);                           /* 2564 x 359 = 920476 */
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_BGR, 1, 1) == 0);
+  CHECK (l.n_planes == 1 && l.row_bytes[0] == 3 && l.bytes == 256);
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_NV12, 1, 1) == 0);
+  CHECK (l.row_bytes[1] == 2 && l.rows[1] == 1 && l.bytes == 512);
+  CHECK (gpunet_frame_layout_init (&l, (gpunet_pixel_format) 99, 4, 4) == -1);
+  CHECK (gpunet_frame_layout_init (&l, GPUNET_FORMAT_RGB, 0, 4) == -1);
+}
+
+/* A w x h frame of `fmt` in one buffer at an odd offset, each row padded by `pad` random
+ * bytes (pad 0: tight planes), every byte random. */
+static gpunet_image
+upload_frame (gpunet_pixel_format fmt, int w, int h, int pad, uint8_t **mem)
+{
+  gpunet_frame_layout l;
+  gpunet_frame_layout_init (&l, fmt, w, h);
+  size_t total = 3;
+  int stride[3] = { 0, 0, 0 };
+  for (int p = 0; p < l.n_planes; p++) {
+    stride[p] = (int) l.row_bytes[p] + pad;
+    total += (size_t) stride[p] * (size_t) l.rows[p] + 5;
+  }
+  *mem = malloc (total);
+  for (size_t i = 0; *mem && i < total; i++)
+    (*mem)[i] = (uint8_t) (frand () * 128.0f + 128.0f);
+  gpunet_image img;
+  memset (&img, 0, sizeof img);
+  img.format = fmt;
+  img.width = w;
+  img.height = h;
+  img.matrix = GPUNET_MATRIX_BT601;
+  img.full_range = w % 2;
+  size_t at = 3;
+  for (int p = 0; *mem && p < l.n_planes; p++) {
+    img.planes[p] = *mem + at;
+    img.strides[p] = stride[p];
+    at += (size_t) stride[p] * (size_t) l.rows[p] + 5;
+  }
+  return img;
+}
+
+/* Packing a frame (padded strides, odd offsets) and preprocessing the packed copy through
+ * gpunet_frame_view gives the CPU preprocess of the original bit for bit, for every
+ * format; the packed buffer starts as random bytes, so a byte the layout leaves out
+ * (a row too short, a plane too small) would show. */
+static void
+test_upload_pack (void)
+{
+  static const int sizes[][2] = { { 641, 359 }, { 1, 1 }, { 3, 700 }, { 224, 224 }, { 2, 5 } };
+  const int R = 32;
+  float *want = malloc (sizeof (float) * 3 * R * R), *got = malloc (sizeof (float) * 3 * R * R);
+  int bad_frames = 0, frames = 0;
+  for (int f = GPUNET_FORMAT_RGB; f <= GPUNET_FORMAT_I420; f++)
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+      for (int pad = 0; pad <= 37; pad += 37) {
+        const int w = sizes[z][0], h = sizes[z][1];
+        uint8_t *mem = NULL;
+        gpunet_image img = upload_frame ((gpunet_pixel_format) f, w, h, pad, &mem);
+        gpunet_frame_layout l;
+        gpunet_frame_layout_init (&l, (gpunet_pixel_format) f, w, h);
+        uint8_t *packed = malloc (l.bytes);
+        gpunet_preprocess_plan plan;
+        if (!mem || !packed || !want || !got
+            || gpunet_preprocess_plan_init (&plan, w, h, R, GPUNET_RESIZE_STRETCH, 0.875f) != GPUNET_OK) {
+          CHECK_MSG (0, "out of memory");
+          free (mem);
+          free (packed);
+          continue;
+        }
+        for (size_t i = 0; i < l.bytes; i++)
+          packed[i] = (uint8_t) (frand () * 128.0f + 128.0f);
+        gpunet_frame_pack (&l, &img, packed);
+        const gpunet_image view = gpunet_frame_view (&l, &img, packed, GPUNET_MEMORY_HOST);
+        gpunet_cpu_preprocess (&plan, &img, want);
+        gpunet_cpu_preprocess (&plan, &view, got);
+        frames++;
+        bad_frames += memcmp (want, got, sizeof (float) * 3 * R * R) != 0;
+        CHECK (view.memory == GPUNET_MEMORY_HOST && view.format == img.format
+            && view.matrix == img.matrix && view.full_range == img.full_range);
+        for (int p = 0; p < 3; p++)
+          CHECK (p < l.n_planes ? view.strides[p] == (int) l.row_bytes[p]
+              && view.planes[p] == packed + l.offset[p] && l.offset[p] % GPUNET_UPLOAD_ALIGN == 0
+              : view.planes[p] == NULL);
+        gpunet_preprocess_plan_clear (&plan);
+        free (mem);
+        free (packed);
+      }
+  CHECK_MSG (bad_frames == 0, "%d of %d packed frames preprocess differently", bad_frames, frames);
+  free (want);
+  free (got);
+}
+
+/* The engine's dispatch to classify_host, with a stand-in backend that does on the CPU
+ * what the CUDA one does on the device: pack each frame (cuda_upload.h), preprocess the
+ * packed copy with the plan the engine passes, forward, top-k.  Its results must equal
+ * the CPU session's bit for bit; batches of one size go to the slot, others do not. */
+static const gpunet_backend *fake_inner;
+static int fake_calls;
+
+static gpunet_status
+fake_classify_host (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  fake_calls++;
+  const int R = pre->out_size, classes = 1000;
+  float *input = calloc (3 * (size_t) R * R * (size_t) n, sizeof (float));
+  float *logits = malloc (sizeof (float) * (size_t) classes * (size_t) n);
+  gpunet_status st = input && logits ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
+  for (int i = 0; i < n && st == GPUNET_OK; i++) {
+    gpunet_frame_layout l;
+    CHECK (images[i].memory == GPUNET_MEMORY_HOST);
+    CHECK (images[i].width == pre->in_w && images[i].height == pre->in_h);
+    if (gpunet_frame_layout_init (&l, images[i].format, images[i].width, images[i].height)) {
+      st = GPUNET_ERR_INVALID_ARGUMENT;
+      break;
+    }
+    uint8_t *packed = malloc (l.bytes);
+    if (!packed) {
+      st = GPUNET_ERR_NO_MEMORY;
+      break;
+    }
+    gpunet_frame_pack (&l, &images[i], packed);
+    const gpunet_image view = gpunet_frame_view (&l, &images[i], packed, GPUNET_MEMORY_HOST);
+    gpunet_cpu_preprocess ((gpunet_preprocess_plan *) pre, &view, input + (size_t) i * 3 * R * R);
+    free (packed);
+  }
+  if (st == GPUNET_OK)
+    st = fake_inner->forward (state, input, n, logits, NULL, NULL, error_text);
+  for (int i = 0; i < n && st == GPUNET_OK; i++)
+    gpunet_topk_softmax (logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+  free (input);
+  free (logits);
+  return st;
+}
+
+static void
+test_classify_host_dispatch (void)
+{
+  gpunet_model *model = NULL;
+  char *err = NULL;
+  if (gpunet_model_new_random ("gpunet-0", 11, &model, &err) != GPUNET_OK) {
+    CHECK_MSG (0, "%s", err ? err : "");
+    free (err);
+    return;
+  }
+  CHECK (gpunet_model_num_classes (model) == 1000);
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.backend = GPUNET_BACKEND_CPU;
+  params.max_batch = 3;
+  gpunet_session *plain = NULL, *staged = NULL;
+  CHECK (gpunet_session_new (model, &params, &plain, &err) == GPUNET_OK);
+  CHECK (gpunet_session_new (model, &params, &staged, &err) == GPUNET_OK);
+  if (!plain || !staged) {
+    gpunet_session_free (plain);
+    gpunet_session_free (staged);
+    gpunet_model_unref (model);
+    free (err);
+    return;
+  }
+  /* the CPU backend's own functions plus the slot */
+  static gpunet_backend fake;
+  fake_inner = staged->backend;
+  fake = *fake_inner;
+  fake.classify_host = fake_classify_host;
+  staged->backend = &fake;
+
+  uint8_t *mem[4] = { NULL };
+  gpunet_image f[4];
+  f[0] = upload_frame (GPUNET_FORMAT_NV12, 641, 359, 19, &mem[0]);
+  f[1] = upload_frame (GPUNET_FORMAT_RGBA, 641, 359, 8, &mem[1]);
+  f[2] = upload_frame (GPUNET_FORMAT_I420, 641, 359, 0, &mem[2]);
+  f[3] = upload_frame (GPUNET_FORMAT_BGR, 100, 80, 3, &mem[3]);
+  enum { K = 5 };
+  gpunet_class_score want[3 * K], got[3 * K];
+  /* one size, three formats: through the slot */
+  fake_calls = 0;
+  CHECK (gpunet_session_classify (plain, f, 3, NULL, K, want, &err) == GPUNET_OK);
+  CHECK (gpunet_session_classify (staged, f, 3, NULL, K, got, &err) == GPUNET_OK);
+  CHECK (fake_calls == 1);
+  CHECK (memcmp (want, got, sizeof want) == 0);
+  /* another size: through the slot again (the plan is rebuilt for it) */
+  CHECK (gpunet_session_classify (plain, &f[3], 1, NULL, K, want, &err) == GPUNET_OK);
+  CHECK (gpunet_session_classify (staged, &f[3], 1, NULL, K, got, &err) == GPUNET_OK);
+  CHECK (fake_calls == 2);
+  CHECK (memcmp (want, got, sizeof (gpunet_class_score) * K) == 0);
+  /* mixed sizes: the CPU preprocess path, not the slot */
+  const gpunet_image mixed[2] = { f[0], f[3] };
+  CHECK (gpunet_session_classify (plain, mixed, 2, NULL, K, want, &err) == GPUNET_OK);
+  CHECK (gpunet_session_classify (staged, mixed, 2, NULL, K, got, &err) == GPUNET_OK);
+  CHECK (fake_calls == 2);
+  CHECK (memcmp (want, got, sizeof (gpunet_class_score) * 2 * K) == 0);
+  /* a host image then a CUDA one: still the engine's error, not the slot */
+  gpunet_image bad[2] = { f[0], f[0] };
+  bad[1].memory = GPUNET_MEMORY_CUDA;
+  free (err);
+  err = NULL;
+  CHECK (gpunet_session_classify (staged, bad, 2, NULL, K, got, &err) == GPUNET_ERR_INVALID_ARGUMENT);
+  CHECK_CONTAINS (err, "a batch must be all host or all device images");
+  CHECK (fake_calls == 2);
+  staged->backend = fake_inner;
+  for (int i = 0; i < 4; i++)
+    free (mem[i]);
+  gpunet_session_free (plain);
+  gpunet_session_free (staged);
+  gpunet_model_unref (model);
+  free (err);
+}
+
+/* ---- gpunet-bench's byte counts ---------------------------------------------------------- */
+
+static void
+test_op_bytes (void)
+{
+  static const float dummy[1] = { 0.0f };
+  gpunet_op op;
+  memset (&op, 0, sizeof op);
+  op.kind = GPUNET_OP_CONV2D;
+  op.residual = 3;
+  op.p.conv2d = (gpunet_conv2d_params) { .cin = 8, .cout = 16, .kernel = 3, .stride = 2, .pad = 1,
+    .groups = 2, .ih = 10, .iw = 10, .oh = 5, .ow = 5, .weight = dummy, .bias = dummy };
+  /* n 2 fp16: 2 x 2 x (800 in + 400 out + 400 residual) + 2 x 576 weights + 4 x 16 bias */
+  CHECK (gpunet_op_min_bytes (&op, 2, 2) == 7616.0);
+  op.residual = -1;
+  op.p.conv2d.bias = NULL;
+  CHECK (gpunet_op_min_bytes (&op, 2, 4) == 11904.0);   /* 2 x 4 x 1200 + 4 x 576 */
+  memset (&op, 0, sizeof op);
+  op.kind = GPUNET_OP_DWCONV2D;
+  op.residual = -1;
+  op.p.dwconv2d = (gpunet_dwconv2d_params) { .c = 6, .kernel = 5, .stride = 2, .pad = 2,
+    .ih = 8, .iw = 8, .oh = 4, .ow = 4, .weight = dummy, .bias = dummy };
+  CHECK (gpunet_op_min_bytes (&op, 3, 4) == 6384.0);    /* 3 x 4 x 480 + 4 x 150 + 4 x 6 */
+  memset (&op, 0, sizeof op);
+  op.kind = GPUNET_OP_SE;
+  op.residual = -1;
+  op.p.se = (gpunet_se_params) { .c = 12, .rd = 3, .h = 4, .w = 4 };
+  CHECK (gpunet_op_min_bytes (&op, 2, 2) == 1740.0);    /* 2 x 2 x 2 x 192 + 2 x 72 + 4 x 15 */
+  memset (&op, 0, sizeof op);
+  op.kind = GPUNET_OP_AVGPOOL;
+  op.residual = -1;
+  op.p.avgpool = (gpunet_avgpool_params) { .c = 10, .h = 7, .w = 7 };
+  CHECK (gpunet_op_min_bytes (&op, 2, 4) == 4000.0);    /* 2 x 4 x (490 + 10) */
+  memset (&op, 0, sizeof op);
+  op.kind = GPUNET_OP_LINEAR;
+  op.residual = -1;
+  op.p.linear = (gpunet_linear_params) { .cin = 10, .cout = 5, .weight = dummy, .bias = dummy };
+  CHECK (gpunet_op_min_bytes (&op, 4, 2) == 240.0);     /* 4 x 2 x 15 + 2 x 50 + 4 x 5 */
+
+  /* a whole network: fp16 moves between half and all of fp32's bytes, and more images
+   * move more */
+  gpunet_model *model = NULL;
+  char *err = NULL;
+  if (gpunet_model_new_random ("gpunet-0", 3, &model, &err) != GPUNET_OK) {
+    CHECK_MSG (0, "%s", err ? err : "");
+    free (err);
+    return;
+  }
+  const gpunet_graph *g = gpunet_model_graph (model);
+  double b32 = 0.0, b16 = 0.0, b32x8 = 0.0;
+  int bad = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const double x = gpunet_op_min_bytes (&g->ops[i], 1, 4);
+    bad += !(x > 0.0);
+    b32 += x;
+    b16 += gpunet_op_min_bytes (&g->ops[i], 1, 2);
+    b32x8 += gpunet_op_min_bytes (&g->ops[i], 8, 4);
+  }
+  CHECK_MSG (bad == 0, "%d ops of gpunet-0 move no bytes", bad);
+  CHECK (b16 >= 0.5 * b32 && b16 < b32);
+  CHECK (b32x8 > b32 && b32x8 < 8.0 * b32);
+  gpunet_model_unref (model);
+}
+
 int
 main (void)
 {
@@ -550,6 +848,10 @@ main (void)
   test_half_all_values ();
   test_half_rounding ();
   test_half_variants ();
+  test_upload_layout ();
+  test_upload_pack ();
+  test_classify_host_dispatch ();
+  test_op_bytes ();
   test_loader_errors ();
   test_no_gpu ();
   return check_report ();

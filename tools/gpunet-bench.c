@@ -1,7 +1,10 @@
 /* gpunet-bench: times a GPUNet forward pass on a CPU backend (the fast oneDNN path or the
- * reference) or the CUDA backend (--backend cuda, --precision), optionally per layer, beside a oneDNN sgemm peak and the fused 1080p NV12
- * preprocess measured in the same run.  Without --checkpoint it uses seeded random weights.
- * The last line is machine-readable: model= batch= threads= median_ms= min_ms= gflops= ... */
+ * reference) or the CUDA backend (--backend cuda, --precision), optionally per op (fast:
+ * host clock around each op; cuda: cudaEvent pairs on the stream) with FLOP and minimum
+ * byte counts, optionally over a sweep of batch sizes, beside a oneDNN sgemm peak and the
+ * fused 1080p NV12 preprocess measured in the same run.  Without --checkpoint it uses
+ * seeded random weights.  The last line is machine-readable: model= batch= threads=
+ * median_ms= min_ms= gflops= achieved_gflops_s= */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,8 @@
 #include "model_private.h"
 #include "session_private.h"
 #include "backend.h"
+#include "cuda/cuda_cost.h"
+#include "cuda/cuda_module.h"
 #ifdef GPUNET_HAVE_ONEDNN
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -24,19 +29,28 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
-      "                    [--precision auto|fp32|fp16]\n"
+      "                    [--precision auto|fp32|fp16] [--batch-sweep]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
       "  --batch       images per forward pass (default 1)\n"
       "  --threads     CPU threads (default 2; 0 = all cores)\n"
       "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
-      "  --per-layer   also prints the time of every op (fast: median over the runs) or\n"
-      "                block (ref: mean)\n"
+      "  --per-layer   also prints the time of every op (fast: host clock around each op,\n"
+      "                median over the runs; cuda: GPU time between cudaEvents recorded on the\n"
+      "                stream around each op, plain launches, median over the runs after the\n"
+      "                warm-up ones) with its GFLOP/s and minimum traffic in MB (input, output,\n"
+      "                weights and residual, 4 bytes per value in fp32, 2 in fp16, biases 4),\n"
+      "                or of every block (ref: mean)\n"
+      "  --batch-sweep also times batches 1, 2, 4, ... 64, each planned on its own, one line\n"
+      "                each (batch= median_ms= min_ms= images_per_s= achieved_gflops_s=);\n"
+      "                stops at the first batch the backend cannot plan or run\n"
       "  --backend     fast (oneDNN, default when built), ref (the plain reference ops) or cuda\n"
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
-      "                the CPU backends always run fp32\n");
+      "                the CPU backends always run fp32\n"
+      "  The line before backend= gives the minimum traffic of the whole network at --batch\n"
+      "  and its FLOPs per byte (bytes_mb= arith_intensity_flop_per_byte= storage_bytes=).\n");
 }
 
 static int
@@ -94,7 +108,6 @@ time_block (void *user, int block, const float *data, int n, int c, int h, int w
   bt->last = now_s ();
 }
 
-#ifdef GPUNET_HAVE_ONEDNN
 static const char *
 op_name (gpunet_op_kind k)
 {
@@ -102,7 +115,134 @@ op_name (gpunet_op_kind k)
   return (unsigned) k < 5 ? names[k] : "?";
 }
 
+/* The per-op table: op_ms[i] is op i's median time in ms for `batch` images; `storage`
+ * the bytes per stored activation/weight value (MB column). */
+static void
+print_op_table (const gpunet_graph *g, int batch, const double *op_ms, int storage)
+{
+  double total = 0.0;
+  printf ("%-4s %-5s %-8s %-26s %9s %9s %9s\n", "op", "block", "kind", "shape (in -> out)", "ms",
+      "GFLOP/s", "MB");
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    const gpunet_tensor_desc *ti = &g->tensors[op->in], *to = &g->tensors[op->out];
+    const double ms = op_ms[i];
+    char shape[64];
+    snprintf (shape, sizeof shape, "%dx%dx%d -> %dx%dx%d", ti->c, ti->h, ti->w, to->c, to->h,
+        to->w);
+    printf ("%-4d %-5d %-8s %-26s %9.3f %9.1f %9.3f\n", i, op->block, op_name (op->kind), shape, ms,
+        ms > 0 ? 2.0 * gpunet_op_macs (op) * batch / (ms * 1e-3) / 1e9 : 0.0,
+        gpunet_op_min_bytes (op, batch, storage) / 1e6);
+    total += ms;
+  }
+  printf ("sum of per-op medians: %.3f ms\n", total);
+}
+
+/* warmup + runs forward passes of n images; times[r] gets the wall seconds of timed run r
+ * (times may be NULL). */
+static gpunet_status
+run_forward (const gpunet_backend *be, void *state, const float *input, int n, float *logits,
+    int warmup, int runs, double *times, char **err)
+{
+  gpunet_status st = GPUNET_OK;
+  for (int i = 0; i < warmup + runs && st == GPUNET_OK; i++) {
+    double t0 = now_s ();
+    st = be->forward (state, input, n, logits, NULL, NULL, err);
+    if (i >= warmup && times)
+      times[i - warmup] = now_s () - t0;
+  }
+  return st;
+}
+
+/* Per-op medians (ms) over `runs` forward passes with a per-op profile hook on: `hook`
+ * turns it on (op_seconds) or off (NULL) and may fail.  warmup profiled passes first. */
+typedef gpunet_status (*profile_hook) (void *state, double *op_seconds, char **err);
+
+static gpunet_status
+profile_ops (const gpunet_backend *be, void *state, profile_hook hook, const float *input,
+    int n, float *logits, int warmup, int runs, int n_ops, double *op_ms, char **err)
+{
+  double *all = malloc (sizeof (double) * ((size_t) runs * (size_t) n_ops + 1));
+  double *col = malloc (sizeof (double) * ((size_t) runs + 1));
+  double *cur = calloc ((size_t) n_ops + 1, sizeof (double));
+  gpunet_status st = GPUNET_OK;
+  if (!all || !col || !cur) {
+    fprintf (stderr, "gpunet-bench: out of memory\n");
+    st = GPUNET_ERR_NO_MEMORY;
+  }
+  for (int r = 0; r < warmup + runs && st == GPUNET_OK; r++) {
+    memset (cur, 0, sizeof (double) * (size_t) n_ops);
+    st = hook (state, cur, err);
+    if (st == GPUNET_OK)
+      st = be->forward (state, input, n, logits, NULL, NULL, err);
+    gpunet_status off = hook (state, NULL, NULL);
+    if (st == GPUNET_OK)
+      st = off;
+    if (r >= warmup)
+      memcpy (all + (size_t) (r - warmup) * n_ops, cur, sizeof (double) * (size_t) n_ops);
+  }
+  for (int i = 0; i < n_ops && st == GPUNET_OK; i++) {
+    for (int r = 0; r < runs; r++)
+      col[r] = all[(size_t) r * n_ops + i];
+    op_ms[i] = 1e3 * median (col, runs);
+  }
+  free (all);
+  free (col);
+  free (cur);
+  return st;
+}
+
+#ifdef GPUNET_HAVE_ONEDNN
+static gpunet_status
+onednn_hook (void *state, double *op_seconds, char **err)
+{
+  (void) err;
+  gpunet_onednn_profile (state, op_seconds);
+  return GPUNET_OK;
+}
 #endif
+
+static const gpunet_cuda_bench_api *cuda_bench;   /* set with --backend cuda */
+
+static gpunet_status
+cuda_hook (void *state, double *op_seconds, char **err)
+{
+  return cuda_bench->profile (state, op_seconds, err);
+}
+
+/* Batches 1, 2, 4, ... 64, each on a state planned for exactly that batch; one line each.
+ * Stops (with a line saying why) at the first batch that cannot be planned or run. */
+static void
+batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_session_params *base,
+    double flops, const float *input, float *logits, int warmup, int runs, double *times)
+{
+  for (int b = 1; b <= 64; b *= 2) {
+    gpunet_session_params params = *base;
+    params.max_batch = b;
+    void *state = NULL;
+    char *err = NULL;
+    gpunet_status st = be->plan (g, &params, &state, &err);
+    if (st != GPUNET_OK) {
+      printf ("batch=%d not run: planning failed: %s\n", b, err ? err : gpunet_status_string (st));
+      free (err);
+      return;
+    }
+    st = run_forward (be, state, input, b, logits, warmup, runs, times, &err);
+    be->destroy (state);
+    if (st != GPUNET_OK) {
+      printf ("batch=%d not run: forward failed: %s\n", b, err ? err : gpunet_status_string (st));
+      free (err);
+      return;
+    }
+    double mn = times[0];
+    for (int i = 1; i < runs; i++)
+      mn = times[i] < mn ? times[i] : mn;
+    const double med = median (times, runs);
+    printf ("batch=%d median_ms=%.3f min_ms=%.3f images_per_s=%.1f achieved_gflops_s=%.1f\n", b,
+        1e3 * med, 1e3 * mn, b / med, flops * b / med / 1e9);
+    fflush (stdout);
+  }
+}
 
 /* Median GFLOP/s of a 2048^3 oneDNN sgemm on the current thread count, 0 when not built. */
 static double
@@ -190,7 +330,7 @@ int
 main (int argc, char **argv)
 {
   const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
-  int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0;
+  int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -211,6 +351,8 @@ main (int argc, char **argv)
       bad = parse_int (a, v, 0, 1000000, &warmup), i++;
     else if (!strcmp (a, "--per-layer"))
       per_layer = 1;
+    else if (!strcmp (a, "--batch-sweep"))
+      sweep = 1;
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -242,10 +384,13 @@ main (int argc, char **argv)
   }
 
   const gpunet_backend *be = &gpunet_backend_cpu_ref;
-  if (backend_name && !strcmp (backend_name, "cuda")) {
+  const int is_cuda = backend_name && !strcmp (backend_name, "cuda");
+  if (is_cuda) {
     char *why = NULL;
     be = gpunet_backend_cuda_get (&why);
-    if (!be) {
+    if (be)
+      cuda_bench = gpunet_cuda_bench_api_get (&why);
+    if (!be || !cuda_bench) {
       fprintf (stderr, "gpunet-bench: %s\n", why ? why : "no CUDA backend");
       free (why);
       return 1;
@@ -278,9 +423,10 @@ main (int argc, char **argv)
   }
   const gpunet_graph *g = gpunet_model_graph (m);
   const int res = gpunet_model_resolution (m), classes = gpunet_model_num_classes (m);
-  const size_t in_len = (size_t) batch * 3 * res * res;
+  const int most = sweep && batch < 64 ? 64 : batch;   /* images the buffers hold */
+  const size_t in_len = (size_t) most * 3 * res * res;
   float *input = malloc (sizeof (float) * in_len);
-  float *logits = malloc (sizeof (float) * (size_t) batch * classes);
+  float *logits = malloc (sizeof (float) * (size_t) most * classes);
   double *times = malloc (sizeof (double) * (size_t) runs);
   double *op_s = calloc ((size_t) g->n_ops + (size_t) g->n_blocks + 1, sizeof (double));
   if (!input || !logits || !times || !op_s) {
@@ -304,56 +450,29 @@ main (int argc, char **argv)
     free (err);
     return 1;
   }
-  for (int i = 0; i < warmup + runs && st == GPUNET_OK; i++) {
-    double t0 = now_s ();
-    st = be->forward (state, input, batch, logits, NULL, NULL, &err);
-    if (i >= warmup)
-      times[i - warmup] = now_s () - t0;
-  }
+  st = run_forward (be, state, input, batch, logits, warmup, runs, times, &err);
+  /* bytes per stored value: the CPU backends are fp32, CUDA as `auto` resolved */
+  const int storage = is_cuda ? cuda_bench->storage_bytes (state) : 4;
   if (st == GPUNET_OK && per_layer) {
-    int is_fast = 0;
+    profile_hook hook = is_cuda ? cuda_hook : NULL;
+    int hook_warmup = warmup;
 #ifdef GPUNET_HAVE_ONEDNN
-    is_fast = be == &gpunet_backend_cpu_fast;
-    if (is_fast) {
-      /* per-op medians over the runs: robust to a noisy neighbour on shared cores */
-      double *all = malloc (sizeof (double) * (size_t) runs * (size_t) g->n_ops);
-      double *col = malloc (sizeof (double) * (size_t) runs);
-      if (!all || !col) {
-        fprintf (stderr, "gpunet-bench: out of memory\n");
-        return 1;
-      }
-      for (int r = 0; r < runs && st == GPUNET_OK; r++) {
-        memset (op_s, 0, sizeof (double) * (size_t) g->n_ops);
-        gpunet_onednn_profile (state, op_s);
-        st = be->forward (state, input, batch, logits, NULL, NULL, &err);
-        gpunet_onednn_profile (state, NULL);
-        memcpy (all + (size_t) r * g->n_ops, op_s, sizeof (double) * (size_t) g->n_ops);
-      }
-      double total = 0.0;
-      for (int i = 0; i < g->n_ops; i++) {
-        for (int r = 0; r < runs; r++)
-          col[r] = all[(size_t) r * g->n_ops + i];
-        op_s[i] = median (col, runs) * runs;   /* printed as op_s / runs below */
-        total += op_s[i] / runs;
-      }
-      free (all);
-      free (col);
-      printf ("%-4s %-5s %-8s %-26s %9s %9s\n", "op", "block", "kind", "shape (in -> out)", "ms",
-          "GFLOP/s");
-      for (int i = 0; i < g->n_ops; i++) {
-        const gpunet_op *op = &g->ops[i];
-        const gpunet_tensor_desc *ti = &g->tensors[op->in], *to = &g->tensors[op->out];
-        const double ms = 1e3 * op_s[i] / runs;
-        char shape[64];
-        snprintf (shape, sizeof shape, "%dx%dx%d -> %dx%dx%d", ti->c, ti->h, ti->w, to->c, to->h,
-            to->w);
-        printf ("%-4d %-5d %-8s %-26s %9.3f %9.1f\n", i, op->block, op_name (op->kind), shape, ms,
-            ms > 0 ? 2.0 * gpunet_op_macs (op) * batch / (ms * 1e-3) / 1e9 : 0.0);
-      }
-      printf ("sum of per-op medians: %.3f ms\n", 1e3 * total);
+    if (be == &gpunet_backend_cpu_fast) {
+      hook = onednn_hook;
+      hook_warmup = 0;   /* the timed passes above warmed it up; no mode switch */
     }
 #endif
-    if (!is_fast) {
+    if (hook) {
+      /* per-op medians over the runs: robust to a noisy neighbour on shared cores */
+      if (is_cuda)
+        printf ("per-op GPU time: cudaEvent pairs around each op on the stream, plain launches "
+            "(no CUDA graph), median of %d runs after %d warm-up, %s storage\n", runs,
+            hook_warmup, storage == 2 ? "fp16" : "fp32");
+      st = profile_ops (be, state, hook, input, batch, logits, hook_warmup, runs, g->n_ops, op_s,
+          &err);
+      if (st == GPUNET_OK)
+        print_op_table (g, batch, op_s, storage);
+    } else {
       block_timer bt = { 0.0, op_s, g->n_blocks };
       for (int i = 0; i < runs && st == GPUNET_OK; i++) {
         bt.last = now_s ();
@@ -379,6 +498,8 @@ main (int argc, char **argv)
       mn = 1e3 * times[i];
   const double med_ms = 1e3 * median (times, runs);
   const double achieved = flops * batch / (med_ms * 1e-3) / 1e9;
+  if (sweep)
+    batch_sweep (be, g, &params, flops, input, logits, warmup, runs, times);
   const double peak = sgemm_peak (threads > 0 ? threads : 1);
   if (peak > 0)
     printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
@@ -388,6 +509,11 @@ main (int argc, char **argv)
   const double pre_ms = time_preprocess (m, 20);
   if (pre_ms >= 0)
     printf ("preprocess_nv12_1920x1080_to_%dx%d_ms=%.3f threads=1\n", res, res, pre_ms);
+  double bytes = 0.0;
+  for (int i = 0; i < g->n_ops; i++)
+    bytes += gpunet_op_min_bytes (&g->ops[i], batch, storage);
+  printf ("bytes_mb=%.3f arith_intensity_flop_per_byte=%.2f storage_bytes=%d\n", bytes / 1e6,
+      bytes > 0 ? flops * batch / bytes : 0.0, storage);
   printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref"
       : !strcmp (be->name, "cuda") ? "cuda" : "fast",
       batch / (med_ms * 1e-3));

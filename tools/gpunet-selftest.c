@@ -2,7 +2,9 @@
  * with a GPU: every op of every built-in model (random weights, random inputs) and each
  * whole network (logits, every block's output, top-k agreement, and a smaller batch than
  * planned), then device frames (uploaded from host) through the CUDA preprocess kernel
- * and gpunet_session_classify against the CPU path, in fp32 and fp16 (--precision).
+ * and gpunet_session_classify against the CPU path, then host frames on a CUDA session
+ * (the classify_host upload path) against the CPU path and against the same frames as
+ * device images, in fp32 and fp16 (--precision).
  * Exit 0 when all are within the tolerances printed, 1 otherwise, 77 when this host has
  * no usable CUDA backend. */
 #include <errno.h>
@@ -512,6 +514,149 @@ done:
   return failures;
 }
 
+/* Compares k CUDA results with k CPU results: ids equal, except that two ids whose CPU
+ * scores are within tol->score of each other may swap (the tolerance does not order
+ * them); scores within tol->score.  Adds to *swaps and *worst; returns 1 when it passes. */
+static int
+same_topk (const gpunet_class_score *c, const gpunet_class_score *g, int k, double tol_score,
+    int *swaps, double *worst)
+{
+  int ok = 1;
+  for (int j = 0; j < k; j++) {
+    const double d = fabs ((double) c[j].score - g[j].score);
+    if (!(d <= *worst))
+      *worst = isnan (d) ? INFINITY : d;
+    ok &= d <= tol_score;
+    if (c[j].id == g[j].id)
+      continue;
+    int tie = 0;
+    for (int q = 0; q < k; q++)
+      tie |= c[q].id == g[j].id && fabs ((double) c[q].score - c[j].score) <= tol_score;
+    *swaps += tie;
+    ok &= tie;
+  }
+  return ok;
+}
+
+/* Host frames on the CUDA session (the classify_host path: pinned staging, upload, device
+ * preprocess) against the CPU session: NV12 and RGBA at 641x359 (padded strides, odd
+ * plane offsets), batches of two different frames and one of mixed formats, a larger
+ * frame (the staging grows) and the first batch again.  The same frames uploaded as
+ * device images must give the host path's results (same kernel, same bytes). */
+static int
+check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
+    const char *model_name, uint64_t seed, int device, const tolerances *tol)
+{
+  if (!cuda->classify_host) {
+    printf ("  host frames %s: the CUDA module has no classify_host  FAIL\n", tol->name);
+    return 1;
+  }
+  int failures = 0;
+  char *err = NULL;
+  gpunet_model *model = NULL;
+  gpunet_session *cpu = NULL, *gpu = NULL;
+  gpunet_session_params sp;
+  gpunet_session_params_init (&sp);
+  sp.max_batch = 2;
+  sp.device = device;
+  sp.precision = GPUNET_PRECISION_FP32;
+  uint8_t *mem[5] = { NULL };
+  void *dev[2] = { NULL };
+  gpunet_image f[5];
+  gpunet_status st = gpunet_model_new_random (model_name, seed, &model, &err);
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CPU;
+    st = gpunet_session_new (model, &sp, &cpu, &err);
+  }
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CUDA;
+    sp.precision = tol->precision;
+    st = gpunet_session_new (model, &sp, &gpu, &err);
+  }
+  if (st != GPUNET_OK) {
+    printf ("  host frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
+    failures++;
+    goto done;
+  }
+  size_t bytes[5];
+  f[0] = random_frame (GPUNET_FORMAT_NV12, 641, 359, &mem[0], &bytes[0]);
+  f[1] = random_frame (GPUNET_FORMAT_NV12, 641, 359, &mem[1], &bytes[1]);
+  f[2] = random_frame (GPUNET_FORMAT_RGBA, 641, 359, &mem[2], &bytes[2]);
+  f[3] = random_frame (GPUNET_FORMAT_RGBA, 641, 359, &mem[3], &bytes[3]);
+  f[4] = random_frame (GPUNET_FORMAT_NV12, 1280, 720, &mem[4], &bytes[4]);
+  static const int batches[][2] = { { 0, 1 }, { 2, 3 }, { 0, 2 }, { 4, 4 }, { 0, 1 } };
+  static const char *what[] = { "NV12 x2", "RGBA x2", "NV12+RGBA", "NV12 1280x720 x2",
+    "NV12 x2 again" };
+  gpunet_class_score first[2 * TOP_K];
+  for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+    const gpunet_image himgs[2] = { f[batches[b][0]], f[batches[b][1]] };
+    gpunet_class_score rc[2 * TOP_K], rg[2 * TOP_K];
+    int swaps = 0, ok = 1;
+    double worst = 0.0;
+    st = gpunet_session_classify (cpu, himgs, 2, NULL, TOP_K, rc, &err);
+    if (st == GPUNET_OK)
+      st = gpunet_session_classify (gpu, himgs, 2, NULL, TOP_K, rg, &err);
+    if (st != GPUNET_OK) {
+      printf ("  host frames %s %s: FAILED: %s\n", tol->name, what[b], err ? err : "?");
+      failures++;
+      continue;
+    }
+    for (int i = 0; i < 2; i++)
+      ok &= same_topk (rc + i * TOP_K, rg + i * TOP_K, TOP_K, tol->score, &swaps, &worst);
+    if (b == 0)
+      memcpy (first, rg, sizeof first);
+    /* the same batch after the staging grew: the same results */
+    int again_ok = 1;
+    if (b + 1 == sizeof batches / sizeof batches[0])
+      for (int i = 0; i < 2 * TOP_K; i++)
+        again_ok &= first[i].id == rg[i].id && fabsf (first[i].score - rg[i].score) <= 1e-6f;
+    printf ("  host frames %s %-16s vs CPU: top-%d ids equal (%d near-tie swaps), max |score "
+        "diff| %.2e  %s%s\n", tol->name, what[b], TOP_K, swaps, worst, ok ? "ok" : "FAIL",
+        again_ok ? "" : "; differs from the first run  FAIL");
+    failures += !ok + !again_ok;
+  }
+
+  /* host path against the device path on the same bytes */
+  st = api->device_upload (mem[0], bytes[0], &dev[0], &err);
+  if (st == GPUNET_OK)
+    st = api->device_upload (mem[1], bytes[1], &dev[1], &err);
+  if (st == GPUNET_OK) {
+    const gpunet_image dimgs[2] = { device_view (&f[0], mem[0], dev[0]),
+      device_view (&f[1], mem[1], dev[1]) };
+    const gpunet_image himgs[2] = { f[0], f[1] };
+    gpunet_class_score rh[2 * TOP_K], rd[2 * TOP_K];
+    st = gpunet_session_classify (gpu, himgs, 2, NULL, TOP_K, rh, &err);
+    if (st == GPUNET_OK)
+      st = gpunet_session_classify (gpu, dimgs, 2, NULL, TOP_K, rd, &err);
+    if (st == GPUNET_OK) {
+      int same = 1;
+      double worst = 0.0;
+      for (int i = 0; i < 2 * TOP_K; i++) {
+        same &= rh[i].id == rd[i].id;
+        worst = fmax (worst, fabs ((double) rh[i].score - rd[i].score));
+      }
+      same &= worst <= 1e-6;
+      printf ("  host frames %s NV12 x2 host path vs device path: ids %s, max |score diff| "
+          "%.2e  %s\n", tol->name, same ? "equal" : "differ", worst, same ? "ok" : "FAIL");
+      failures += !same;
+    }
+  }
+  if (st != GPUNET_OK) {
+    printf ("  host frames %s host vs device path: FAILED: %s\n", tol->name, err ? err : "?");
+    failures++;
+  }
+done:
+  for (int i = 0; i < 2; i++)
+    api->device_free (dev[i]);
+  for (int i = 0; i < 5; i++)
+    free (mem[i]);
+  gpunet_session_free (cpu);
+  gpunet_session_free (gpu);
+  gpunet_model_unref (model);
+  free (err);
+  return failures;
+}
+
 static void
 usage (FILE *f)
 {
@@ -533,9 +678,14 @@ usage (FILE *f)
       "  level (%.4f) in at most %.0e of the values (it is built to match exactly);\n"
       "  classifying them on the CUDA session must give the CPU session's top-1 and top-%d\n"
       "  probabilities within %.0e (fp32) / %.0e (fp16).\n"
+      "  Host frames on the CUDA session (NV12 and RGBA at 641x359, through the pinned upload\n"
+      "  and the device preprocess) against the CPU session: the same top-%d ids (two ids\n"
+      "  whose CPU probabilities are within the score tolerance may swap) and probabilities\n"
+      "  within the same tolerances; and the host path must give the device path's results\n"
+      "  on the same frames (probabilities within 1e-6).\n"
       "  Exit status: 0 pass, 1 fail, 77 no usable CUDA backend here (no module/driver/GPU).\n",
       TOL_OP, TOL_NET, TOL_TIE, TOL16_OP, TOL16_NET, TOL16_TIE, TOL16_TOP5 * 100.0, TOP_K, TOP_K,
-      TOL_PRE, TOL_PRE_FRACTION, TOP_K, TOL_SCORE, TOL16_SCORE);
+      TOL_PRE, TOL_PRE_FRACTION, TOP_K, TOL_SCORE, TOL16_SCORE, TOP_K);
 }
 
 int
@@ -643,6 +793,8 @@ main (int argc, char **argv)
     }
     printf ("device frames (%s, %s):\n", only ? only : names[0], tol->name);
     failures += check_device_frames (api, runner, only ? only : names[0], seed, device, tol);
+    printf ("host frames (%s, %s):\n", only ? only : names[0], tol->name);
+    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, tol);
   }
   api->runner_free (runner);
   free (err);

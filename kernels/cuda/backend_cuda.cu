@@ -3,13 +3,17 @@
  * accumulation), creates the stream and cuDNN handle, uploads all weights, places
  * activations with the engine's memplan in device slots and plans every layer; forward()
  * copies the host input through pinned memory, enqueues the layers, returns the logits;
- * classify_device() preprocesses device frames in place of the copy and returns top-k.
- * The per-frame work of both is captured in a CUDA graph per batch size (graph.cu). */
+ * classify_device() preprocesses device frames in place of the copy and returns top-k;
+ * classify_host() packs host frames into pinned staging memory, copies them to a device
+ * staging buffer and continues as classify_device().  The per-frame work is captured in a
+ * CUDA graph per batch size (graph.cu).  The benchmark hooks (cuda_module.h) time each op
+ * of a forward pass with cudaEvents. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
 #include "cuda_module.h"
+#include "cuda_upload.h"
 extern "C" {
 #include "memplan.h"
 }
@@ -37,6 +41,11 @@ typedef struct {
   int graphs;                          /* capture the per-frame work (GPUNET_CUDA_GRAPHS) */
   gpunet_cuda_graph *fwd_graph, *dev_graph; /* per batch size 1..max_batch */
   int run_n, run_k;                    /* arguments of the work being enqueued */
+  uint8_t *h_stage, *d_stage;          /* classify_host: packed frames (pinned, device) */
+  size_t stage_bytes;                  /* capacity of both, grown with the frames */
+  double *prof;                        /* per-op seconds to add to (bench API), or NULL */
+  int prof_active;                     /* record the events in run_layers (plain launches) */
+  cudaEvent_t *ev_start, *ev_stop;     /* per op, created by the first profile() */
 } cuda_state;
 
 static size_t
@@ -75,7 +84,18 @@ cuda_destroy (void *state)
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i])
       cudaFree (dev[i]);
-  void *pinned[] = { s->h_input, s->h_logits, s->h_trace, s->h_desc, s->h_topk };
+  if (s->ev_start || s->ev_stop)
+    for (int i = 0; i < s->g->n_ops; i++) {
+      if (s->ev_start && s->ev_start[i])
+        cudaEventDestroy (s->ev_start[i]);
+      if (s->ev_stop && s->ev_stop[i])
+        cudaEventDestroy (s->ev_stop[i]);
+    }
+  free (s->ev_start);
+  free (s->ev_stop);
+  if (s->d_stage)
+    cudaFree (s->d_stage);
+  void *pinned[] = { s->h_input, s->h_logits, s->h_trace, s->h_desc, s->h_topk, s->h_stage };
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
     if (pinned[i])
       cudaFreeHost (pinned[i]);
@@ -283,11 +303,17 @@ run_layers (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, cha
   const gpunet_graph *g = s->g;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
+    if (s->prof_active)
+      GPUNET_CU_TRY (cudaEventRecord (s->ev_start[i], s->ctx.stream), error_text,
+          "cudaEventRecord (profile start of op %d)", i);
     gpunet_status st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
         op->residual >= 0 ? device_tensor (s, op->residual) : NULL, device_tensor (s, op->out), n,
         error_text);
     if (st != GPUNET_OK)
       return st;
+    if (s->prof_active)
+      GPUNET_CU_TRY (cudaEventRecord (s->ev_stop[i], s->ctx.stream), error_text,
+          "cudaEventRecord (profile end of op %d)", i);
     /* same rule as the CPU reference: a block's output once its last op wrote it */
     if (trace && g->tensors[op->out].block >= 0 && (i + 1 == g->n_ops || g->ops[i + 1].out != op->out)) {
       st = trace_tensor (s, op->out, n, trace, trace_user, error_text);
@@ -312,15 +338,14 @@ enqueue_input (cuda_state *s, int n, char **error_text)
   return GPUNET_OK;
 }
 
-/* forward's work after the host copy into h_input, up to the logits in h_logits. */
+/* forward's work as plain launches (traced or profiled runs): the input upload, the
+ * layers (block outputs to `trace`, cudaEvents when profiling), the logits to h_logits. */
 static gpunet_status
-enqueue_forward (void *user, char **error_text)
+enqueue_plain (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, char **error_text)
 {
-  cuda_state *s = (cuda_state *) user;
-  const int n = s->run_n;
   gpunet_status st = enqueue_input (s, n, error_text);
   if (st == GPUNET_OK)
-    st = run_layers (s, n, NULL, NULL, error_text);
+    st = run_layers (s, n, trace, trace_user, error_text);
   if (st == GPUNET_OK)
     st = enqueue_logits32 (s, n, error_text);
   if (st != GPUNET_OK)
@@ -329,6 +354,28 @@ enqueue_forward (void *user, char **error_text)
       tensor_floats (s->g, s->g->output, n) * sizeof (float), cudaMemcpyDeviceToHost,
       s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
   return GPUNET_OK;
+}
+
+/* After a synchronised profiled pass: adds each op's event time to s->prof. */
+static gpunet_status
+collect_profile (cuda_state *s, char **error_text)
+{
+  for (int i = 0; i < s->g->n_ops; i++) {
+    float ms = 0.0f;
+    GPUNET_CU_TRY (cudaEventElapsedTime (&ms, s->ev_start[i], s->ev_stop[i]), error_text,
+        "cudaEventElapsedTime (profile of op %d)", i);
+    s->prof[i] += 1e-3 * (double) ms;
+  }
+  return GPUNET_OK;
+}
+
+/* forward's work after the host copy into h_input, up to the logits in h_logits (the
+ * captured form). */
+static gpunet_status
+enqueue_forward (void *user, char **error_text)
+{
+  cuda_state *s = (cuda_state *) user;
+  return enqueue_plain (s, s->run_n, NULL, NULL, error_text);
 }
 
 static gpunet_status
@@ -342,18 +389,13 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
     return st;
   memcpy (s->h_input, input, tensor_floats (g, g->input, n) * sizeof (float));
   s->run_n = n;
-  if (trace) {   /* traced runs copy block outputs between layers: plain launches */
-    st = enqueue_input (s, n, error_text);
-    if (st == GPUNET_OK)
-      st = run_layers (s, n, trace, trace_user, error_text);
-    if (st == GPUNET_OK)
-      st = enqueue_logits32 (s, n, error_text);
-    if (st == GPUNET_OK) {
-      cudaError_t e = cudaMemcpyAsync (s->h_logits, logits32 (s),
-          tensor_floats (g, g->output, n) * sizeof (float), cudaMemcpyDeviceToHost, s->ctx.stream);
-      if (e != cudaSuccess)
-        st = gpunet_cuda_fail_rt (error_text, e, "cudaMemcpyAsync (logits to the host)");
-    }
+  const int profiled = s->prof != NULL;
+  if (trace || profiled) {
+    /* traced runs copy block outputs between layers, profiled runs record events around
+     * each op: plain launches */
+    s->prof_active = profiled;
+    st = enqueue_plain (s, n, trace, trace_user, error_text);
+    s->prof_active = 0;
   } else {
     st = gpunet_cuda_graph_run (&s->fwd_graph[n], n, s->graphs, s->ctx.stream, enqueue_forward, s,
         "the forward pass", error_text);
@@ -364,6 +406,8 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   }
   GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
       "cudaStreamSynchronize (end of the forward pass)");
+  if (profiled && (st = collect_profile (s, error_text)) != GPUNET_OK)
+    return st;
   memcpy (logits, s->h_logits, tensor_floats (g, g->output, n) * sizeof (float));
   return GPUNET_OK;
 }
@@ -419,11 +463,10 @@ enqueue_classify (void *user, char **error_text)
   return GPUNET_OK;
 }
 
+/* The checks classify_device and classify_host share. */
 static gpunet_status
-cuda_classify_device (void *state, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+check_classify (cuda_state *s, const gpunet_preprocess_plan *pre, int k, char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   const gpunet_graph *g = s->g;
   const int classes = (int) tensor_floats (g, g->output, 1);
   const gpunet_tensor_desc *in = &g->tensors[g->input];
@@ -434,7 +477,46 @@ cuda_classify_device (void *state, const gpunet_image *images, int n,
   if (k < 1 || k > classes)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "top-k of %d asked, the model has %d classes", k, classes);
-  gpunet_status st = set_batch (s, n, error_text);
+  return GPUNET_OK;
+}
+
+/* Once h_desc holds the n descriptors (and the frames they point at are on the device, or
+ * queued to be): the classification (one CUDA graph per (n, k)), the wait, the results. */
+static gpunet_status
+run_classify (cuda_state *s, int n, int k, gpunet_class_score *out, const char *what,
+    char **error_text)
+{
+  const gpunet_graph *g = s->g;
+  const int classes = (int) tensor_floats (g, g->output, 1);
+  s->run_n = n;
+  s->run_k = k;
+  /* frame pointers and sizes travel in the descriptors, so one graph per (n, k) */
+  gpunet_status st = gpunet_cuda_graph_run (&s->dev_graph[n], k, s->graphs, s->ctx.stream,
+      enqueue_classify, s, what, error_text);
+  /* on failure, work already queued may still read the frames: wait for it (its own
+   * error, if any, is the one already reported) */
+  if (st != GPUNET_OK) {
+    cudaStreamSynchronize (s->ctx.stream);
+    return st;
+  }
+  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+      "cudaStreamSynchronize (end of %s)", what);
+  if (classes <= GPUNET_CUDA_TOPK_MAX)
+    memcpy (out, s->h_topk, (size_t) n * k * sizeof (gpunet_class_score));
+  else
+    for (int i = 0; i < n; i++)
+      gpunet_topk_softmax (s->h_logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+  return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_classify_device (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_status st = check_classify (s, pre, k, error_text);
+  if (st == GPUNET_OK)
+    st = set_batch (s, n, error_text);
   if (st == GPUNET_OK)
     st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
   for (int i = 0; i < n && st == GPUNET_OK; i++)
@@ -447,25 +529,90 @@ cuda_classify_device (void *state, const gpunet_image *images, int n,
     s->h_desc[i].x = s->pre.x;
     s->h_desc[i].y = s->pre.y;
   }
-  s->run_n = n;
-  s->run_k = k;
-  /* frame pointers and sizes travel in the descriptors, so one graph per (n, k) */
-  st = gpunet_cuda_graph_run (&s->dev_graph[n], k, s->graphs, s->ctx.stream, enqueue_classify, s,
-      "the device classification", error_text);
-  /* on failure, work already queued may still read the frames: wait for it (its own
-   * error, if any, is the one already reported) */
-  if (st != GPUNET_OK) {
-    cudaStreamSynchronize (s->ctx.stream);
-    return st;
-  }
+  return run_classify (s, n, k, out, "the device classification", error_text);
+}
+
+/* Grows the frame staging buffers (pinned and device) to at least `bytes`; they are
+ * never shrunk, so frames of one size allocate nothing after the first call. */
+static gpunet_status
+ensure_staging (cuda_state *s, size_t bytes, char **error_text)
+{
+  if (bytes <= s->stage_bytes)
+    return GPUNET_OK;
+  /* every call synchronises before returning; wait anyway, the old buffers go away */
   GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
-      "cudaStreamSynchronize (end of the device classification)");
-  if (classes <= GPUNET_CUDA_TOPK_MAX)
-    memcpy (out, s->h_topk, (size_t) n * k * sizeof (gpunet_class_score));
-  else
-    for (int i = 0; i < n; i++)
-      gpunet_topk_softmax (s->h_logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+      "cudaStreamSynchronize (before growing the frame staging buffers)");
+  if (s->h_stage)
+    cudaFreeHost (s->h_stage);
+  if (s->d_stage)
+    cudaFree (s->d_stage);
+  s->h_stage = s->d_stage = NULL;
+  s->stage_bytes = 0;
+  /* write-combined: the host only writes it (memcpy), the copy engine reads it */
+  GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_stage, bytes, cudaHostAllocWriteCombined),
+      error_text, "cudaHostAlloc (pinned frame staging, %zu bytes)", bytes);
+  GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_stage, bytes), error_text,
+      "cudaMalloc (device frame staging, %zu bytes)", bytes);
+  s->stage_bytes = bytes;
   return GPUNET_OK;
+}
+
+/* Host frames: each is packed into pinned staging memory (the rows the preprocess
+ * reads, cuda_upload.h) and its copy to the device queued at once, so the packing of
+ * the next frame overlaps the copy of this one; then the device path. */
+static gpunet_status
+cuda_classify_host (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_status st = check_classify (s, pre, k, error_text);
+  if (st == GPUNET_OK)
+    st = set_batch (s, n, error_text);
+  if (st == GPUNET_OK)
+    st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  size_t total = 0;
+  for (int i = 0; i < n; i++) {
+    gpunet_frame_layout lay;
+    if (images[i].memory != GPUNET_MEMORY_HOST
+        || gpunet_frame_layout_init (&lay, images[i].format, images[i].width, images[i].height))
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "image %d (format %d, memory kind %d) is not a host frame the device preprocess reads",
+          i, (int) images[i].format, (int) images[i].memory);
+    if (images[i].width != pre->in_w || images[i].height != pre->in_h)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "image %d is %dx%d, the preprocess plan was built for %dx%d", i, images[i].width,
+          images[i].height, pre->in_w, pre->in_h);
+    total += lay.bytes;
+  }
+  st = ensure_staging (s, total, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  /* the previous call synchronised: the pinned staging and descriptors are free */
+  size_t at = 0;
+  for (int i = 0; i < n; i++) {
+    gpunet_frame_layout lay;
+    gpunet_frame_layout_init (&lay, images[i].format, images[i].width, images[i].height);
+    gpunet_frame_pack (&lay, &images[i], s->h_stage + at);
+    cudaError_t e = cudaMemcpyAsync (s->d_stage + at, s->h_stage + at, lay.bytes,
+        cudaMemcpyHostToDevice, s->ctx.stream);
+    if (e != cudaSuccess) {
+      char what[128];
+      snprintf (what, sizeof what, "cudaMemcpyAsync (host frame %d to the device, %zu bytes)", i,
+          lay.bytes);
+      st = gpunet_cuda_fail_rt (error_text, e, what);
+      cudaStreamSynchronize (s->ctx.stream);   /* earlier copies still read h_stage */
+      return st;
+    }
+    const gpunet_image view = gpunet_frame_view (&lay, &images[i], s->d_stage + at,
+        GPUNET_MEMORY_CUDA);
+    gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, &view);
+    s->h_desc[i].x = s->pre.x;
+    s->h_desc[i].y = s->pre.y;
+    at += lay.bytes;
+  }
+  return run_classify (s, n, k, out, "the host-frame classification", error_text);
 }
 
 static const gpunet_backend cuda_backend = {
@@ -474,6 +621,7 @@ static const gpunet_backend cuda_backend = {
   cuda_forward,
   cuda_destroy,
   cuda_classify_device,
+  cuda_classify_host,
 };
 
 /* Refuses a module built against other engine headers. */
@@ -503,4 +651,58 @@ extern "C" __attribute__ ((visibility ("default"))) const gpunet_cuda_op_api *
 gpunet_cuda_op_api_entry (int abi_version, size_t op_size, char **error_text)
 {
   return abi_ok (abi_version, op_size, error_text) ? &gpunet_cuda_op_api_table : NULL;
+}
+
+/* ---- benchmark hooks (cuda_module.h) ---------------------------------------------------- */
+
+static gpunet_status
+cuda_profile (void *state, double *op_seconds, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  s->prof = NULL;
+  if (!op_seconds)
+    return GPUNET_OK;
+  const int ops = s->g->n_ops;
+  if (!s->ev_start) {
+    s->ev_start = (cudaEvent_t *) calloc ((size_t) ops + 1, sizeof (cudaEvent_t));
+    s->ev_stop = (cudaEvent_t *) calloc ((size_t) ops + 1, sizeof (cudaEvent_t));
+    if (!s->ev_start || !s->ev_stop) {
+      free (s->ev_start);
+      free (s->ev_stop);
+      s->ev_start = s->ev_stop = NULL;
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory for profile events");
+    }
+  }
+  /* created once; a failed creation leaves NULLs that the next call fills */
+  for (int i = 0; i < ops; i++) {
+    cudaEvent_t e = NULL;
+    if (!s->ev_start[i]) {
+      GPUNET_CU_TRY (cudaEventCreate (&e), error_text, "cudaEventCreate (profile start of op %d)", i);
+      s->ev_start[i] = e;
+    }
+    if (!s->ev_stop[i]) {
+      GPUNET_CU_TRY (cudaEventCreate (&e), error_text, "cudaEventCreate (profile end of op %d)", i);
+      s->ev_stop[i] = e;
+    }
+  }
+  s->prof = op_seconds;
+  return GPUNET_OK;
+}
+
+static int
+cuda_storage_bytes (const void *state)
+{
+  return (int) ((const cuda_state *) state)->esize;
+}
+
+static const gpunet_cuda_bench_api cuda_bench_api = {
+  cuda_profile,
+  cuda_storage_bytes,
+};
+
+/* The benchmark hooks (see cuda_module.h). */
+extern "C" __attribute__ ((visibility ("default"))) const gpunet_cuda_bench_api *
+gpunet_cuda_bench_api_entry (int abi_version, size_t op_size, char **error_text)
+{
+  return abi_ok (abi_version, op_size, error_text) ? &cuda_bench_api : NULL;
 }

@@ -16,7 +16,8 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 3   /* 2: backend.h gained classify_device; 3: set_precision */
+#define GPUNET_CUDA_ABI_VERSION 4   /* 2: backend.h gained classify_device; 3: set_precision;
+                                     * 4: classify_host and the bench API */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -55,6 +56,23 @@ typedef struct {
 typedef const gpunet_cuda_op_api *(*gpunet_cuda_op_api_func) (int abi_version, size_t op_size,
     char **error_text);
 
+/* Benchmark hooks on a state planned by the module's backend (used by tools/gpunet-bench). */
+typedef struct {
+  /* When op_seconds is non-NULL (one double per graph op, zeroed by the caller), each
+   * later `forward` on `state` runs as plain launches (no CUDA graph) with a cudaEvent
+   * recorded on the session's stream before and after every op, and adds each op's GPU
+   * time in seconds to op_seconds[i] once the pass has finished.  NULL stops.  Fails
+   * only when the events cannot be created. */
+  gpunet_status (*profile) (void *state, double *op_seconds, char **error_text);
+  /* Bytes per stored activation and weight element of the planned state: 4 (fp32) or
+   * 2 (fp16), the precision `auto` resolved to. */
+  int (*storage_bytes) (const void *state);
+} gpunet_cuda_bench_api;
+
+#define GPUNET_CUDA_BENCH_API_SYMBOL "gpunet_cuda_bench_api_entry"
+typedef const gpunet_cuda_bench_api *(*gpunet_cuda_bench_api_func) (int abi_version,
+    size_t op_size, char **error_text);
+
 /* ---- kernels/cuda_loader.c (compiled into the engine) ------------------------------ */
 
 /* Loads one module file (no search, no caching) and returns its backend, or NULL with
@@ -66,6 +84,9 @@ const gpunet_backend *gpunet_cuda_module_open (const char *path, void **handle_o
 /* The single-op API of the module gpunet_backend_cuda_get() loaded, or NULL with a
  * sentence (module missing, or too old to have it). */
 const gpunet_cuda_op_api *gpunet_cuda_op_api_get (char **error_text);
+
+/* The benchmark hooks of the loaded module, or NULL with a sentence. */
+const gpunet_cuda_bench_api *gpunet_cuda_bench_api_get (char **error_text);
 
 #ifdef __cplusplus
 }
