@@ -191,9 +191,15 @@ wino_act (__m512 x, int act)
 {
   if (act == GPUNET_EPI_RELU)
     return _mm512_max_ps (x, _mm512_setzero_ps ());
-  if (act == GPUNET_EPI_SWISH)
-    return _mm512_div_ps (x, _mm512_add_ps (_mm512_set1_ps (1.0f),
-            wino_exp (_mm512_sub_ps (_mm512_setzero_ps (), x))));
+  if (act == GPUNET_EPI_SWISH) {
+    /* x / (1 + exp(-x)): reciprocal estimate (14 bits) and one Newton step (about 28
+     * bits) instead of a division, which is several times slower */
+    const __m512 d = _mm512_add_ps (_mm512_set1_ps (1.0f),
+        wino_exp (_mm512_sub_ps (_mm512_setzero_ps (), x)));
+    __m512 r = _mm512_rcp14_ps (d);
+    r = _mm512_mul_ps (r, _mm512_fnmadd_ps (d, r, _mm512_set1_ps (2.0f)));
+    return _mm512_mul_ps (x, r);
+  }
   return x;
 }
 
@@ -271,12 +277,18 @@ wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, fl
       const int inside = y0 >= 0 && x0 >= 0 && y0 + 5 * s < IH && x0 + 5 * s < IW;
       const float *src = img + (size_t) cb * plane;
       __m512 d[6][6], t6[6][6];
-      for (int i = 0; i < 6; i++)
-        for (int k = 0; k < 6; k++) {
-          const int y = y0 + s * i, x = x0 + s * k;
-          d[i][k] = inside || (y >= 0 && y < IH && x >= 0 && x < IW)
-              ? _mm512_load_ps (src + ((size_t) y * IW + x) * 16) : _mm512_setzero_ps ();
-        }
+      if (inside) {
+        const float *p0 = src + ((size_t) y0 * IW + x0) * 16;
+        for (int i = 0; i < 6; i++)
+          for (int k = 0; k < 6; k++)
+            d[i][k] = _mm512_load_ps (p0 + ((size_t) (s * i) * IW + s * k) * 16);
+      } else
+        for (int i = 0; i < 6; i++)
+          for (int k = 0; k < 6; k++) {
+            const int y = y0 + s * i, x = x0 + s * k;
+            d[i][k] = y >= 0 && y < IH && x >= 0 && x < IW
+                ? _mm512_load_ps (src + ((size_t) y * IW + x) * 16) : _mm512_setzero_ps ();
+          }
       for (int k = 0; k < 6; k++) {
         __m512 col[6], o[6];
         for (int i = 0; i < 6; i++)
