@@ -17,13 +17,14 @@ axis_clear (gpunet_resample_axis *a)
 }
 
 static gpunet_status
-axis_init (gpunet_resample_axis *a, const gpunet_axis_map *m)
+axis_init (gpunet_resample_axis *a, const gpunet_axis_map *m, int round)
 {
   memset (a, 0, sizeof *a);
   a->map = *m;
   a->n = m->out_size;
-  /* rounded up to 4 so the horizontal pass reads whole groups of 4 (zero) weights */
-  a->ksize = (gpunet_resample_ksize (m->in_size, m->scaled) + 3) & ~3;
+  /* rounded up (to 4 vertically, 16 horizontally) so the horizontal pass reads whole
+   * groups of 4, or of 16 in its AVX-512 form, of (zero) weights */
+  a->ksize = (gpunet_resample_ksize (m->in_size, m->scaled) + round - 1) / round * round;
   a->first = calloc ((size_t) a->n, sizeof (int));
   a->count = calloc ((size_t) a->n, sizeof (int));
   a->weights = calloc ((size_t) a->n * (size_t) a->ksize, sizeof (float));
@@ -70,17 +71,20 @@ gpunet_preprocess_plan_init (gpunet_preprocess_plan *p, int in_w, int in_h, int 
   p->crop_pct = crop_pct;
   gpunet_axis_map mx, my;
   gpunet_preprocess_geometry (mode, crop_pct, in_w, in_h, out_size, &mx, &my);
-  if (axis_init (&p->x, &mx) != GPUNET_OK || axis_init (&p->y, &my) != GPUNET_OK) {
+  if (axis_init (&p->x, &mx, 16) != GPUNET_OK || axis_init (&p->y, &my, 4) != GPUNET_OK) {
     gpunet_preprocess_plan_clear (p);
     return GPUNET_ERR_NO_MEMORY;
   }
   p->round8 = 1;
   for (int c = 0; c < 3; c++)
+    for (int v = 0; v < 256; v++)
+      p->norm[c][v] = gpunet_normalize ((float) v, c);
+  for (int c = 0; c < 3; c++)
     p->pad[c] = mode == GPUNET_RESIZE_LETTERBOX ? 0.0f : gpunet_normalize (0.0f, c);
 
-  /* a ring slot or vsum holds 3 planes of the columns read, plus 4 floats of slack that
-   * the zero-weight taps of the horizontal pass may read (calloc: finite zeros) */
-  const size_t slot = 3 * (size_t) (p->x.src_hi - p->x.src_lo) + 4;
+  /* a ring slot or vsum holds 3 planes of the columns read, plus ksize floats of slack
+   * that the zero-weight taps of the horizontal pass may read (calloc: finite zeros) */
+  const size_t slot = 3 * (size_t) (p->x.src_hi - p->x.src_lo) + (size_t) p->x.ksize;
   /* a ring of every row one output row reads, unless that passes 64 MiB (a huge
    * downscale): then one row and the slower streaming pass */
   p->ring_rows = slot * (size_t) p->y.ksize * sizeof (float) <= ((size_t) 64 << 20) ? p->y.ksize : 1;
@@ -250,6 +254,82 @@ vertical_sum (float *restrict out, const float *const *rows, const float *w, int
   }
 }
 
+/* normalise(clamp255(quantize8(v))) of channel c through the plan's table (round8 only):
+ * quantize8 leaves an integer 0..255 (and clamp255 nothing to do); a NaN, which 8-bit
+ * pixels cannot produce, would map to entry 0. */
+static inline float
+norm8 (const gpunet_preprocess_plan *p, float v, int c)
+{
+  const float q = gpunet_quantize8 (v);
+  return p->norm[c][q >= 0.0f && q <= 255.0f ? (int) q : 0];
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define GPUNET_PRE_AVX512 1
+#include <immintrin.h>
+
+/* The AVX-512 path of the horizontal pass, bit for bit the scalar one: per output and
+ * channel, 16 taps at a time: the 16 products, then the pairs (w0 a0 + w1 a1) and
+ * (w2 a2 + w3 a3) and their sum g_j for each group j of 4 taps, exactly as the scalar
+ * loop forms them (IEEE addition is commutative), and the groups added to the running
+ * sum in order.  Groups past an output's taps have zero weights and add +-0, which
+ * changes nothing after the clamp.  Needs the CPU's AVX-512F (checked once). */
+static int
+horizontal_avx512_ok (const gpunet_preprocess_plan *p)
+{
+  static int have = -1;
+  if (have < 0) {
+    __builtin_cpu_init ();
+    have = __builtin_cpu_supports ("avx512f") ? 1 : 0;
+  }
+  return have && p->round8 && p->x.ksize % 16 == 0;
+}
+
+__attribute__ ((target ("avx512f"))) static inline float
+taps16 (__m512 w, const float *a, float sum)
+{
+  const __m512 prod = _mm512_mul_ps (w, _mm512_loadu_ps (a));
+  /* pair sums in the even lanes: lane 2i + lane 2i+1 */
+  const __m512 pair = _mm512_add_ps (prod, _mm512_permute_ps (prod, 0xb1));
+  /* group sums in lanes 0, 4, 8, 12: lane 4i + lane 4i+2 */
+  const __m512 grp = _mm512_add_ps (pair, _mm512_permute_ps (pair, 0x4e));
+  const __m128 g = _mm512_castps512_ps128 (_mm512_permutexvar_ps (
+          _mm512_set_epi32 (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), grp));
+  float v[4];
+  _mm_storeu_ps (v, g);
+  return (((sum + v[0]) + v[1]) + v[2]) + v[3];
+}
+
+__attribute__ ((target ("avx512f"))) static void
+horizontal_avx512 (const gpunet_preprocess_plan *p, const float *vs, int ncols, float *outr,
+    float *outg, float *outb)
+{
+  const gpunet_resample_axis *ax = &p->x;
+  const int R = p->out_size, x0 = ax->src_lo, ks = ax->ksize;
+  const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
+  for (int ox = 0; ox < R; ox++) {
+    if (ox < ax->lo || ox >= ax->hi) {
+      outr[ox] = p->pad[0];
+      outg[ox] = p->pad[1];
+      outb[ox] = p->pad[2];
+      continue;
+    }
+    const int f = ax->first[ox] - x0, cx = ax->count[ox];
+    const float *wx = ax->weights + (size_t) ox * ks;
+    float sr = 0.0f, sg = 0.0f, sb = 0.0f;
+    for (int k = 0; k < cx; k += 16) {
+      const __m512 w = _mm512_loadu_ps (wx + k);
+      sr = taps16 (w, vr + f + k, sr);
+      sg = taps16 (w, vg + f + k, sg);
+      sb = taps16 (w, vb + f + k, sb);
+    }
+    outr[ox] = norm8 (p, sr, 0);
+    outg[ox] = norm8 (p, sg, 1);
+    outb[ox] = norm8 (p, sb, 2);
+  }
+}
+#endif
+
 /* The AVX2 clone is chosen at load time where the CPU has it; it does not use FMA, so
  * both clones round identically. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
@@ -265,7 +345,7 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
   const size_t plane = (size_t) R * R;
   const gpunet_resample_axis *ax = &p->x, *ay = &p->y;
   const int x0 = ax->src_lo, x1 = ax->src_hi, ncols = x1 - x0;
-  const size_t slot = 3 * (size_t) ncols + 4;
+  const size_t slot = 3 * (size_t) ncols + (size_t) ax->ksize;
   gpunet_pixel_src src;
   gpunet_pixel_src_init (&src, image);
   for (int i = 0; i < p->ring_rows; i++)
@@ -307,8 +387,14 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
       }
     }
     /* horizontal pass in groups of 4 taps (zero weights pad each output's taps; vsum has
-     * 4 zeroed floats after the last plane), clamp (and round), normalise */
+     * ksize zeroed floats after the last plane), clamp (and round), normalise */
     const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
+#ifdef GPUNET_PRE_AVX512
+    if (horizontal_avx512_ok (p)) {
+      horizontal_avx512 (p, vs, ncols, outr, outg, outb);
+      continue;
+    }
+#endif
     for (int ox = 0; ox < R; ox++) {
       if (ox < ax->lo || ox >= ax->hi) {
         outr[ox] = p->pad[0];
@@ -327,9 +413,10 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
         sb += (w0 * c[0] + w1 * c[1]) + (w2 * c[2] + w3 * c[3]);
       }
       if (p->round8) {
-        sr = gpunet_quantize8 (sr);
-        sg = gpunet_quantize8 (sg);
-        sb = gpunet_quantize8 (sb);
+        outr[ox] = norm8 (p, sr, 0);
+        outg[ox] = norm8 (p, sg, 1);
+        outb[ox] = norm8 (p, sb, 2);
+        continue;
       }
       outr[ox] = gpunet_normalize (gpunet_clamp255 (sr), 0);
       outg[ox] = gpunet_normalize (gpunet_clamp255 (sg), 1);

@@ -12,7 +12,7 @@
 typedef struct {
   gpunet_axis_map map;
   int n, lo, hi;
-  int ksize;            /* weights per output index in `weights` (a multiple of 4) */
+  int ksize;            /* weights per output index in `weights` (x: a multiple of 16, y: of 4) */
   int src_lo, src_hi;   /* the source indices any tap reads */
   int *first;           /* n: first source index of output o's taps */
   int *count;           /* n: number of taps */
@@ -27,6 +27,8 @@ typedef struct {
   float pad[3];         /* the normalised value of a padding pixel, per channel */
   int round8;           /* 1 (plan_init's default): round each resampled value to an
                          * integer 0..255 like PIL's 8-bit output; 0: clamp only */
+  float norm[3][256];   /* gpunet_normalize (v, c) of each 8-bit value (used with round8:
+                         * two divisions per value become a load, bit for bit) */
   /* scratch: converted source rows (ring of y.ksize rows of 3 planes), the vertical sum
    * of one output row, and one chroma row pair */
   int ring_rows;
