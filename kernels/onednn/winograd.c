@@ -203,7 +203,7 @@ wino_act (__m512 x, int act)
   return x;
 }
 
-/* M rows 0..5 (stride WINO_OCB) = V rows 0..5 (stride icp) x U (icp x nv*16, stride ocp). */
+/* M rows 0..5 (stride nv * 16) = V rows 0..5 (stride icp) x U (icp x nv*16, stride ocp). */
 static inline __attribute__((always_inline)) void
 wino_gemm_6xN (const float *v, int icp, const float *u, int ocp, float *m, const int nv)
 {
@@ -230,7 +230,7 @@ wino_gemm_6xN (const float *v, int icp, const float *u, int ocp, float *m, const
   for (int r = 0; r < WINO_ROWS; r++)
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
-      _mm512_store_ps (m + (size_t) r * WINO_OCB + 16 * j, c[r][j]);
+      _mm512_store_ps (m + (size_t) r * 16 * nv + 16 * j, c[r][j]);
 }
 
 static void
@@ -312,20 +312,20 @@ wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, fl
 }
 
 /* Output channels oc0 .. oc0 + 16 nv - 1 of tiles t0 .. t0 + cnt - 1 from
- * M[e][j][WINO_OCB] (e stride rows * WINO_OCB). */
+ * M[e][j][16 nv] (e stride rows * 16 nv). */
 static void
 wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual)
 {
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
-  const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * WINO_OCB;
+  const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * 16 * nv;
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
     const int oy = r / p->tw * 4, ox = r % p->tw * 4;
     const int ny = H - oy < 4 ? H - oy : 4, nx = W - ox < 4 ? W - ox : 4;
     for (int v = 0; v < nv; v++) {
       const int cb = oc0 / 16 + v;
-      const float *src = M + (size_t) j * WINO_OCB + 16 * v;
+      const float *src = M + (size_t) j * 16 * nv + 16 * v;
       __m512 s4[4][6];
       for (int k = 0; k < 6; k++) {
         __m512 col[6], o[4];
@@ -383,9 +383,9 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
         for (int e = 0; e < WINO_E; e++) {
           const float *ue = p->u + (size_t) e * p->icp * p->ocp + oc0;
           const float *ve = V + (size_t) e * rows * p->icp;
-          float *me = M + (size_t) e * rows * WINO_OCB;
+          float *me = M + (size_t) e * rows * 16 * nv;
           for (int r = 0; r < rows; r += WINO_ROWS)
-            gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * WINO_OCB);
+            gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * 16 * nv);
         }
         wino_output (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
       }
