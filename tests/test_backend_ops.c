@@ -287,11 +287,14 @@ test_own_winograd (void)
         cases[i].h, cases[i].w, cases[i].act);
     compare_batches (what, &tg.g);
   }
-  /* 5x5 stride 2 (polyphase): these take our kernels with or without the variable */
-  static const struct { int cin, h, w, cout, pad, act; } s2[] = {
-    { 32, 19, 22, 48, 2, GPUNET_EPI_SWISH }, { 24, 8, 8, 40, 2, GPUNET_EPI_RELU },
-    { 16, 13, 13, 16, 0, GPUNET_EPI_NONE }, { 32, 30, 27, 192, 0, GPUNET_EPI_SWISH },
-    { 48, 5, 6, 24, 1, GPUNET_EPI_RELU }, { 16, 7, 9, 32, 2, GPUNET_EPI_RELU },
+  /* 5x5 and 3x3 stride 2 (polyphase): these take our kernels with or without the variable */
+  static const struct { int k, cin, h, w, cout, pad, act; } s2[] = {
+    { 5, 32, 19, 22, 48, 2, GPUNET_EPI_SWISH }, { 5, 24, 8, 8, 40, 2, GPUNET_EPI_RELU },
+    { 5, 16, 13, 13, 16, 0, GPUNET_EPI_NONE }, { 5, 32, 30, 27, 192, 0, GPUNET_EPI_SWISH },
+    { 5, 48, 5, 6, 24, 1, GPUNET_EPI_RELU }, { 5, 16, 7, 9, 32, 2, GPUNET_EPI_RELU },
+    { 3, 32, 21, 18, 160, 1, GPUNET_EPI_SWISH }, { 3, 24, 9, 9, 96, 1, GPUNET_EPI_RELU },
+    { 3, 64, 17, 17, 256, 0, GPUNET_EPI_NONE }, { 3, 16, 2, 3, 48, 1, GPUNET_EPI_SWISH },
+    { 3, 40, 1, 1, 24, 1, GPUNET_EPI_RELU }, { 3, 48, 33, 30, 64, 1, GPUNET_EPI_RELU },
   };
   for (int forced = 0; forced <= 1; forced++)
     for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++) {
@@ -300,10 +303,11 @@ test_own_winograd (void)
       test_graph tg;
       tg_init (&tg, 8, s2[i].h, s2[i].w);
       int x = tg_conv (&tg, 0, s2[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
-      tg_conv_pad (&tg, x, s2[i].cout, 5, 2, s2[i].pad, 1, s2[i].act, -1);
+      tg_conv_pad (&tg, x, s2[i].cout, s2[i].k, 2, s2[i].pad, 1, s2[i].act, -1);
       char what[96];
-      snprintf (what, sizeof what, "%swinograd 5x5 s2 pad %d %d->%d %dx%d act%d",
-          forced ? "own " : "", s2[i].pad, s2[i].cin, s2[i].cout, s2[i].h, s2[i].w, s2[i].act);
+      snprintf (what, sizeof what, "%swinograd %dx%d s2 pad %d %d->%d %dx%d act%d",
+          forced ? "own " : "", s2[i].k, s2[i].k, s2[i].pad, s2[i].cin, s2[i].cout, s2[i].h,
+          s2[i].w, s2[i].act);
       compare_batches (what, &tg.g);
       setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
     }

@@ -5,7 +5,9 @@
  * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
  * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
  * its input (Winograd on the polyphase decomposition): 4 x 36 multiply-adds per 4x4 tile
- * instead of 16 x 25, 2.8x fewer.
+ * instead of 16 x 25, 2.8x fewer.  A 3x3 stride-2 one likewise becomes a 2x2 kernel over
+ * the phases, run as F(4x4, 2x2) (5x5 input tiles, points 0, 1, -1, 2): 4 x 25 instead of
+ * 16 x 9, 1.44x fewer.
  * The weight transform is done once in double precision; the input and output transforms
  * in float, 16 channels per vector. */
 #include <stdint.h>
@@ -17,7 +19,6 @@
 #include "activation.h"
 #include "winograd.h"
 
-#define WINO_E 36          /* 6 x 6 transformed elements per tile */
 #define WINO_OCB 64        /* output channels per GEMM pass: 4 vectors */
 #define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */
 /* V and M of one block of tiles together fit this many bytes (of a 1-2 MiB L2). */
@@ -27,19 +28,20 @@ struct gpunet_wino {
   int cin, cout, icp, ocp, h, w, act;
   int th, tw;        /* tiles per image, down and across */
   int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
-  float *u;          /* transformed weights [36][icp][ocp], zero in padded channels */
+  int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 5 for F(4x4, 2x2); ne = alpha^2 */
+  float *u;          /* transformed weights [ne][icp][ocp], zero in padded channels */
   float *bias;       /* [ocp], zero padded */
   /* Input geometry.  Stride 1: the 3x3 kernel reads input rows oy - pad .. oy - pad + 2.
-   * Stride 2 (5x5): the input is seen as 4 phase images (even/odd rows x even/odd
-   * columns), channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the
-   * 5x5 stride-2 kernel as a 3x3 stride-1 "valid" kernel over them. */
+   * Stride 2: the input is seen as 4 phase images (even/odd rows x even/odd columns),
+   * channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the 5x5 (3x3)
+   * stride-2 kernel as a 3x3 (2x2) stride-1 "valid" kernel over them. */
   int stride, pad, ih, iw, cp;
 };
 
 static size_t
 per_thread_floats (const gpunet_wino *p)
 {
-  return (size_t) WINO_E * p->rows_max * ((size_t) p->icp + WINO_OCB);
+  return (size_t) p->ne * p->rows_max * ((size_t) p->icp + WINO_OCB);
 }
 
 size_t
@@ -62,6 +64,12 @@ gpunet_wino_free (gpunet_wino *p)
 
 #include <immintrin.h>
 
+/* G of F(4x4, 2x2), points 0, 1, -1, 2 (and infinity) */
+static const double wino_g2[5][2] = {
+  { 1.0 / 2, 0 }, { -1.0 / 2, -1.0 / 2 }, { -1.0 / 6, 1.0 / 6 }, { 1.0 / 6, 1.0 / 3 }, { 0, 1 },
+};
+
+/* G of F(4x4, 3x3), points 0, 1, -1, 2, -2 (and infinity) */
 static const double wino_g[6][3] = {
   { 1.0 / 4, 0, 0 }, { -1.0 / 6, -1.0 / 6, -1.0 / 6 }, { -1.0 / 6, 1.0 / 6, -1.0 / 6 },
   { 1.0 / 24, 1.0 / 12, 1.0 / 6 }, { 1.0 / 24, -1.0 / 12, 1.0 / 6 }, { 0, 0, 1 },
@@ -89,7 +97,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act)
 {
   if (cin < 1 || cout < 1 || cp < cin || ocp < cout || cp % 16 || ocp % 16 || ih < 1 || iw < 1
-      || oh < 1 || ow < 1 || pad < 0 || !((k == 3 && stride == 1) || (k == 5 && stride == 2)))
+      || oh < 1 || ow < 1 || pad < 0
+      || !((k == 3 && stride == 1) || (k == 5 && stride == 2) || (k == 3 && stride == 2)))
     return NULL;
   if (oh != (ih + 2 * pad - k) / stride + 1 || ow != (iw + 2 * pad - k) / stride + 1)
     return NULL;
@@ -97,12 +106,14 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   if (!p)
     return NULL;
   const int icp = stride == 1 ? cp : 4 * cp;
-  *p = (gpunet_wino) { cin, cout, icp, ocp, oh, ow, act, (oh + 3) / 4, (ow + 3) / 4, 0, NULL, NULL,
-    stride, pad, ih, iw, cp };
-  int rows = WINO_L2_BUDGET / (WINO_E * 4 * (icp + WINO_OCB));
+  const int r = k == 3 && stride == 2 ? 2 : 3;   /* the virtual kernel is r x r */
+  const int alpha = r + 3;
+  *p = (gpunet_wino) { cin, cout, icp, ocp, oh, ow, act, (oh + 3) / 4, (ow + 3) / 4, 0,
+    alpha, alpha * alpha, NULL, NULL, stride, pad, ih, iw, cp };
+  int rows = WINO_L2_BUDGET / (p->ne * 4 * (icp + WINO_OCB));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
-  p->u = alloc64 ((size_t) WINO_E * icp * ocp);
+  p->u = alloc64 ((size_t) p->ne * icp * ocp);
   p->bias = alloc64 ((size_t) ocp);
   if (!p->u || !p->bias) {
     gpunet_wino_free (p);
@@ -115,21 +126,30 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     for (int ph = 0; ph < phases; ph++)
       for (int i = 0; i < cin; i++) {
         const float *kw = weight + ((size_t) o * cin + i) * k * k;
-        double g3[3][3], gk[6][3], u[6][6];
-        for (int a = 0; a < 3; a++)
-          for (int b = 0; b < 3; b++) {
+        double gv[3][3], gk[6][3], u[6][6];
+        for (int a = 0; a < r; a++)
+          for (int b = 0; b < r; b++) {
             const int y = stride * a + ph / 2, x = stride * b + ph % 2;
-            g3[a][b] = y < k && x < k ? kw[y * k + x] : 0.0;
+            gv[a][b] = y < k && x < k ? kw[y * k + x] : 0.0;
           }
-        for (int a = 0; a < 6; a++)
-          for (int c = 0; c < 3; c++)
-            gk[a][c] = wino_g[a][0] * g3[0][c] + wino_g[a][1] * g3[1][c] + wino_g[a][2] * g3[2][c];
-        for (int a = 0; a < 6; a++)
-          for (int b = 0; b < 6; b++)
-            u[a][b] = gk[a][0] * wino_g[b][0] + gk[a][1] * wino_g[b][1] + gk[a][2] * wino_g[b][2];
+        /* u = G gv G^T */
+        for (int a = 0; a < alpha; a++)
+          for (int c = 0; c < r; c++) {
+            double acc = 0.0;
+            for (int m = 0; m < r; m++)
+              acc += (r == 3 ? wino_g[a][m] : wino_g2[a][m]) * gv[m][c];
+            gk[a][c] = acc;
+          }
+        for (int a = 0; a < alpha; a++)
+          for (int b = 0; b < alpha; b++) {
+            double acc = 0.0;
+            for (int m = 0; m < r; m++)
+              acc += gk[a][m] * (r == 3 ? wino_g[b][m] : wino_g2[b][m]);
+            u[a][b] = acc;
+          }
         const int vi = ph * cp + i;   /* virtual input channel */
-        for (int e = 0; e < WINO_E; e++)
-          p->u[((size_t) e * icp + vi) * ocp + o] = (float) u[e / 6][e % 6];
+        for (int e = 0; e < p->ne; e++)
+          p->u[((size_t) e * icp + vi) * ocp + o] = (float) u[e / alpha][e % alpha];
       }
   return p;
 }
@@ -165,6 +185,30 @@ wino_at (const __m512 *m, __m512 *o)
   o[1] = _mm512_fmadd_ps (_mm512_set1_ps (2.0f), d, b);
   o[2] = _mm512_fmadd_ps (_mm512_set1_ps (4.0f), c, a);
   o[3] = _mm512_add_ps (_mm512_fmadd_ps (_mm512_set1_ps (8.0f), d, b), m[5]);
+}
+
+/* out[0..4] = B^T in[0..4] of F(4x4, 2x2) */
+static inline __attribute__((always_inline)) void
+wino_bt5 (const __m512 *d, __m512 *o)
+{
+  const __m512 two = _mm512_set1_ps (2.0f), three = _mm512_set1_ps (3.0f);
+  const __m512 d3_d2 = _mm512_sub_ps (d[3], d[2]);
+  o[0] = _mm512_add_ps (_mm512_fmadd_ps (two, _mm512_sub_ps (d[0], d[2]), d[3]), _mm512_sub_ps (_mm512_setzero_ps (), d[1]));
+  o[1] = _mm512_fnmadd_ps (two, d[1], d3_d2);                          /* -2 d1 - d2 + d3 */
+  o[2] = _mm512_fnmadd_ps (three, d[2], _mm512_fmadd_ps (two, d[1], d[3]));  /* 2 d1 - 3 d2 + d3 */
+  o[3] = _mm512_sub_ps (d[3], d[1]);
+  o[4] = _mm512_add_ps (_mm512_fmadd_ps (two, _mm512_sub_ps (d[1], d[3]), d[4]), _mm512_sub_ps (_mm512_setzero_ps (), d[2]));
+}
+
+/* out[0..3] = A^T in[0..4] of F(4x4, 2x2) */
+static inline __attribute__((always_inline)) void
+wino_at5 (const __m512 *m, __m512 *o)
+{
+  const __m512 a = _mm512_add_ps (m[1], m[2]), b = _mm512_sub_ps (m[1], m[2]);
+  o[0] = _mm512_add_ps (_mm512_add_ps (m[0], a), m[3]);
+  o[1] = _mm512_fmadd_ps (_mm512_set1_ps (2.0f), m[3], b);
+  o[2] = _mm512_fmadd_ps (_mm512_set1_ps (4.0f), m[3], a);
+  o[3] = _mm512_add_ps (_mm512_fmadd_ps (_mm512_set1_ps (8.0f), m[3], b), m[4]);
 }
 
 /* exp(x) to about 1 ulp for |x| <= 88 (Cody-Waite reduction, degree-6 polynomial). */
@@ -257,12 +301,13 @@ wino_gemm_6x1 (const float *v, int icp, const float *u, int ocp, float *m)
   wino_gemm_6xN (v, icp, u, ocp, m, 1);
 }
 
-/* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1; rows cnt .. rows - 1
- * are zeroed.  Virtual channel block CB reads real block CB % (cp / 16) of phase
- * CB / (cp / 16): input row stride * (oy + i) + phase / 2 - pad for patch row i of the
- * tile at output row oy (stride 1: phase 0, so oy + i - pad). */
-static void
-wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+/* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1, A x A input tiles
+ * (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block CB reads real block
+ * CB % (cp / 16) of phase CB / (cp / 16): input row stride * (oy + i) + phase / 2 - pad
+ * for patch row i of the tile at output row oy (stride 1: phase 0, so oy + i - pad). */
+static inline __attribute__((always_inline)) void
+wino_input_t (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V,
+    const int A)
 {
   const int IH = p->ih, IW = p->iw, icp = p->icp, per_img = p->th * p->tw, s = p->stride;
   const int cbs = p->cp / 16;
@@ -274,48 +319,66 @@ wino_input (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, fl
     for (int CB = 0; CB < icp / 16; CB++) {
       const int ph = CB / cbs, cb = CB % cbs;
       const int y0 = s * oy + ph / 2 - p->pad, x0 = s * ox + ph % 2 - p->pad;
-      const int inside = y0 >= 0 && x0 >= 0 && y0 + 5 * s < IH && x0 + 5 * s < IW;
+      const int inside = y0 >= 0 && x0 >= 0 && y0 + (A - 1) * s < IH && x0 + (A - 1) * s < IW;
       const float *src = img + (size_t) cb * plane;
       __m512 d[6][6], t6[6][6];
       if (inside) {
         const float *p0 = src + ((size_t) y0 * IW + x0) * 16;
-        for (int i = 0; i < 6; i++)
-          for (int k = 0; k < 6; k++)
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < A; k++)
             d[i][k] = _mm512_load_ps (p0 + ((size_t) (s * i) * IW + s * k) * 16);
       } else
-        for (int i = 0; i < 6; i++)
-          for (int k = 0; k < 6; k++) {
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < A; k++) {
             const int y = y0 + s * i, x = x0 + s * k;
             d[i][k] = y >= 0 && y < IH && x >= 0 && x < IW
                 ? _mm512_load_ps (src + ((size_t) y * IW + x) * 16) : _mm512_setzero_ps ();
           }
-      for (int k = 0; k < 6; k++) {
+      for (int k = 0; k < A; k++) {
         __m512 col[6], o[6];
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < A; i++)
           col[i] = d[i][k];
-        wino_bt (col, o);
-        for (int i = 0; i < 6; i++)
+        if (A == 6)
+          wino_bt (col, o);
+        else
+          wino_bt5 (col, o);
+        for (int i = 0; i < A; i++)
           t6[i][k] = o[i];
       }
       float *dst = V + (size_t) j * icp + (size_t) CB * 16;
-      for (int i = 0; i < 6; i++) {
+      for (int i = 0; i < A; i++) {
         __m512 o[6];
-        wino_bt (t6[i], o);
-        for (int k = 0; k < 6; k++)
-          _mm512_store_ps (dst + (size_t) (i * 6 + k) * e_stride, o[k]);
+        if (A == 6)
+          wino_bt (t6[i], o);
+        else
+          wino_bt5 (t6[i], o);
+        for (int k = 0; k < A; k++)
+          _mm512_store_ps (dst + (size_t) (i * A + k) * e_stride, o[k]);
       }
     }
   }
   if (cnt < rows)
-    for (int e = 0; e < WINO_E; e++)
+    for (int e = 0; e < A * A; e++)
       memset (V + e * e_stride + (size_t) cnt * icp, 0, sizeof (float) * (size_t) (rows - cnt) * icp);
 }
 
-/* Output channels oc0 .. oc0 + 16 nv - 1 of tiles t0 .. t0 + cnt - 1 from
- * M[e][j][16 nv] (e stride rows * 16 nv). */
 static void
-wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
+wino_input6 (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  wino_input_t (p, in, t0, cnt, rows, V, 6);
+}
+
+static void
+wino_input5 (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  wino_input_t (p, in, t0, cnt, rows, V, 5);
+}
+
+/* Output channels oc0 .. oc0 + 16 nv - 1 of tiles t0 .. t0 + cnt - 1 from
+ * M[e][j][16 nv] (e stride rows * 16 nv), A x A tiles (A = alpha). */
+static inline __attribute__((always_inline)) void
+wino_output_t (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual, const int A)
 {
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * 16, e_stride = (size_t) rows * 16 * nv;
@@ -327,11 +390,14 @@ wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, in
       const int cb = oc0 / 16 + v;
       const float *src = M + (size_t) j * 16 * nv + 16 * v;
       __m512 s4[4][6];
-      for (int k = 0; k < 6; k++) {
+      for (int k = 0; k < A; k++) {
         __m512 col[6], o[4];
-        for (int i = 0; i < 6; i++)
-          col[i] = _mm512_load_ps (src + (size_t) (i * 6 + k) * e_stride);
-        wino_at (col, o);
+        for (int i = 0; i < A; i++)
+          col[i] = _mm512_load_ps (src + (size_t) (i * A + k) * e_stride);
+        if (A == 6)
+          wino_at (col, o);
+        else
+          wino_at5 (col, o);
         for (int i = 0; i < 4; i++)
           s4[i][k] = o[i];
       }
@@ -339,7 +405,10 @@ wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, in
       float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
       for (int i = 0; i < ny; i++) {
         __m512 y[4];
-        wino_at (s4[i], y);
+        if (A == 6)
+          wino_at (s4[i], y);
+        else
+          wino_at5 (s4[i], y);
         for (int k = 0; k < nx; k++) {
           float *q = dst + ((size_t) (oy + i) * W + ox + k) * 16;
           __m512 val = wino_act (_mm512_add_ps (y[k], bias), act);
@@ -350,6 +419,20 @@ wino_output (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, in
       }
     }
   }
+}
+
+static void
+wino_output6 (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  wino_output_t (p, M, rows, t0, cnt, oc0, nv, out, residual, 6);
+}
+
+static void
+wino_output5 (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  wino_output_t (p, M, rows, t0, cnt, oc0, nv, out, residual, 5);
 }
 
 void
@@ -368,26 +451,32 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
 #pragma omp parallel num_threads(nt)
   {
     float *V = scratch + per * (size_t) omp_get_thread_num ();
-    float *M = V + (size_t) WINO_E * p->rows_max * p->icp;
+    float *M = V + (size_t) p->ne * p->rows_max * p->icp;
 #pragma omp for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
       const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
       if (cnt <= 0)
         continue;
       const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
-      wino_input (p, in, t0, cnt, rows, V);
+      if (p->alpha == 6)
+        wino_input6 (p, in, t0, cnt, rows, V);
+      else
+        wino_input5 (p, in, t0, cnt, rows, V);
       for (int oc0 = 0; oc0 < p->ocp; oc0 += WINO_OCB) {
         const int nv = (p->ocp - oc0) / 16 < 4 ? (p->ocp - oc0) / 16 : 4;
         void (*gemm) (const float *, int, const float *, int, float *) =
             nv == 4 ? wino_gemm_6x4 : nv == 3 ? wino_gemm_6x3 : nv == 2 ? wino_gemm_6x2 : wino_gemm_6x1;
-        for (int e = 0; e < WINO_E; e++) {
+        for (int e = 0; e < p->ne; e++) {
           const float *ue = p->u + (size_t) e * p->icp * p->ocp + oc0;
           const float *ve = V + (size_t) e * rows * p->icp;
           float *me = M + (size_t) e * rows * 16 * nv;
           for (int r = 0; r < rows; r += WINO_ROWS)
             gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * 16 * nv);
         }
-        wino_output (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+        if (p->alpha == 6)
+          wino_output6 (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+        else
+          wino_output5 (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
       }
     }
   }

@@ -2,7 +2,7 @@
  * nChw16c activations of backend_onednn.c (AVX-512).  It takes the dense 3x3 stride-1
  * convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel turns
  * down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144; and the
- * 5x5 stride-2 ones, through their polyphase decomposition.
+ * 5x5 and 3x3 stride-2 ones, through their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
  * V[36][tiles][icp], 36 small GEMMs with the weights transformed at plan time
@@ -21,7 +21,7 @@ int gpunet_wino_available (void);
 
 /* Plans one convolution: weight is cout x cin x k x k (plain), bias may be NULL; cp and
  * ocp are the padded (multiple of 16) channel counts of the nChw16c input and output.
- * Takes k 3 with stride 1 and k 5 with stride 2, any pad; the input is ih x iw, the output
+ * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
