@@ -515,7 +515,9 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
   const gpunet_conv2d_params *p = &op->p.conv2d;
   return p->groups == 1 && s->t[op->in].blk == GPUNET_BLK && s->t[op->out].blk == GPUNET_BLK
       && op->in != s->g->input
-      && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2));
+      && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
+      && p->oh == (p->ih + 2 * p->pad - p->kernel) / p->stride + 1
+      && p->ow == (p->iw + 2 * p->pad - p->kernel) / p->stride + 1;
 }
 
 /* Before any plan_batch: our Winograd convolutions, their transformed weights and one
