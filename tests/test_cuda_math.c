@@ -3,7 +3,9 @@
  * CPU ops, the fp16 conversions of kernels/common/half.h against a slow reference and the
  * fp16-storage variants against the float ones, the host-frame packing of classify_host
  * (kernels/cuda/cuda_upload.h) through the CPU preprocess, the per-op byte counts of
- * gpunet-bench (kernels/cuda/cuda_cost.h), and the module loader: with no GPU (or no
+ * gpunet-bench (kernels/cuda/cuda_cost.h), the CUDA graph capture policy
+ * (cuda_graph_state.h), the classes of cuDNN statuses (cuda_status_class.h), and the
+ * module loader: with no GPU (or no
  * module) the CUDA backend must refuse with GPUNET_ERR_BACKEND_UNAVAILABLE and a clear
  * sentence, and auto must fall back. */
 #include <math.h>
@@ -15,7 +17,9 @@
 #include "cpu_ops.h"
 #include "cpu/preprocess.h"
 #include "cuda/cuda_cost.h"
+#include "cuda/cuda_graph_state.h"
 #include "cuda/cuda_math.h"
+#include "cuda/cuda_status_class.h"
 #include "cuda/cuda_upload.h"
 #include "half.h"
 #include "cuda/cuda_module.h"
@@ -836,6 +840,85 @@ test_op_bytes (void)
   gpunet_model_unref (model);
 }
 
+/* The capture policy of graph.cu: warm-up, capture, replay; a new key starts over; a
+ * failed capture means plain runs; disabled graphs never capture. */
+static void
+test_graph_state (void)
+{
+  gpunet_graph_state g;
+  memset (&g, 0, sizeof g);
+  int drop = -1;
+  /* first run for key 4: plain (warm-up) */
+  gpunet_graph_action a = gpunet_graph_next (&g, 4, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
+  gpunet_graph_done (&g, a, 1);
+  /* second: capture */
+  a = gpunet_graph_next (&g, 4, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
+  gpunet_graph_done (&g, a, 1);
+  /* then replays */
+  for (int i = 0; i < 3; i++) {
+    a = gpunet_graph_next (&g, 4, 1, &drop);
+    CHECK (a == GPUNET_GRAPH_REPLAY && drop == 0);
+    gpunet_graph_done (&g, a, 1);
+  }
+  /* a new key (k changed): drop the graph, warm up, capture again */
+  a = gpunet_graph_next (&g, 5, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 1);
+  gpunet_graph_done (&g, a, 1);
+  a = gpunet_graph_next (&g, 5, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
+  gpunet_graph_done (&g, a, 1);
+  a = gpunet_graph_next (&g, 5, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_REPLAY);
+
+  /* a failed plain run does not count as the warm-up */
+  memset (&g, 0, sizeof g);
+  a = gpunet_graph_next (&g, 1, 1, &drop);
+  gpunet_graph_done (&g, a, 0);
+  a = gpunet_graph_next (&g, 1, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN);
+  gpunet_graph_done (&g, a, 1);
+  /* a failed capture: plain runs from then on, also for other keys */
+  a = gpunet_graph_next (&g, 1, 1, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE);
+  gpunet_graph_done (&g, a, 0);
+  for (int i = 0; i < 3; i++) {
+    a = gpunet_graph_next (&g, 1 + i % 2, 1, &drop);
+    CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
+    gpunet_graph_done (&g, a, 1);
+  }
+
+  /* disabled (GPUNET_CUDA_GRAPHS=0): never a capture */
+  memset (&g, 0, sizeof g);
+  for (int i = 0; i < 4; i++) {
+    a = gpunet_graph_next (&g, 3, 0, &drop);
+    CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
+    gpunet_graph_done (&g, a, 1);
+  }
+}
+
+/* cuDNN 9 statuses: both allocation failures are out of memory (the old ALLOC_FAILED is
+ * only the host one), a cuDNN that cannot run here is "unavailable" (auto falls back to
+ * the CPU), anything else a backend error. */
+static void
+test_dnn_status_class (void)
+{
+  CHECK (gpunet_cuda_dnn_status_class (4003) == GPUNET_ERR_NO_MEMORY);
+  CHECK (gpunet_cuda_dnn_status_class (4004) == GPUNET_ERR_NO_MEMORY);
+  const int unavailable[] = { 1001, 1002, 1008, 3005, 3006, 3007, 3008, 3009 };
+  for (size_t i = 0; i < sizeof unavailable / sizeof unavailable[0]; i++)
+    CHECK_MSG (gpunet_cuda_dnn_status_class (unavailable[i]) == GPUNET_ERR_BACKEND_UNAVAILABLE,
+        "cuDNN status %d", unavailable[i]);
+  const int backend[] = { 2000, 2002, 3000, 3002, 4000, 5000 };
+  for (size_t i = 0; i < sizeof backend / sizeof backend[0]; i++)
+    CHECK_MSG (gpunet_cuda_dnn_status_class (backend[i]) == GPUNET_ERR_BACKEND, "cuDNN status %d",
+        backend[i]);
+  CHECK_CONTAINS (gpunet_cuda_dnn_status_hint (1008), "libcudnn_cnn.so.9");
+  CHECK_CONTAINS (gpunet_cuda_dnn_status_hint (4004), "device memory");
+  CHECK (strcmp (gpunet_cuda_dnn_status_hint (3000), "") == 0);
+}
+
 int
 main (void)
 {
@@ -852,6 +935,8 @@ main (void)
   test_upload_pack ();
   test_classify_host_dispatch ();
   test_op_bytes ();
+  test_graph_state ();
+  test_dnn_status_class ();
   test_loader_errors ();
   test_no_gpu ();
   return check_report ();

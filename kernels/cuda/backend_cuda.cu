@@ -61,8 +61,10 @@ cuda_destroy (void *state)
   cuda_state *s = (cuda_state *) state;
   if (!s)
     return;
-  if (s->ctx.stream)
+  if (s->ctx.stream) {
+    gpunet_cuda_ctx_make_current (&s->ctx, NULL);   /* the frees below act on it */
     cudaStreamSynchronize (s->ctx.stream);
+  }
   for (int i = 0; i <= s->max_batch; i++) {
     if (s->fwd_graph)
       gpunet_cuda_graph_clear (&s->fwd_graph[i]);
@@ -248,16 +250,29 @@ static gpunet_status
 trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, char **error_text)
 {
   const gpunet_graph *g = s->g;
-  if (!s->h_trace) {
+  if (!s->trace_floats) {
+    /* both buffers or none: a half-done allocation (out of memory) is undone, so a later
+     * traced call never converts into a NULL d_trace32 */
     size_t most = 0;
     for (int i = 0; i < g->n_tensors; i++)
       if (tensor_floats (g, i, s->max_batch) > most)
         most = tensor_floats (g, i, s->max_batch);
-    GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_trace, most * sizeof (float), cudaHostAllocDefault),
-        error_text, "cudaHostAlloc (pinned trace buffer, %zu floats)", most);
-    if (s->dtype == GPUNET_CUDA_F16)
-      GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_trace32, most * sizeof (float)), error_text,
-          "cudaMalloc (float32 trace buffer, %zu floats)", most);
+    const char *call = "cudaHostAlloc (pinned trace buffer";
+    cudaError_t e = cudaHostAlloc ((void **) &s->h_trace, most * sizeof (float), cudaHostAllocDefault);
+    const int have_host = e == cudaSuccess;
+    if (have_host && s->dtype == GPUNET_CUDA_F16) {
+      call = "cudaMalloc (float32 trace buffer";
+      e = cudaMalloc ((void **) &s->d_trace32, most * sizeof (float));
+    }
+    if (e != cudaSuccess) {
+      if (have_host)
+        cudaFreeHost (s->h_trace);
+      s->h_trace = NULL;
+      s->d_trace32 = NULL;
+      char what[128];
+      snprintf (what, sizeof what, "%s, %zu floats)", call, most);
+      return gpunet_cuda_fail_rt (error_text, e, what);
+    }
     s->trace_floats = most;
   }
   const gpunet_tensor_desc *d = &g->tensors[t];
@@ -288,8 +303,10 @@ set_batch (cuda_state *s, int n, char **error_text)
   if (n != s->cur_n) {
     for (int i = 0; i < g->n_ops; i++) {
       gpunet_status st = gpunet_cuda_layer_set_batch (&s->ctx, &s->layers[i], n, error_text);
-      if (st != GPUNET_OK)
+      if (st != GPUNET_OK) {
+        s->cur_n = 0;   /* layers now describe different batches: check them all next time */
         return st;
+      }
     }
     s->cur_n = n;
   }
@@ -384,7 +401,9 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
 {
   cuda_state *s = (cuda_state *) state;
   const gpunet_graph *g = s->g;
-  gpunet_status st = set_batch (s, n, error_text);
+  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
+  if (st == GPUNET_OK)
+    st = set_batch (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
   memcpy (s->h_input, input, tensor_floats (g, g->input, n) * sizeof (float));
@@ -414,7 +433,7 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
 
 /* Fails unless every plane of `img` is memory the current context's kernels can read. */
 static gpunet_status
-check_device_planes (const gpunet_image *img, int index, char **error_text)
+check_device_planes (const gpunet_image *img, int index, int device, char **error_text)
 {
   const int planes = img->format == GPUNET_FORMAT_I420 ? 3 : img->format == GPUNET_FORMAT_NV12 ? 2 : 1;
   for (int p = 0; p < planes; p++) {
@@ -425,6 +444,11 @@ check_device_planes (const gpunet_image *img, int index, char **error_text)
       return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
           "image %d is marked as CUDA memory, but plane %d (%p) is plain host memory the GPU "
           "cannot read", index, p, (const void *) img->planes[p]);
+    /* another GPU's memory would be an illegal address here, which ends the context */
+    if (a.type == cudaMemoryTypeDevice && a.device != device)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+          "image %d, plane %d is memory of CUDA device %d, but the session runs on device %d",
+          index, p, a.device, device);
   }
   return GPUNET_OK;
 }
@@ -514,13 +538,15 @@ cuda_classify_device (void *state, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  gpunet_status st = check_classify (s, pre, k, error_text);
+  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
+  if (st == GPUNET_OK)
+    st = check_classify (s, pre, k, error_text);
   if (st == GPUNET_OK)
     st = set_batch (s, n, error_text);
   if (st == GPUNET_OK)
     st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
   for (int i = 0; i < n && st == GPUNET_OK; i++)
-    st = check_device_planes (&images[i], i, error_text);
+    st = check_device_planes (&images[i], i, s->ctx.device, error_text);
   if (st != GPUNET_OK)
     return st;
   /* the previous call synchronised, so the pinned descriptors are free to rewrite */
@@ -565,7 +591,9 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  gpunet_status st = check_classify (s, pre, k, error_text);
+  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
+  if (st == GPUNET_OK)
+    st = check_classify (s, pre, k, error_text);
   if (st == GPUNET_OK)
     st = set_batch (s, n, error_text);
   if (st == GPUNET_OK)
@@ -662,6 +690,9 @@ cuda_profile (void *state, double *op_seconds, char **error_text)
   s->prof = NULL;
   if (!op_seconds)
     return GPUNET_OK;
+  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
+  if (st != GPUNET_OK)
+    return st;
   const int ops = s->g->n_ops;
   if (!s->ev_start) {
     s->ev_start = (cudaEvent_t *) calloc ((size_t) ops + 1, sizeof (cudaEvent_t));

@@ -20,6 +20,7 @@ describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
 {
   const gpunet_conv2d_params *p = &l->op->p.conv2d;
   const cudnnDataType_t dt = data_type (l);
+  l->desc_n = 0;   /* until both descriptors describe n: a failure half-way leaves no match */
   GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, CUDNN_TENSOR_NCHW, dt, n,
       p->cin, p->ih, p->iw), error_text, "cudnnSetTensor4dDescriptor (input of %s)", name);
   GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, CUDNN_TENSOR_NCHW, dt, n,
@@ -71,7 +72,10 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
   /* Heuristic choice (no benchmarking): the first algorithm cuDNN ranks that works within
    * the workspace limit, in plain FMA maths for fp32 (no TF32) and in tensor-core or
    * plain maths for fp16 (never a conversion to a narrower type); implicit GEMM (no
-   * workspace) otherwise. */
+   * workspace) otherwise.  cudnnGetConvolutionForwardAlgorithm_v7 ranks algorithms in
+   * DEFAULT and TENSOR_OP maths whatever the descriptor says, so each candidate is checked
+   * with the math type it will run in: its workspace is asked again after setting it, and
+   * a candidate cuDNN then refuses (or that needs more) is skipped. */
   int max_count = 0, got = 0;
   GPUNET_DNN_TRY (cudnnGetConvolutionForwardAlgorithmMaxCount (ctx->dnn, &max_count), error_text,
       "cudnnGetConvolutionForwardAlgorithmMaxCount (%s)", name);
@@ -85,25 +89,36 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
       max_count, &got, perf);
   if (ds != CUDNN_STATUS_SUCCESS) {
     free (perf);
-    return gpunet_cuda_fail_dnn (error_text, ds, "cudnnGetConvolutionForwardAlgorithm_v7");
+    char what[192];
+    snprintf (what, sizeof what, "cudnnGetConvolutionForwardAlgorithm_v7 (%s)", name);
+    return gpunet_cuda_fail_dnn (error_text, ds, what);
   }
-  l->algo_max = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  cudnnMathType_t math = half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-  for (int i = 0; i < got; i++)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit
-        && (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH
-            || (half && perf[i].mathType == CUDNN_TENSOR_OP_MATH))) {
+  int chosen = 0;
+  for (int i = 0; i < got && !chosen; i++) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_limit
+        || !(perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH
+            || (half && perf[i].mathType == CUDNN_TENSOR_OP_MATH)))
+      continue;
+    /* fp32 stays FMA: DEFAULT would allow TF32 on Ampere and newer */
+    const cudnnMathType_t math = half ? perf[i].mathType : CUDNN_FMA_MATH;
+    size_t need = 0;
+    if (cudnnSetConvolutionMathType (l->cd, math) == CUDNN_STATUS_SUCCESS
+        && cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
+            perf[i].algo, &need) == CUDNN_STATUS_SUCCESS
+        && need <= ws_limit) {
       l->algo_max = perf[i].algo;
-      if (half)   /* fp32 stays FMA: DEFAULT would allow TF32 on Ampere and newer */
-        math = perf[i].mathType;
-      break;
+      l->ws_max = need;
+      chosen = 1;
     }
+  }
   free (perf);
-  /* the math type the chosen algorithm was ranked with */
-  GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, math), error_text,
-      "cudnnSetConvolutionMathType (%s, chosen algorithm)", name);
-  GPUNET_DNN_TRY (cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
-      l->algo_max, &l->ws_max), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s)", name);
+  if (!chosen) {
+    l->algo_max = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    GPUNET_DNN_TRY (cudnnSetConvolutionMathType (l->cd, half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+        error_text, "cudnnSetConvolutionMathType (%s, implicit GEMM)", name);
+    GPUNET_DNN_TRY (cudnnGetConvolutionForwardWorkspaceSize (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
+        l->algo_max, &l->ws_max), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s)", name);
+  }
   l->algo = l->algo_max;
   return GPUNET_OK;
 }

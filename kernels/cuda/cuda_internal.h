@@ -12,6 +12,7 @@
 #include <cudnn.h>
 
 #include "backend.h"
+#include "cuda_graph_state.h"
 #include "cuda_preprocess.h"
 #include "cuda_topk.h"
 
@@ -122,17 +123,17 @@ void gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *tables);
 typedef gpunet_status (*gpunet_cuda_enqueue_func) (void *user, char **error_text);
 
 typedef struct {
-  cudaGraphExec_t exec;   /* NULL until captured */
-  int key;                /* what the capture was made for (e.g. batch and k) */
-  int failed;             /* capture failed once: plain launches from then on */
+  cudaGraphExec_t exec;     /* NULL until captured */
+  gpunet_graph_state state; /* key, warm-up, capture outcome (cuda_graph_state.h) */
 } gpunet_cuda_graph;
 
 /* 0 when GPUNET_CUDA_GRAPHS is 0/no/off. */
 int gpunet_cuda_graphs_enabled (void);
-/* Runs fn's work on stream: replays g when it was captured for `key`, otherwise (when
- * enabled and no capture failed before) captures fn into g and launches it, otherwise
- * calls fn directly.  A failed capture is a log line on stderr (once per process), not
- * an error.  `what` names the work in messages. */
+/* Runs fn's work on stream: replays g when it was captured for `key`; otherwise calls fn
+ * directly the first time (warm-up) and, when enabled and no capture failed before,
+ * captures fn into g and launches it the second time (cuda_graph_state.h).  A failed
+ * capture is a log line on stderr (once per process), then a plain run, not an error.
+ * `what` names the work in messages. */
 gpunet_status gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled,
     cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user, const char *what,
     char **error_text);
@@ -141,6 +142,7 @@ void gpunet_cuda_graph_clear (gpunet_cuda_graph *g);
 /* ---- device layers and their context (layer.cu, conv2d.cu) -------------------------------------------- */
 
 typedef struct {
+  int device;               /* the CUDA device the stream and handle belong to */
   cudaStream_t stream;
   cudnnHandle_t dnn;
   gpunet_cuda_dtype dtype;  /* storage of activations and weights; set before planning */
@@ -200,6 +202,11 @@ gpunet_status gpunet_cuda_select_device (int device, char **error_text);
 /* Selects the device, creates the stream and the cuDNN handle; dtype starts as F32.
  * (layer.cu) */
 gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text);
+/* Makes ctx->device current on the calling thread when it is not (a session planned on
+ * one thread may run on another, whose current device is 0 unless set: kernels launched
+ * into a stream of another device fail).  Leaves a pushed context of that device alone.
+ * Call at every entry point that uses the context. */
+gpunet_status gpunet_cuda_ctx_make_current (const gpunet_cuda_ctx *ctx, char **error_text);
 /* Grows the workspace / SE scratch to at least the given sizes. */
 gpunet_status gpunet_cuda_ctx_reserve (gpunet_cuda_ctx *ctx, size_t workspace_bytes,
     size_t scratch_floats, char **error_text);

@@ -1,7 +1,10 @@
-/* graph.cu: CUDA graph capture of a session's per-frame work: the first call for a key
- * (batch size, k) captures what the enqueue function puts on the stream, later calls
- * replay it with one cudaGraphLaunch.  A capture that fails (cuDNN or the driver refusing
- * an operation in capture) is logged once and the work runs as plain launches. */
+/* graph.cu: CUDA graph capture of a session's per-frame work: for each key (batch size,
+ * k) the first call runs the enqueue function as plain launches (the warm-up, so one-time
+ * set-up inside cuDNN and the lazy loading of kernels happen outside the capture), the
+ * second captures what it puts on the stream and launches the graph, later calls replay
+ * it with one cudaGraphLaunch (the policy is cuda_graph_state.h).  A capture that fails
+ * (cuDNN or the driver refusing an operation in capture) is logged once and the work
+ * runs as plain launches. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,31 +25,37 @@ gpunet_cuda_graph_clear (gpunet_cuda_graph *g)
   memset (g, 0, sizeof *g);
 }
 
-/* Captures fn into g->exec; on failure returns a sentence (malloc()ed) and leaves g empty. */
+/* Captures fn into *exec; on failure returns a sentence (malloc()ed) and leaves *exec
+ * NULL.  Thread-local mode: only this thread's capture-unsafe calls (cudaMalloc, a
+ * synchronisation...) invalidate the capture, so other sessions and GStreamer elements
+ * may keep using CUDA on their threads meanwhile; the stream is non-blocking, so their
+ * use of the legacy default stream does not touch it either. */
 static char *
-capture (gpunet_cuda_graph *g, cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user)
+capture (cudaGraphExec_t *exec, cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user)
 {
   char *why = NULL, *fn_err = NULL;
   cudaGraph_t graph = NULL;
+  *exec = NULL;
   cudaError_t e = cudaStreamBeginCapture (stream, cudaStreamCaptureModeThreadLocal);
   if (e != cudaSuccess) {
     gpunet_cuda_fail_rt (&why, e, "cudaStreamBeginCapture");
+    cudaGetLastError ();
     return why;
   }
   gpunet_status st = fn (user, &fn_err);
   e = cudaStreamEndCapture (stream, &graph);
   if (st != GPUNET_OK) {
     gpunet_cuda_fail (&why, st, "enqueueing in capture: %s", fn_err ? fn_err : "?");
-    free (fn_err);
   } else if (e != cudaSuccess) {
     gpunet_cuda_fail_rt (&why, e, "cudaStreamEndCapture");
   } else {
-    e = cudaGraphInstantiate (&g->exec, graph, 0);
+    e = cudaGraphInstantiate (exec, graph, 0);
     if (e != cudaSuccess) {
-      g->exec = NULL;
+      *exec = NULL;
       gpunet_cuda_fail_rt (&why, e, "cudaGraphInstantiate");
     }
   }
+  free (fn_err);
   if (graph)
     cudaGraphDestroy (graph);
   if (why)
@@ -58,10 +67,15 @@ gpunet_status
 gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled, cudaStream_t stream,
     gpunet_cuda_enqueue_func fn, void *user, const char *what, char **error_text)
 {
-  if (g->exec && g->key != key)
-    gpunet_cuda_graph_clear (g);
-  if (enabled && !g->exec && !g->failed) {
-    char *why = capture (g, stream, fn, user);
+  int drop = 0;
+  gpunet_graph_action action = gpunet_graph_next (&g->state, key, enabled, &drop);
+  if (drop && g->exec) {
+    cudaGraphExecDestroy (g->exec);
+    g->exec = NULL;
+  }
+  if (action == GPUNET_GRAPH_CAPTURE) {
+    char *why = capture (&g->exec, stream, fn, user);
+    gpunet_graph_done (&g->state, action, why == NULL);
     if (why) {
       static int logged;
       if (!logged) {
@@ -70,14 +84,16 @@ gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled, cudaStream_t 
             "(GPUNET_CUDA_GRAPHS=0 skips the attempt): %s\n", what, why);
       }
       free (why);
-      g->failed = 1;
+      action = GPUNET_GRAPH_PLAIN;   /* nothing ran: do the work now */
     } else {
-      g->key = key;
+      action = GPUNET_GRAPH_REPLAY;
     }
   }
-  if (g->exec) {
+  if (action == GPUNET_GRAPH_REPLAY) {
     GPUNET_CU_TRY (cudaGraphLaunch (g->exec, stream), error_text, "cudaGraphLaunch (%s)", what);
     return GPUNET_OK;
   }
-  return fn (user, error_text);
+  gpunet_status st = fn (user, error_text);
+  gpunet_graph_done (&g->state, GPUNET_GRAPH_PLAIN, st == GPUNET_OK);
+  return st;
 }

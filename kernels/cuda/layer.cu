@@ -245,6 +245,7 @@ gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text)
   gpunet_status st = gpunet_cuda_select_device (device, error_text);
   if (st != GPUNET_OK)
     return st;
+  ctx->device = device;
   cudaError_t e = gpunet_cuda_probe_kernels ();
   if (e != cudaSuccess) {
     cudaDeviceProp prop;
@@ -262,10 +263,22 @@ gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text)
   cudnnStatus_t ds = cudnnCreate (&ctx->dnn);
   if (ds != CUDNN_STATUS_SUCCESS) {
     ctx->dnn = NULL;
-    gpunet_cuda_fail_dnn (error_text, ds, "cudnnCreate (cuDNN cannot start on this GPU/driver)");
-    return ds == CUDNN_STATUS_ALLOC_FAILED ? GPUNET_ERR_NO_MEMORY : GPUNET_ERR_BACKEND_UNAVAILABLE;
+    st = gpunet_cuda_fail_dnn (error_text, ds, "cudnnCreate (cuDNN cannot start on this GPU/driver)");
+    return st == GPUNET_ERR_NO_MEMORY ? st : GPUNET_ERR_BACKEND_UNAVAILABLE;
   }
   GPUNET_DNN_TRY (cudnnSetStream (ctx->dnn, ctx->stream), error_text, "cudnnSetStream");
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_ctx_make_current (const gpunet_cuda_ctx *ctx, char **error_text)
+{
+  int current = -1;
+  GPUNET_CU_TRY (cudaGetDevice (&current), error_text, "cudaGetDevice");
+  /* as in select_device: leave a context pushed for this device alone */
+  if (current != ctx->device)
+    GPUNET_CU_TRY (cudaSetDevice (ctx->device), error_text,
+        "cudaSetDevice (%d, the session's device, on this thread)", ctx->device);
   return GPUNET_OK;
 }
 
@@ -319,8 +332,10 @@ gpunet_cuda_resolve_precision (int precision, gpunet_cuda_dtype *out, char **err
 void
 gpunet_cuda_ctx_clear (gpunet_cuda_ctx *ctx)
 {
-  if (ctx->stream)
+  if (ctx->stream) {
+    gpunet_cuda_ctx_make_current (ctx, NULL);
     cudaStreamSynchronize (ctx->stream);
+  }
   if (ctx->workspace)
     cudaFree (ctx->workspace);
   if (ctx->scratch)

@@ -141,6 +141,9 @@ runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *i
 {
   if (n < 1)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "batch %d < 1", n);
+  gpunet_status cur = gpunet_cuda_ctx_make_current (&r->ctx, error_text);
+  if (cur != GPUNET_OK)
+    return cur;
   gpunet_cuda_layer l;
   memset (&l, 0, sizeof l);
   op_buffers b;
@@ -179,11 +182,17 @@ device_upload (const void *src, size_t bytes, void **out, char **error_text)
 {
   *out = NULL;
   GPUNET_CU_TRY (cudaMalloc (out, bytes ? bytes : 1), error_text, "cudaMalloc (%zu bytes)", bytes);
+  /* From pageable memory cudaMemcpy may return before the DMA has landed, and it runs on
+   * the legacy stream, which the sessions' non-blocking streams do not wait for: wait
+   * here, so the frames are complete before any session reads them. */
   cudaError_t e = cudaMemcpy (*out, src, bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaDeviceSynchronize ();
   if (e != cudaSuccess) {
     cudaFree (*out);
     *out = NULL;
-    return gpunet_cuda_fail_rt (error_text, e, "cudaMemcpy (frame to the device)");
+    return gpunet_cuda_fail_rt (error_text, e,
+        "cudaMemcpy, cudaDeviceSynchronize (frame to the device)");
   }
   return GPUNET_OK;
 }
@@ -207,7 +216,10 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
   float *d_out = NULL;
   void *d_typed = NULL;
   gpunet_cuda_pre_desc *d_desc = NULL;
-  gpunet_status st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
+  gpunet_status st = gpunet_cuda_ctx_make_current (&r->ctx, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
   cudaError_t e = cudaSuccess;
   if (st == GPUNET_OK) {
     e = cudaMalloc ((void **) &d_out, bytes);
@@ -223,7 +235,9 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
     gpunet_cuda_pre_desc_init (&d, plan, image);
     d.x = t.x;
     d.y = t.y;
-    e = cudaMemcpy (d_desc, &d, sizeof d, cudaMemcpyHostToDevice);
+    /* on the runner's stream, ordered before the kernel (a plain cudaMemcpy would go to
+     * the legacy stream, which this non-blocking stream does not wait for) */
+    e = cudaMemcpyAsync (d_desc, &d, sizeof d, cudaMemcpyHostToDevice, r->ctx.stream);
     if (e == cudaSuccess)
       e = gpunet_cuda_preprocess (d_desc, 1, plan->out_size, dt, d_typed ? d_typed : d_out,
           r->ctx.stream);

@@ -7,6 +7,21 @@
 #include <stdlib.h>
 
 #include "cuda_internal.h"
+#include "cuda_status_class.h"
+
+/* cuda_status_class.h works on the numbers: they must be this cuDNN's. */
+static_assert (GPUNET_CUDNN_NOT_INITIALIZED == (int) CUDNN_STATUS_NOT_INITIALIZED
+    && GPUNET_CUDNN_SUBLIBRARY_VERSION_MISMATCH == (int) CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH
+    && GPUNET_CUDNN_SUBLIBRARY_LOADING_FAILED == (int) CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED
+    && GPUNET_CUDNN_INCOMPATIBLE_CUDA_DRIVER == (int) CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER
+    && GPUNET_CUDNN_INCOMPATIBLE_CUDART == (int) CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART
+    && GPUNET_CUDNN_ARCH_MISMATCH == (int) CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH
+    && GPUNET_CUDNN_RUNTIME_PREREQUISITE_MISSING
+        == (int) CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING
+    && GPUNET_CUDNN_SUBLIBRARY_UNAVAILABLE == (int) CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE
+    && GPUNET_CUDNN_HOST_ALLOCATION_FAILED == (int) CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED
+    && GPUNET_CUDNN_DEVICE_ALLOCATION_FAILED == (int) CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED,
+    "cuDNN status codes differ from cuda_status_class.h");
 
 gpunet_status
 gpunet_cuda_fail (char **error_text, gpunet_status status, const char *fmt, ...)
@@ -64,9 +79,9 @@ gpunet_cuda_fail_rt (char **error_text, cudaError_t err, const char *what)
 gpunet_status
 gpunet_cuda_fail_dnn (char **error_text, cudnnStatus_t st, const char *what)
 {
-  gpunet_status status = st == CUDNN_STATUS_ALLOC_FAILED ? GPUNET_ERR_NO_MEMORY : GPUNET_ERR_BACKEND;
-  return gpunet_cuda_fail (error_text, status, "%s: %s (cuDNN status %d)", what,
-      cudnnGetErrorString (st), (int) st);
+  return gpunet_cuda_fail (error_text, gpunet_cuda_dnn_status_class ((int) st),
+      "%s: %s (cuDNN status %d)%s", what, cudnnGetErrorString (st), (int) st,
+      gpunet_cuda_dnn_status_hint ((int) st));
 }
 
 void

@@ -6,7 +6,10 @@
 
 enum { TOPK_THREADS = 1024 };
 
-static __global__ void
+/* 1024 threads per block leave at most 64 registers per thread: the bound keeps ptxas
+ * (and the driver's JIT of the PTX for newer GPUs) within that, else the launch fails
+ * with cudaErrorLaunchOutOfResources. */
+static __global__ void __launch_bounds__ (TOPK_THREADS)
 topk_kernel (const float *logits, int classes, int n_pow2, int k, gpunet_class_score *out)
 {
   __shared__ float val[GPUNET_CUDA_TOPK_MAX];
