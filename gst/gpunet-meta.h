@@ -12,6 +12,12 @@ G_BEGIN_DECLS
 #define GPUNET_META_NAME "GstGpunetClassificationMeta"
 #define GPUNET_MESSAGE_NAME "gpunetclassify"
 
+/* With roi-mode=regions or both, a region's record is a parameter structure of
+ * that region's GstVideoRegionOfInterestMeta, with the same name and fields
+ * (roi-id = the meta's id):
+ *   s = gst_video_region_of_interest_meta_get_param (roi, GPUNET_META_NAME);
+ * The readers below take it like a frame record's structure. */
+
 /* The first classification meta of `buffer`, or NULL (also NULL when the plugin
  * was never loaded, so the meta is not registered). */
 static inline GstCustomMeta *
@@ -69,6 +75,16 @@ gpunet_meta_confidence (const GstStructure * s)
 
   gst_structure_get_double (s, "confidence", &c);
   return c;
+}
+
+/* -1 for a whole-frame record, else the id of the region meta it belongs to. */
+static inline gint
+gpunet_meta_roi_id (const GstStructure * s)
+{
+  gint id = -1;
+
+  gst_structure_get_int (s, "roi-id", &id);
+  return id;
 }
 
 /* TRUE when the frame was classified, FALSE when the result was carried over

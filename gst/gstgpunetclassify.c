@@ -1,7 +1,8 @@
 /* gstgpunetclassify.c: the gpunetclassify element. Loads a GPUNet model in start(),
- * chooses the frame-to-engine format mapping in set_info(), classifies frames in
- * place (the data is never modified) and attaches the result as a
- * GstGpunetClassificationMeta, optionally also posting it on the bus. */
+ * chooses the frame-to-engine format mapping in set_info(), classifies frames and/or
+ * their region metas in place (the data is never modified) and attaches the results
+ * (GstGpunetClassificationMeta, region parameter structures), optionally also posting
+ * them on the bus and writing them to a JSON lines file. */
 
 /**
  * SECTION:element-gpunetclassify
@@ -16,7 +17,26 @@
  * carried over from an earlier frame because of #GstGpunetClassify:interval).
  * With #GstGpunetClassify:post-messages, an element message named
  * `gpunetclassify` with the same fields plus `timestamp`, `running-time` and
- * `frame` is posted for every buffer.
+ * `frame` is posted for every record.
+ *
+ * Regions: with #GstGpunetClassify:roi-mode `regions` (or `both`: the frame
+ * too), each #GstVideoRegionOfInterestMeta an upstream detector attached to the
+ * buffer (only the types listed in #GstGpunetClassify:roi-types, when set) is
+ * classified instead of the whole frame: its rectangle clipped to the frame
+ * (regions empty or entirely outside it are skipped; for NV12 and I420 the
+ * crop's origin is rounded down to even coordinates, so the crop may start one
+ * pixel left of and above the region) goes through the same preprocess as a
+ * frame, in place, also for frames in CUDA memory. The record is added to that
+ * region meta as a parameter structure named `GstGpunetClassificationMeta`
+ * (gst_video_region_of_interest_meta_get_param()) with `roi-id` = the meta's
+ * id. Crops of one size are classified together, up to
+ * #GstGpunetClassify:batch-size per engine call. With
+ * #GstGpunetClassify:interval, a region's result is carried over by roi-id to
+ * the frames between (a region whose id is new, or shared by several regions
+ * of the buffer, is classified on the frame it appears on).
+ *
+ * With #GstGpunetClassify:json-output, every record (frame and regions) is also
+ * written to a file, one JSON object per line.
  *
  * The `checkpoint` property is required: a GPUNet checkpoint as NVIDIA publishes
  * it (`.pth.tar`, `.pth`) or a `.safetensors` file. `model` names one of the
@@ -53,13 +73,23 @@
  * gst-launch-1.0 filesrc location=clip.mp4 ! parsebin ! nvh264dec ! \
  *     gpunetclassify backend=cuda checkpoint=0.65ms.pth.tar ! fakesink
  * ]| Classifies NVDEC's frames where the decoder left them, in GPU memory.
+ * |[
+ * gst-launch-1.0 v4l2src ! videoconvert ! facedetect display=false ! \
+ *     gpunetclassify model=my-gpunet.json checkpoint=my-faces.pth.tar \
+ *     labels=my-faces.txt roi-mode=regions roi-types=face \
+ *     json-output=faces.jsonl ! fakesink
+ * ]| Classifies each face facedetect found (not the frame) with a GPUNet
+ * trained on face classes, and writes one JSON line per face.
  */
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
+#include <errno.h>
 #include <string.h>
+
+#include <glib/gstdio.h>
 
 #include "gstgpunetclassify.h"
 #include "gstgpunetcuda.h"
@@ -85,7 +115,10 @@ enum
   PROP_POST_MESSAGES,
   PROP_N_THREADS,
   PROP_PRECISION,
-  PROP_BATCH_SIZE
+  PROP_BATCH_SIZE,
+  PROP_ROI_MODE,
+  PROP_ROI_TYPES,
+  PROP_JSON_OUTPUT
 };
 
 #define DEFAULT_MODEL "gpunet-0"
@@ -102,6 +135,9 @@ enum
 #define DEFAULT_PRECISION GPUNET_PRECISION_AUTO
 #define DEFAULT_BATCH_SIZE 1
 #define MAX_BATCH_SIZE 64
+#define DEFAULT_ROI_MODE GST_GPUNET_ROI_MODE_FRAME
+#define DEFAULT_ROI_TYPES NULL
+#define DEFAULT_JSON_OUTPUT NULL
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -216,6 +252,27 @@ gst_gpunet_resize_mode_get_type (void)
   return type;
 }
 
+GType
+gst_gpunet_roi_mode_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_GPUNET_ROI_MODE_FRAME, "Classify the whole frame; region metas are "
+          "ignored", "frame"},
+    {GST_GPUNET_ROI_MODE_REGIONS, "Classify each region meta (roi-types), "
+          "not the frame", "regions"},
+    {GST_GPUNET_ROI_MODE_BOTH, "Classify the whole frame and each region meta",
+        "both"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpunetRoiMode", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
 /* ---- class ----------------------------------------------------------------------- */
 
 static void
@@ -279,12 +336,14 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   g_object_class_install_property (gobject_class, PROP_INTERVAL,
       g_param_spec_uint ("interval", "Interval",
           "0 = classify every frame; N = classify one frame, then attach its "
-          "result to the next N frames marked inferred=false", 0, G_MAXUINT,
+          "result to the next N frames marked inferred=false (a region's "
+          "result is carried by its roi-id)", 0, G_MAXUINT,
           DEFAULT_INTERVAL, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
           "Post an element message named gpunetclassify on the bus for every "
-          "frame (the meta's fields plus timestamp, running-time and frame)",
+          "record, frame or region (the record's fields, roi-id included, plus "
+          "timestamp, running-time and frame)",
           DEFAULT_POST_MESSAGES, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
@@ -301,13 +360,49 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
    * Frames classified together in one engine call. With N > 1 the element
    * holds up to N-1 frames back (latency) until N have arrived; EOS, a caps
    * change and other serialized events classify a partial batch, a flush drops
-   * it. Frames leave in order, with their timestamps and flags.
+   * it. Frames leave in order, with their timestamps and flags. Region crops
+   * of one size go through the engine up to N at a time; with
+   * roi-mode=regions no frame is held back.
    */
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
           "Frames classified together; >1 holds up to N-1 frames back "
-          "(latency) and suits offline work", 1, MAX_BATCH_SIZE,
+          "(latency) and suits offline work. Also the most region crops of "
+          "one size per engine call (roi-mode=regions holds no frame back)",
+          1, MAX_BATCH_SIZE,
           DEFAULT_BATCH_SIZE, rw | GST_PARAM_MUTABLE_READY));
+  /**
+   * GstGpunetClassify:roi-mode:
+   *
+   * What is classified: `frame` the whole frame (a GstCustomMeta on the
+   * buffer), `regions` each #GstVideoRegionOfInterestMeta of the buffer whose
+   * type is in #GstGpunetClassify:roi-types (a parameter structure on that
+   * meta; the frame gets no record), `both` the two. A region is cropped to
+   * the frame, skipped when empty; NV12/I420 crops start at even coordinates.
+   * With `regions`, batch-size only bounds the crops per engine call and no
+   * frame is held back.
+   */
+  g_object_class_install_property (gobject_class, PROP_ROI_MODE,
+      g_param_spec_enum ("roi-mode", "ROI mode",
+          "What is classified: the whole frame, each region of interest meta "
+          "(GstVideoRegionOfInterestMeta of the types in roi-types: the "
+          "region's rectangle clipped to the frame, the result added to that "
+          "meta as a parameter structure), or both",
+          GST_TYPE_GPUNET_ROI_MODE, DEFAULT_ROI_MODE,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_ROI_TYPES,
+      g_param_spec_string ("roi-types", "ROI types",
+          "Comma-separated region types (the roi_type of upstream's region "
+          "metas, e.g. \"face,person\") classified with roi-mode=regions or "
+          "both; empty = every region", DEFAULT_ROI_TYPES,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_JSON_OUTPUT,
+      g_param_spec_string ("json-output", "JSON output",
+          "File written with one JSON object per record (frame and each "
+          "region), one per line: pts, frame, roi-id, model, label, label-id, "
+          "confidence, ids, labels, scores, inferred. Created or truncated at "
+          "start, flushed after every buffer; empty = off", DEFAULT_JSON_OUTPUT,
+          rw | GST_PARAM_MUTABLE_READY));
 
   gst_element_class_set_static_metadata (element_class,
       "GPUNet classifier", "Filter/Analyzer/Video",
@@ -345,6 +440,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_RESIZE_MODE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_PRECISION, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_ROI_MODE, 0);
 }
 
 static void
@@ -362,6 +458,10 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->n_threads = DEFAULT_N_THREADS;
   self->batch_size = DEFAULT_BATCH_SIZE;
+  self->roi_mode = DEFAULT_ROI_MODE;
+  self->roi_types = g_strdup (DEFAULT_ROI_TYPES);
+  self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
+  self->json_output = g_strdup (DEFAULT_JSON_OUTPUT);
   PRECISION (self) = DEFAULT_PRECISION;
   CUDA (self) = gst_gpunet_cuda_new ();
 
@@ -379,6 +479,9 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->model_name);
   g_free (self->checkpoint);
   g_free (self->labels_path);
+  g_free (self->roi_types);
+  g_clear_pointer (&self->roi_type_quarks, g_array_unref);
+  g_free (self->json_output);
   gst_gpunet_cuda_free (CUDA (self));
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -451,6 +554,20 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     case PROP_BATCH_SIZE:
       self->batch_size = g_value_get_uint (value);
       break;
+    case PROP_ROI_MODE:
+      self->roi_mode = g_value_get_enum (value);
+      break;
+    case PROP_ROI_TYPES:
+      g_free (self->roi_types);
+      self->roi_types = g_value_dup_string (value);
+      /* the streaming thread holds its own reference while it uses a list */
+      g_clear_pointer (&self->roi_type_quarks, g_array_unref);
+      self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
+      break;
+    case PROP_JSON_OUTPUT:
+      g_free (self->json_output);
+      self->json_output = g_value_dup_string (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -504,6 +621,15 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
       break;
     case PROP_BATCH_SIZE:
       g_value_set_uint (value, self->batch_size);
+      break;
+    case PROP_ROI_MODE:
+      g_value_set_enum (value, self->roi_mode);
+      break;
+    case PROP_ROI_TYPES:
+      g_value_set_string (value, self->roi_types);
+      break;
+    case PROP_JSON_OUTPUT:
+      g_value_set_string (value, self->json_output);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -599,12 +725,12 @@ static gboolean
 gst_gpunet_classify_start (GstBaseTransform * trans)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  gchar *model_name, *checkpoint, *labels_path, *context;
+  gchar *model_name, *checkpoint, *labels_path, *context, *json_path;
   GstGpunetBackend backend;
   gpunet_session_params params;
   gpunet_status st;
   char *text = NULL;
-  gboolean ok = FALSE, pushed;
+  gboolean ok = FALSE, pushed, roi_types_set;
   guint batch_size;
 
   GST_OBJECT_LOCK (self);
@@ -620,6 +746,9 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
   params.precision = (gpunet_precision) PRECISION (self);
   self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
   self->pre.crop_pct = self->crop_pct;
+  self->mode = self->roi_mode;
+  roi_types_set = self->roi_type_quarks != NULL;
+  json_path = g_strdup (self->json_output);
   GST_OBJECT_UNLOCK (self);
 
   if (checkpoint == NULL || *checkpoint == '\0') {
@@ -629,6 +758,29 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
             "checkpoint=/path/to/0.65ms.pth.tar)", model_name),
         ("the checkpoint property is required"));
     goto done;
+  }
+  if (roi_types_set && self->mode == GST_GPUNET_ROI_MODE_FRAME)
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("roi-types is set, but roi-mode is 'frame', so no region is "
+            "classified: set roi-mode=regions (or both), or clear roi-types"),
+        ("roi-types is only read with roi-mode regions or both"));
+
+  /* before the model: a wrong path fails fast */
+  if (json_path != NULL && *json_path != '\0') {
+    self->json_file = g_fopen (json_path, "wb");
+    if (self->json_file == NULL) {
+      gint err = errno;
+
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
+          ("Cannot open the JSON output file '%s' for writing: %s. Set "
+              "json-output to the path of a file in an existing, writable "
+              "directory, or to an empty string to turn it off", json_path,
+              g_strerror (err)),
+          ("json-output property: fopen failed, errno %d", err));
+      goto done;
+    }
+    self->json_path = g_steal_pointer (&json_path);
+    self->json_lines = g_string_new (NULL);
   }
 
   context = g_strdup_printf ("loading model '%s' with checkpoint '%s'",
@@ -675,9 +827,16 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
       gpunet_model_weights_source (self->model),
       gpunet_session_backend_name (self->session));
 
-  if (batch_size > 1)
+  /* with regions only, no frame waits: batch-size bounds the crops per call */
+  self->max_batch = batch_size;
+  if (batch_size > 1 && self->mode != GST_GPUNET_ROI_MODE_REGIONS)
     self->batch = gst_gpunet_batch_new (batch_size,
         MIN (self->num_classes, MAX_TOP_K), classify_frames, self);
+  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
+    self->roi_cache = gst_gpunet_roi_cache_new (MIN (self->num_classes,
+            MAX_TOP_K));
+    self->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
+  }
   self->frame_count = 0;
   self->have_last = FALSE;
   self->carried = 0;
@@ -687,6 +846,7 @@ done:
   g_free (model_name);
   g_free (checkpoint);
   g_free (labels_path);
+  g_free (json_path);
   if (!ok)
     gst_gpunet_classify_stop (trans);
   return ok;
@@ -707,6 +867,16 @@ gst_gpunet_classify_stop (GstBaseTransform * trans)
   g_clear_pointer (&self->model, gpunet_model_unref);
   g_clear_pointer (&self->labels, g_strfreev);
   g_clear_pointer (&self->model_display_name, g_free);
+  g_clear_pointer (&self->roi_cache, gst_gpunet_roi_cache_free);
+  g_clear_pointer (&self->rois, g_array_unref);
+  if (self->json_file != NULL && fclose (self->json_file) != 0)
+    GST_ELEMENT_WARNING (self, RESOURCE, CLOSE,
+        ("Closing the JSON output file '%s' failed: %s; its last records may "
+            "be missing", self->json_path, g_strerror (errno)), (NULL));
+  self->json_file = NULL;
+  g_clear_pointer (&self->json_path, g_free);
+  if (self->json_lines != NULL)
+    g_string_free (g_steal_pointer (&self->json_lines), TRUE);
   self->num_classes = 0;
   self->have_last = FALSE;
   return TRUE;
@@ -799,90 +969,80 @@ gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
 
 /* ---- per frame ------------------------------------------------------------------- */
 
-static GstFlowReturn
-classify_frame (GstGpunetClassify * self, GstBuffer * buf)
+/* Maps `buf` for the engine (device pointers for CUDA memory of our context,
+ * else host memory) into `frame` and `img`; posts the error and returns FALSE
+ * when it cannot. */
+static gboolean
+map_frame (GstGpunetClassify * self, GstBuffer * buf, GstVideoFrame * frame,
+    gpunet_image * img)
 {
-  GstVideoFrame frame;
-  gpunet_image img = self->image_template;
+  *img = self->image_template;
+  if (!gst_gpunet_cuda_map_frame (CUDA (self), GST_ELEMENT (self), buf,
+          &self->info, frame, img)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
+        (NULL));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Classifies the mapped frame `img` into self->last. */
+static GstFlowReturn
+classify_frame (GstGpunetClassify * self, const gpunet_image * img)
+{
   gpunet_status st;
   char *text = NULL;
   gboolean pushed;
   gint k = MIN (self->num_classes, MAX_TOP_K);
 
-  /* device pointers for CUDA memory of our context, else host memory */
-  if (!gst_gpunet_cuda_map_frame (CUDA (self), GST_ELEMENT (self), buf,
-          &self->info, &frame, &img)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
-        (NULL));
-    return GST_FLOW_ERROR;
-  }
   /* always the largest k: top-k may grow while a result is carried; the
    * engine returns once the GPU is done with the frame */
   pushed = gst_gpunet_cuda_push (CUDA (self));
-  st = gpunet_session_classify (self->session, &img, 1, &self->pre, k,
+  st = gpunet_session_classify (self->session, img, 1, &self->pre, k,
       self->last, &text);
   gst_gpunet_cuda_pop (CUDA (self), pushed);
-  gst_video_frame_unmap (&frame);
 
   if (st != GPUNET_OK) {
     post_engine_error (self, st, text, "classifying a frame");
     return GST_FLOW_ERROR;
   }
   self->last_n = k;
-  self->have_last = TRUE;
   return GST_FLOW_OK;
 }
 
-static GstFlowReturn
-gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+/* What the records of one buffer share. */
+typedef struct
 {
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  GstBuffer *buf;
+  guint64 frame_no;
+  guint top_k;
+  gfloat threshold;
+  guint interval;
+  gboolean post;
+} RecordContext;
+
+/* Builds one record from the `n_scores` best classes `scores` (top-k and
+ * threshold applied) and attaches it: to the buffer as the frame's meta when
+ * `roi` is NULL, else to that region meta. Posts it on the bus and appends its
+ * JSON line when asked. */
+static void
+emit_record (GstGpunetClassify * self, const RecordContext * rc,
+    GstVideoRegionOfInterestMeta * roi, const gpunet_class_score * scores,
+    guint n_scores, gboolean inferred)
+{
   GstGpunetClassification c;
   gint ids[MAX_TOP_K];
-  gdouble scores[MAX_TOP_K];
+  gdouble values[MAX_TOP_K];
   const gchar *labels[MAX_TOP_K];
-  guint top_k, interval, i, n;
-  gfloat threshold;
-  gboolean post, inferred;
-  guint64 frame_no;
-  GstFlowReturn ret;
+  guint i, n = 0;
 
-  GST_OBJECT_LOCK (self);
-  top_k = self->top_k;
-  threshold = self->threshold;
-  interval = self->interval;
-  post = self->post_messages;
-  GST_OBJECT_UNLOCK (self);
+  for (i = 0; i < n_scores && i < rc->top_k; i++) {
+    const gpunet_class_score *r = &scores[i];
 
-  if (G_UNLIKELY (self->session == NULL)) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("The element is not started"),
-        (NULL));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-
-  frame_no = self->frame_count++;
-  if (self->batch != NULL) {
-    /* classified in a batch; generate_output put the result in `last` */
-    inferred = self->batch_inferred;
-  } else if (self->have_last && self->carried < interval) {
-    self->carried++;
-    inferred = FALSE;
-  } else {
-    ret = classify_frame (self, buf);
-    if (ret != GST_FLOW_OK)
-      return ret;
-    self->carried = 0;
-    inferred = TRUE;
-  }
-
-  n = 0;
-  for (i = 0; i < self->last_n && i < top_k; i++) {
-    const gpunet_class_score *r = &self->last[i];
-
-    if (r->score < threshold)
+    if (r->score < rc->threshold)
       break;                    /* sorted: nothing later passes */
     ids[n] = r->id;
-    scores[n] = r->score;
+    values[n] = r->score;
     labels[n] = (r->id >= 0 && r->id < self->num_classes) ?
         self->labels[r->id] : "class-unknown";
     n++;
@@ -890,39 +1050,280 @@ gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 
   c.model = self->model_display_name;
   c.num_classes = self->num_classes;
-  c.roi_id = -1;
+  c.roi_id = roi ? roi->id : -1;
   c.inferred = inferred;
-  c.best_id = self->last[0].id;
-  c.best_score = self->last[0].score;
+  c.best_id = scores[0].id;
+  c.best_score = scores[0].score;
   c.best_label = (c.best_id >= 0 && c.best_id < self->num_classes) ?
       self->labels[c.best_id] : "class-unknown";
   c.n = n;
   c.ids = ids;
-  c.scores = scores;
+  c.scores = values;
   c.labels = labels;
 
-  if (gst_buffer_add_gpunet_classification_meta (buf, &c) == NULL)
+  if (roi != NULL)
+    gst_gpunet_classification_add_to_roi (roi, &c);
+  else if (gst_buffer_add_gpunet_classification_meta (rc->buf, &c) == NULL)
     GST_WARNING_OBJECT (self, "could not add the classification meta");
 
-  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %s (%d) %.4f%s",
-      frame_no, c.best_label, c.best_id, c.best_score,
+  GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ", roi %d: %s (%d) %.4f%s",
+      rc->frame_no, c.roi_id, c.best_label, c.best_id, c.best_score,
       inferred ? "" : " (carried)");
 
-  if (post) {
+  if (rc->post) {
     GstStructure *s = gst_structure_new_empty (GPUNET_MESSAGE_NAME);
-    GstClockTime ts = GST_BUFFER_PTS (buf);
-    GstClockTime rt = gst_segment_to_running_time (&trans->segment,
+    GstClockTime ts = GST_BUFFER_PTS (rc->buf);
+    GstClockTime rt =
+        gst_segment_to_running_time (&GST_BASE_TRANSFORM (self)->segment,
         GST_FORMAT_TIME, ts);
 
     gst_gpunet_classification_to_structure (&c, s);
     gst_structure_set (s,
         "timestamp", G_TYPE_UINT64, (guint64) ts,
         "running-time", G_TYPE_UINT64, (guint64) rt,
-        "frame", G_TYPE_UINT64, frame_no, NULL);
+        "frame", G_TYPE_UINT64, rc->frame_no, NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
+  if (self->json_lines != NULL)
+    gst_gpunet_classification_to_json (&c, GST_BUFFER_PTS (rc->buf),
+        rc->frame_no, self->json_lines);
+}
+
+/* qsort: regions by crop size, so that crops of one size are neighbours. */
+static int
+compare_crop_size (const void *a, const void *b)
+{
+  const GstGpunetRoi *ra = *(GstGpunetRoi * const *) a;
+  const GstGpunetRoi *rb = *(GstGpunetRoi * const *) b;
+
+  if (ra->width != rb->width)
+    return ra->width < rb->width ? -1 : 1;
+  if (ra->height != rb->height)
+    return ra->height < rb->height ? -1 : 1;
+  return 0;
+}
+
+/* Classifies the crops of the `n` regions `rois` (reordered) of the mapped
+ * frame `img`: crops of one size together, up to the session's max_batch per
+ * engine call (a CUDA batch must be of one size). Writes k results per region
+ * to `out` and points each region's scores at its own. */
+static GstFlowReturn
+classify_crops (GstGpunetClassify * self, const gpunet_image * img,
+    GstGpunetRoi ** rois, guint n, guint k, gpunet_class_score * out)
+{
+  gpunet_image *crops = g_new (gpunet_image, MIN (n, self->max_batch));
+  gpunet_status st = GPUNET_OK;
+  char *text = NULL;
+  gboolean pushed;
+  guint start, end, i;
+
+  qsort (rois, n, sizeof (GstGpunetRoi *), compare_crop_size);
+  pushed = gst_gpunet_cuda_push (CUDA (self));
+  for (start = 0; start < n && st == GPUNET_OK; start = end) {
+    for (end = start + 1; end < n && end - start < self->max_batch
+        && compare_crop_size (&rois[start], &rois[end]) == 0; end++);
+    for (i = start; i < end; i++) {
+      GstGpunetRoi *r = rois[i];
+
+      gst_gpunet_roi_crop_image (img, r->x, r->y, r->width, r->height,
+          &crops[i - start]);
+      r->scores = out + (gsize) i * k;
+      r->inferred = TRUE;
+    }
+    st = gpunet_session_classify (self->session, crops, (int) (end - start),
+        &self->pre, (int) k, out + (gsize) start * k, &text);
+  }
+  gst_gpunet_cuda_pop (CUDA (self), pushed);
+  g_free (crops);
+
+  if (st != GPUNET_OK) {
+    post_engine_error (self, st, text, "classifying region crops");
+    return GST_FLOW_ERROR;
+  }
   return GST_FLOW_OK;
+}
+
+/* roi-mode regions/both: selects the buffer's regions into self->rois (`types`,
+ * NULL = all), takes the results carried by roi-id within an interval cycle
+ * (not at `cycle_start`) and classifies the other crops; their results go to
+ * *scores (free it once the records are attached). Maps the buffer into
+ * `frame`/`img` unless *mapped says it is. */
+static GstFlowReturn
+classify_regions (GstGpunetClassify * self, const RecordContext * rc,
+    gboolean cycle_start, const GArray * types, GstVideoFrame * frame,
+    gpunet_image * img, gboolean * mapped, gpunet_class_score ** scores)
+{
+  GArray *rois = self->rois;
+  GstGpunetRoi **todo = NULL;
+  guint k = MIN (self->num_classes, MAX_TOP_K), n_todo = 0, skipped, i;
+  gboolean even = self->image_template.format == GPUNET_FORMAT_NV12
+      || self->image_template.format == GPUNET_FORMAT_I420;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  *scores = NULL;
+  if (cycle_start)
+    gst_gpunet_roi_cache_clear (self->roi_cache);
+  g_array_set_size (rois, 0);
+  skipped = gst_gpunet_roi_collect (rc->buf, types, self->image_template.width,
+      self->image_template.height, even, rois);
+  if (skipped > 0)
+    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u empty or outside "
+        "regions skipped", rc->frame_no, skipped);
+  if (rois->len == 0)
+    return GST_FLOW_OK;
+
+  /* a region can be recognised on a later frame only by an id of its own */
+  todo = g_new (GstGpunetRoi *, rois->len);
+  for (i = 0; i < rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (rois, GstGpunetRoi, i);
+
+    if (!cycle_start && r->unique_id)
+      r->scores = gst_gpunet_roi_cache_lookup (self->roi_cache, r->meta->id,
+          r->meta->roi_type);
+    r->inferred = FALSE;
+    if (r->scores == NULL)
+      todo[n_todo++] = r;
+  }
+
+  if (n_todo > 0) {
+    if (!*mapped) {
+      if (!map_frame (self, rc->buf, frame, img)) {
+        ret = GST_FLOW_ERROR;
+        goto done;
+      }
+      *mapped = TRUE;
+    }
+    *scores = g_new (gpunet_class_score, (gsize) n_todo * k);
+    ret = classify_crops (self, img, todo, n_todo, k, *scores);
+    if (ret != GST_FLOW_OK)
+      goto done;
+    if (rc->interval > 0) {
+      for (i = 0; i < n_todo; i++)
+        if (todo[i]->unique_id)
+          gst_gpunet_roi_cache_store (self->roi_cache, todo[i]->meta->id,
+              todo[i]->meta->roi_type, todo[i]->scores);
+    }
+  }
+
+done:
+  g_free (todo);
+  if (ret != GST_FLOW_OK)
+    g_array_set_size (rois, 0);
+  return ret;
+}
+
+/* json-output: writes the buffer's records and flushes them to the file. */
+static GstFlowReturn
+write_json_lines (GstGpunetClassify * self)
+{
+  GString *lines = self->json_lines;
+  gint err = 0;
+
+  errno = 0;
+  if (lines->len > 0 && (fwrite (lines->str, 1, lines->len,
+              self->json_file) != lines->len || fflush (self->json_file) != 0))
+    err = errno ? errno : EIO;
+  g_string_truncate (lines, 0);
+  if (err != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
+        ("Cannot write to the JSON output file '%s': %s. Free space on its "
+            "disk, or set json-output to another file", self->json_path,
+            g_strerror (err)), ("json-output property"));
+    return GST_FLOW_ERROR;
+  }
+  return GST_FLOW_OK;
+}
+
+static GstFlowReturn
+gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  RecordContext rc;
+  GArray *types = NULL;
+  GstVideoFrame frame;
+  gpunet_image img;
+  gpunet_class_score *roi_scores = NULL;
+  gboolean mapped = FALSE, cycle_start;
+  GstFlowReturn ret = GST_FLOW_OK;
+
+  if (G_UNLIKELY (self->session == NULL)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("The element is not started"),
+        (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  rc.buf = buf;
+  GST_OBJECT_LOCK (self);
+  rc.top_k = self->top_k;
+  rc.threshold = self->threshold;
+  rc.interval = self->interval;
+  rc.post = self->post_messages;
+  /* roi-types may be replaced while we use it */
+  if (self->roi_type_quarks != NULL)
+    types = g_array_ref (self->roi_type_quarks);
+  GST_OBJECT_UNLOCK (self);
+
+  rc.frame_no = self->frame_count++;
+  if (self->batch != NULL) {
+    /* classified in a batch; generate_output put the result in `last` */
+    cycle_start = self->batch_inferred;
+  } else if (self->have_last && self->carried < rc.interval) {
+    self->carried++;
+    cycle_start = FALSE;
+  } else {
+    if (self->mode != GST_GPUNET_ROI_MODE_REGIONS) {
+      if (!map_frame (self, buf, &frame, &img)) {
+        ret = GST_FLOW_ERROR;
+        goto done;
+      }
+      mapped = TRUE;
+      ret = classify_frame (self, &img);
+      if (ret != GST_FLOW_OK)
+        goto done;
+    }
+    /* with regions only, the cycle of `interval` runs all the same */
+    self->have_last = TRUE;
+    self->carried = 0;
+    cycle_start = TRUE;
+  }
+
+  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
+    ret = classify_regions (self, &rc, cycle_start, types, &frame, &img,
+        &mapped, &roi_scores);
+    if (ret != GST_FLOW_OK)
+      goto done;
+  }
+  /* a mapped frame holds a reference: the buffer is writable again after */
+  if (mapped) {
+    gst_video_frame_unmap (&frame);
+    mapped = FALSE;
+  }
+
+  if (self->mode != GST_GPUNET_ROI_MODE_REGIONS)
+    emit_record (self, &rc, NULL, self->last, self->last_n, cycle_start);
+  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
+    guint i, k = MIN (self->num_classes, MAX_TOP_K);
+
+    for (i = 0; i < self->rois->len; i++) {
+      GstGpunetRoi *r = &g_array_index (self->rois, GstGpunetRoi, i);
+
+      emit_record (self, &rc, r->meta, r->scores, k, r->inferred);
+    }
+    g_array_set_size (self->rois, 0);
+  }
+  if (self->json_lines != NULL)
+    ret = write_json_lines (self);
+
+done:
+  if (mapped)
+    gst_video_frame_unmap (&frame);
+  g_free (roi_scores);
+  if (self->json_lines != NULL)
+    g_string_truncate (self->json_lines, 0);
+  if (types != NULL)
+    g_array_unref (types);
+  return ret;
 }
 
 /* ---- batch-size > 1 (the queue is gstgpunetbatch.c) ------------------------------ */

@@ -1,8 +1,10 @@
 /* gstgpunetmeta.c: registers the GstGpunetClassificationMeta custom meta, with a
  * transform function so the record survives buffer copies and scaling (a whole-frame
  * classification does not depend on the frame's size or colour format), and turns a
- * classification record into the meta's (and the bus message's) structure. */
+ * classification record into the meta's (and the bus message's and a region's)
+ * structure and into a JSON line. */
 #include "gstgpunetmeta.h"
+#include "gpunet-json-write.h"
 
 #include <gst/video/video.h>
 
@@ -109,4 +111,58 @@ gst_buffer_add_gpunet_classification_meta (GstBuffer * buffer,
   gst_gpunet_classification_to_structure (c, gst_custom_meta_get_structure
       (meta));
   return meta;
+}
+
+void
+gst_gpunet_classification_add_to_roi (GstVideoRegionOfInterestMeta * roi,
+    const GstGpunetClassification * c)
+{
+  GstStructure *s;
+
+  g_return_if_fail (roi != NULL);
+
+  s = gst_structure_new_empty (GPUNET_META_NAME);
+  gst_gpunet_classification_to_structure (c, s);
+  /* takes the structure; buffer copies keep it (1.22's scale transform of the
+   * region meta does not) */
+  gst_video_region_of_interest_meta_add_param (roi, s);
+}
+
+void
+gst_gpunet_classification_to_json (const GstGpunetClassification * c,
+    GstClockTime pts, guint64 frame, GString * out)
+{
+  guint i;
+
+  g_string_append (out, "{\"pts\":");
+  if (GST_CLOCK_TIME_IS_VALID (pts))
+    g_string_append_printf (out, "%" G_GUINT64_FORMAT, (guint64) pts);
+  else
+    g_string_append (out, "null");
+  g_string_append_printf (out, ",\"frame\":%" G_GUINT64_FORMAT
+      ",\"roi-id\":%d,\"model\":", frame, c->roi_id);
+  gpunet_json_write_string (out, c->model);
+  g_string_append (out, ",\"label\":");
+  gpunet_json_write_string (out, c->best_label);
+  g_string_append_printf (out, ",\"label-id\":%d,\"confidence\":",
+      c->best_id);
+  /* 9 significant digits: the engine's float scores exactly */
+  gpunet_json_write_number (out, c->best_score, "%.9g");
+  g_string_append (out, ",\"ids\":[");
+  for (i = 0; i < c->n; i++)
+    g_string_append_printf (out, "%s%d", i ? "," : "", c->ids[i]);
+  g_string_append (out, "],\"labels\":[");
+  for (i = 0; i < c->n; i++) {
+    if (i)
+      g_string_append_c (out, ',');
+    gpunet_json_write_string (out, c->labels[i]);
+  }
+  g_string_append (out, "],\"scores\":[");
+  for (i = 0; i < c->n; i++) {
+    if (i)
+      g_string_append_c (out, ',');
+    gpunet_json_write_number (out, c->scores[i], "%.9g");
+  }
+  g_string_append_printf (out, "],\"inferred\":%s}\n",
+      c->inferred ? "true" : "false");
 }

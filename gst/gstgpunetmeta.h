@@ -1,10 +1,12 @@
 /* gstgpunetmeta.h: the GstGpunetClassificationMeta custom meta (registration, how a
- * classification record becomes a GstStructure, and how it is attached to a buffer).
+ * classification record becomes a GstStructure, and how it is attached to a buffer
+ * or to a region's GstVideoRegionOfInterestMeta) and the record's JSON line.
  * Applications that only read the meta use the header-only gpunet-meta.h instead. */
 #ifndef __GST_GPUNET_META_H__
 #define __GST_GPUNET_META_H__
 
 #include <gst/gst.h>
+#include <gst/video/video.h>
 
 #include "gpunet-meta.h"
 
@@ -16,7 +18,7 @@ typedef struct
 {
   const gchar *model;
   gint num_classes;
-  gint roi_id;                  /* -1: the whole frame */
+  gint roi_id;                  /* -1: the whole frame, else the region meta's id */
   gboolean inferred;            /* FALSE: carried over from an earlier frame */
   gint best_id;                 /* top-1, always set even when n == 0 */
   gdouble best_score;
@@ -39,6 +41,17 @@ void gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
  * meta (owned by the buffer) or NULL. */
 GstCustomMeta *gst_buffer_add_gpunet_classification_meta (GstBuffer * buffer,
     const GstGpunetClassification * c);
+
+/* Adds `c` to the region meta `roi` (of a writable buffer) as a parameter
+ * structure named GPUNET_META_NAME holding the fields above. */
+void gst_gpunet_classification_add_to_roi (GstVideoRegionOfInterestMeta * roi,
+    const GstGpunetClassification * c);
+
+/* Appends `c` to `out` as one JSON object and a newline: pts (nanoseconds, or
+ * null when `pts` is GST_CLOCK_TIME_NONE), frame, roi-id, model, label,
+ * label-id, confidence, ids, labels, scores, inferred. */
+void gst_gpunet_classification_to_json (const GstGpunetClassification * c,
+    GstClockTime pts, guint64 frame, GString * out);
 
 G_END_DECLS
 

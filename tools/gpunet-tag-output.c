@@ -10,6 +10,7 @@
 
 #include <glib/gstdio.h>
 
+#include "gpunet-json-write.h"
 #include "gpunet-tag-common.h"
 #include "json.h"
 
@@ -18,33 +19,7 @@
   "decode_fps,classify_fps,top_labels,status,message\n"
 #define CSV_COLUMNS 22
 
-/* ---- primitive writers ---- */
-
-static void
-json_str (GString * out, const gchar * str)
-{
-  /* labels come from user files: JSON needs valid UTF-8 */
-  gchar *valid = str ? g_utf8_make_valid (str, -1) : NULL;
-  const gchar *s = valid;
-
-  g_string_append_c (out, '"');
-  for (; s && *s; s++) {
-    guchar c = (guchar) * s;
-
-    if (c == '"' || c == '\\')
-      g_string_append_printf (out, "\\%c", c);
-    else if (c == '\n')
-      g_string_append (out, "\\n");
-    else if (c == '\t')
-      g_string_append (out, "\\t");
-    else if (c < 0x20)
-      g_string_append_printf (out, "\\u%04x", c);
-    else
-      g_string_append_c (out, (gchar) c);
-  }
-  g_string_append_c (out, '"');
-  g_free (valid);
-}
+/* ---- primitive writers (JSON strings: gst/gpunet-json-write.h) ---- */
 
 /* A number in the C locale; NaN, infinities and negative "unknown" values
  * (when `unknown_if_negative`) become JSON null / an empty CSV field. */
@@ -106,13 +81,13 @@ tag_write_frame (GString * out, TagFormat fmt, const gchar * input,
 
   if (fmt == TAG_FORMAT_JSONL) {
     g_string_append (out, "{\"type\":\"frame\",\"input\":");
-    json_str (out, key);
+    gpunet_json_write_string (out, key);
     g_string_append_printf (out, ",\"frame\":%" G_GUINT64_FORMAT ",\"pts\":",
         frame);
     num (out, fmt, pts, "%.6f", TRUE);
     if (n > 0) {
       g_string_append_printf (out, ",\"label_id\":%d,\"label\":", ids[0]);
-      json_str (out, labels[0]);
+      gpunet_json_write_string (out, labels[0]);
       g_string_append (out, ",\"score\":");
       num (out, fmt, scores[0], "%.6f", FALSE);
     }
@@ -123,7 +98,7 @@ tag_write_frame (GString * out, TagFormat fmt, const gchar * input,
     for (guint i = 0; i < n; i++) {
       if (i)
         g_string_append_c (out, ',');
-      json_str (out, labels[i]);
+      gpunet_json_write_string (out, labels[i]);
     }
     g_string_append (out, "],\"scores\":[");
     for (guint i = 0; i < n; i++) {
@@ -178,7 +153,7 @@ segment_write (const TagSegment * seg, GString * out, TagFormat fmt,
 
   if (fmt == TAG_FORMAT_JSONL) {
     g_string_append (out, "{\"type\":\"segment\",\"input\":");
-    json_str (out, key);
+    gpunet_json_write_string (out, key);
     g_string_append (out, ",\"start\":");
     num (out, fmt, seg->start, "%.6f", TRUE);
     g_string_append (out, ",\"end\":");
@@ -187,7 +162,7 @@ segment_write (const TagSegment * seg, GString * out, TagFormat fmt,
         ",\"end_frame\":%" G_GUINT64_FORMAT ",\"frames\":%" G_GUINT64_FORMAT
         ",\"label_id\":%d,\"label\":", seg->start_frame, seg->end_frame,
         seg->count, seg->label_id);
-    json_str (out, seg->label);
+    gpunet_json_write_string (out, seg->label);
     g_string_append (out, ",\"mean_score\":");
     num (out, fmt, mean, "%.6f", FALSE);
     g_string_append (out, "}\n");
@@ -261,11 +236,11 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
 
   if (fmt == TAG_FORMAT_JSONL) {
     g_string_append (out, "{\"type\":\"summary\",\"input\":");
-    json_str (out, key);
+    gpunet_json_write_string (out, key);
     g_string_append_printf (out, ",\"status\":\"%s\",\"message\":",
         s->ok ? "ok" : "error");
     if (s->message)
-      json_str (out, s->message);
+      gpunet_json_write_string (out, s->message);
     else
       g_string_append (out, "null");
     g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT
@@ -284,7 +259,7 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
     for (guint i = 0; i < s->n_top; i++) {
       g_string_append_printf (out, "%s{\"label_id\":%d,\"label\":",
           i ? "," : "", s->top[i].id);
-      json_str (out, s->top[i].label);
+      gpunet_json_write_string (out, s->top[i].label);
       g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT "}",
           s->top[i].count);
     }

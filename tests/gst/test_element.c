@@ -2,9 +2,13 @@
  * model (tests/data/fixtures): metadata for every format and odd sizes, the fixture's
  * golden top-5 through the whole element, untouched data and timestamps, interval,
  * properties changed while PLAYING, bus messages, every start() error, state cycling
- * and caps changes, batch-size (same records as batch 1, EOS/caps/flush, interval).
+ * and caps changes, batch-size (same records as batch 1, EOS/caps/flush, interval),
+ * regions (roi-mode, roi-types: records on region metas, crops equal to the regions
+ * cut out, interval, messages, batching) and json-output (parsed back; open and
+ * write errors).
  * Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
  * or GstMiniObject fails the test. */
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +21,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet-meta.h"
+#include "json.h"               /* the engine's strict JSON reader */
 
 #define RES 96
 #define NUM_CLASSES 16
@@ -101,9 +106,10 @@ make_frame (GstHarness * h, const gchar * caps_str, guint seed)
   return buf;
 }
 
-/* Checks the fields of one classification structure; returns the top-k size. */
+/* Checks the fields of one classification structure of region `roi_id` (-1:
+ * the frame); returns the top-k size. */
 static guint
-check_record (const GstStructure * s, gboolean inferred)
+check_record_roi (const GstStructure * s, gboolean inferred, gint roi_id)
 {
   guint i, n = gpunet_meta_n_results (s);
   gint label_id, num_classes, roi;
@@ -116,7 +122,7 @@ check_record (const GstStructure * s, gboolean inferred)
   fail_unless (gst_structure_get_int (s, "num-classes", &num_classes));
   fail_unless_equals_int (num_classes, NUM_CLASSES);
   fail_unless (gst_structure_get_int (s, "roi-id", &roi));
-  fail_unless_equals_int (roi, -1);
+  fail_unless_equals_int (roi, roi_id);
   fail_unless (gst_structure_get_boolean (s, "inferred", &inf));
   fail_unless_equals_int (inf, inferred);
   fail_unless (gst_structure_get_int (s, "label-id", &label_id));
@@ -139,6 +145,13 @@ check_record (const GstStructure * s, gboolean inferred)
           gpunet_meta_nth_score (s, i - 1));
   }
   return n;
+}
+
+/* Checks a whole-frame record; returns the top-k size. */
+static guint
+check_record (const GstStructure * s, gboolean inferred)
+{
+  return check_record_roi (s, inferred, -1);
 }
 
 /* Pushes `in` (keeping a copy of its bytes and fields), pulls the output and
@@ -987,6 +1000,705 @@ GST_START_TEST (test_batch_flush)
 
 GST_END_TEST;
 
+/* ---- regions: roi-mode, roi-types ------------------------------------------------ */
+
+/* One region meta a test puts on a buffer. */
+typedef struct
+{
+  const gchar *type;
+  gint id;
+  guint x, y, w, h;
+} TestRoi;
+
+static void
+add_rois (GstBuffer * buf, const TestRoi * rois, guint n)
+{
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    GstVideoRegionOfInterestMeta *m =
+        gst_buffer_add_video_region_of_interest_meta (buf, rois[i].type,
+        rois[i].x, rois[i].y, rois[i].w, rois[i].h);
+
+    fail_unless (m != NULL);
+    m->id = rois[i].id;
+  }
+}
+
+/* How many classification records `roi` carries; the first in *first. */
+static guint
+roi_records (GstVideoRegionOfInterestMeta * roi, const GstStructure ** first)
+{
+  GList *l;
+  guint n = 0;
+
+  *first = NULL;
+  for (l = roi->params; l != NULL; l = l->next) {
+    if (gst_structure_has_name (l->data, GPUNET_META_NAME)) {
+      if (n == 0)
+        *first = l->data;
+      n++;
+    }
+  }
+  return n;
+}
+
+/* The classification record of the region meta with id `id` (exactly one). */
+static const GstStructure *
+roi_record (GstBuffer * buf, gint id)
+{
+  GstVideoRegionOfInterestMeta *roi =
+      gst_buffer_get_video_region_of_interest_meta_id (buf, id);
+  const GstStructure *s;
+
+  fail_unless (roi != NULL, "no region %d", id);
+  fail_unless_equals_int (roi_records (roi, &s), 1);
+  return s;
+}
+
+/* A new buffer holding the x, y, w x h rectangle of the frame `in` as a frame of
+ * its own (same format and colorimetry); its caps in *caps_str. */
+static GstBuffer *
+cut_out (GstBuffer * in, const GstVideoInfo * in_info, gint x, gint y, gint w,
+    gint h, gchar ** caps_str)
+{
+  GstVideoInfo info;
+  GstVideoFrame src, dst;
+  GstBuffer *out;
+  GstCaps *caps;
+  guint p;
+
+  gst_video_info_set_format (&info, GST_VIDEO_INFO_FORMAT (in_info), w, h);
+  info.colorimetry = in_info->colorimetry;
+  caps = gst_video_info_to_caps (&info);
+  *caps_str = gst_caps_to_string (caps);
+  gst_caps_unref (caps);
+
+  out = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  gst_buffer_memset (out, 0, 0, GST_VIDEO_INFO_SIZE (&info));   /* padding */
+  fail_unless (gst_video_frame_map (&src, (GstVideoInfo *) in_info, in,
+          GST_MAP_READ));
+  fail_unless (gst_video_frame_map (&dst, &info, out, GST_MAP_WRITE));
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (&dst); p++) {
+    gint comp[GST_VIDEO_MAX_COMPONENTS], c, ps, rows, row_bytes, r;
+    const guint8 *sp;
+    guint8 *dp = GST_VIDEO_FRAME_PLANE_DATA (&dst, p);
+
+    gst_video_format_info_component (info.finfo, p, comp);
+    c = comp[0];
+    ps = GST_VIDEO_FRAME_COMP_PSTRIDE (&dst, c);
+    rows = GST_VIDEO_FRAME_COMP_HEIGHT (&dst, c);
+    row_bytes = GST_VIDEO_FRAME_COMP_WIDTH (&dst, c) * ps;
+    sp = (const guint8 *) GST_VIDEO_FRAME_PLANE_DATA (&src, p)
+        + (y >> GST_VIDEO_FORMAT_INFO_H_SUB (info.finfo, c))
+        * GST_VIDEO_FRAME_PLANE_STRIDE (&src, p)
+        + (x >> GST_VIDEO_FORMAT_INFO_W_SUB (info.finfo, c)) * ps;
+    for (r = 0; r < rows; r++)
+      memcpy (dp + r * GST_VIDEO_FRAME_PLANE_STRIDE (&dst, p),
+          sp + r * GST_VIDEO_FRAME_PLANE_STRIDE (&src, p), row_bytes);
+  }
+  gst_video_frame_unmap (&dst);
+  gst_video_frame_unmap (&src);
+  GST_BUFFER_PTS (out) = GST_BUFFER_PTS (in);
+  return out;
+}
+
+/* Two records of the same picture agree: top-1 and ids equal, scores and
+ * confidence within `tol`. */
+static void
+check_same_result (const GstStructure * a, const GstStructure * b,
+    gdouble tol)
+{
+  guint i, n = gpunet_meta_n_results (a);
+
+  fail_unless_equals_int (gpunet_meta_label_id (a), gpunet_meta_label_id (b));
+  fail_unless (fabs (gpunet_meta_confidence (a) - gpunet_meta_confidence (b))
+      <= tol, "confidence %.9f vs %.9f", gpunet_meta_confidence (a),
+      gpunet_meta_confidence (b));
+  fail_unless_equals_int (n, gpunet_meta_n_results (b));
+  for (i = 0; i < n; i++) {
+    fail_unless_equals_int (gpunet_meta_nth_id (a, i), gpunet_meta_nth_id (b,
+            i));
+    fail_unless (fabs (gpunet_meta_nth_score (a, i) -
+            gpunet_meta_nth_score (b, i)) <= tol, "score %u: %.9f vs %.9f", i,
+        gpunet_meta_nth_score (a, i), gpunet_meta_nth_score (b, i));
+  }
+}
+
+#define ROI_W 45
+#define ROI_H 37
+
+/* On a 45x37 frame: two regions classified, the others filtered out by type,
+ * empty or outside the frame. */
+static const TestRoi test_rois[] = {
+  {"object", 7, 3, 5, 20, 17},  /* inside, odd origin */
+  {"face", 5, 10, 10, 16, 16},  /* not in roi-types */
+  {"object", 11, 30, 20, 40, 40},       /* partly outside: clipped to 15x17 */
+  {"object", 13, 8, 8, 0, 12},  /* empty */
+  {"car", 17, 200, 100, 10, 10},        /* outside the frame */
+};
+
+static void
+check_regions (const gchar * format)
+{
+  gchar *caps = g_strdup_printf ("video/x-raw,format=%s,width=%d,height=%d,"
+      "framerate=30/1", format, ROI_W, ROI_H);
+  gboolean yuv420 = !g_strcmp0 (format, "NV12") || !g_strcmp0 (format, "I420");
+  /* the classified crops: for 4:2:0 the origin rounded down to even */
+  const gint expect[2][5] = {
+    {7, yuv420 ? 2 : 3, yuv420 ? 4 : 5, yuv420 ? 21 : 20, yuv420 ? 18 : 17},
+    {11, 30, 20, ROI_W - 30, ROI_H - 20},
+  };
+  GstHarness *h;
+  GstBuffer *in, *out;
+  GstVideoInfo info;
+  GstCaps *c;
+  guint i;
+
+  GST_INFO ("%s", caps);
+  c = gst_caps_from_string (caps);
+  fail_unless (gst_video_info_from_caps (&info, c));
+  gst_caps_unref (c);
+
+  /* regions: a record on each selected region, none on the frame */
+  h = harness_for (make_classify (TINY_A, "roi-mode", "regions", "roi-types",
+          " object, car ,", NULL), caps);
+  in = make_frame (h, caps, 4);
+  add_rois (in, test_rois, G_N_ELEMENTS (test_rois));
+  out = push_and_check_passthrough (h, in);
+  fail_unless (gpunet_meta_get (out) == NULL, "a frame record with "
+      "roi-mode=regions");
+  for (i = 0; i < G_N_ELEMENTS (test_rois); i++) {
+    GstVideoRegionOfInterestMeta *roi =
+        gst_buffer_get_video_region_of_interest_meta_id (out, test_rois[i].id);
+    const GstStructure *s;
+    gboolean selected = test_rois[i].id == 7 || test_rois[i].id == 11;
+
+    fail_unless (roi != NULL);
+    fail_unless_equals_int (roi_records (roi, &s), selected ? 1 : 0);
+    if (selected)
+      fail_unless_equals_int (check_record_roi (s, TRUE, test_rois[i].id), 5);
+  }
+
+  /* each region's result is the one of its crop cut out as a frame of its own:
+   * the crop's plane offsets are right */
+  for (i = 0; i < G_N_ELEMENTS (expect); i++) {
+    gchar *crop_caps = NULL;
+    GstBuffer *crop = cut_out (out, &info, expect[i][1], expect[i][2],
+        expect[i][3], expect[i][4], &crop_caps);
+    GstHarness *h2 = harness_for (make_classify (TINY_A, NULL), crop_caps);
+    GstBuffer *crop_out = push_and_check_passthrough (h2, crop);
+
+    GST_INFO ("region %d as %s", expect[i][0], crop_caps);
+    check_same_result (roi_record (out, expect[i][0]), out_record (crop_out),
+        1e-6);
+    gst_buffer_unref (crop_out);
+    gst_harness_teardown (h2);
+    g_free (crop_caps);
+  }
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  /* both: the frame record too; frame (the default): only the frame's */
+  h = harness_for (make_classify (TINY_A, "roi-mode", "both", "roi-types",
+          "object,car", NULL), caps);
+  in = make_frame (h, caps, 4);
+  add_rois (in, test_rois, G_N_ELEMENTS (test_rois));
+  out = push_and_check_passthrough (h, in);
+  check_record (out_record (out), TRUE);
+  check_record_roi (roi_record (out, 7), TRUE, 7);
+  check_record_roi (roi_record (out, 11), TRUE, 11);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+
+  h = harness_for (make_classify (TINY_A, NULL), caps);
+  in = make_frame (h, caps, 4);
+  add_rois (in, test_rois, G_N_ELEMENTS (test_rois));
+  out = push_and_check_passthrough (h, in);
+  check_record (out_record (out), TRUE);
+  for (i = 0; i < G_N_ELEMENTS (test_rois); i++) {
+    const GstStructure *s;
+
+    fail_unless_equals_int (roi_records
+        (gst_buffer_get_video_region_of_interest_meta_id (out,
+                test_rois[i].id), &s), 0);
+  }
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+  g_free (caps);
+}
+
+GST_START_TEST (test_regions_rgba)
+{
+  check_regions ("RGBA");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_regions_nv12)
+{
+  check_regions ("NV12");
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_regions_other_formats)
+{
+  check_regions ("I420");
+  check_regions ("BGR");
+}
+
+GST_END_TEST;
+
+/* The records of every region of `buf`, in meta order, as "id;inferred;rest"
+ * strings (g_strfreev). */
+static gchar **
+region_records (GstBuffer * buf)
+{
+  GPtrArray *recs = g_ptr_array_new ();
+  gpointer state = NULL;
+  GstMeta *meta;
+
+  while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
+              GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) != NULL) {
+    GstVideoRegionOfInterestMeta *roi = (GstVideoRegionOfInterestMeta *) meta;
+    const GstStructure *s;
+    GstStructure *copy;
+    gboolean inferred = FALSE;
+    gchar *rest;
+
+    fail_unless_equals_int (roi_records (roi, &s), 1);
+    fail_unless (gst_structure_get_boolean (s, "inferred", &inferred));
+    check_record_roi (s, inferred, roi->id);
+    copy = gst_structure_copy (s);
+    gst_structure_remove_field (copy, "inferred");
+    rest = gst_structure_to_string (copy);
+    g_ptr_array_add (recs, g_strdup_printf ("%d;%d;%s", roi->id, inferred,
+            rest));
+    g_free (rest);
+    gst_structure_free (copy);
+  }
+  g_ptr_array_add (recs, NULL);
+  return (gchar **) g_ptr_array_free (recs, FALSE);
+}
+
+/* interval: a region's result is carried by roi-id; a new id, or an id two
+ * regions share, is classified on the frame it appears on. */
+GST_START_TEST (test_regions_interval)
+{
+  const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
+  static const TestRoi rois[] = {
+    {"object", 1, 0, 0, 20, 20},
+    {"object", 2, 10, 5, 24, 20},
+    {"object", 9, 4, 4, 12, 12},
+    {"object", 9, 20, 10, 16, 16},
+    {"object", 3, 5, 15, 30, 15},       /* from frame 1 on */
+  };
+  /* inferred per frame and region: frames 0..3, interval 2 */
+  static const gchar *expect[] = {
+    "1;1 2;1 9;1 9;1",
+    "1;0 2;0 9;1 9;1 3;1",
+    "1;0 2;0 9;1 9;1 3;0",
+    "1;1 2;1 9;1 9;1 3;1",
+  };
+  GstHarness *h = harness_for (make_classify (TINY_A, "roi-mode", "regions",
+          "interval", "2", NULL), caps);
+  gchar **first = NULL;
+  guint f, i;
+
+  for (f = 0; f < G_N_ELEMENTS (expect); f++) {
+    GstBuffer *in = make_frame (h, caps, f * 3 + 1), *out;
+    GString *got = g_string_new (NULL);
+    gchar **recs;
+
+    add_rois (in, rois, f == 0 ? 4 : 5);
+    out = push_and_check_passthrough (h, in);
+    fail_unless (gpunet_meta_get (out) == NULL);
+    recs = region_records (out);
+    for (i = 0; recs[i] != NULL; i++) {
+      gchar **parts = g_strsplit (recs[i], ";", 3);
+
+      g_string_append_printf (got, "%s%s;%s", i ? " " : "", parts[0],
+          parts[1]);
+      /* carried: the record of frame 0 but for `inferred` */
+      if (f > 0 && i < 2 && parts[1][0] == '0') {
+        gchar **p0 = g_strsplit (first[i], ";", 3);
+
+        fail_unless_equals_string (parts[2], p0[2]);
+        g_strfreev (p0);
+      }
+      g_strfreev (parts);
+    }
+    fail_unless_equals_string (got->str, expect[f]);
+    g_string_free (got, TRUE);
+    if (f == 0)
+      first = recs;
+    else
+      g_strfreev (recs);
+    gst_buffer_unref (out);
+  }
+  g_strfreev (first);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* post-messages: one message per record, with its roi-id. */
+GST_START_TEST (test_regions_messages)
+{
+  const gchar *caps = "video/x-raw,format=NV12,width=45,height=37";
+  GstHarness *h = harness_for (make_classify (TINY_A, "roi-mode", "both",
+          "roi-types", "object,car", "post-messages", "true", NULL), caps);
+  GstBus *bus = gst_bus_new ();
+  static const gint expect_ids[] = { -1, 7, 11 };
+  GstBuffer *in, *out;
+  GstMessage *msg;
+  guint n = 0;
+
+  gst_element_set_bus (h->element, bus);
+  in = make_frame (h, caps, 2);
+  add_rois (in, test_rois, G_N_ELEMENTS (test_rois));
+  out = push_and_check_passthrough (h, in);
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT)) != NULL) {
+    const GstStructure *s = gst_message_get_structure (msg);
+    guint64 frame;
+
+    if (gst_structure_has_name (s, GPUNET_MESSAGE_NAME)) {
+      fail_unless (n < G_N_ELEMENTS (expect_ids));
+      check_record_roi (s, TRUE, expect_ids[n]);
+      fail_unless (gst_structure_get_uint64 (s, "frame", &frame));
+      fail_unless_equals_uint64 (frame, 0);
+      n++;
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless_equals_int (n, G_N_ELEMENTS (expect_ids));
+  gst_buffer_unref (out);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* batch-size: crops of one size share an engine call, with the results of one
+ * call per crop; roi-mode=regions holds no frame back, both does. */
+GST_START_TEST (test_regions_batch)
+{
+  const gchar *caps = "video/x-raw,format=I420,width=48,height=40";
+  static const TestRoi rois[] = {
+    {"object", 1, 0, 0, 16, 16},
+    {"object", 2, 20, 10, 16, 16},
+    {"object", 3, 2, 20, 30, 18},
+    {"object", 4, 30, 22, 16, 16},
+  };
+  GstHarness *one = harness_for (make_classify (TINY_A, "roi-mode", "both",
+          NULL), caps);
+  GstHarness *four = harness_for (make_classify (TINY_A, "roi-mode",
+          "regions", "batch-size", "4", NULL), caps);
+  GstHarness *three = harness_for (make_classify (TINY_A, "roi-mode", "both",
+          "batch-size", "3", NULL), caps);
+  GstBuffer *ref[3], *out;
+  guint f, i;
+
+  for (f = 0; f < 3; f++) {
+    GstBuffer *in = make_frame (one, caps, f + 7);
+
+    add_rois (in, rois, G_N_ELEMENTS (rois));
+    ref[f] = push_and_check_passthrough (one, in);
+
+    in = make_frame (four, caps, f + 7);
+    add_rois (in, rois, G_N_ELEMENTS (rois));
+    out = push_and_check_passthrough (four, in);
+    fail_unless (gpunet_meta_get (out) == NULL);
+    for (i = 0; i < G_N_ELEMENTS (rois); i++)
+      check_same_result (roi_record (out, rois[i].id), roi_record (ref[f],
+              rois[i].id), 1e-4);
+    gst_buffer_unref (out);
+
+    in = make_frame (three, caps, f + 7);
+    add_rois (in, rois, G_N_ELEMENTS (rois));
+    fail_unless_equals_int (gst_harness_push (three, in), GST_FLOW_OK);
+  }
+  /* the batch of 3 frames left together, each with all its records */
+  fail_unless_equals_int (gst_harness_buffers_in_queue (three), 3);
+  for (f = 0; f < 3; f++) {
+    out = gst_harness_pull (three);
+    check_same_result (out_record (out), out_record (ref[f]), 1e-4);
+    for (i = 0; i < G_N_ELEMENTS (rois); i++)
+      check_same_result (roi_record (out, rois[i].id), roi_record (ref[f],
+              rois[i].id), 1e-4);
+    gst_buffer_unref (out);
+    gst_buffer_unref (ref[f]);
+  }
+  gst_harness_teardown (one);
+  gst_harness_teardown (four);
+  gst_harness_teardown (three);
+}
+
+GST_END_TEST;
+
+/* roi-types without roi-mode regions/both is a mistake worth a warning. */
+GST_START_TEST (test_regions_types_warning)
+{
+  GstElement *el = make_classify (TINY_A, "roi-types", "face", NULL);
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+
+  gst_element_set_bus (el, bus);
+  fail_unless (gst_element_set_state (el, GST_STATE_PAUSED) !=
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning");
+  gst_message_parse_warning (msg, &err, NULL);
+  assert_contains (err->message, "roi-mode=regions");
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_state (el, GST_STATE_NULL);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (el);
+}
+
+GST_END_TEST;
+
+/* ---- json-output ------------------------------------------------------------------- */
+
+static const gchar *json_labels[] = {
+  "say \"hi\"", "back\\slash", "tab\there", "caf\xc3\xa9 \xe2\x9c\x93",
+  "bell\x07", "quote\"and\\both",
+};
+
+/* The label of class `id` in the labels file of test_json_output. */
+static gchar *
+json_label (gint id)
+{
+  if (id < (gint) G_N_ELEMENTS (json_labels))
+    return g_strdup (json_labels[id]);
+  return g_strdup_printf ("label %d", id);
+}
+
+/* One parsed JSON line agrees with record `s` of a buffer with `pts`. */
+static void
+check_json_record (const gpunet_json * j, const GstStructure * s,
+    GstClockTime pts, guint64 frame)
+{
+  const gpunet_json *v;
+  gboolean inferred;
+  guint i, n = gpunet_meta_n_results (s);
+
+  fail_unless (j != NULL && j->type == GPUNET_JSON_OBJECT);
+  fail_unless_equals_int (j->n, 11);
+  v = gpunet_json_get (j, "pts");
+  if (GST_CLOCK_TIME_IS_VALID (pts)) {
+    fail_unless (v && v->type == GPUNET_JSON_NUMBER && v->is_integer);
+    fail_unless_equals_uint64 ((guint64) v->integer, pts);
+  } else {
+    fail_unless (v && v->type == GPUNET_JSON_NULL);
+  }
+  v = gpunet_json_get (j, "frame");
+  fail_unless (v && v->type == GPUNET_JSON_NUMBER && v->is_integer);
+  fail_unless_equals_uint64 ((guint64) v->integer, frame);
+  v = gpunet_json_get (j, "roi-id");
+  fail_unless (v && v->is_integer);
+  fail_unless_equals_int ((gint) v->integer, gpunet_meta_roi_id (s));
+  v = gpunet_json_get (j, "model");
+  fail_unless (v && v->type == GPUNET_JSON_STRING);
+  fail_unless_equals_string (v->string, gst_structure_get_string (s, "model"));
+  v = gpunet_json_get (j, "label");
+  fail_unless (v && v->type == GPUNET_JSON_STRING);
+  fail_unless_equals_string (v->string, gpunet_meta_label (s));
+  v = gpunet_json_get (j, "label-id");
+  fail_unless (v && v->is_integer);
+  fail_unless_equals_int ((gint) v->integer, gpunet_meta_label_id (s));
+  v = gpunet_json_get (j, "confidence");
+  fail_unless (v && v->type == GPUNET_JSON_NUMBER);
+  fail_unless (fabs (v->number - gpunet_meta_confidence (s)) <= 1e-7);
+  v = gpunet_json_get (j, "inferred");
+  fail_unless (v && v->type == GPUNET_JSON_BOOL);
+  fail_unless (gst_structure_get_boolean (s, "inferred", &inferred));
+  fail_unless_equals_int (v->boolean, inferred);
+
+  v = gpunet_json_get (j, "ids");
+  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
+  fail_unless_equals_int (v->n, n);
+  for (i = 0; i < n; i++)
+    fail_unless_equals_int ((gint) v->items[i].integer,
+        gpunet_meta_nth_id (s, i));
+  v = gpunet_json_get (j, "labels");
+  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
+  fail_unless_equals_int (v->n, n);
+  for (i = 0; i < n; i++) {
+    gchar *want = json_label (gpunet_meta_nth_id (s, i));
+
+    fail_unless (v->items[i].type == GPUNET_JSON_STRING);
+    fail_unless_equals_string (v->items[i].string, want);
+    fail_unless_equals_string (v->items[i].string,
+        gpunet_meta_nth_label (s, i));
+    g_free (want);
+  }
+  v = gpunet_json_get (j, "scores");
+  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
+  fail_unless_equals_int (v->n, n);
+  for (i = 0; i < n; i++)
+    fail_unless (fabs (v->items[i].number - gpunet_meta_nth_score (s,
+                i)) <= 1e-7);
+}
+
+GST_START_TEST (test_json_output)
+{
+  const gchar *caps = "video/x-raw,format=NV12,width=45,height=37";
+  GString *labels = g_string_new (NULL);
+  gchar *labels_path = NULL, *json_path = NULL, *text = NULL;
+  GPtrArray *records = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_structure_free);
+  GArray *pts = g_array_new (FALSE, FALSE, sizeof (GstClockTime));
+  GArray *frames = g_array_new (FALSE, FALSE, sizeof (guint64));
+  gchar **lines;
+  GstHarness *h;
+  gint fd, i;
+  guint f, n_lines;
+  gsize len;
+
+  for (i = 0; i < NUM_CLASSES; i++) {
+    gchar *l = json_label (i);
+
+    g_string_append_printf (labels, "%s\n", l);
+    g_free (l);
+  }
+  fd = g_file_open_tmp ("gpunet-labels-XXXXXX.txt", &labels_path, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (labels_path, labels->str, -1, NULL));
+  fd = g_file_open_tmp ("gpunet-json-XXXXXX.jsonl", &json_path, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+
+  /* every label listed in every record: all of them get escaped */
+  h = harness_for (make_classify (TINY_A, "roi-mode", "both", "roi-types",
+          "object,car", "top-k", "16", "interval", "1", "labels", labels_path,
+          "json-output", json_path, NULL), caps);
+  for (f = 0; f < 4; f++) {
+    GstBuffer *in = make_frame (h, caps, f), *out;
+    GstClockTime t;
+    guint64 frame = f;
+
+    if (f == 2)
+      GST_BUFFER_PTS (in) = GST_CLOCK_TIME_NONE;
+    t = GST_BUFFER_PTS (in);
+    add_rois (in, test_rois, G_N_ELEMENTS (test_rois));
+    out = push_and_check_passthrough (h, in);
+    /* the file is flushed after each buffer */
+    fail_unless (g_file_get_contents (json_path, &text, &len, NULL));
+    fail_unless_equals_int (g_strv_length (lines = g_strsplit (text, "\n",
+                -1)), 3 * (f + 1) + 1);
+    g_strfreev (lines);
+    g_free (text);
+    g_ptr_array_add (records, gst_structure_copy (out_record (out)));
+    g_ptr_array_add (records, gst_structure_copy (roi_record (out, 7)));
+    g_ptr_array_add (records, gst_structure_copy (roi_record (out, 11)));
+    for (i = 0; i < 3; i++) {
+      g_array_append_val (pts, t);
+      g_array_append_val (frames, frame);
+    }
+    gst_buffer_unref (out);
+  }
+  gst_harness_teardown (h);
+
+  fail_unless (g_file_get_contents (json_path, &text, &len, NULL));
+  /* escaped as JSON wants it, UTF-8 as it is */
+  {
+    static const gchar *escaped[] = {
+      "\"say \\\"hi\\\"\"", "\"back\\\\slash\"", "\"tab\\there\"",
+      "\"caf\xc3\xa9 \xe2\x9c\x93\"", "\"bell\\u0007\"",
+      "\"quote\\\"and\\\\both\"",
+    };
+
+    for (i = 0; i < (gint) G_N_ELEMENTS (escaped); i++)
+      fail_unless (strstr (text, escaped[i]) != NULL, "%s not in the file",
+          escaped[i]);
+  }
+  fail_unless (g_str_has_suffix (text, "}\n"));
+  lines = g_strsplit (text, "\n", -1);
+  n_lines = g_strv_length (lines) - 1;  /* after the final newline */
+  fail_unless_equals_int (n_lines, records->len);
+  for (f = 0; f < n_lines; f++) {
+    gpunet_json *j = NULL;
+    char *err = NULL;
+
+    GST_LOG ("%s", lines[f]);
+    fail_unless (gpunet_json_parse (lines[f], strlen (lines[f]), &j,
+            &err) == GPUNET_OK, "line %u: %s", f, err);
+    check_json_record (j, g_ptr_array_index (records, f),
+        g_array_index (pts, GstClockTime, f), g_array_index (frames, guint64,
+            f));
+    gpunet_json_free (j);
+  }
+  g_strfreev (lines);
+  g_free (text);
+
+  g_unlink (json_path);
+  g_unlink (labels_path);
+  g_free (json_path);
+  g_free (labels_path);
+  g_string_free (labels, TRUE);
+  g_ptr_array_unref (records);
+  g_array_unref (pts);
+  g_array_unref (frames);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_error_json_output)
+{
+  GQuark domain = 0;
+  gchar *text = expect_start_error (make_classify (TINY_A, "json-output",
+          "/nonexistent-dir/records.jsonl", NULL), &domain);
+
+  fail_unless (domain == GST_RESOURCE_ERROR);
+  assert_contains (text, "/nonexistent-dir/records.jsonl");
+  assert_contains (text, g_strerror (ENOENT));
+  assert_contains (text, "json-output");
+  g_free (text);
+}
+
+GST_END_TEST;
+
+/* A write that fails (a full disk: /dev/full) stops the stream with an error. */
+GST_START_TEST (test_error_json_write)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=16,height=16";
+  GstHarness *h;
+  GstBus *bus;
+  GstMessage *msg;
+  GError *err = NULL;
+
+  if (!g_file_test ("/dev/full", G_FILE_TEST_EXISTS)) {
+    GST_INFO ("no /dev/full; skipping");
+    return;
+  }
+  h = harness_for (make_classify (TINY_A, "json-output", "/dev/full", NULL),
+      caps);
+  bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 1)),
+      GST_FLOW_ERROR);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message posted");
+  gst_message_parse_error (msg, &err, NULL);
+  fail_unless (err->domain == GST_RESOURCE_ERROR);
+  assert_contains (err->message, "/dev/full");
+  assert_contains (err->message, g_strerror (ENOSPC));
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpunetclassify_suite (void)
 {
@@ -1017,6 +1729,16 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_batch_caps_change);
   tcase_add_test (tc, test_batch_interval);
   tcase_add_test (tc, test_batch_flush);
+  tcase_add_test (tc, test_regions_rgba);
+  tcase_add_test (tc, test_regions_nv12);
+  tcase_add_test (tc, test_regions_other_formats);
+  tcase_add_test (tc, test_regions_interval);
+  tcase_add_test (tc, test_regions_messages);
+  tcase_add_test (tc, test_regions_batch);
+  tcase_add_test (tc, test_regions_types_warning);
+  tcase_add_test (tc, test_json_output);
+  tcase_add_test (tc, test_error_json_output);
+  tcase_add_test (tc, test_error_json_write);
   return s;
 }
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """test_python_meta.py: checks that the documented Python way of reading
 gpunetclassify's results (pipelines/read_meta.py, python3-gi introspection) works on
-the tiny-a fixture model. Exits 77 (skipped) when python3-gi or Gst is missing."""
+the tiny-a fixture model, and that json-output writes lines Python's json module
+reads. Exits 77 (skipped) when python3-gi or Gst is missing."""
+import json
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "pipelines"))
@@ -57,6 +60,39 @@ results = read_meta.run(pipeline("interval=1 top-k=3"))
 check("interval marks carried", [x["inferred"] for x in results] ==
       [True, False, True, False, True, False], repr([x["inferred"] for x in results]))
 check("top-k=3", all(len(x["ids"]) == 3 for x in results))
+
+# json-output: one JSON object per record that Python's strict json module reads,
+# labels with quotes, backslashes, control characters and UTF-8 as written
+with tempfile.TemporaryDirectory() as tmp:
+    labels = ['say "hi"', "back\\slash", "tab\there", "caf\u00e9 \u2713", "bell\x07"]
+    labels += ["label %d" % i for i in range(len(labels), 16)]
+    labels_path = os.path.join(tmp, "labels.txt")
+    json_path = os.path.join(tmp, "records.jsonl")
+    with open(labels_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(labels) + "\n")
+    results = read_meta.run(pipeline('top-k=16 interval=1 labels="%s" json-output="%s"'
+                                     % (labels_path, json_path)))
+    with open(json_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    try:
+        records = [json.loads(line) for line in lines]
+    except ValueError as e:
+        records = []
+        check("json-output parses", False, str(e))
+    check("json-output: one line per frame", len(records) == len(results) == 6,
+          "%d lines" % len(lines))
+    keys = ["pts", "frame", "roi-id", "model", "label", "label-id", "confidence", "ids",
+            "labels", "scores", "inferred"]
+    check("json-output fields", all(list(r) == keys for r in records),
+          repr(records[:1]))
+    check("json-output matches the meta", all(
+        r["frame"] == i and r["roi-id"] == -1 and r["label"] == m["label"]
+        and r["ids"] == m["ids"] and r["labels"] == m["labels"]
+        and r["inferred"] == m["inferred"] and isinstance(r["pts"], int)
+        and all(abs(a - b) < 1e-7 for a, b in zip(r["scores"], m["scores"]))
+        for i, (r, m) in enumerate(zip(records, results))), repr(records[:1]))
+    check("json-output labels escaped", all(sorted(r["labels"]) == sorted(labels)
+                                            for r in records), repr(records[:1]))
 
 try:
     read_meta.run('videotestsrc num-buffers=1 ! gpunetclassify name=classify ! fakesink')

@@ -1,0 +1,206 @@
+/* gstgpunetroi.c: region selection, crop geometry and the per-roi-id carry cache of
+ * gpunetclassify's roi-mode (see gstgpunetroi.h).  Knows GstVideoRegionOfInterestMeta
+ * and gpunet_image; classifying and attaching results is the element's work. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <string.h>
+
+#include "gstgpunetroi.h"
+
+GArray *
+gst_gpunet_roi_types_parse (const gchar * list)
+{
+  GArray *types;
+  gchar **names;
+  guint i;
+
+  if (list == NULL)
+    return NULL;
+  types = g_array_new (FALSE, FALSE, sizeof (GQuark));
+  names = g_strsplit (list, ",", -1);
+  for (i = 0; names[i] != NULL; i++) {
+    const gchar *name = g_strstrip (names[i]);
+    GQuark q;
+
+    if (*name == '\0')
+      continue;
+    q = g_quark_from_string (name);
+    g_array_append_val (types, q);
+  }
+  g_strfreev (names);
+  if (types->len == 0) {
+    g_array_unref (types);
+    return NULL;
+  }
+  return types;
+}
+
+static gboolean
+type_selected (const GArray * types, GQuark type)
+{
+  guint i;
+
+  if (types == NULL)
+    return TRUE;
+  for (i = 0; i < types->len; i++)
+    if (g_array_index (types, GQuark, i) == type)
+      return TRUE;
+  return FALSE;
+}
+
+/* The region clipped to the frame; FALSE when nothing of it is inside. */
+static gboolean
+crop_rect (const GstVideoRegionOfInterestMeta * meta, gint frame_width,
+    gint frame_height, gboolean even_origin, GstGpunetRoi * roi)
+{
+  guint64 x0 = MIN ((guint64) meta->x, (guint64) frame_width);
+  guint64 y0 = MIN ((guint64) meta->y, (guint64) frame_height);
+  guint64 x1 = MIN ((guint64) meta->x + meta->w, (guint64) frame_width);
+  guint64 y1 = MIN ((guint64) meta->y + meta->h, (guint64) frame_height);
+
+  if (x1 <= x0 || y1 <= y0)
+    return FALSE;
+  /* 4:2:0 chroma covers 2x2 pixels: an even origin keeps the crop's chroma
+   * samples those of the frame */
+  if (even_origin) {
+    x0 &= ~(guint64) 1;
+    y0 &= ~(guint64) 1;
+  }
+  roi->x = (gint) x0;
+  roi->y = (gint) y0;
+  roi->width = (gint) (x1 - x0);
+  roi->height = (gint) (y1 - y0);
+  return TRUE;
+}
+
+guint
+gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
+    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois)
+{
+  gpointer state = NULL;
+  GstMeta *meta;
+  guint first = rois->len, skipped = 0, i, j;
+
+  while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
+              GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) != NULL) {
+    GstVideoRegionOfInterestMeta *rmeta = (GstVideoRegionOfInterestMeta *) meta;
+    GstGpunetRoi roi;
+
+    if (!type_selected (types, rmeta->roi_type))
+      continue;
+    memset (&roi, 0, sizeof roi);
+    roi.meta = rmeta;
+    if (!crop_rect (rmeta, frame_width, frame_height, even_origin, &roi)) {
+      skipped++;
+      continue;
+    }
+    roi.unique_id = TRUE;
+    g_array_append_val (rois, roi);
+  }
+  /* few regions per frame: quadratic is fine */
+  for (i = first; i < rois->len; i++) {
+    GstGpunetRoi *a = &g_array_index (rois, GstGpunetRoi, i);
+
+    for (j = i + 1; j < rois->len; j++) {
+      GstGpunetRoi *b = &g_array_index (rois, GstGpunetRoi, j);
+
+      if (a->meta->id == b->meta->id)
+        a->unique_id = b->unique_id = FALSE;
+    }
+  }
+  return skipped;
+}
+
+void
+gst_gpunet_roi_crop_image (const gpunet_image * frame, gint x, gint y,
+    gint width, gint height, gpunet_image * crop)
+{
+  gsize y0 = (gsize) y, x0 = (gsize) x;
+
+  *crop = *frame;
+  crop->width = width;
+  crop->height = height;
+  switch (frame->format) {
+    case GPUNET_FORMAT_NV12:
+      crop->planes[0] = frame->planes[0] + y0 * frame->strides[0] + x0;
+      /* interleaved U, V: two bytes per chroma sample */
+      crop->planes[1] = frame->planes[1] + (y0 / 2) * frame->strides[1] + x0;
+      break;
+    case GPUNET_FORMAT_I420:
+      crop->planes[0] = frame->planes[0] + y0 * frame->strides[0] + x0;
+      crop->planes[1] = frame->planes[1] + (y0 / 2) * frame->strides[1]
+          + x0 / 2;
+      crop->planes[2] = frame->planes[2] + (y0 / 2) * frame->strides[2]
+          + x0 / 2;
+      break;
+    case GPUNET_FORMAT_RGB:
+    case GPUNET_FORMAT_BGR:
+      crop->planes[0] = frame->planes[0] + y0 * frame->strides[0] + 3 * x0;
+      break;
+    default:                   /* 4 bytes per pixel */
+      crop->planes[0] = frame->planes[0] + y0 * frame->strides[0] + 4 * x0;
+      break;
+  }
+}
+
+/* ---- carry cache ---- */
+
+typedef struct
+{
+  GQuark type;
+  gpunet_class_score scores[];
+} CacheEntry;
+
+struct _GstGpunetRoiCache
+{
+  guint k;
+  GHashTable *entries;          /* GINT_TO_POINTER (roi id) -> CacheEntry */
+};
+
+GstGpunetRoiCache *
+gst_gpunet_roi_cache_new (guint k)
+{
+  GstGpunetRoiCache *cache = g_new0 (GstGpunetRoiCache, 1);
+
+  cache->k = k;
+  cache->entries = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
+      g_free);
+  return cache;
+}
+
+void
+gst_gpunet_roi_cache_free (GstGpunetRoiCache * cache)
+{
+  if (cache == NULL)
+    return;
+  g_hash_table_unref (cache->entries);
+  g_free (cache);
+}
+
+void
+gst_gpunet_roi_cache_clear (GstGpunetRoiCache * cache)
+{
+  g_hash_table_remove_all (cache->entries);
+}
+
+const gpunet_class_score *
+gst_gpunet_roi_cache_lookup (GstGpunetRoiCache * cache, gint id, GQuark type)
+{
+  CacheEntry *e = g_hash_table_lookup (cache->entries, GINT_TO_POINTER (id));
+
+  return e != NULL && e->type == type ? e->scores : NULL;
+}
+
+void
+gst_gpunet_roi_cache_store (GstGpunetRoiCache * cache, gint id, GQuark type,
+    const gpunet_class_score * scores)
+{
+  CacheEntry *e = g_malloc (sizeof (CacheEntry) +
+      sizeof (gpunet_class_score) * cache->k);
+
+  e->type = type;
+  memcpy (e->scores, scores, sizeof (gpunet_class_score) * cache->k);
+  g_hash_table_replace (cache->entries, GINT_TO_POINTER (id), e);
+}

@@ -1,0 +1,64 @@
+/* gstgpunetroi.h: the regions side of gpunetclassify (roi-mode): which
+ * GstVideoRegionOfInterestMeta of a buffer are classified (roi-types), the crop each
+ * one becomes (clipped to the frame, even origin for 4:2:0 formats, a gpunet_image
+ * pointing into the mapped frame) and the results carried between frames by roi-id
+ * (interval).  Used by the streaming thread only, apart from the roi-types list. */
+#ifndef __GST_GPUNET_ROI_H__
+#define __GST_GPUNET_ROI_H__
+
+#include <gst/gst.h>
+#include <gst/video/video.h>
+
+#include "gpunet.h"
+
+G_BEGIN_DECLS
+
+/* One region to classify, in the order of the buffer's metas. */
+typedef struct
+{
+  GstVideoRegionOfInterestMeta *meta;   /* owned by the buffer */
+  gint x, y, width, height;     /* the crop, inside the frame, never empty */
+  gboolean unique_id;           /* no other selected region has meta->id */
+  const gpunet_class_score *scores;     /* k results: fresh or carried */
+  gboolean inferred;            /* FALSE: carried from an earlier frame */
+} GstGpunetRoi;
+
+/* Parses roi-types ("face, person"): the quarks of the non-empty names, or NULL
+ * when there are none (every type is taken).  Returns a new GArray of GQuark. */
+GArray *gst_gpunet_roi_types_parse (const gchar * list);
+
+/* Appends to `rois` (a GArray of GstGpunetRoi) every region meta of `buf` whose
+ * type is in `types` (NULL: all) and whose rectangle, clipped to the
+ * `frame_width` x `frame_height` frame, is not empty; `even_origin` rounds the
+ * crop's origin down to even coordinates (NV12, I420), keeping its far edges.
+ * Sets each entry's crop and unique_id; returns how many regions were skipped
+ * because they are empty or outside the frame. */
+guint gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
+    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois);
+
+/* Points `crop` at the rectangle x, y, width x height of the mapped `frame`:
+ * plane pointers advanced, same strides, format, colour and memory kind (so a
+ * crop of a CUDA frame is a device image).  x and y must be even for 4:2:0. */
+void gst_gpunet_roi_crop_image (const gpunet_image * frame, gint x, gint y,
+    gint width, gint height, gpunet_image * crop);
+
+/* Results kept per roi-id for the frames `interval` carries over. */
+typedef struct _GstGpunetRoiCache GstGpunetRoiCache;
+
+/* A cache of `k` results per region. */
+GstGpunetRoiCache *gst_gpunet_roi_cache_new (guint k);
+void gst_gpunet_roi_cache_free (GstGpunetRoiCache * cache);
+void gst_gpunet_roi_cache_clear (GstGpunetRoiCache * cache);
+
+/* The k results stored for region `id` of type `type`, or NULL (none, or stored
+ * for another type).  Valid until the next store or clear. */
+const gpunet_class_score *gst_gpunet_roi_cache_lookup (GstGpunetRoiCache *
+    cache, gint id, GQuark type);
+
+/* Stores (copies) the k results of region `id`, replacing earlier ones. */
+void gst_gpunet_roi_cache_store (GstGpunetRoiCache * cache, gint id,
+    GQuark type, const gpunet_class_score * scores);
+
+G_END_DECLS
+
+#endif /* __GST_GPUNET_ROI_H__ */
