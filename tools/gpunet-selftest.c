@@ -414,6 +414,30 @@ device_view (const gpunet_image *img, const uint8_t *host, void *dev)
 
 /* Device frames of every CUDA format: the preprocess kernel against the CPU pass, and
  * gpunet_session_classify (CUDA session, device images) against a CPU session. */
+/* A random-weight model and two sessions on it (batch 2): the CPU one (fp32) and the
+ * CUDA one on `device` in `precision`. */
+static gpunet_status
+open_pair (const char *model_name, uint64_t seed, int device, gpunet_precision precision,
+    gpunet_model **model, gpunet_session **cpu, gpunet_session **gpu, char **err)
+{
+  gpunet_session_params sp;
+  gpunet_session_params_init (&sp);
+  sp.max_batch = 2;
+  sp.device = device;
+  sp.precision = GPUNET_PRECISION_FP32;
+  gpunet_status st = gpunet_model_new_random (model_name, seed, model, err);
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CPU;
+    st = gpunet_session_new (*model, &sp, cpu, err);
+  }
+  if (st == GPUNET_OK) {
+    sp.backend = GPUNET_BACKEND_CUDA;
+    sp.precision = precision;
+    st = gpunet_session_new (*model, &sp, gpu, err);
+  }
+  return st;
+}
+
 static int
 check_device_frames (const gpunet_cuda_op_api *api, gpunet_cuda_op_runner *runner,
     const char *model_name, uint64_t seed, int device, const tolerances *tol)
@@ -428,22 +452,8 @@ check_device_frames (const gpunet_cuda_op_api *api, gpunet_cuda_op_runner *runne
   char *err = NULL;
   gpunet_model *model = NULL;
   gpunet_session *cpu = NULL, *gpu = NULL;
-  gpunet_session_params sp;
-  gpunet_session_params_init (&sp);
-  sp.max_batch = 2;
-  sp.device = device;
-  sp.precision = GPUNET_PRECISION_FP32;
   const int half = tol->precision == GPUNET_PRECISION_FP16;
-  gpunet_status st = gpunet_model_new_random (model_name, seed, &model, &err);
-  if (st == GPUNET_OK) {
-    sp.backend = GPUNET_BACKEND_CPU;
-    st = gpunet_session_new (model, &sp, &cpu, &err);
-  }
-  if (st == GPUNET_OK) {
-    sp.backend = GPUNET_BACKEND_CUDA;
-    sp.precision = tol->precision;
-    st = gpunet_session_new (model, &sp, &gpu, &err);
-  }
+  gpunet_status st = open_pair (model_name, seed, device, tol->precision, &model, &cpu, &gpu, &err);
   if (st != GPUNET_OK) {
     printf ("  device frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
     failures++;
@@ -565,24 +575,10 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
   char *err = NULL;
   gpunet_model *model = NULL;
   gpunet_session *cpu = NULL, *gpu = NULL;
-  gpunet_session_params sp;
-  gpunet_session_params_init (&sp);
-  sp.max_batch = 2;
-  sp.device = device;
-  sp.precision = GPUNET_PRECISION_FP32;
   uint8_t *mem[5] = { NULL };
   void *dev[2] = { NULL };
   gpunet_image f[5];
-  gpunet_status st = gpunet_model_new_random (model_name, seed, &model, &err);
-  if (st == GPUNET_OK) {
-    sp.backend = GPUNET_BACKEND_CPU;
-    st = gpunet_session_new (model, &sp, &cpu, &err);
-  }
-  if (st == GPUNET_OK) {
-    sp.backend = GPUNET_BACKEND_CUDA;
-    sp.precision = tol->precision;
-    st = gpunet_session_new (model, &sp, &gpu, &err);
-  }
+  gpunet_status st = open_pair (model_name, seed, device, tol->precision, &model, &cpu, &gpu, &err);
   if (st != GPUNET_OK) {
     printf ("  host frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
     failures++;

@@ -533,11 +533,12 @@ run_classify (cuda_state *s, int n, int k, gpunet_class_score *out, const char *
   return GPUNET_OK;
 }
 
+/* What classify_device and classify_host do first: the session's device current, the
+ * arguments checked, the batch described and the plan's tap tables on the device. */
 static gpunet_status
-cuda_classify_device (void *state, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+begin_classify (cuda_state *s, const gpunet_preprocess_plan *pre, int n, int k,
+    char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
   if (st == GPUNET_OK)
     st = check_classify (s, pre, k, error_text);
@@ -545,15 +546,31 @@ cuda_classify_device (void *state, const gpunet_image *images, int n,
     st = set_batch (s, n, error_text);
   if (st == GPUNET_OK)
     st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
+  return st;
+}
+
+/* Preprocess descriptor i for device image `img`, with the device tap tables. */
+static void
+set_desc (cuda_state *s, int i, const gpunet_preprocess_plan *pre, const gpunet_image *img)
+{
+  gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, img);
+  s->h_desc[i].x = s->pre.x;
+  s->h_desc[i].y = s->pre.y;
+}
+
+static gpunet_status
+cuda_classify_device (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_status st = begin_classify (s, pre, n, k, error_text);
   for (int i = 0; i < n && st == GPUNET_OK; i++)
     st = check_device_planes (&images[i], i, s->ctx.device, error_text);
   if (st != GPUNET_OK)
     return st;
   /* the previous call synchronised, so the pinned descriptors are free to rewrite */
   for (int i = 0; i < n; i++) {
-    gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, &images[i]);
-    s->h_desc[i].x = s->pre.x;
-    s->h_desc[i].y = s->pre.y;
+    set_desc (s, i, pre, &images[i]);
   }
   return run_classify (s, n, k, out, "the device classification", error_text);
 }
@@ -591,13 +608,7 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
-  if (st == GPUNET_OK)
-    st = check_classify (s, pre, k, error_text);
-  if (st == GPUNET_OK)
-    st = set_batch (s, n, error_text);
-  if (st == GPUNET_OK)
-    st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
+  gpunet_status st = begin_classify (s, pre, n, k, error_text);
   if (st != GPUNET_OK)
     return st;
   size_t total = 0;
@@ -635,9 +646,7 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
     }
     const gpunet_image view = gpunet_frame_view (&lay, &images[i], s->d_stage + at,
         GPUNET_MEMORY_CUDA);
-    gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, &view);
-    s->h_desc[i].x = s->pre.x;
-    s->h_desc[i].y = s->pre.y;
+    set_desc (s, i, pre, &view);
     at += lay.bytes;
   }
   return run_classify (s, n, k, out, "the host-frame classification", error_text);
