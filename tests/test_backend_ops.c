@@ -263,13 +263,18 @@ test_conv2d (void)
   }
 }
 
-/* Our Winograd F(4x4, 3x3) kernels (kernels/onednn/winograd.c), forced on with
+/* Our Winograd kernels (kernels/onednn/winograd.c), forced on with
  * GPUNET_CPU_WINOGRAD=own: channel counts that are not multiples of 16 or 64 (every GEMM
- * width 1..4 vectors), sizes that are not multiples of 4, 1x1 and 2x2 images, more tiles
- * than one block holds, every activation, residuals added in place and copied. */
+ * width 1..4 vectors), sizes that are not multiples of 4 or 6, 1x1 and 2x2 images, more
+ * tiles than one block holds, every activation, residuals added in place and copied;
+ * run with the tile chosen by shape, then with F(4x4, 3x3) and F(6x6, 3x3) forced
+ * (GPUNET_CPU_WINOGRAD_TILE). */
 static void
-test_own_winograd (void)
+test_own_winograd_tile (void)
 {
+  const char *tv = getenv ("GPUNET_CPU_WINOGRAD_TILE");
+  char tn[16];
+  snprintf (tn, sizeof tn, "tile %s ", tv ? tv : "auto");
   static const struct { int cin, h, w, cout, act; } cases[] = {
     { 24, 17, 20, 40, GPUNET_EPI_NONE }, { 64, 13, 14, 256, GPUNET_EPI_RELU },
     { 80, 9, 11, 200, GPUNET_EPI_SWISH }, { 16, 1, 1, 48, GPUNET_EPI_RELU },
@@ -282,8 +287,8 @@ test_own_winograd (void)
     tg_init (&tg, 8, cases[i].h, cases[i].w);
     int x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
     tg_conv (&tg, x, cases[i].cout, 3, 1, 1, cases[i].act, -1);
-    char what[96];
-    snprintf (what, sizeof what, "own winograd %d->%d %dx%d act%d", cases[i].cin, cases[i].cout,
+    char what[112];
+    snprintf (what, sizeof what, "%sown winograd %d->%d %dx%d act%d", tn, cases[i].cin, cases[i].cout,
         cases[i].h, cases[i].w, cases[i].act);
     compare_batches (what, &tg.g);
   }
@@ -304,8 +309,8 @@ test_own_winograd (void)
       tg_init (&tg, 8, s2[i].h, s2[i].w);
       int x = tg_conv (&tg, 0, s2[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
       tg_conv_pad (&tg, x, s2[i].cout, s2[i].k, 2, s2[i].pad, 1, s2[i].act, -1);
-      char what[96];
-      snprintf (what, sizeof what, "%swinograd %dx%d s2 pad %d %d->%d %dx%d act%d",
+      char what[112];
+      snprintf (what, sizeof what, "%s%swinograd %dx%d s2 pad %d %d->%d %dx%d act%d", tn,
           forced ? "own " : "", s2[i].k, s2[i].k, s2[i].pad, s2[i].cin, s2[i].cout, s2[i].h,
           s2[i].w, s2[i].act);
       compare_batches (what, &tg.g);
@@ -313,23 +318,35 @@ test_own_winograd (void)
     }
   for (int act = 0; act <= 2; act++) {
     test_graph tg;
-    char what[64];
+    char what[96];
     /* in place: the 3x3 adds a residual whose last use it is */
     tg_init (&tg, 8, 11, 10);
     int a = tg_conv (&tg, 0, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
     int b = tg_conv (&tg, a, 72, 1, 1, 1, GPUNET_EPI_RELU, -1);
     tg_conv (&tg, b, 72, 3, 1, 1, act, a);
-    snprintf (what, sizeof what, "own winograd residual in place act%d", act);
+    snprintf (what, sizeof what, "%sown winograd residual in place act%d", tn, act);
     compare_batches (what, &tg.g);
     /* copied: the residual is used again afterwards */
     tg_init (&tg, 8, 10, 9);
     a = tg_conv (&tg, 0, 64, 1, 1, 1, GPUNET_EPI_RELU, -1);
     b = tg_conv (&tg, a, 64, 3, 1, 1, act, a);
     tg_conv (&tg, b, 64, 1, 1, 1, GPUNET_EPI_NONE, a);
-    snprintf (what, sizeof what, "own winograd residual copied act%d", act);
+    snprintf (what, sizeof what, "%sown winograd residual copied act%d", tn, act);
     compare_batches (what, &tg.g);
   }
   unsetenv ("GPUNET_CPU_WINOGRAD");
+}
+
+static void
+test_own_winograd (void)
+{
+  static const char *tiles[] = { NULL, "4", "6" };
+  for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+    if (tiles[i])
+      setenv ("GPUNET_CPU_WINOGRAD_TILE", tiles[i], 1);
+    test_own_winograd_tile ();
+  }
+  unsetenv ("GPUNET_CPU_WINOGRAD_TILE");
 }
 
 static void

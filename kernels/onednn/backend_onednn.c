@@ -527,13 +527,16 @@ plan_winograd (fast_state *s, char **err)
 {
   const gpunet_graph *g = s->g;
   size_t need = 0;
+  /* GPUNET_CPU_WINOGRAD_TILE=4 or 6 forces F(4x4, 3x3) or F(6x6, 3x3) (tests, benchmarks) */
+  const char *tv = getenv ("GPUNET_CPU_WINOGRAD_TILE");
+  const int tile = tv && (!strcmp (tv, "4") || !strcmp (tv, "6")) ? atoi (tv) : 0;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     if (!use_own_winograd (s, op))
       continue;
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
-        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act);
+        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act, tile);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);

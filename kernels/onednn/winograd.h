@@ -1,8 +1,9 @@
-/* winograd.h: our own Winograd F(4x4, 3x3) convolution for the fast CPU path, on the
- * nChw16c activations of backend_onednn.c (AVX-512).  It takes the dense 3x3 stride-1
- * convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel turns
- * down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144; and the
- * 5x5 and 3x3 stride-2 ones, through their polyphase decomposition.
+/* winograd.h: our own Winograd F(4x4, 3x3) and F(6x6, 3x3) convolutions for the fast CPU
+ * path, on the nChw16c activations of backend_onednn.c (AVX-512).  It takes the dense 3x3
+ * stride-1 convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel
+ * turns down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144 (64 per
+ * 6x6 tile instead of 324 with F(6x6, 3x3)); and the 5x5 and 3x3 stride-2 ones, through
+ * their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
  * V[36][tiles][icp], 36 small GEMMs with the weights transformed at plan time
@@ -23,9 +24,12 @@ int gpunet_wino_available (void);
  * ocp are the padded (multiple of 16) channel counts of the nChw16c input and output.
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
+ * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
+ * F(6x6, 3x3), 0 to choose by the shape (6 where the GEMM dominates); 3x3 stride-2
+ * kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
-    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act);
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch). */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
