@@ -576,14 +576,22 @@ test_bad_batch (void)
 int
 main (void)
 {
-  test_conv2d ();
+  /* the op tests in both channel blocks of the fast path (16: nChw16c, AVX-512's; 8:
+   * nChw8c, AVX2's), whichever this CPU picks by default; the rest in the default one */
+  const char *blocks[] = { "16", "8" };
+  for (int i = 0; i < 2; i++) {
+    setenv ("GPUNET_CPU_BLOCK", blocks[i], 1);
+    printf ("# op tests with GPUNET_CPU_BLOCK=%s\n", blocks[i]);
+    test_conv2d ();
+    test_dwconv2d ();
+    test_residual ();
+    test_se ();
+    test_pool_linear ();
+    for (unsigned seed = 1; seed <= 3; seed++)
+      test_random_network (seed);
+  }
+  unsetenv ("GPUNET_CPU_BLOCK");
   test_own_winograd ();
-  test_dwconv2d ();
-  test_residual ();
-  test_se ();
-  test_pool_linear ();
-  for (unsigned seed = 1; seed <= 3; seed++)
-    test_random_network (seed);
   test_bad_batch ();
   test_golden ();
   test_models ();

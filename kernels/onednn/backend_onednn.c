@@ -1,7 +1,7 @@
 /* backend_onednn.c: the fast CPU backend on oneDNN 2.x: plans per batch size a chain of
- * convolution primitives (bias + eltwise + sum post-ops) over nChw16c activations, owns
- * the activation buffers, the reordered weights and one shared scratchpad, and runs our
- * blocked kernels (blocked_ops.c) for SE, pooling and the classifier. */
+ * convolution primitives (bias + eltwise + sum post-ops) over nChw16c activations (nChw8c
+ * without AVX-512), owns the activation buffers, the reordered weights and one shared
+ * scratchpad, and runs our blocked kernels (blocked_ops.c) for SE, pooling and the classifier. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,13 +42,15 @@ typedef struct {
 } fast_plan;
 
 typedef struct {
-  int blk, cp;    /* layout: GPUNET_BLK (nChw16c) or 1 (plain NCHW); padded channels */
+  int blk, cp;    /* layout: the session's block (nChw16c or nChw8c) or 1 (plain NCHW);
+                   * padded channels */
   int buf;        /* activation buffer, -1 for the graph input */
 } fast_tensor;
 
 typedef struct {
   const gpunet_graph *g;
   int max_batch, nt;
+  int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   fast_tensor *t;
@@ -114,6 +116,28 @@ dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *
     dnnl_status_t s_ = (call); \
     if (s_ != dnnl_success) { st = dnnl_failed (err, s_, #call, s->g, op_index); goto out; } \
   } while (0)
+
+/* The channel block of the activations between layers: 16 (nChw16c, one AVX-512 vector)
+ * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has
+ * jit kernels only for the block of the ISA it runs, and falls back to reference ones, tens
+ * of times slower, for the other.  GPUNET_CPU_BLOCK=8 or 16 forces it (tests run the
+ * 8-channel path on AVX-512 machines with it).  Read at each plan. */
+static int
+choose_block (void)
+{
+  const char *e = getenv ("GPUNET_CPU_BLOCK");
+  if (e && (!strcmp (e, "8") || !strcmp (e, "16")))
+    return atoi (e);
+  const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
+  const unsigned avx512 = (unsigned) dnnl_cpu_isa_avx512_core;
+  return (isa & avx512) == avx512 ? 16 : 8;
+}
+
+static dnnl_format_tag_t
+layout_tag (int blk)
+{
+  return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
+}
 
 static void *
 alloc_floats (size_t n)
@@ -222,8 +246,8 @@ plan_buffers (fast_state *s)
       if (uses[j] >= 0 && last_use[uses[j]] < i)
         last_use[uses[j]] = i;
     if (op->kind == GPUNET_OP_CONV2D || op->kind == GPUNET_OP_DWCONV2D) {
-      s->t[op->out].blk = GPUNET_BLK;
-      s->t[op->out].cp = gpunet_blk_pad (g->tensors[op->out].c, GPUNET_BLK);
+      s->t[op->out].blk = s->blk;
+      s->t[op->out].cp = gpunet_blk_pad (g->tensors[op->out].c, s->blk);
     }
   }
   for (int i = 0; ok && i < g->n_ops; i++) {
@@ -326,8 +350,8 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       w_dims[3] = k, w_dims[4] = k;
     }
     TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
-            ti->blk == GPUNET_BLK ? dnnl_nChw16c : dnnl_nchw));
-    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, dnnl_nChw16c));
+            layout_tag (ti->blk)));
+    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, layout_tag (s->blk)));
     TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
     TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
             groups == 1 ? dnnl_oihw : dnnl_goihw));
@@ -366,7 +390,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     const char *impl = NULL;
     TRY (dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl));
     const int slow = impl && strncmp (impl, "ref", 3) == 0;
-    if (attempt || !slow || groups != 1 || ti->blk != GPUNET_BLK || ti->cp == cin)
+    if (attempt || !slow || groups != 1 || ti->blk == 1 || ti->cp == cin)
       break;
     padded_w = calloc ((size_t) cout * ti->cp * k * k, sizeof (float));
     if (!padded_w) {
@@ -513,7 +537,8 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
   if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  return p->groups == 1 && s->t[op->in].blk == GPUNET_BLK && s->t[op->out].blk == GPUNET_BLK
+  /* our kernels hold 16 channels per AVX-512 vector: nChw16c only */
+  return p->groups == 1 && s->t[op->in].blk == 16 && s->t[op->out].blk == 16
       && op->in != s->g->input
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
       && p->oh == (p->ih + 2 * p->pad - p->kernel) / p->stride + 1
@@ -562,6 +587,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->g = graph;
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
+  s->blk = choose_block ();
   const int saved_threads = omp_get_max_threads ();
   omp_set_num_threads (s->nt);   /* oneDNN sizes its kernels for this count */
 

@@ -1,6 +1,6 @@
 /* blocked_ops.c: squeeze-excite, average pool, classifier and layout conversion over
- * channel-blocked tensors (see blocked_ops.h).  The 16-channel block is written with a
- * constant inner width so the compiler keeps each block in one AVX-512 register. */
+ * channel-blocked tensors (see blocked_ops.h).  The 16- and 8-channel blocks are written
+ * with a constant inner width so the compiler keeps each block in one vector register. */
 #include <string.h>
 
 #include "activation.h"
@@ -30,32 +30,64 @@ gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int 
   }
 }
 
-/* Per-channel means of one B-channel block (B = 16 here): mean[0..15]. */
-static void
-block_mean16 (const float *x, long hw, float *mean)
+/* Per-channel means of one B-channel block (B = 16 or 8, a constant after inlining, so
+ * the block stays in one AVX-512 or AVX2 register): mean[0..B-1].  Each lane sums its
+ * channel in the same order whatever B is, so both blocks give the same bits. */
+static inline __attribute__((always_inline)) void
+block_mean (const float *x, long hw, float *mean, const int B)
 {
-  float acc[GPUNET_BLK] = { 0 };
+  float acc[16] = { 0 };
   for (long s = 0; s < hw; s++) {
-    const float *v = x + s * GPUNET_BLK;
+    const float *v = x + s * B;
 #pragma omp simd
-    for (int j = 0; j < GPUNET_BLK; j++)
+    for (int j = 0; j < B; j++)
       acc[j] += v[j];
   }
-  for (int j = 0; j < GPUNET_BLK; j++)
+  for (int j = 0; j < B; j++)
     mean[j] = acc[j] / (float) hw;
 }
 
-static void
-block_scale16 (float *x, long hw, const float *gate)
+static inline __attribute__((always_inline)) void
+block_scale (float *x, long hw, const float *gate, const int B)
 {
-  float g[GPUNET_BLK];
-  memcpy (g, gate, sizeof g);
+  float g[16];
+  memcpy (g, gate, sizeof (float) * (size_t) B);
   for (long s = 0; s < hw; s++) {
-    float *v = x + s * GPUNET_BLK;
+    float *v = x + s * B;
 #pragma omp simd
-    for (int j = 0; j < GPUNET_BLK; j++)
+    for (int j = 0; j < B; j++)
       v[j] *= g[j];
   }
+}
+
+/* block_mean / block_scale for any block: the 16 and 8 ones specialised */
+static void
+any_block_mean (const float *x, long hw, float *mean, int blk)
+{
+  if (blk == 16)
+    block_mean (x, hw, mean, 16);
+  else if (blk == 8)
+    block_mean (x, hw, mean, 8);
+  else
+    for (int j = 0; j < blk; j++) {
+      float sum = 0.0f;
+      for (long s = 0; s < hw; s++)
+        sum += x[s * blk + j];
+      mean[j] = sum / (float) hw;
+    }
+}
+
+static void
+any_block_scale (float *x, long hw, const float *gate, int blk)
+{
+  if (blk == 16)
+    block_scale (x, hw, gate, 16);
+  else if (blk == 8)
+    block_scale (x, hw, gate, 8);
+  else
+    for (long s = 0; s < hw; s++)
+      for (int j = 0; j < blk; j++)
+        x[s * blk + j] *= gate[j];
 }
 
 static float
@@ -84,15 +116,7 @@ gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n, floa
       const int b = (int) (bb / nblk), k = (int) (bb % nblk);
       const float *xb = x + (long) b * cp * hw + (long) k * blk * hw;
       float *mean = scratch + b * stride + (long) k * blk;
-      if (blk == GPUNET_BLK)
-        block_mean16 (xb, hw, mean);
-      else
-        for (int j = 0; j < blk; j++) {
-          double sum = 0.0;
-          for (long s = 0; s < hw; s++)
-            sum += xb[s * blk + j];
-          mean[j] = (float) (sum / (double) hw);
-        }
+      any_block_mean (xb, hw, mean, blk);
     }
     /* 2. reduce: rd outputs per image */
 #pragma omp for schedule(static)
@@ -107,7 +131,7 @@ gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n, floa
     for (long bb = 0; bb < (long) n * nblk; bb++) {
       const int b = (int) (bb / nblk), k = (int) (bb % nblk);
       const float *mid = scratch + b * stride + cp;
-      float gate[GPUNET_BLK];
+      float gate[16];
       for (int j = 0; j < blk; j++) {
         const int ch = k * blk + j;
         gate[j] = ch < c
@@ -115,12 +139,7 @@ gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n, floa
             : 0.0f;
       }
       float *xb = x + (long) b * cp * hw + (long) k * blk * hw;
-      if (blk == GPUNET_BLK)
-        block_scale16 (xb, hw, gate);
-      else
-        for (long s = 0; s < hw; s++)
-          for (int j = 0; j < blk; j++)
-            xb[s * blk + j] *= gate[j];
+      any_block_scale (xb, hw, gate, blk);
     }
   }
 }
@@ -135,16 +154,8 @@ gpunet_blk_avgpool (const gpunet_avgpool_params *p, const float *in, int blk, in
   for (long bb = 0; bb < (long) n * nblk; bb++) {
     const int b = (int) (bb / nblk), k = (int) (bb % nblk);
     const float *xb = in + (long) b * cp * hw + (long) k * blk * hw;
-    float mean[GPUNET_BLK];
-    if (blk == GPUNET_BLK)
-      block_mean16 (xb, hw, mean);
-    else
-      for (int j = 0; j < blk; j++) {
-        double sum = 0.0;
-        for (long s = 0; s < hw; s++)
-          sum += xb[s * blk + j];
-        mean[j] = (float) (sum / (double) hw);
-      }
+    float mean[16];
+    any_block_mean (xb, hw, mean, blk);
     for (int j = 0; j < blk && k * blk + j < c; j++)
       out[(long) b * c + k * blk + j] = mean[j];
   }

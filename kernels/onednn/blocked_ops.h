@@ -1,7 +1,7 @@
 /* blocked_ops.h: the fast CPU path's own kernels, for the ops oneDNN has no fused form of:
  * squeeze-excite in place, global average pool, the classifier, and layout conversion.
  * They work on a "channel-blocked" view: element (b, c, s) of a tensor with padded channel
- * count cp and block B (16 = oneDNN nChw16c, 1 = plain NCHW) lives at
+ * count cp and block B (16 = oneDNN nChw16c, 8 = nChw8c, 1 = plain NCHW; at most 16) lives at
  * b*cp*hw + (c/B)*B*hw + s*B + c%B.  All use OpenMP with `nt` threads. */
 #ifndef GPUNET_BLOCKED_OPS_H
 #define GPUNET_BLOCKED_OPS_H
@@ -9,9 +9,6 @@
 #include <stddef.h>
 
 #include "ops.h"
-
-/* The channel block of oneDNN's nChw16c layout used between layers. */
-#define GPUNET_BLK 16
 
 /* Round c up to a whole number of B-channel blocks. */
 static inline int
