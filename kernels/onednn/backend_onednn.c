@@ -532,13 +532,12 @@ static int
 use_own_winograd (const fast_state *s, const gpunet_op *op)
 {
   const char *w = getenv ("GPUNET_CPU_WINOGRAD"), *d = getenv ("GPUNET_CPU_DIRECT");
-  if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available ())
+  if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available (s->blk))
     return 0;
   if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  /* our kernels hold 16 channels per AVX-512 vector: nChw16c only */
-  return p->groups == 1 && s->t[op->in].blk == 16 && s->t[op->out].blk == 16
+  return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
       && p->oh == (p->ih + 2 * p->pad - p->kernel) / p->stride + 1
@@ -561,7 +560,8 @@ plan_winograd (fast_state *s, char **err)
       continue;
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
-        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act, tile);
+        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act, tile,
+        s->blk);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);

@@ -1,15 +1,15 @@
 /* winograd.h: our own Winograd F(4x4, 3x3) and F(6x6, 3x3) convolutions for the fast CPU
- * path, on the nChw16c activations of backend_onednn.c (AVX-512).  It takes the dense 3x3
- * stride-1 convolutions that oneDNN 2.6 runs as direct convolutions (its Winograd kernel
- * turns down most GPUNet shapes): 36 multiplies per 4x4 output tile instead of 144 (64 per
- * 6x6 tile instead of 324 with F(6x6, 3x3)); and the 5x5 and 3x3 stride-2 ones, through
- * their polyphase decomposition.
+ * path, on the nChw16c (AVX-512) or nChw8c (AVX2) activations of backend_onednn.c.  It
+ * takes the dense 3x3 stride-1 convolutions that oneDNN 2.6 runs as direct convolutions
+ * (its Winograd kernel turns down most GPUNet shapes): 36 multiplies per 4x4 output tile
+ * instead of 144 (64 per 6x6 tile instead of 324 with F(6x6, 3x3)); and the 5x5 and 3x3
+ * stride-2 ones, through their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
  * V[36][tiles][icp], 36 small GEMMs with the weights transformed at plan time
  * (U = G g G^T, stored U[36][icp][ocp]) for 64 output channels at a time, then the
  * output transform (A^T m A) fused with bias, activation and the residual add, written
- * straight into the nChw16c output.  The blocks are sized so V and M stay in the L2 cache. */
+ * straight into the blocked output.  The blocks are sized so V and M stay in the L2 cache. */
 #ifndef GPUNET_WINOGRAD_H
 #define GPUNET_WINOGRAD_H
 
@@ -17,11 +17,13 @@
 
 typedef struct gpunet_wino gpunet_wino;
 
-/* 1 when this CPU can run the kernels (AVX-512F), else 0. */
-int gpunet_wino_available (void);
+/* 1 when this CPU can run the kernels on blk-channel blocks (16: nChw16c, needs AVX-512F;
+ * 8: nChw8c, needs AVX2 and FMA), else 0. */
+int gpunet_wino_available (int blk);
 
 /* Plans one convolution: weight is cout x cin x k x k (plain), bias may be NULL; cp and
- * ocp are the padded (multiple of 16) channel counts of the nChw16c input and output.
+ * ocp are the padded (multiple of blk) channel counts of the blocked input and output,
+ * blk 16 (nChw16c) or 8 (nChw8c; see gpunet_wino_available).
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
  * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
@@ -29,13 +31,14 @@ int gpunet_wino_available (void);
  * kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
-    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile);
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
+    int blk);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch). */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
 
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
- * for n images; in and out are nChw16c with cp / ocp channels.  Padding lanes of out
+ * for n images; in and out are blocked as planned, with cp / ocp channels.  Padding lanes of out
  * are written as zeros.  in and out must not overlap.  scratch: 64-byte aligned. */
 void gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);

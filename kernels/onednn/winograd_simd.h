@@ -1,0 +1,403 @@
+/* winograd_simd.h: the vector code of winograd.c, included there once per instruction set
+ * with these macros defined: VW (floats per vector, the channel block: 16 or 8), V_NV
+ * (vectors of output channels per GEMM micro-kernel call), V_OCB (VW * V_NV), VEC (the
+ * vector type), V_LOAD/V_STORE (aligned), V_ADD, V_SUB, V_MUL, V_FMA (a b + c), V_FNMA
+ * (-a b + c), V_SET1, V_ZERO, V_MAX, V_MIN, V_ROUND (to nearest), V_SCALE2 (y 2^n for
+ * integral n in [-127, 127]), V_RCP (reciprocal estimate, at least 12 bits) and FN (name)
+ * (the instruction set's name for a function).  No include guard: meant to be included
+ * more than once. */
+
+/* out[0..5] = B^T in[0..5] */
+static inline __attribute__((always_inline)) void
+FN (wino_bt) (const VEC *d, VEC *o)
+{
+  const VEC four = V_SET1 (4.0f), five = V_SET1 (5.0f),
+      two = V_SET1 (2.0f);
+  const VEC d4_4d2 = V_FNMA (four, d[2], d[4]);       /* d4 - 4 d2 */
+  const VEC d3_4d1 = V_FNMA (four, d[1], d[3]);       /* d3 - 4 d1 */
+  const VEC d4_d2 = V_SUB (d[4], d[2]);
+  const VEC d3_d1 = V_MUL (two, V_SUB (d[3], d[1]));
+  o[0] = V_ADD (V_FNMA (five, d[2], d[4]), V_MUL (four, d[0]));
+  o[1] = V_ADD (d4_4d2, d3_4d1);
+  o[2] = V_SUB (d4_4d2, d3_4d1);
+  o[3] = V_ADD (d4_d2, d3_d1);
+  o[4] = V_SUB (d4_d2, d3_d1);
+  o[5] = V_ADD (V_FNMA (five, d[3], d[5]), V_MUL (four, d[1]));
+}
+
+/* out[0..3] = A^T in[0..5] */
+static inline __attribute__((always_inline)) void
+FN (wino_at) (const VEC *m, VEC *o)
+{
+  const VEC a = V_ADD (m[1], m[2]), b = V_SUB (m[1], m[2]);
+  const VEC c = V_ADD (m[3], m[4]), d = V_SUB (m[3], m[4]);
+  o[0] = V_ADD (V_ADD (m[0], a), c);
+  o[1] = V_FMA (V_SET1 (2.0f), d, b);
+  o[2] = V_FMA (V_SET1 (4.0f), c, a);
+  o[3] = V_ADD (V_FMA (V_SET1 (8.0f), d, b), m[5]);
+}
+
+/* out[0..7] = B^T in[0..7] of F(6x6, 3x3) (row 0 negated, see wino_g8): rows 2j - 1 and
+ * 2j (points +a, -a) share their even part E and odd part O as E + O and E - O. */
+static inline __attribute__((always_inline)) void
+FN (wino_bt8) (const VEC *d, VEC *o)
+{
+  const VEC c525 = V_SET1 (5.25f), c425 = V_SET1 (4.25f);
+  const VEC c4 = V_SET1 (4.0f), c5 = V_SET1 (5.0f), c2 = V_SET1 (2.0f);
+  const VEC c25 = V_SET1 (2.5f), c125 = V_SET1 (1.25f);
+  const VEC c05 = V_SET1 (0.5f), c025 = V_SET1 (0.25f);
+  /* d0 - 5.25 d2 + 5.25 d4 - d6 and d7 - d1 + 5.25 (d3 - d5) */
+  o[0] = V_FMA (c525, V_SUB (d[4], d[2]), V_SUB (d[0], d[6]));
+  o[7] = V_FMA (c525, V_SUB (d[3], d[5]), V_SUB (d[7], d[1]));
+  /* +-1: (d2 - 4.25 d4 + d6) +- (d1 - 4.25 d3 + d5) */
+  VEC e = V_FNMA (c425, d[4], V_ADD (d[2], d[6]));
+  VEC q = V_FNMA (c425, d[3], V_ADD (d[1], d[5]));
+  o[1] = V_ADD (e, q);
+  o[2] = V_SUB (e, q);
+  /* +-2: (0.25 d2 - 1.25 d4 + d6) +- (0.5 d1 - 2.5 d3 + 2 d5) */
+  e = V_FNMA (c125, d[4], V_FMA (c025, d[2], d[6]));
+  q = V_FNMA (c25, d[3], V_FMA (c05, d[1], V_MUL (c2, d[5])));
+  o[3] = V_ADD (e, q);
+  o[4] = V_SUB (e, q);
+  /* +-1/2: (4 d2 - 5 d4 + d6) +- (2 d1 - 2.5 d3 + 0.5 d5) */
+  e = V_FNMA (c5, d[4], V_FMA (c4, d[2], d[6]));
+  q = V_FNMA (c25, d[3], V_FMA (c2, d[1], V_MUL (c05, d[5])));
+  o[5] = V_ADD (e, q);
+  o[6] = V_SUB (e, q);
+}
+
+/* out[0..5] = A^T in[0..7] of F(6x6, 3x3) */
+static inline __attribute__((always_inline)) void
+FN (wino_at8) (const VEC *m, VEC *o)
+{
+  const VEC s1 = V_ADD (m[1], m[2]), d1 = V_SUB (m[1], m[2]);
+  const VEC s2 = V_ADD (m[3], m[4]), d2 = V_SUB (m[3], m[4]);
+  const VEC s3 = V_ADD (m[5], m[6]), d3 = V_SUB (m[5], m[6]);
+  o[0] = V_ADD (V_ADD (m[0], s1), V_ADD (s2, s3));
+  o[1] = V_FMA (V_SET1 (2.0f), d2, V_FMA (V_SET1 (0.5f), d3, d1));
+  o[2] = V_FMA (V_SET1 (4.0f), s2, V_FMA (V_SET1 (0.25f), s3, s1));
+  o[3] = V_FMA (V_SET1 (8.0f), d2, V_FMA (V_SET1 (0.125f), d3, d1));
+  o[4] = V_FMA (V_SET1 (16.0f), s2, V_FMA (V_SET1 (0.0625f), s3, s1));
+  o[5] = V_ADD (V_FMA (V_SET1 (32.0f), d2,
+      V_FMA (V_SET1 (0.03125f), d3, d1)), m[7]);
+}
+
+/* out[0..4] = B^T in[0..4] of F(4x4, 2x2) */
+static inline __attribute__((always_inline)) void
+FN (wino_bt5) (const VEC *d, VEC *o)
+{
+  const VEC two = V_SET1 (2.0f), three = V_SET1 (3.0f);
+  const VEC d3_d2 = V_SUB (d[3], d[2]);
+  o[0] = V_ADD (V_FMA (two, V_SUB (d[0], d[2]), d[3]), V_SUB (V_ZERO (), d[1]));
+  o[1] = V_FNMA (two, d[1], d3_d2);                          /* -2 d1 - d2 + d3 */
+  o[2] = V_FNMA (three, d[2], V_FMA (two, d[1], d[3]));  /* 2 d1 - 3 d2 + d3 */
+  o[3] = V_SUB (d[3], d[1]);
+  o[4] = V_ADD (V_FMA (two, V_SUB (d[1], d[3]), d[4]), V_SUB (V_ZERO (), d[2]));
+}
+
+/* out[0..3] = A^T in[0..4] of F(4x4, 2x2) */
+static inline __attribute__((always_inline)) void
+FN (wino_at5) (const VEC *m, VEC *o)
+{
+  const VEC a = V_ADD (m[1], m[2]), b = V_SUB (m[1], m[2]);
+  o[0] = V_ADD (V_ADD (m[0], a), m[3]);
+  o[1] = V_FMA (V_SET1 (2.0f), m[3], b);
+  o[2] = V_FMA (V_SET1 (4.0f), m[3], a);
+  o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
+}
+
+/* exp(x) to about 1 ulp for |x| <= 88 (Cody-Waite reduction, degree-6 polynomial). */
+static inline __attribute__((always_inline)) VEC
+FN (wino_exp) (VEC x)
+{
+  x = V_MAX (V_MIN (x, V_SET1 (88.0f)), V_SET1 (-88.0f));
+  const VEC n = V_ROUND (V_MUL (x, V_SET1 (1.44269504088896341f)));
+  VEC r = V_FNMA (n, V_SET1 (0.693359375f), x);
+  r = V_FNMA (n, V_SET1 (-2.12194440e-4f), r);
+  VEC q = V_SET1 (1.9875691500e-4f);
+  q = V_FMA (q, r, V_SET1 (1.3981999507e-3f));
+  q = V_FMA (q, r, V_SET1 (8.3334519073e-3f));
+  q = V_FMA (q, r, V_SET1 (4.1665795894e-2f));
+  q = V_FMA (q, r, V_SET1 (1.6666665459e-1f));
+  q = V_FMA (q, r, V_SET1 (5.0000001201e-1f));
+  const VEC y = V_ADD (V_FMA (V_MUL (q, r), r, r), V_SET1 (1.0f));
+  return V_SCALE2 (y, n);
+}
+
+static inline __attribute__((always_inline)) VEC
+FN (wino_act) (VEC x, int act)
+{
+  if (act == GPUNET_EPI_RELU)
+    return V_MAX (x, V_ZERO ());
+  if (act == GPUNET_EPI_SWISH) {
+    /* x / (1 + exp(-x)): reciprocal estimate (14 bits) and one Newton step (about 28
+     * bits) instead of a division, which is several times slower */
+    const VEC d = V_ADD (V_SET1 (1.0f),
+        FN (wino_exp) (V_SUB (V_ZERO (), x)));
+    VEC r = V_RCP (d);
+    r = V_MUL (r, V_FNMA (d, r, V_SET1 (2.0f)));
+    return V_MUL (x, r);
+  }
+  return x;
+}
+
+/* M rows 0..5 (stride nv * VW) = V rows 0..5 (stride icp) x U (icp x nv*VW, stride ocp). */
+static inline __attribute__((always_inline)) void
+FN (wino_gemm_6xN) (const float *v, int icp, const float *u, int ocp, float *m, const int nv)
+{
+  VEC c[WINO_ROWS][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < WINO_ROWS; r++)
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      c[r][j] = V_ZERO ();
+  for (int i = 0; i < icp; i++) {
+    VEC b[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      b[j] = V_LOAD (u + (size_t) i * ocp + VW * j);
+#pragma GCC unroll 6
+    for (int r = 0; r < WINO_ROWS; r++) {
+      const VEC a = V_SET1 (v[(size_t) r * icp + i]);
+#pragma GCC unroll 4
+      for (int j = 0; j < nv; j++)
+        c[r][j] = V_FMA (a, b[j], c[r][j]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < WINO_ROWS; r++)
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      V_STORE (m + (size_t) r * VW * nv + VW * j, c[r][j]);
+}
+
+static void
+FN (wino_gemm_6x4) (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 4);
+}
+
+static void
+FN (wino_gemm_6x3) (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 3);
+}
+
+static void
+FN (wino_gemm_6x2) (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 2);
+}
+
+static void
+FN (wino_gemm_6x1) (const float *v, int icp, const float *u, int ocp, float *m)
+{
+  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 1);
+}
+
+/* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1, A x A input tiles
+ * (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block CB reads real block
+ * CB % (cp / VW) of phase CB / (cp / VW): input row stride * (oy + i) + phase / 2 - pad
+ * for patch row i of the tile at output row oy (stride 1: phase 0, so oy + i - pad). */
+static inline __attribute__((always_inline)) void
+FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V,
+    const int A)
+{
+  const int IH = p->ih, IW = p->iw, icp = p->icp, per_img = p->th * p->tw, s = p->stride;
+  const int cbs = p->cp / VW;
+  const size_t plane = (size_t) IH * IW * VW, e_stride = (size_t) rows * icp;
+  for (int j = 0; j < cnt; j++) {
+    const int t = t0 + j, b = t / per_img, r = t % per_img;
+    const int oy = r / p->tw * p->m, ox = r % p->tw * p->m;
+    const float *img = in + (size_t) b * p->cp * IH * IW;
+    for (int CB = 0; CB < icp / VW; CB++) {
+      const int ph = CB / cbs, cb = CB % cbs;
+      const int y0 = s * oy + ph / 2 - p->pad, x0 = s * ox + ph % 2 - p->pad;
+      const int inside = y0 >= 0 && x0 >= 0 && y0 + (A - 1) * s < IH && x0 + (A - 1) * s < IW;
+      const float *src = img + (size_t) cb * plane;
+      VEC d[8][8], t6[8][8];
+      if (inside) {
+        const float *p0 = src + ((size_t) y0 * IW + x0) * VW;
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < A; k++)
+            d[i][k] = V_LOAD (p0 + ((size_t) (s * i) * IW + s * k) * VW);
+      } else
+        for (int i = 0; i < A; i++)
+          for (int k = 0; k < A; k++) {
+            const int y = y0 + s * i, x = x0 + s * k;
+            d[i][k] = y >= 0 && y < IH && x >= 0 && x < IW
+                ? V_LOAD (src + ((size_t) y * IW + x) * VW) : V_ZERO ();
+          }
+      for (int k = 0; k < A; k++) {
+        VEC col[8], o[8];
+        for (int i = 0; i < A; i++)
+          col[i] = d[i][k];
+        if (A == 8)
+          FN (wino_bt8) (col, o);
+        else if (A == 6)
+          FN (wino_bt) (col, o);
+        else
+          FN (wino_bt5) (col, o);
+        for (int i = 0; i < A; i++)
+          t6[i][k] = o[i];
+      }
+      float *dst = V + (size_t) j * icp + (size_t) CB * VW;
+      for (int i = 0; i < A; i++) {
+        VEC o[8];
+        if (A == 8)
+          FN (wino_bt8) (t6[i], o);
+        else if (A == 6)
+          FN (wino_bt) (t6[i], o);
+        else
+          FN (wino_bt5) (t6[i], o);
+        for (int k = 0; k < A; k++)
+          V_STORE (dst + (size_t) (i * A + k) * e_stride, o[k]);
+      }
+    }
+  }
+  if (cnt < rows)
+    for (int e = 0; e < A * A; e++)
+      memset (V + e * e_stride + (size_t) cnt * icp, 0, sizeof (float) * (size_t) (rows - cnt) * icp);
+}
+
+static void
+FN (wino_input6) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  FN (wino_input_t) (p, in, t0, cnt, rows, V, 6);
+}
+
+static void
+FN (wino_input8) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  FN (wino_input_t) (p, in, t0, cnt, rows, V, 8);
+}
+
+static void
+FN (wino_input5) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  FN (wino_input_t) (p, in, t0, cnt, rows, V, 5);
+}
+
+/* Output channels oc0 .. oc0 + VW nv - 1 of tiles t0 .. t0 + cnt - 1 from
+ * M[e][j][VW nv] (e stride rows * VW nv), A x A tiles (A = alpha). */
+static inline __attribute__((always_inline)) void
+FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual, const int A)
+{
+  const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
+  const size_t plane = (size_t) H * W * VW, e_stride = (size_t) rows * VW * nv;
+  for (int j = 0; j < cnt; j++) {
+    const int t = t0 + j, b = t / per_img, r = t % per_img;
+    const int mt = A == 8 ? 6 : 4;   /* output tile mt x mt */
+    const int oy = r / p->tw * mt, ox = r % p->tw * mt;
+    const int ny = H - oy < mt ? H - oy : mt, nx = W - ox < mt ? W - ox : mt;
+    for (int v = 0; v < nv; v++) {
+      const int cb = oc0 / VW + v;
+      const float *src = M + (size_t) j * VW * nv + VW * v;
+      VEC s4[6][8];
+      for (int k = 0; k < A; k++) {
+        VEC col[8], o[6];
+        for (int i = 0; i < A; i++)
+          col[i] = V_LOAD (src + (size_t) (i * A + k) * e_stride);
+        if (A == 8)
+          FN (wino_at8) (col, o);
+        else if (A == 6)
+          FN (wino_at) (col, o);
+        else
+          FN (wino_at5) (col, o);
+        for (int i = 0; i < mt; i++)
+          s4[i][k] = o[i];
+      }
+      const VEC bias = V_LOAD (p->bias + (size_t) cb * VW);
+      float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
+      for (int i = 0; i < ny; i++) {
+        VEC y[6];
+        if (A == 8)
+          FN (wino_at8) (s4[i], y);
+        else if (A == 6)
+          FN (wino_at) (s4[i], y);
+        else
+          FN (wino_at5) (s4[i], y);
+        for (int k = 0; k < nx; k++) {
+          float *q = dst + ((size_t) (oy + i) * W + ox + k) * VW;
+          VEC val = FN (wino_act) (V_ADD (y[k], bias), act);
+          if (residual)
+            val = V_ADD (val, V_LOAD (q));
+          V_STORE (q, val);
+        }
+      }
+    }
+  }
+}
+
+static void
+FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6);
+}
+
+static void
+FN (wino_output8) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 8);
+}
+
+static void
+FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5);
+}
+
+static void
+FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+    float *scratch, int nt)
+{
+  if (nt < 1)
+    nt = 1;
+  const int T = n * p->th * p->tw;
+  int nblk = (T + p->rows_max - 1) / p->rows_max;
+  nblk = (nblk + nt - 1) / nt * nt;   /* whole rounds of blocks for the threads */
+  if (nblk > T)
+    nblk = T;
+  const int tb = (T + nblk - 1) / nblk;
+  const size_t per = per_thread_floats (p);
+#pragma omp parallel num_threads(nt)
+  {
+    float *V = scratch + per * (size_t) omp_get_thread_num ();
+    float *M = V + (size_t) p->ne * p->rows_max * p->icp;
+#pragma omp for schedule(dynamic, 1)
+    for (int blk = 0; blk < nblk; blk++) {
+      const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
+      if (cnt <= 0)
+        continue;
+      const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+      if (p->alpha == 8)
+        FN (wino_input8) (p, in, t0, cnt, rows, V);
+      else if (p->alpha == 6)
+        FN (wino_input6) (p, in, t0, cnt, rows, V);
+      else
+        FN (wino_input5) (p, in, t0, cnt, rows, V);
+      for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
+        const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
+        void (*gemm) (const float *, int, const float *, int, float *) =
+            nv == 4 ? FN (wino_gemm_6x4) : nv == 3 ? FN (wino_gemm_6x3) : nv == 2 ? FN (wino_gemm_6x2) : FN (wino_gemm_6x1);
+        for (int e = 0; e < p->ne; e++) {
+          const float *ue = p->u + (size_t) e * p->icp * p->ocp + oc0;
+          const float *ve = V + (size_t) e * rows * p->icp;
+          float *me = M + (size_t) e * rows * VW * nv;
+          for (int r = 0; r < rows; r += WINO_ROWS)
+            gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * VW * nv);
+        }
+        if (p->alpha == 8)
+          FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+        else if (p->alpha == 6)
+          FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+        else
+          FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+      }
+    }
+  }
+}
