@@ -29,13 +29,14 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
-      "                    [--precision auto|fp32|fp16] [--batch-sweep]\n"
+      "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
       "  --batch       images per forward pass (default 1)\n"
       "  --threads     CPU threads (default 2; 0 = all cores)\n"
       "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
+      "  --preprocess-runs  timed runs of the 1080p NV12 preprocess (default 20; 0: not timed)\n"
       "  --per-layer   also prints the time of every op (fast: host clock around each op,\n"
       "                median over the runs; cuda: GPU time between cudaEvents recorded on the\n"
       "                stream around each op, plain launches, median over the runs after the\n"
@@ -330,7 +331,7 @@ int
 main (int argc, char **argv)
 {
   const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
-  int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0;
+  int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0, pre_runs = 20;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -347,6 +348,8 @@ main (int argc, char **argv)
       bad = parse_int (a, v, 0, 1024, &threads), i++;
     else if (!strcmp (a, "--runs"))
       bad = parse_int (a, v, 1, 1000000, &runs), i++;
+    else if (!strcmp (a, "--preprocess-runs"))
+      bad = parse_int (a, v, 0, 1000000, &pre_runs), i++;
     else if (!strcmp (a, "--warmup"))
       bad = parse_int (a, v, 0, 1000000, &warmup), i++;
     else if (!strcmp (a, "--per-layer"))
@@ -506,7 +509,7 @@ main (int argc, char **argv)
         achieved / peak);
   else
     printf ("sgemm_2048_gflops_s=n/a (built without oneDNN)\n");
-  const double pre_ms = time_preprocess (m, 20);
+  const double pre_ms = pre_runs > 0 ? time_preprocess (m, pre_runs) : -1.0;
   if (pre_ms >= 0)
     printf ("preprocess_nv12_1920x1080_to_%dx%d_ms=%.3f threads=1\n", res, res, pre_ms);
   double bytes = 0.0;
