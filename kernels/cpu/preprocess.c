@@ -273,16 +273,18 @@ norm8 (const gpunet_preprocess_plan *p, float v, int c)
  * (w2 a2 + w3 a3) and their sum g_j for each group j of 4 taps, exactly as the scalar
  * loop forms them (IEEE addition is commutative), and the groups added to the running
  * sum in order.  Groups past an output's taps have zero weights and add +-0, which
- * changes nothing after the clamp.  Needs the CPU's AVX-512F (checked once). */
+ * changes nothing after the clamp.  Needs the CPU's AVX-512F. */
+
+/* The vector horizontal pass this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none. */
 static int
-horizontal_avx512_ok (const gpunet_preprocess_plan *p)
+horizontal_simd_level (const gpunet_preprocess_plan *p)
 {
-  static int have = -1;
-  if (have < 0) {
+  static int level = -1;
+  if (level < 0) {
     __builtin_cpu_init ();
-    have = __builtin_cpu_supports ("avx512f") ? 1 : 0;
+    level = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
   }
-  return have && p->round8 && p->x.ksize % 16 == 0;
+  return p->round8 && p->x.ksize % 16 == 0 ? level : 0;
 }
 
 __attribute__ ((target ("avx512f"))) static inline float
@@ -335,16 +337,6 @@ horizontal_avx512 (const gpunet_preprocess_plan *p, const float *vs, int ncols, 
  * of 4 taps (lanes: r g0 g2, g g0 g2 low, r g1 g3, g g1 g3 high; b alike on its own), a
  * shuffle gathers group j of r, g and b into one vector G_j, and the running sums of the
  * three channels add G_0 .. G_3 in order, as the scalar loop adds its groups. */
-static int
-horizontal_avx2_ok (const gpunet_preprocess_plan *p)
-{
-  static int have = -1;
-  if (have < 0) {
-    __builtin_cpu_init ();
-    have = __builtin_cpu_supports ("avx2") ? 1 : 0;
-  }
-  return have && p->round8 && p->x.ksize % 16 == 0;
-}
 
 __attribute__ ((target ("avx2"))) static inline __m256
 pairs16 (const float *wx, const float *a)
@@ -454,11 +446,12 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
      * ksize zeroed floats after the last plane), clamp (and round), normalise */
     const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
 #ifdef GPUNET_PRE_AVX512
-    if (horizontal_avx512_ok (p)) {
+    const int simd = horizontal_simd_level (p);
+    if (simd == 2) {
       horizontal_avx512 (p, vs, ncols, outr, outg, outb);
       continue;
     }
-    if (horizontal_avx2_ok (p)) {
+    if (simd == 1) {
       horizontal_avx2 (p, vs, ncols, outr, outg, outb);
       continue;
     }
