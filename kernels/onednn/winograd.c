@@ -189,78 +189,20 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   return p;
 }
 
-/* AVX-512: nChw16c, 16 channels per vector; GEMM micro-kernel 6 tiles x 4 vectors (24
- * accumulators of 32 registers) */
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#define VW 16
-#define V_NV 4
-#define V_OCB 64
-#define VEC __m512
-#define V_LOAD _mm512_load_ps
-#define V_STORE _mm512_store_ps
-#define V_ADD _mm512_add_ps
-#define V_SUB _mm512_sub_ps
-#define V_MUL _mm512_mul_ps
-#define V_FMA _mm512_fmadd_ps
-#define V_FNMA _mm512_fnmadd_ps
-#define V_SET1 _mm512_set1_ps
-#define V_ZERO _mm512_setzero_ps
-#define V_MAX _mm512_max_ps
-#define V_MIN _mm512_min_ps
-#define V_ROUND(x) _mm512_roundscale_ps ((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define V_SCALE2 _mm512_scalef_ps
-#define V_RCP _mm512_rcp14_ps
-#define FN(name) name##_avx512
-#include "winograd_simd.h"
-#undef VW
-#undef V_NV
-#undef V_OCB
-#undef VEC
-#undef V_LOAD
-#undef V_STORE
-#undef V_ADD
-#undef V_SUB
-#undef V_MUL
-#undef V_FMA
-#undef V_FNMA
-#undef V_SET1
-#undef V_ZERO
-#undef V_MAX
-#undef V_MIN
-#undef V_ROUND
-#undef V_SCALE2
-#undef V_RCP
-#undef FN
-#pragma GCC pop_options
+/* GEMM micro-kernel: 6 tiles x 4 vectors with AVX-512 (24 accumulators of 32 registers), x 2
+ * with AVX2 (12 of 16) */
+#define V_NV (VW == 16 ? 4 : 2)
+#define V_OCB (VW * V_NV)
 
-/* AVX2 + FMA: nChw8c, 8 channels per vector; micro-kernel 6 tiles x 2 vectors (12
- * accumulators of 16 registers) */
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#define VW 8
-#define V_NV 2
-#define V_OCB 16
-#define VEC __m256
-#define V_LOAD _mm256_load_ps
-#define V_STORE _mm256_store_ps
-#define V_ADD _mm256_add_ps
-#define V_SUB _mm256_sub_ps
-#define V_MUL _mm256_mul_ps
-#define V_FMA _mm256_fmadd_ps
-#define V_FNMA _mm256_fnmadd_ps
-#define V_SET1 _mm256_set1_ps
-#define V_ZERO _mm256_setzero_ps
-#define V_MAX _mm256_max_ps
-#define V_MIN _mm256_min_ps
-#define V_ROUND(x) _mm256_round_ps ((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-/* y 2^n: n + 127 put in the exponent field (n = -127 gives 0 instead of a denormal) */
-#define V_SCALE2(y, n) _mm256_mul_ps ((y), _mm256_castsi256_ps (_mm256_slli_epi32 ( \
-    _mm256_add_epi32 (_mm256_cvtps_epi32 (n), _mm256_set1_epi32 (127)), 23)))
-#define V_RCP _mm256_rcp_ps
-#define FN(name) name##_avx2
+#define SIMD_WIDTH 16
+#include "simd_begin.h"
 #include "winograd_simd.h"
-#pragma GCC pop_options
+#include "simd_end.h"
+
+#define SIMD_WIDTH 8
+#include "simd_begin.h"
+#include "winograd_simd.h"
+#include "simd_end.h"
 
 void
 gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,

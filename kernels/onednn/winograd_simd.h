@@ -1,11 +1,7 @@
 /* winograd_simd.h: the vector code of winograd.c, included there once per instruction set
- * with these macros defined: VW (floats per vector, the channel block: 16 or 8), V_NV
- * (vectors of output channels per GEMM micro-kernel call), V_OCB (VW * V_NV), VEC (the
- * vector type), V_LOAD/V_STORE (aligned), V_ADD, V_SUB, V_MUL, V_FMA (a b + c), V_FNMA
- * (-a b + c), V_SET1, V_ZERO, V_MAX, V_MIN, V_ROUND (to nearest), V_SCALE2 (y 2^n for
- * integral n in [-127, 127]), V_RCP (reciprocal estimate, at least 12 bits) and FN (name)
- * (the instruction set's name for a function).  No include guard: meant to be included
- * more than once. */
+ * between simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN), with V_NV (vectors
+ * of output channels per GEMM micro-kernel call) and V_OCB (VW * V_NV) from winograd.c.  No
+ * include guard: meant to be included more than once. */
 
 /* out[0..5] = B^T in[0..5] */
 static inline __attribute__((always_inline)) void
@@ -104,41 +100,6 @@ FN (wino_at5) (const VEC *m, VEC *o)
   o[1] = V_FMA (V_SET1 (2.0f), m[3], b);
   o[2] = V_FMA (V_SET1 (4.0f), m[3], a);
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
-}
-
-/* exp(x) to about 1 ulp for |x| <= 88 (Cody-Waite reduction, degree-6 polynomial). */
-static inline __attribute__((always_inline)) VEC
-FN (wino_exp) (VEC x)
-{
-  x = V_MAX (V_MIN (x, V_SET1 (88.0f)), V_SET1 (-88.0f));
-  const VEC n = V_ROUND (V_MUL (x, V_SET1 (1.44269504088896341f)));
-  VEC r = V_FNMA (n, V_SET1 (0.693359375f), x);
-  r = V_FNMA (n, V_SET1 (-2.12194440e-4f), r);
-  VEC q = V_SET1 (1.9875691500e-4f);
-  q = V_FMA (q, r, V_SET1 (1.3981999507e-3f));
-  q = V_FMA (q, r, V_SET1 (8.3334519073e-3f));
-  q = V_FMA (q, r, V_SET1 (4.1665795894e-2f));
-  q = V_FMA (q, r, V_SET1 (1.6666665459e-1f));
-  q = V_FMA (q, r, V_SET1 (5.0000001201e-1f));
-  const VEC y = V_ADD (V_FMA (V_MUL (q, r), r, r), V_SET1 (1.0f));
-  return V_SCALE2 (y, n);
-}
-
-static inline __attribute__((always_inline)) VEC
-FN (wino_act) (VEC x, int act)
-{
-  if (act == GPUNET_EPI_RELU)
-    return V_MAX (x, V_ZERO ());
-  if (act == GPUNET_EPI_SWISH) {
-    /* x / (1 + exp(-x)): reciprocal estimate (14 bits) and one Newton step (about 28
-     * bits) instead of a division, which is several times slower */
-    const VEC d = V_ADD (V_SET1 (1.0f),
-        FN (wino_exp) (V_SUB (V_ZERO (), x)));
-    VEC r = V_RCP (d);
-    r = V_MUL (r, V_FNMA (d, r, V_SET1 (2.0f)));
-    return V_MUL (x, r);
-  }
-  return x;
 }
 
 /* M rows 0..5 (stride nv * VW) = V rows 0..5 (stride icp) x U (icp x nv*VW, stride ocp). */
@@ -320,7 +281,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           FN (wino_at5) (s4[i], y);
         for (int k = 0; k < nx; k++) {
           float *q = dst + ((size_t) (oy + i) * W + ox + k) * VW;
-          VEC val = FN (wino_act) (V_ADD (y[k], bias), act);
+          VEC val = FN (simd_act) (V_ADD (y[k], bias), act);
           if (residual)
             val = V_ADD (val, V_LOAD (q));
           V_STORE (q, val);
