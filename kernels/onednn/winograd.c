@@ -40,7 +40,8 @@ struct gpunet_wino {
                       * channels per GEMM pass (4 or 2 vectors) */
   int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 8 for F(6x6, 3x3), 5 for
                       * F(4x4, 2x2); ne = alpha^2 */
-  float *u;          /* transformed weights [ne][icp][ocp], zero in padded channels */
+  float *u;          /* transformed weights [ocp / ocb][ne][icp][ocb] (ocp rounded up to
+                      * ocb): each GEMM pass reads one contiguous slice; zero in padding */
   float *bias;       /* [ocp], zero padded */
   /* Input geometry.  Stride 1: the 3x3 kernel reads input rows oy - pad .. oy - pad + 2.
    * Stride 2: the input is seen as 4 phase images (even/odd rows x even/odd columns),
@@ -147,7 +148,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   int rows = WINO_L2_BUDGET / (p->ne * 4 * (icp + p->ocb));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
-  p->u = alloc64 ((size_t) p->ne * icp * ocp);
+  const size_t n_ocb = (size_t) (ocp + p->ocb - 1) / p->ocb;
+  p->u = alloc64 (n_ocb * p->ne * icp * p->ocb);
   p->bias = alloc64 ((size_t) ocp);
   if (!p->u || !p->bias) {
     gpunet_wino_free (p);
@@ -184,7 +186,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
           }
         const int vi = ph * cp + i;   /* virtual input channel */
         for (int e = 0; e < p->ne; e++)
-          p->u[((size_t) e * icp + vi) * ocp + o] = (float) u[e / alpha][e % alpha];
+          p->u[(((size_t) (o / p->ocb) * p->ne + e) * icp + vi) * p->ocb + o % p->ocb] =
+              (float) u[e / alpha][e % alpha];
       }
   return p;
 }

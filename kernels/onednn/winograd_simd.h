@@ -102,7 +102,8 @@ FN (wino_at5) (const VEC *m, VEC *o)
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
 }
 
-/* M rows 0..5 (stride nv * VW) = V rows 0..5 (stride icp) x U (icp x nv*VW, stride ocp). */
+/* M rows 0..5 (stride nv * VW) = V rows 0..5 (stride icp) x U (icp x nv*VW, row stride ocp:
+ * V_OCB for the blocked weights). */
 static inline __attribute__((always_inline)) void
 FN (wino_gemm_6xN) (const float *v, int icp, const float *u, int ocp, float *m, const int nv)
 {
@@ -346,11 +347,11 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
         void (*gemm) (const float *, int, const float *, int, float *) =
             nv == 4 ? FN (wino_gemm_6x4) : nv == 3 ? FN (wino_gemm_6x3) : nv == 2 ? FN (wino_gemm_6x2) : FN (wino_gemm_6x1);
         for (int e = 0; e < p->ne; e++) {
-          const float *ue = p->u + (size_t) e * p->icp * p->ocp + oc0;
+          const float *ue = p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB;
           const float *ve = V + (size_t) e * rows * p->icp;
           float *me = M + (size_t) e * rows * VW * nv;
           for (int r = 0; r < rows; r += WINO_ROWS)
-            gemm (ve + (size_t) r * p->icp, p->icp, ue, p->ocp, me + (size_t) r * VW * nv);
+            gemm (ve + (size_t) r * p->icp, p->icp, ue, V_OCB, me + (size_t) r * VW * nv);
         }
         if (p->alpha == 8)
           FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
