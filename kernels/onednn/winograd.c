@@ -1,5 +1,5 @@
 /* winograd.c: Winograd F(4x4, 3x3) and F(6x6, 3x3) on nChw16c activations with AVX-512
- * (see winograd.h).
+ * or nChw8c ones with AVX2 (see winograd.h).
  *
  * Transforms (Lavin and Gray, interpolation points 0, 1, -1, 2, -2, infinity):
  *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
@@ -26,6 +26,10 @@
 #include "winograd.h"
 
 #define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */
+/* Output channels per GEMM pass for vector width vw: 6 tiles x 4 vectors with AVX-512 (24
+ * accumulators of 32 registers), x 2 with AVX2 (12 of 16).  The transformed weights are laid
+ * out in blocks of this many channels. */
+#define WINO_OCB(vw) ((vw) * ((vw) == 16 ? 4 : 2))
 /* V and M of one block of tiles together fit this many bytes (of a 1-2 MiB L2). */
 #define WINO_L2_BUDGET (600 * 1024)
 /* F(6x6, 3x3) while its transformed weights take at most this many bytes */
@@ -73,8 +77,6 @@ gpunet_wino_free (gpunet_wino *p)
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-
-#include <immintrin.h>
 
 /* G of F(4x4, 2x2), points 0, 1, -1, 2 (and infinity) */
 static const double wino_g2[5][2] = {
@@ -143,7 +145,7 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
-    .ocb = blk == 16 ? 64 : 16, .alpha = alpha, .ne = alpha * alpha, .stride = stride,
+    .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
     .pad = pad, .ih = ih, .iw = iw, .cp = cp };
   int rows = WINO_L2_BUDGET / (p->ne * 4 * (icp + p->ocb));
   rows = rows / WINO_ROWS * WINO_ROWS;
@@ -192,10 +194,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   return p;
 }
 
-/* GEMM micro-kernel: 6 tiles x 4 vectors with AVX-512 (24 accumulators of 32 registers), x 2
- * with AVX2 (12 of 16) */
-#define V_NV (VW == 16 ? 4 : 2)
-#define V_OCB (VW * V_NV)
+#define V_OCB WINO_OCB (VW)
+#define V_NV (V_OCB / VW)
 
 #define SIMD_WIDTH 16
 #include "simd_begin.h"

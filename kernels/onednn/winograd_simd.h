@@ -1,6 +1,6 @@
 /* winograd_simd.h: the vector code of winograd.c, included there once per instruction set
- * between simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN), with V_NV (vectors
- * of output channels per GEMM micro-kernel call) and V_OCB (VW * V_NV) from winograd.c.  No
+ * between simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN), with V_OCB (output
+ * channels per GEMM micro-kernel call, WINO_OCB) and V_NV (V_OCB / VW) from winograd.c.  No
  * include guard: meant to be included more than once. */
 
 /* out[0..5] = B^T in[0..5] */
