@@ -128,11 +128,199 @@ gpunet_preprocess_plan_clear (gpunet_preprocess_plan *p)
 #define GPUNET_ALWAYS_INLINE inline
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+/* x86-64 with gcc: AVX2 and AVX-512 paths beside the portable code, chosen at run time */
+#define GPUNET_PRE_SIMD 1
+#include <immintrin.h>
+
+/* The vector code this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none.
+ * GPUNET_CPU_PREPROCESS_SIMD=0|1 caps it, so the tests compare the paths on one CPU. */
+static int
+cpu_simd_level (void)
+{
+  static int level = -1;
+  if (level < 0) {
+    __builtin_cpu_init ();
+    int l = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
+    const char *cap = getenv ("GPUNET_CPU_PREPROCESS_SIMD");
+    if (cap && *cap >= '0' && *cap <= '2' && cap[1] == '\0' && *cap - '0' < l)
+      l = *cap - '0';
+    level = l;
+  }
+  return level;
+}
+
+/* The vector horizontal pass: needs rounding and whole groups of 16 weights. */
+static int
+horizontal_simd_level (const gpunet_preprocess_plan *p)
+{
+  return p->round8 && p->x.ksize % 16 == 0 ? cpu_simd_level () : 0;
+}
+
+#endif
+
+/* The blended chroma of columns [c, c1): bu[c] = U of row cy0 + wy * (U of cy1 - U of
+ * cy0), bv alike. */
+static GPUNET_ALWAYS_INLINE void
+chroma_blend (const gpunet_pixel_src *s, int cy0, int cy1, float wy, int c, int c1,
+    float *restrict bu, float *restrict bv)
+{
+  if (s->format == GPUNET_FORMAT_NV12) {
+    const uint8_t *restrict r0 = s->planes[1] + (size_t) cy0 * s->strides[1];
+    const uint8_t *restrict r1 = s->planes[1] + (size_t) cy1 * s->strides[1];
+    for (; c < c1; c++) {
+      bu[c] = r0[2 * c] + wy * (float) (r1[2 * c] - r0[2 * c]);
+      bv[c] = r0[2 * c + 1] + wy * (float) (r1[2 * c + 1] - r0[2 * c + 1]);
+    }
+  } else {
+    const uint8_t *restrict u0 = s->planes[1] + (size_t) cy0 * s->strides[1];
+    const uint8_t *restrict u1 = s->planes[1] + (size_t) cy1 * s->strides[1];
+    const uint8_t *restrict v0 = s->planes[2] + (size_t) cy0 * s->strides[2];
+    const uint8_t *restrict v1 = s->planes[2] + (size_t) cy1 * s->strides[2];
+    for (; c < c1; c++) {
+      bu[c] = u0[c] + wy * (float) (u1[c] - u0[c]);
+      bv[c] = v0[c] + wy * (float) (v1[c] - v0[c]);
+    }
+  }
+}
+
+/* Luma columns [xa, xb) of source row y into dst, whose three planes of n floats start
+ * at column x0.  Chroma from the blended row bu/bv, co-sited, so even columns take their
+ * sample and odd ones the mean of two; U goes to dg, V to db, which the conversion then
+ * overwrites in place. */
+static GPUNET_ALWAYS_INLINE void
+upsample_convert (const gpunet_pixel_src *s, int y, int x0, int xa, int xb, int n,
+    const float *restrict bu, const float *restrict bv, float *restrict dst)
+{
+  float *restrict dr = dst, *restrict dg = dst + n, *restrict db = dst + 2 * n;
+  int x = xa;
+  if (x & 1) {
+    dg[x - x0] = 0.5f * (bu[x >> 1] + bu[(x >> 1) + 1]);
+    db[x - x0] = 0.5f * (bv[x >> 1] + bv[(x >> 1) + 1]);
+    x++;
+  }
+  {
+    const int a0 = x >> 1, pairs = (xb - x) / 2;
+    float *restrict du = dg + (x - x0), *restrict dv = db + (x - x0);
+    const float *restrict su = bu + a0, *restrict sv = bv + a0;
+    for (int j = 0; j < pairs; j++) {
+      du[2 * j] = su[j];
+      du[2 * j + 1] = 0.5f * (su[j] + su[j + 1]);
+      dv[2 * j] = sv[j];
+      dv[2 * j + 1] = 0.5f * (sv[j] + sv[j + 1]);
+    }
+    x += 2 * pairs;
+  }
+  if (x < xb) {
+    dg[x - x0] = bu[x >> 1];
+    db[x - x0] = bv[x >> 1];
+  }
+  const uint8_t *restrict yrow = s->planes[0] + (size_t) y * s->strides[0] + x0;
+  const gpunet_yuv_coeffs c = s->yuv;
+  for (int i = xa - x0; i < xb - x0; i++) {
+    float r, g, b;
+    gpunet_yuv_to_rgb (&c, yrow[i], dg[i], db[i], &r, &g, &b);
+    dr[i] = r;
+    dg[i] = g;
+    db[i] = b;
+  }
+}
+
+#ifdef GPUNET_PRE_SIMD
+/* chroma_blend with AVX2, 8 chroma samples at a time, bit for bit the scalar loop (the
+ * byte difference is an exact integer, then one multiply and one add, no FMA); returns
+ * the column it stopped at, for the scalar loop to finish. */
+__attribute__ ((target ("avx2"))) static int
+chroma_blend_avx2 (const gpunet_pixel_src *s, int cy0, int cy1, float wy, int c, int c1,
+    float *bu, float *bv)
+{
+  const __m256 w = _mm256_set1_ps (wy);
+  if (s->format == GPUNET_FORMAT_NV12) {
+    const uint8_t *r0 = s->planes[1] + (size_t) cy0 * s->strides[1];
+    const uint8_t *r1 = s->planes[1] + (size_t) cy1 * s->strides[1];
+    /* U bytes to the low 8, V bytes to the high 8 */
+    const __m128i split = _mm_setr_epi8 (0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    for (; c + 8 <= c1; c += 8) {
+      const __m128i a = _mm_shuffle_epi8 (_mm_loadu_si128 ((const __m128i *) (r0 + 2 * c)), split);
+      const __m128i b = _mm_shuffle_epi8 (_mm_loadu_si128 ((const __m128i *) (r1 + 2 * c)), split);
+      const __m256i ua = _mm256_cvtepu8_epi32 (a), ub = _mm256_cvtepu8_epi32 (b);
+      const __m256i va = _mm256_cvtepu8_epi32 (_mm_srli_si128 (a, 8));
+      const __m256i vb = _mm256_cvtepu8_epi32 (_mm_srli_si128 (b, 8));
+      _mm256_storeu_ps (bu + c, _mm256_add_ps (_mm256_cvtepi32_ps (ua),
+              _mm256_mul_ps (w, _mm256_cvtepi32_ps (_mm256_sub_epi32 (ub, ua)))));
+      _mm256_storeu_ps (bv + c, _mm256_add_ps (_mm256_cvtepi32_ps (va),
+              _mm256_mul_ps (w, _mm256_cvtepi32_ps (_mm256_sub_epi32 (vb, va)))));
+    }
+    return c;
+  }
+  const uint8_t *u0 = s->planes[1] + (size_t) cy0 * s->strides[1];
+  const uint8_t *u1 = s->planes[1] + (size_t) cy1 * s->strides[1];
+  const uint8_t *v0 = s->planes[2] + (size_t) cy0 * s->strides[2];
+  const uint8_t *v1 = s->planes[2] + (size_t) cy1 * s->strides[2];
+  for (; c + 8 <= c1; c += 8) {
+    const __m256i ua = _mm256_cvtepu8_epi32 (_mm_loadl_epi64 ((const __m128i *) (u0 + c)));
+    const __m256i ub = _mm256_cvtepu8_epi32 (_mm_loadl_epi64 ((const __m128i *) (u1 + c)));
+    const __m256i va = _mm256_cvtepu8_epi32 (_mm_loadl_epi64 ((const __m128i *) (v0 + c)));
+    const __m256i vb = _mm256_cvtepu8_epi32 (_mm_loadl_epi64 ((const __m128i *) (v1 + c)));
+    _mm256_storeu_ps (bu + c, _mm256_add_ps (_mm256_cvtepi32_ps (ua),
+            _mm256_mul_ps (w, _mm256_cvtepi32_ps (_mm256_sub_epi32 (ub, ua)))));
+    _mm256_storeu_ps (bv + c, _mm256_add_ps (_mm256_cvtepi32_ps (va),
+            _mm256_mul_ps (w, _mm256_cvtepi32_ps (_mm256_sub_epi32 (vb, va)))));
+  }
+  return c;
+}
+
+/* 0..255 clamp as max/min: max (0, v) is v < 0 ? 0 : v and min (255, v) is
+ * v > 255 ? 255 : v for every v, -0 and NaN included (both return the second operand
+ * when they cannot order), so this is gpunet_clamp255 to the bit. */
+__attribute__ ((target ("avx2"))) static inline __m256
+clamp255_avx2 (__m256 v)
+{
+  return _mm256_min_ps (_mm256_set1_ps (255.0f), _mm256_max_ps (_mm256_setzero_ps (), v));
+}
+
+/* upsample_convert with AVX2 for 8 luma columns at a time from an even column xa: the
+ * chroma of columns 2a .. 2a+7 is s0 m0 s1 m1 s2 m2 s3 m3 (s = bu[a..a+3], m the means
+ * of neighbours), then gpunet_yuv_to_rgb's operations in its order.  Returns the column
+ * it stopped at. */
+__attribute__ ((target ("avx2"))) static int
+upsample_convert_avx2 (const gpunet_pixel_src *s, int y, int x0, int xa, int xb, int n,
+    const float *bu, const float *bv, float *dst)
+{
+  float *dr = dst, *dg = dst + n, *db = dst + 2 * n;
+  const uint8_t *yrow = s->planes[0] + (size_t) y * s->strides[0] + x0;
+  const gpunet_yuv_coeffs *c = &s->yuv;
+  const __m256 yo = _mm256_set1_ps (c->yo), ys = _mm256_set1_ps (c->ys);
+  const __m256 rv = _mm256_set1_ps (c->rv), gu = _mm256_set1_ps (c->gu);
+  const __m256 gv = _mm256_set1_ps (c->gv), bcu = _mm256_set1_ps (c->bu);
+  const __m256 c128 = _mm256_set1_ps (128.0f);
+  const __m128 half = _mm_set1_ps (0.5f);
+  int x = xa;
+  for (; x + 8 <= xb; x += 8) {
+    const int a = x >> 1, i = x - x0;
+    const __m128 su = _mm_loadu_ps (bu + a), sv = _mm_loadu_ps (bv + a);
+    const __m128 mu = _mm_mul_ps (half, _mm_add_ps (su, _mm_loadu_ps (bu + a + 1)));
+    const __m128 mv = _mm_mul_ps (half, _mm_add_ps (sv, _mm_loadu_ps (bv + a + 1)));
+    const __m256 u = _mm256_set_m128 (_mm_unpackhi_ps (su, mu), _mm_unpacklo_ps (su, mu));
+    const __m256 v = _mm256_set_m128 (_mm_unpackhi_ps (sv, mv), _mm_unpacklo_ps (sv, mv));
+    const __m256 yf = _mm256_cvtepi32_ps (_mm256_cvtepu8_epi32 (
+            _mm_loadl_epi64 ((const __m128i *) (yrow + i))));
+    const __m256 yy = _mm256_mul_ps (_mm256_sub_ps (yf, yo), ys);
+    const __m256 uu = _mm256_sub_ps (u, c128), vv = _mm256_sub_ps (v, c128);
+    _mm256_storeu_ps (dr + i, clamp255_avx2 (_mm256_add_ps (yy, _mm256_mul_ps (rv, vv))));
+    _mm256_storeu_ps (dg + i, clamp255_avx2 (_mm256_sub_ps (_mm256_sub_ps (yy,
+                    _mm256_mul_ps (gu, uu)), _mm256_mul_ps (gv, vv))));
+    _mm256_storeu_ps (db + i, clamp255_avx2 (_mm256_add_ps (yy, _mm256_mul_ps (bcu, uu))));
+  }
+  return x;
+}
+#endif
+
 /* Source row y, columns [x0, x1), as float RGB planes dst[0..n), dst[n..2n), dst[2n..3n).
  * Inlined so the vectorised clones of the caller compile it for their target too. */
 static GPUNET_ALWAYS_INLINE void
 convert_row (gpunet_preprocess_plan *p, const gpunet_pixel_src *s, int y, int x0, int x1,
-    float *restrict dst)
+    float *restrict dst, int simd)
 {
   const int n = x1 - x0;
   float *restrict dr = dst, *restrict dg = dst + n, *restrict db = dst + 2 * n;
@@ -163,59 +351,25 @@ convert_row (gpunet_preprocess_plan *p, const gpunet_pixel_src *s, int y, int x0
   gpunet_chroma_taps (y, ch, 0, &cy0, &cy1, &wy);
   const int c0 = x0 / 2, c1 = (x1 - 1) / 2 + 2 < cw ? (x1 - 1) / 2 + 2 : cw;
   float *restrict bu = p->chroma, *restrict bv = p->chroma + (s->width + 4);
-  if (s->format == GPUNET_FORMAT_NV12) {
-    const uint8_t *restrict r0 = s->planes[1] + (size_t) cy0 * s->strides[1];
-    const uint8_t *restrict r1 = s->planes[1] + (size_t) cy1 * s->strides[1];
-    for (int c = c0; c < c1; c++) {
-      bu[c] = r0[2 * c] + wy * (float) (r1[2 * c] - r0[2 * c]);
-      bv[c] = r0[2 * c + 1] + wy * (float) (r1[2 * c + 1] - r0[2 * c + 1]);
-    }
-  } else {
-    const uint8_t *restrict u0 = s->planes[1] + (size_t) cy0 * s->strides[1];
-    const uint8_t *restrict u1 = s->planes[1] + (size_t) cy1 * s->strides[1];
-    const uint8_t *restrict v0 = s->planes[2] + (size_t) cy0 * s->strides[2];
-    const uint8_t *restrict v1 = s->planes[2] + (size_t) cy1 * s->strides[2];
-    for (int c = c0; c < c1; c++) {
-      bu[c] = u0[c] + wy * (float) (u1[c] - u0[c]);
-      bv[c] = v0[c] + wy * (float) (v1[c] - v0[c]);
-    }
-  }
+  int c = c0, x = x0;
+#ifdef GPUNET_PRE_SIMD
+  if (simd >= 1)
+    c = chroma_blend_avx2 (s, cy0, cy1, wy, c0, c1, bu, bv);
+#endif
+  chroma_blend (s, cy0, cy1, wy, c, c1, bu, bv);
   /* the edge repeats (gpunet_chroma_taps clamps the same way) */
   bu[c1] = bu[c1 - 1];
   bv[c1] = bv[c1 - 1];
-  /* horizontal chroma: co-sited, so even luma columns take their sample and odd ones the
-   * mean of two; U goes to dg, V to db, which the conversion then overwrites in place */
-  int x = x0;
-  if (x & 1) {
-    dg[0] = 0.5f * (bu[x >> 1] + bu[(x >> 1) + 1]);
-    db[0] = 0.5f * (bv[x >> 1] + bv[(x >> 1) + 1]);
-    x++;
-  }
-  {
-    const int a0 = x >> 1, pairs = (x1 - x) / 2;
-    float *restrict du = dg + (x - x0), *restrict dv = db + (x - x0);
-    const float *restrict su = bu + a0, *restrict sv = bv + a0;
-    for (int j = 0; j < pairs; j++) {
-      du[2 * j] = su[j];
-      du[2 * j + 1] = 0.5f * (su[j] + su[j + 1]);
-      dv[2 * j] = sv[j];
-      dv[2 * j + 1] = 0.5f * (sv[j] + sv[j + 1]);
+#ifdef GPUNET_PRE_SIMD
+  if (simd >= 1) {
+    if (x & 1) {
+      upsample_convert (s, y, x0, x, x + 1, n, bu, bv, dst);
+      x++;
     }
-    x += 2 * pairs;
+    x = upsample_convert_avx2 (s, y, x0, x, x1, n, bu, bv, dst);
   }
-  if (x < x1) {
-    dg[x - x0] = bu[x >> 1];
-    db[x - x0] = bv[x >> 1];
-  }
-  const uint8_t *restrict yrow = s->planes[0] + (size_t) y * s->strides[0] + x0;
-  const gpunet_yuv_coeffs c = s->yuv;
-  for (int i = 0; i < n; i++) {
-    float r, g, b;
-    gpunet_yuv_to_rgb (&c, yrow[i], dg[i], db[i], &r, &g, &b);
-    dr[i] = r;
-    dg[i] = g;
-    db[i] = b;
-  }
+#endif
+  upsample_convert (s, y, x0, x, x1, n, bu, bv, dst);
 }
 
 /* out[i] = (or += when `accumulate`) the sum of w[k] * rows[k][i] over k < n, four rows
@@ -264,9 +418,7 @@ norm8 (const gpunet_preprocess_plan *p, float v, int c)
   return p->norm[c][q >= 0.0f && q <= 255.0f ? (int) q : 0];
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define GPUNET_PRE_AVX512 1
-#include <immintrin.h>
+#ifdef GPUNET_PRE_SIMD
 
 /* The AVX-512 path of the horizontal pass, bit for bit the scalar one: per output and
  * channel, 16 taps at a time: the 16 products, then the pairs (w0 a0 + w1 a1) and
@@ -274,18 +426,6 @@ norm8 (const gpunet_preprocess_plan *p, float v, int c)
  * loop forms them (IEEE addition is commutative), and the groups added to the running
  * sum in order.  Groups past an output's taps have zero weights and add +-0, which
  * changes nothing after the clamp.  Needs the CPU's AVX-512F. */
-
-/* The vector horizontal pass this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none. */
-static int
-horizontal_simd_level (const gpunet_preprocess_plan *p)
-{
-  static int level = -1;
-  if (level < 0) {
-    __builtin_cpu_init ();
-    level = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
-  }
-  return p->round8 && p->x.ksize % 16 == 0 ? level : 0;
-}
 
 __attribute__ ((target ("avx512f"))) static inline float
 taps16 (__m512 w, const float *a, float sum)
@@ -404,6 +544,11 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
   const size_t slot = 3 * (size_t) ncols + (size_t) ax->ksize;
   gpunet_pixel_src src;
   gpunet_pixel_src_init (&src, image);
+#ifdef GPUNET_PRE_SIMD
+  const int simd = cpu_simd_level ();
+#else
+  const int simd = 0;
+#endif
   for (int i = 0; i < p->ring_rows; i++)
     p->ring_tag[i] = -1;
 
@@ -427,7 +572,7 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
         const int row = fy + k, r = row % p->ring_rows;
         float *data = p->ring + (size_t) r * slot;
         if (p->ring_tag[r] != row) {
-          convert_row (p, &src, row, x0, x1, data);
+          convert_row (p, &src, row, x0, x1, data, simd);
           p->ring_tag[r] = row;
         }
         p->rows[k] = data;
@@ -437,7 +582,7 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
       /* a huge downscale whose ring would not fit: one row at a time (rows shared with
        * the next output row are converted again) */
       for (int k = 0; k < cy; k++) {
-        convert_row (p, &src, fy + k, x0, x1, p->ring);
+        convert_row (p, &src, fy + k, x0, x1, p->ring, simd);
         const float *data = p->ring;
         vertical_sum (vs, &data, wy + k, 1, 3 * ncols, k > 0);
       }
@@ -445,13 +590,13 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
     /* horizontal pass in groups of 4 taps (zero weights pad each output's taps; vsum has
      * ksize zeroed floats after the last plane), clamp (and round), normalise */
     const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
-#ifdef GPUNET_PRE_AVX512
-    const int simd = horizontal_simd_level (p);
-    if (simd == 2) {
+#ifdef GPUNET_PRE_SIMD
+    const int hsimd = horizontal_simd_level (p);
+    if (hsimd == 2) {
       horizontal_avx512 (p, vs, ncols, outr, outg, outb);
       continue;
     }
-    if (simd == 1) {
+    if (hsimd == 1) {
       horizontal_avx2 (p, vs, ncols, outr, outg, outb);
       continue;
     }
