@@ -92,9 +92,10 @@ gpunet_preprocess_plan_init (gpunet_preprocess_plan *p, int in_w, int in_h, int 
   p->rows = malloc (sizeof (float *) * (size_t) p->ring_rows);
   p->ring = calloc (slot * (size_t) p->ring_rows, sizeof (float));
   p->vsum = calloc (slot, sizeof (float));
+  p->hsum = malloc (sizeof (float) * 3 * (size_t) out_size);
   /* a blended U and V row over the chroma columns, plus U and V per luma column */
   p->chroma = malloc (sizeof (float) * 2 * ((size_t) in_w + 4));
-  if (!p->ring_tag || !p->rows || !p->ring || !p->vsum || !p->chroma) {
+  if (!p->ring_tag || !p->rows || !p->ring || !p->vsum || !p->hsum || !p->chroma) {
     gpunet_preprocess_plan_clear (p);
     return GPUNET_ERR_NO_MEMORY;
   }
@@ -118,6 +119,7 @@ gpunet_preprocess_plan_clear (gpunet_preprocess_plan *p)
   free (p->rows);
   free (p->ring);
   free (p->vsum);
+  free (p->hsum);
   free (p->chroma);
   memset (p, 0, sizeof *p);
 }
@@ -491,10 +493,11 @@ horizontal_avx2 (const gpunet_preprocess_plan *p, const float *vs, int ncols, fl
     float *outg, float *outb)
 {
   const gpunet_resample_axis *ax = &p->x;
-  const int R = p->out_size, x0 = ax->src_lo, ks = ax->ksize;
+  const int R = p->out_size, x0 = ax->src_lo, ks = ax->ksize, lo = ax->lo, hi = ax->hi;
   const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
+  float *sr = p->hsum, *sg = p->hsum + R, *sb = p->hsum + 2 * R;
   for (int ox = 0; ox < R; ox++) {
-    if (ox < ax->lo || ox >= ax->hi) {
+    if (ox < lo || ox >= hi) {
       outr[ox] = p->pad[0];
       outg[ox] = p->pad[1];
       outb[ox] = p->pad[2];
@@ -507,21 +510,38 @@ horizontal_avx2 (const gpunet_preprocess_plan *p, const float *vs, int ncols, fl
       const __m256 hr = pairs16 (wx + k, vr + f + k), hg = pairs16 (wx + k, vg + f + k);
       const __m256 hb = pairs16 (wx + k, vb + f + k);
       const __m256 rg = _mm256_hadd_ps (hr, hg), bb = _mm256_hadd_ps (hb, hb);
-      const __m128 lo = _mm256_castps256_ps128 (rg), hi = _mm256_extractf128_ps (rg, 1);
+      const __m128 lo4 = _mm256_castps256_ps128 (rg), hi4 = _mm256_extractf128_ps (rg, 1);
       const __m128 blo = _mm256_castps256_ps128 (bb), bhi = _mm256_extractf128_ps (bb, 1);
-      sum = _mm_add_ps (sum, _mm_shuffle_ps (lo, blo, _MM_SHUFFLE (0, 0, 2, 0)));   /* g0 */
-      sum = _mm_add_ps (sum, _mm_shuffle_ps (hi, bhi, _MM_SHUFFLE (0, 0, 2, 0)));   /* g1 */
-      sum = _mm_add_ps (sum, _mm_shuffle_ps (lo, blo, _MM_SHUFFLE (1, 1, 3, 1)));   /* g2 */
-      sum = _mm_add_ps (sum, _mm_shuffle_ps (hi, bhi, _MM_SHUFFLE (1, 1, 3, 1)));   /* g3 */
+      sum = _mm_add_ps (sum, _mm_shuffle_ps (lo4, blo, _MM_SHUFFLE (0, 0, 2, 0)));   /* g0 */
+      sum = _mm_add_ps (sum, _mm_shuffle_ps (hi4, bhi, _MM_SHUFFLE (0, 0, 2, 0)));   /* g1 */
+      sum = _mm_add_ps (sum, _mm_shuffle_ps (lo4, blo, _MM_SHUFFLE (1, 1, 3, 1)));   /* g2 */
+      sum = _mm_add_ps (sum, _mm_shuffle_ps (hi4, bhi, _MM_SHUFFLE (1, 1, 3, 1)));   /* g3 */
     }
-    /* norm8 of the three lanes without branches: the clamp as max/min (a NaN, which 8-bit
-     * pixels cannot produce, also maps to entry 0), then floor (v + 0.5) */
-    const __m128 q = _mm_floor_ps (_mm_add_ps (_mm_min_ps (_mm_max_ps (sum, _mm_setzero_ps ()),
-                _mm_set1_ps (255.0f)), _mm_set1_ps (0.5f)));
-    const __m128i qi = _mm_cvttps_epi32 (q);
-    outr[ox] = p->norm[0][_mm_extract_epi32 (qi, 0)];
-    outg[ox] = p->norm[1][_mm_extract_epi32 (qi, 1)];
-    outb[ox] = p->norm[2][_mm_extract_epi32 (qi, 2)];
+    _mm_store_ss (sr + ox, sum);
+    _mm_store_ss (sg + ox, _mm_shuffle_ps (sum, sum, _MM_SHUFFLE (1, 1, 1, 1)));
+    _mm_store_ss (sb + ox, _mm_shuffle_ps (sum, sum, _MM_SHUFFLE (2, 2, 2, 2)));
+  }
+  /* then 8 outputs of a channel at a time, out of the sums' dependency chains: the clamp
+   * as max/min (a NaN, which 8-bit pixels cannot produce, gives 0), floor (v + 0.5), and
+   * gpunet_normalize's two divisions, which is the norm table's entry to the bit */
+  const __m256 zero = _mm256_setzero_ps (), top = _mm256_set1_ps (255.0f);
+  const __m256 half = _mm256_set1_ps (0.5f);
+  static const float mean[3] = { GPUNET_MEAN_R, GPUNET_MEAN_G, GPUNET_MEAN_B };
+  static const float std[3] = { GPUNET_STD_R, GPUNET_STD_G, GPUNET_STD_B };
+  int ox = lo;
+  for (; ox + 8 <= hi; ox += 8)
+    for (int c = 0; c < 3; c++) {
+      const float *sc = p->hsum + (size_t) c * R;
+      float *oc = c == 0 ? outr : c == 1 ? outg : outb;
+      const __m256 v = _mm256_min_ps (_mm256_max_ps (_mm256_loadu_ps (sc + ox), zero), top);
+      const __m256 q = _mm256_floor_ps (_mm256_add_ps (v, half));
+      _mm256_storeu_ps (oc + ox, _mm256_div_ps (_mm256_sub_ps (_mm256_div_ps (q, top),
+                  _mm256_set1_ps (mean[c])), _mm256_set1_ps (std[c])));
+    }
+  for (; ox < hi; ox++) {
+    outr[ox] = norm8 (p, sr[ox], 0);
+    outg[ox] = norm8 (p, sg[ox], 1);
+    outb[ox] = norm8 (p, sb[ox], 2);
   }
 }
 #endif

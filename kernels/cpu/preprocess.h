@@ -30,12 +30,13 @@ typedef struct {
   float norm[3][256];   /* gpunet_normalize (v, c) of each 8-bit value (used with round8:
                          * two divisions per value become a load, bit for bit) */
   /* scratch: converted source rows (ring of y.ksize rows of 3 planes), the vertical sum
-   * of one output row, and one chroma row pair */
+   * of one output row, its horizontal sums (3 x out_size), and one chroma row pair */
   int ring_rows;
   int *ring_tag;
   float **rows;
   float *ring;
   float *vsum;
+  float *hsum;
   float *chroma;
 } gpunet_preprocess_plan;
 
