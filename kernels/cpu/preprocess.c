@@ -422,13 +422,43 @@ norm8 (const gpunet_preprocess_plan *p, float v, int c)
 
 #ifdef GPUNET_PRE_SIMD
 
+/* Outputs lo .. hi - 1 of a row from their horizontal sums in p->hsum (3 planes of R), 8
+ * of a channel at a time, out of the sums' dependency chains: the clamp as max/min (a
+ * NaN, which 8-bit pixels cannot produce, gives 0), floor (v + 0.5), and
+ * gpunet_normalize's two divisions, which is the norm table's entry to the bit. */
+__attribute__ ((target ("avx2"))) static void
+normalize_sums_avx2 (const gpunet_preprocess_plan *p, float *outr, float *outg, float *outb)
+{
+  const int R = p->out_size, lo = p->x.lo, hi = p->x.hi;
+  const float *sr = p->hsum, *sg = p->hsum + R, *sb = p->hsum + 2 * R;
+  const __m256 zero = _mm256_setzero_ps (), top = _mm256_set1_ps (255.0f);
+  const __m256 half = _mm256_set1_ps (0.5f);
+  static const float mean[3] = { GPUNET_MEAN_R, GPUNET_MEAN_G, GPUNET_MEAN_B };
+  static const float std[3] = { GPUNET_STD_R, GPUNET_STD_G, GPUNET_STD_B };
+  int ox = lo;
+  for (; ox + 8 <= hi; ox += 8)
+    for (int c = 0; c < 3; c++) {
+      const float *sc = p->hsum + (size_t) c * R;
+      float *oc = c == 0 ? outr : c == 1 ? outg : outb;
+      const __m256 v = _mm256_min_ps (_mm256_max_ps (_mm256_loadu_ps (sc + ox), zero), top);
+      const __m256 q = _mm256_floor_ps (_mm256_add_ps (v, half));
+      _mm256_storeu_ps (oc + ox, _mm256_div_ps (_mm256_sub_ps (_mm256_div_ps (q, top),
+                  _mm256_set1_ps (mean[c])), _mm256_set1_ps (std[c])));
+    }
+  for (; ox < hi; ox++) {
+    outr[ox] = norm8 (p, sr[ox], 0);
+    outg[ox] = norm8 (p, sg[ox], 1);
+    outb[ox] = norm8 (p, sb[ox], 2);
+  }
+}
+
 /* The AVX-512 path of the horizontal pass, bit for bit the scalar one: per output and
  * channel, 16 taps at a time: the 16 products, then the pairs (w0 a0 + w1 a1) and
  * (w2 a2 + w3 a3) and their sum g_j for each group j of 4 taps, exactly as the scalar
  * loop forms them (IEEE addition is commutative), and the groups added to the running
  * sum in order.  Groups past an output's taps have zero weights and add +-0, which
- * changes nothing after the clamp.  Needs the CPU's AVX-512F. */
-
+ * changes nothing after the clamp.  The sums then go through normalize_sums_avx2.
+ * Needs the CPU's AVX-512F. */
 __attribute__ ((target ("avx512f"))) static inline float
 taps16 (__m512 w, const float *a, float sum)
 {
@@ -467,10 +497,11 @@ horizontal_avx512 (const gpunet_preprocess_plan *p, const float *vs, int ncols, 
       sg = taps16 (w, vg + f + k, sg);
       sb = taps16 (w, vb + f + k, sb);
     }
-    outr[ox] = norm8 (p, sr, 0);
-    outg[ox] = norm8 (p, sg, 1);
-    outb[ox] = norm8 (p, sb, 2);
+    p->hsum[ox] = sr;
+    p->hsum[R + ox] = sg;
+    p->hsum[2 * R + ox] = sb;
   }
+  normalize_sums_avx2 (p, outr, outg, outb);
 }
 
 /* The same with AVX2 (no FMA, so the products round as the scalar loop's do), for CPUs
@@ -521,28 +552,7 @@ horizontal_avx2 (const gpunet_preprocess_plan *p, const float *vs, int ncols, fl
     _mm_store_ss (sg + ox, _mm_shuffle_ps (sum, sum, _MM_SHUFFLE (1, 1, 1, 1)));
     _mm_store_ss (sb + ox, _mm_shuffle_ps (sum, sum, _MM_SHUFFLE (2, 2, 2, 2)));
   }
-  /* then 8 outputs of a channel at a time, out of the sums' dependency chains: the clamp
-   * as max/min (a NaN, which 8-bit pixels cannot produce, gives 0), floor (v + 0.5), and
-   * gpunet_normalize's two divisions, which is the norm table's entry to the bit */
-  const __m256 zero = _mm256_setzero_ps (), top = _mm256_set1_ps (255.0f);
-  const __m256 half = _mm256_set1_ps (0.5f);
-  static const float mean[3] = { GPUNET_MEAN_R, GPUNET_MEAN_G, GPUNET_MEAN_B };
-  static const float std[3] = { GPUNET_STD_R, GPUNET_STD_G, GPUNET_STD_B };
-  int ox = lo;
-  for (; ox + 8 <= hi; ox += 8)
-    for (int c = 0; c < 3; c++) {
-      const float *sc = p->hsum + (size_t) c * R;
-      float *oc = c == 0 ? outr : c == 1 ? outg : outb;
-      const __m256 v = _mm256_min_ps (_mm256_max_ps (_mm256_loadu_ps (sc + ox), zero), top);
-      const __m256 q = _mm256_floor_ps (_mm256_add_ps (v, half));
-      _mm256_storeu_ps (oc + ox, _mm256_div_ps (_mm256_sub_ps (_mm256_div_ps (q, top),
-                  _mm256_set1_ps (mean[c])), _mm256_set1_ps (std[c])));
-    }
-  for (; ox < hi; ox++) {
-    outr[ox] = norm8 (p, sr[ox], 0);
-    outg[ox] = norm8 (p, sg[ox], 1);
-    outb[ox] = norm8 (p, sb[ox], 2);
-  }
+  normalize_sums_avx2 (p, outr, outg, outb);
 }
 #endif
 
