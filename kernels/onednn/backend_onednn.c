@@ -518,11 +518,15 @@ out:
   return st;
 }
 
-/* Which convolutions run on our own Winograd kernels (winograd.h), when the CPU has
- * AVX-512: every dense 3x3 stride-1 and 5x5 stride-2 convolution on a blocked input.
- * Measured in GPUNet-0/1/2 on this machine kind (docs/performance.md), ours is ahead of
- * oneDNN 2.6's direct kernels by 1.3-2x and level with or ahead of its Winograd kernel
- * where that one takes the shape (it turns most GPUNet shapes down).  Being ours
+/* Which convolutions run on our own Winograd kernels (winograd.h, AVX-512 on nChw16c or
+ * AVX2 + FMA on nChw8c): every dense 3x3 stride-1 or stride-2 and 5x5 stride-2
+ * convolution on a blocked input.  Measured in GPUNet-0/1/2 on this machine kind
+ * (docs/performance.md), ours is ahead of oneDNN 2.6's direct kernels by 1.3-2x and level
+ * with or ahead of its Winograd kernel where that one takes the shape (it turns most
+ * GPUNet shapes down).  With AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images)
+ * measured, per-op minima over 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and
+ * 3.27 -> 2.85 ms, GPUNet-2 11.56 -> 9.42 and 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
+ * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best).  Being ours
  * everywhere also makes a batch of n give the same bits as n single frames, which mixing
  * oneDNN's batch-dependent algorithm choice with ours did not.
  * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
@@ -537,10 +541,6 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
   if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  /* AVX2: oneDNN's direct kernel beats our F(4x4, 2x2) on the 3x3 stride-2 ones (GPUNet-0,
-   * per-op minima: 5.3 vs 5.9 ms and 1.28 vs 2.0 ms) */
-  if (s->blk == 8 && p->kernel == 3 && p->stride == 2)
-    return 0;
   return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
