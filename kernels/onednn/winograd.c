@@ -6,9 +6,11 @@
  * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
  * F(6x6, 3x3) (points 0, 1, -1, 2, -2, 1/2, -1/2, infinity; 8x8 input patches) needs 64 per
  * 6x6 tile, 1.78 per output instead of 2.25, but its transformed weights are 1.8x larger:
- * it is used where they fit a core's L2 (WINO_F6_MAX_U_BYTES), since the weights are
- * streamed again for every block of tiles (measured: 12-15% faster on GPUNet-2's 32->32
- * layers, 25% slower on its 112->336 ones with F6 everywhere).
+ * with AVX-512 it is used where they fit a core's L2 (WINO_F6_MAX_U_BYTES), since the
+ * weights are streamed again for every block of tiles (measured there before the weights
+ * were stored per block of output channels: 12-15% faster on GPUNet-2's 32->32 layers, 25%
+ * slower on its 112->336 ones with F6 everywhere); with AVX2 everywhere (measured after
+ * that change: 3-39% faster on every such layer of GPUNet-0/1/2).
  * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
  * its input (Winograd on the polyphase decomposition): 4 x 36 multiply-adds per 4x4 tile
  * instead of 16 x 25, 2.8x fewer.  A 3x3 stride-2 one likewise becomes a 2x2 kernel over
