@@ -525,7 +525,7 @@ out:
  * with or ahead of its Winograd kernel where that one takes the shape (it turns most
  * GPUNet shapes down).  With AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images)
  * measured, per-op minima over 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and
- * 3.27 -> 2.85 ms, GPUNet-2 11.56 -> 9.42 and 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
+ * 3.27 -> 2.85 ms, GPUNet-2 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
  * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best).  Being ours
  * everywhere also makes a batch of n give the same bits as n single frames, which mixing
  * oneDNN's batch-dependent algorithm choice with ours did not.
