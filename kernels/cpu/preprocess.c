@@ -496,25 +496,23 @@ __attribute__ ((target ("avx2"))) static void
 normalize_sums_avx2 (const gpunet_preprocess_plan *p, float *outr, float *outg, float *outb)
 {
   const int R = p->out_size, lo = p->x.lo, hi = p->x.hi;
-  const float *sr = p->hsum, *sg = p->hsum + R, *sb = p->hsum + 2 * R;
   const __m256 zero = _mm256_setzero_ps (), top = _mm256_set1_ps (255.0f);
   const __m256 half = _mm256_set1_ps (0.5f);
   static const float mean[3] = { GPUNET_MEAN_R, GPUNET_MEAN_G, GPUNET_MEAN_B };
   static const float std[3] = { GPUNET_STD_R, GPUNET_STD_G, GPUNET_STD_B };
-  int ox = lo;
-  for (; ox + 8 <= hi; ox += 8)
-    for (int c = 0; c < 3; c++) {
-      const float *sc = p->hsum + (size_t) c * R;
-      float *oc = c == 0 ? outr : c == 1 ? outg : outb;
+  float *const out[3] = { outr, outg, outb };
+  for (int c = 0; c < 3; c++) {
+    const float *sc = p->hsum + (size_t) c * R;
+    float *oc = out[c];
+    int ox = lo;
+    for (; ox + 8 <= hi; ox += 8) {
       const __m256 v = _mm256_min_ps (_mm256_max_ps (_mm256_loadu_ps (sc + ox), zero), top);
       const __m256 q = _mm256_floor_ps (_mm256_add_ps (v, half));
       _mm256_storeu_ps (oc + ox, _mm256_div_ps (_mm256_sub_ps (_mm256_div_ps (q, top),
                   _mm256_set1_ps (mean[c])), _mm256_set1_ps (std[c])));
     }
-  for (; ox < hi; ox++) {
-    outr[ox] = norm8 (p, sr[ox], 0);
-    outg[ox] = norm8 (p, sg[ox], 1);
-    outb[ox] = norm8 (p, sb[ox], 2);
+    for (; ox < hi; ox++)
+      oc[ox] = norm8 (p, sc[ox], c);
   }
 }
 
@@ -598,11 +596,7 @@ sums16x8 (const float *w, const int *first, int x0, const float *v)
   for (int q = 0; q < 4; q++) {
     const float *wa = w + 32 * q, *wb = wa + 16;
     const float *a = v + first[2 * q] - x0, *b = v + first[2 * q + 1] - x0;
-    const __m256 la = _mm256_hadd_ps (_mm256_mul_ps (_mm256_loadu_ps (wa), _mm256_loadu_ps (a)),
-        _mm256_mul_ps (_mm256_loadu_ps (wa + 8), _mm256_loadu_ps (a + 8)));
-    const __m256 lb = _mm256_hadd_ps (_mm256_mul_ps (_mm256_loadu_ps (wb), _mm256_loadu_ps (b)),
-        _mm256_mul_ps (_mm256_loadu_ps (wb + 8), _mm256_loadu_ps (b + 8)));
-    m[q] = _mm256_hadd_ps (la, lb);
+    m[q] = _mm256_hadd_ps (pairs16 (wa, a), pairs16 (wb, b));
   }
   /* outputs 0-3: g0 | g1 and g2 | g3; then 4-7 */
   const __m256 e0 = _mm256_shuffle_ps (m[0], m[1], _MM_SHUFFLE (2, 0, 2, 0));
@@ -680,7 +674,7 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
   gpunet_pixel_src src;
   gpunet_pixel_src_init (&src, image);
 #ifdef GPUNET_PRE_SIMD
-  const int simd = cpu_simd_level ();
+  const int simd = cpu_simd_level (), hsimd = horizontal_simd_level (p);
 #else
   const int simd = 0;
 #endif
@@ -734,7 +728,6 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
      * ksize zeroed floats after the last plane), clamp (and round), normalise */
     const float *vr = vs, *vg = vs + ncols, *vb = vs + 2 * ncols;
 #ifdef GPUNET_PRE_SIMD
-    const int hsimd = horizontal_simd_level (p);
     if (hsimd == 2) {
       horizontal_avx512 (p, vs, ncols, outr, outg, outb);
       continue;
