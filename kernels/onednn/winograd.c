@@ -56,10 +56,22 @@ struct gpunet_wino {
   int stride, pad, ih, iw, cp;
 };
 
+/* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
+ * an odd number of them.  A stride of a multiple of 2 lines maps the planes' lines to a
+ * fraction of the L1 sets (6144 bytes, 12 tiles x 128 channels, hits 2 of 64), and each
+ * tile's transform touches all alpha^2 planes. */
+static inline size_t
+wino_plane_stride (size_t floats)
+{
+  size_t lines = (floats + 15) / 16;
+  return (lines | 1) * 16;
+}
+
 static size_t
 per_thread_floats (const gpunet_wino *p)
 {
-  return (size_t) p->ne * p->rows_max * ((size_t) p->icp + p->ocb);
+  return (size_t) p->ne * (wino_plane_stride ((size_t) p->rows_max * p->icp)
+      + wino_plane_stride ((size_t) p->rows_max * p->ocb));
 }
 
 size_t

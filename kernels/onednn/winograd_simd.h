@@ -157,7 +157,7 @@ FN (wino_gemm_6x1) (const float *v, int icp, const float *u, int ocp, float *m)
   FN (wino_gemm_6xN) (v, icp, u, ocp, m, 1);
 }
 
-/* V[e][j][icp] (e stride rows * icp) for tiles t0 .. t0 + cnt - 1, A x A input tiles
+/* V[e][j][icp] (e stride wino_plane_stride (rows * icp)) for tiles t0 .. t0 + cnt - 1, A x A input tiles
  * (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block CB reads real block
  * CB % (cp / VW) of phase CB / (cp / VW): input row stride * (oy + i) + phase / 2 - pad
  * for patch row i of the tile at output row oy (stride 1: phase 0, so oy + i - pad). */
@@ -167,7 +167,8 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
 {
   const int IH = p->ih, IW = p->iw, icp = p->icp, per_img = p->th * p->tw, s = p->stride;
   const int cbs = p->cp / VW;
-  const size_t plane = (size_t) IH * IW * VW, e_stride = (size_t) rows * icp;
+  const size_t plane = (size_t) IH * IW * VW;
+  const size_t e_stride = wino_plane_stride ((size_t) rows * icp);
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
     const int oy = r / p->tw * p->m, ox = r % p->tw * p->m;
@@ -241,13 +242,14 @@ FN (wino_input5) (const gpunet_wino *p, const float *in, int t0, int cnt, int ro
 }
 
 /* Output channels oc0 .. oc0 + VW nv - 1 of tiles t0 .. t0 + cnt - 1 from
- * M[e][j][VW nv] (e stride rows * VW nv), A x A tiles (A = alpha). */
+ * M[e][j][VW nv] (e stride wino_plane_stride (rows * VW nv)), A x A tiles (A = alpha). */
 static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual, const int A)
 {
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
-  const size_t plane = (size_t) H * W * VW, e_stride = (size_t) rows * VW * nv;
+  const size_t plane = (size_t) H * W * VW;
+  const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
     const int mt = A == 8 ? 6 : 4;   /* output tile mt x mt */
@@ -329,7 +331,7 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
 #pragma omp parallel num_threads(nt)
   {
     float *V = scratch + per * (size_t) omp_get_thread_num ();
-    float *M = V + (size_t) p->ne * p->rows_max * p->icp;
+    float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
 #pragma omp for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
       const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
@@ -348,8 +350,8 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
             nv == 4 ? FN (wino_gemm_6x4) : nv == 3 ? FN (wino_gemm_6x3) : nv == 2 ? FN (wino_gemm_6x2) : FN (wino_gemm_6x1);
         for (int e = 0; e < p->ne; e++) {
           const float *ue = p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB;
-          const float *ve = V + (size_t) e * rows * p->icp;
-          float *me = M + (size_t) e * rows * VW * nv;
+          const float *ve = V + (size_t) e * wino_plane_stride ((size_t) rows * p->icp);
+          float *me = M + (size_t) e * wino_plane_stride ((size_t) rows * VW * nv);
           for (int r = 0; r < rows; r += WINO_ROWS)
             gemm (ve + (size_t) r * p->icp, p->icp, ue, V_OCB, me + (size_t) r * VW * nv);
         }
