@@ -4,9 +4,9 @@
  * functions are compiled for that target and these are defined: VW (floats per vector, the
  * channel block), VEC (the vector type), V_LOAD/V_STORE (aligned), V_LOADU, V_ADD, V_SUB,
  * V_MUL, V_FMA (a b + c), V_FNMA (-a b + c), V_SET1, V_ZERO, V_MAX, V_MIN, V_ROUND (to
- * nearest), V_SCALE2 (y 2^n for integral n in [-127, 127]), V_RCP (reciprocal estimate, at
+ * nearest), V_LDEXP (y 2^n for integral n, y 2^n normal), V_RCP (reciprocal estimate, at
  * least 12 bits), FN (name) (the instruction set's name for a function), and the
- * activations FN (simd_exp) and FN (simd_act) (simd_act.h).  x86 with GCC only. */
+ * activations FN (simd_exp2) and FN (simd_act) (simd_act.h).  x86 with GCC only. */
 #include <immintrin.h>
 
 #if SIMD_WIDTH == 16
@@ -27,7 +27,7 @@
 #define V_MAX _mm512_max_ps
 #define V_MIN _mm512_min_ps
 #define V_ROUND(x) _mm512_roundscale_ps ((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define V_SCALE2 _mm512_scalef_ps
+#define V_LDEXP _mm512_scalef_ps
 #define V_RCP _mm512_rcp14_ps
 #define FN(name) name##_avx512
 #elif SIMD_WIDTH == 8
@@ -48,9 +48,9 @@
 #define V_MAX _mm256_max_ps
 #define V_MIN _mm256_min_ps
 #define V_ROUND(x) _mm256_round_ps ((x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-/* y 2^n: n + 127 put in the exponent field (n = -127 gives 0 instead of a denormal) */
-#define V_SCALE2(y, n) _mm256_mul_ps ((y), _mm256_castsi256_ps (_mm256_slli_epi32 ( \
-    _mm256_add_epi32 (_mm256_cvtps_epi32 (n), _mm256_set1_epi32 (127)), 23)))
+/* y 2^n: n added to y's exponent field (y 2^n must be a normal float) */
+#define V_LDEXP(y, n) _mm256_castsi256_ps (_mm256_add_epi32 (_mm256_castps_si256 (y), \
+    _mm256_slli_epi32 (_mm256_cvtps_epi32 (n), 23)))
 #define V_RCP _mm256_rcp_ps
 #define FN(name) name##_avx2
 #else

@@ -16,6 +16,6 @@
 #undef V_MAX
 #undef V_MIN
 #undef V_ROUND
-#undef V_SCALE2
+#undef V_LDEXP
 #undef V_RCP
 #undef FN
