@@ -368,6 +368,42 @@ test_dwconv2d (void)
         cases[i].stride, cases[i].act);
     compare_batches (what, &tg.g);
   }
+  /* planes larger than our kernel's buffer (kernels/onednn/dwconv.c: strips of rows) */
+  static const struct { int c, h, w, k, stride; } big[] = {
+    { 24, 100, 90, 5, 1 }, { 16, 131, 127, 3, 2 }, { 40, 70, 140, 7, 1 },
+  };
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    test_graph tg;
+    tg_init (&tg, 8, big[i].h, big[i].w);
+    int x = tg_conv (&tg, 0, big[i].c, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    tg_conv (&tg, x, big[i].c, big[i].k, big[i].stride, big[i].c, GPUNET_EPI_SWISH, -1);
+    char what[96];
+    snprintf (what, sizeof what, "dwconv2d c%d %dx%d k%d s%d", big[i].c, big[i].h, big[i].w,
+        big[i].k, big[i].stride);
+    compare (what, &tg.g, 1, 1, 1);
+  }
+  /* An inverted residual block's expansion: its output is read by the depthwise op only
+   * and not traced (not a block's output), so its activation moves into the depthwise
+   * op's input pass (kernels/onednn/backend_onednn.c, plan_own_dw); then the same with the
+   * expansion's output read again as a residual, where it must stay. */
+  for (int act = GPUNET_EPI_RELU; act <= GPUNET_EPI_SWISH; act++)
+    for (int k = 3; k <= 5; k += 2)
+      for (int stride = 1; stride <= 2; stride++)
+        for (int reread = 0; reread <= 1; reread++) {
+          test_graph tg;
+          tg_init (&tg, 8, 17, 19);
+          int x = tg_conv (&tg, 0, 40, 1, 1, 1, act, -1);
+          tg.t[x].block = -1;
+          int y = tg_conv (&tg, x, 40, k, stride, 40, GPUNET_EPI_SWISH, -1);
+          if (reread && stride == 1)
+            tg_conv (&tg, y, 40, 1, 1, 1, GPUNET_EPI_NONE, x);
+          else
+            tg_conv (&tg, y, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
+          char what[112];
+          snprintf (what, sizeof what, "expansion act%d into dwconv2d k%d s%d%s", act, k,
+              stride, reread && stride == 1 ? ", also a residual" : "");
+          compare_batches (what, &tg.g);
+        }
 }
 
 static void

@@ -1,7 +1,9 @@
 /* backend_onednn.c: the fast CPU backend on oneDNN 2.x: plans per batch size a chain of
  * convolution primitives (bias + eltwise + sum post-ops) over nChw16c activations (nChw8c
  * without AVX-512), owns the activation buffers, the reordered weights and one shared
- * scratchpad, and runs our blocked kernels (blocked_ops.c) for SE, pooling and the classifier. */
+ * scratchpad, and runs our blocked kernels (blocked_ops.c) for SE, pooling and the classifier,
+ * and our Winograd (winograd.c) and depthwise (dwconv.c) convolutions where the CPU has AVX2
+ * or AVX-512. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "activation.h"
 #include "backend_onednn.h"
 #include "blocked_ops.h"
+#include "dwconv.h"
 #include "winograd.h"
 
 #if DNNL_VERSION_MAJOR != 2
@@ -63,7 +66,10 @@ typedef struct {
   weights_variant **weights;   /* per op */
   fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
   gpunet_wino **wino;          /* per op: our Winograd convolution, or NULL (oneDNN) */
-  float *wino_scratch;         /* shared by the Winograd ops (one runs at a time) */
+  gpunet_dw **dw;              /* per op: our depthwise convolution, or NULL (oneDNN) */
+  int *defer_act;              /* per op: its activation is left to the depthwise op that
+                                * reads its output (plan_own_dw) */
+  float *own_scratch;          /* shared by our Winograd and depthwise ops (one at a time) */
   double *profile;
 } fast_state;
 
@@ -204,7 +210,11 @@ fast_destroy (void *state)
   for (int i = 0; s->wino && i < n_ops; i++)
     gpunet_wino_free (s->wino[i]);
   free (s->wino);
-  free (s->wino_scratch);
+  for (int i = 0; s->dw && i < n_ops; i++)
+    gpunet_dw_free (s->dw[i]);
+  free (s->dw);
+  free (s->defer_act);
+  free (s->own_scratch);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
   free (s->bufs);
@@ -311,6 +321,8 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     cin = p->cin, cout = p->cout, k = p->kernel, stride = p->stride, pad = p->pad;
     groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
     weight = p->weight, bias = p->bias;
+    if (s->defer_act[op_index])
+      act = GPUNET_EPI_NONE;
   } else {
     const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
     cin = cout = groups = p->c, k = p->kernel, stride = p->stride, pad = p->pad;
@@ -484,7 +496,8 @@ plan_batch (fast_state *s, int n, char **err)
   }
   p->n = n;
   for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
-    if ((g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D) && !s->wino[i])
+    if ((g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D)
+        && !s->wino[i] && !s->dw[i])
       st = plan_conv (s, i, n, &p->steps[i], err);
   if (st != GPUNET_OK) {
     plan_free (p, g->n_ops);
@@ -548,8 +561,57 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
       && p->ow == (p->iw + 2 * p->pad - p->kernel) / p->stride + 1;
 }
 
-/* Before any plan_batch: our Winograd convolutions, their transformed weights and one
- * scratch buffer for all of them (plan_batch then leaves these ops to us). */
+/* Which depthwise convolutions run on our kernel (dwconv.h): all on a blocked input, when
+ * the CPU runs our vector kernels.  GPUNET_CPU_DW=onednn: none (oneDNN's jit_dw).  Read at
+ * each plan. */
+static int
+use_own_dw (const fast_state *s, const gpunet_op *op)
+{
+  const char *e = getenv ("GPUNET_CPU_DW");
+  return op->kind == GPUNET_OP_DWCONV2D && !(e && !strcmp (e, "onednn"))
+      && gpunet_wino_available (s->blk) && op->in != s->g->input
+      && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk;
+}
+
+/* Our depthwise convolutions.  Where one is the only reader of a convolution's output (an
+ * inverted residual block's expansion), that convolution's activation moves into it
+ * (defer_act): oneDNN's swish post-op measured about 0.3 ms on GPUNet-2's 144 -> 864
+ * expansions at 23x23 against 0.14 ms for ours applied while the depthwise op copies its
+ * input.  Not when the tensor is traced (a block's output), read by another op, added as a
+ * residual, or the producer adds a residual itself (after its activation). */
+static gpunet_status
+plan_own_dw (fast_state *s, char **err)
+{
+  const gpunet_graph *g = s->g;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    if (!use_own_dw (s, op))
+      continue;
+    const int t = op->in;
+    int producer = -1, readers = 0;
+    for (int j = 0; j < g->n_ops; j++) {
+      const gpunet_op *o = &g->ops[j];
+      if (o->out == t)
+        producer = j;   /* the last writer (an SE writes in place after its conv) */
+      readers += (o->in == t && o->out != t) + (o->residual == t);
+    }
+    const gpunet_op *pr = producer >= 0 ? &g->ops[producer] : NULL;
+    const int defer = pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
+        && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE;
+    s->dw[i] = gpunet_dw_new (&op->p.dwconv2d, defer ? pr->p.conv2d.act : GPUNET_EPI_NONE,
+        s->t[op->out].cp, s->blk);
+    if (!s->dw[i])
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+          "out of memory planning the depthwise convolution of op %d (block %d)", i, op->block);
+    if (defer)
+      s->defer_act[producer] = 1;
+  }
+  return GPUNET_OK;
+}
+
+/* Before any plan_batch, after plan_own_dw: our Winograd convolutions, their transformed
+ * weights and one scratch buffer for them and the depthwise ones (plan_batch then leaves
+ * these ops to us). */
 static gpunet_status
 plan_winograd (fast_state *s, char **err)
 {
@@ -564,8 +626,8 @@ plan_winograd (fast_state *s, char **err)
       continue;
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
-        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow, p->act, tile,
-        s->blk);
+        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow,
+        s->defer_act[i] ? GPUNET_EPI_NONE : p->act, tile, s->blk);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
@@ -573,9 +635,16 @@ plan_winograd (fast_state *s, char **err)
     if (f > need)
       need = f;
   }
-  if (need && !(s->wino_scratch = alloc_floats (need)))
+  for (int i = 0; i < g->n_ops; i++)
+    if (s->dw[i]) {
+      const size_t f = gpunet_dw_scratch_floats (s->dw[i], s->nt);
+      if (f > need)
+        need = f;
+    }
+  if (need && !(s->own_scratch = alloc_floats (need)))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-        "out of memory allocating %zu bytes of Winograd scratch", need * sizeof (float));
+        "out of memory allocating %zu bytes of Winograd and depthwise scratch",
+        need * sizeof (float));
   return GPUNET_OK;
 }
 
@@ -603,7 +672,10 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->weights = calloc ((size_t) graph->n_ops, sizeof *s->weights);
   s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
   s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
-  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || plan_buffers (s) != 0) {
+  s->dw = calloc ((size_t) graph->n_ops, sizeof *s->dw);
+  s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
+  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw
+      || !s->defer_act || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -627,7 +699,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
     goto out;
   }
-  st = plan_winograd (s, err);
+  st = plan_own_dw (s, err);
+  if (st == GPUNET_OK)
+    st = plan_winograd (s, err);
   if (st == GPUNET_OK)
     st = plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
@@ -662,6 +736,10 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_OP_CONV2D:
       case GPUNET_OP_DWCONV2D: {
         fast_step *step = &p->steps[i];
+        if (s->dw[i]) {
+          gpunet_dw_run (s->dw[i], tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
+          break;
+        }
         if (s->wino[i]) {
           if (s->copy_residual[i]) {
             const fast_tensor *tr = &s->t[op->residual];
@@ -669,7 +747,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
           gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
-              s->wino_scratch, nt);
+              s->own_scratch, nt);
           break;
         }
         if (op->in == g->input)

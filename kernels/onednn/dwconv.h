@@ -1,0 +1,31 @@
+/* dwconv.h: our own depthwise convolution for the fast CPU path, on nChw16c (AVX-512F) or
+ * nChw8c (AVX2 + FMA) activations, for the CPUs gpunet_wino_available() accepts:
+ *   out = act(dwconv(in_act(in)) + bias)
+ * in_act is the activation of the convolution that produced `in`, moved here when this
+ * depthwise convolution is that tensor's only reader: each input element is activated once,
+ * in the pass that copies a strip of the input plane into a zero-bordered buffer, instead of
+ * by oneDNN's eltwise post-op (whose swish measured 2x slower than ours, simd_act.h). */
+#ifndef GPUNET_DWCONV_H
+#define GPUNET_DWCONV_H
+
+#include <stddef.h>
+
+#include "ops.h"
+
+typedef struct gpunet_dw gpunet_dw;
+
+/* Plans one depthwise convolution p over blk-channel blocks (16 or 8) with cp padded
+ * channels; in_act is a GPUNET_EPI_* applied to the input first.  NULL when out of memory
+ * or the arguments are invalid. */
+gpunet_dw *gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk);
+
+/* Floats of scratch gpunet_dw_run needs with nt threads. */
+size_t gpunet_dw_scratch_floats (const gpunet_dw *d, int nt);
+
+/* n images: out = act(dwconv(in_act(in)) + bias); padded channels of out are written 0. */
+void gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
+    int nt);
+
+void gpunet_dw_free (gpunet_dw *d);
+
+#endif
