@@ -2,22 +2,23 @@
  * per instruction set (no include guard). */
 /* 2^z, z clamped to [-125, 125]: z = n + f with n integral and |f| <= 1/2, 2^f by a
  * degree-5 polynomial (near-minimax for relative error on [-1/2, 1/2], fitted by iterated
- * weighted least squares: 7.5e-8), n added to the exponent (the result stays normal).
- * Short dependency chains matter more than the count: a swish is latency-bound, since the
- * reorder window holds only a few vectors' chains (measured 0.36-0.46 ns per element on one
- * AVX2 core, against 0.64-0.66 for a Cody-Waite exp with a degree-6 polynomial). */
+ * weighted least squares: 7.5e-8) in Estrin's form, n added to the exponent (the result
+ * stays normal).  Short dependency chains matter more than the operation count: a swish is
+ * latency-bound, the reorder window holding only a few vectors' chains.  In-place swish
+ * over 228k floats on one AVX2 core, best of 300: 0.34-0.37 ns per element, against
+ * 0.45 with the polynomial in Horner's form and 0.64-0.66 for the Cody-Waite exp with a
+ * degree-6 polynomial used before. */
 static inline __attribute__((always_inline)) VEC
 FN (simd_exp2) (VEC z)
 {
   z = V_MAX (V_MIN (z, V_SET1 (125.0f)), V_SET1 (-125.0f));
   const VEC n = V_ROUND (z);
   const VEC f = V_SUB (z, n);
-  VEC p = V_FMA (V_SET1 (1.3276471783e-3f), f, V_SET1 (9.6755413328e-3f));
-  p = V_FMA (p, f, V_SET1 (5.5507132741e-2f));
-  p = V_FMA (p, f, V_SET1 (2.4022119724e-1f));
-  p = V_FMA (p, f, V_SET1 (6.9314696706e-1f));
-  p = V_FMA (p, f, V_SET1 (1.0000000717e+0f));
-  return V_LDEXP (p, n);
+  const VEC f2 = V_MUL (f, f);
+  const VEC p01 = V_FMA (V_SET1 (6.9314696706e-1f), f, V_SET1 (1.0000000717e+0f));
+  const VEC p23 = V_FMA (V_SET1 (5.5507132741e-2f), f, V_SET1 (2.4022119724e-1f));
+  const VEC p45 = V_FMA (V_SET1 (1.3276471783e-3f), f, V_SET1 (9.6755413328e-3f));
+  return V_LDEXP (V_FMA (V_FMA (p45, f2, p23), f2, p01), n);
 }
 
 static inline __attribute__((always_inline)) VEC
