@@ -7,8 +7,22 @@
 #define GPUNET_BLOCKED_OPS_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ops.h"
+
+/* Zeroed, 64-byte aligned floats (at least one line); free() releases them.  NULL when out
+ * of memory. */
+static inline float *
+gpunet_blk_alloc (size_t floats)
+{
+  const size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
+  float *m = aligned_alloc (64, bytes ? bytes : 64);
+  if (m)
+    memset (m, 0, bytes ? bytes : 64);
+  return m;
+}
 
 /* Round c up to a whole number of B-channel blocks. */
 static inline int

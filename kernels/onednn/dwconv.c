@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "activation.h"
+#include "blocked_ops.h"
 #include "dwconv.h"
 
 /* Per-thread input buffer: whole planes up to this size (every GPUNet depthwise layer at
@@ -48,15 +49,6 @@ gpunet_dw_scratch_floats (const gpunet_dw *d, int nt)
   return d->buf_floats * (size_t) (nt > 0 ? nt : 1);
 }
 
-static float *
-alloc64 (size_t floats)
-{
-  size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
-  float *m = aligned_alloc (64, bytes ? bytes : 64);
-  if (m)
-    memset (m, 0, bytes ? bytes : 64);
-  return m;
-}
 
 gpunet_dw *
 gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
@@ -81,8 +73,8 @@ gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
   d->strip_rows = sr;
   d->strips = (p->oh + sr - 1) / sr;
   d->buf_floats = ((size_t) ((sr - 1) * s + k) * d->cw * blk + 15) / 16 * 16;
-  d->w = alloc64 ((size_t) cp * k * k);
-  d->bias = alloc64 ((size_t) cp);
+  d->w = gpunet_blk_alloc ((size_t) cp * k * k);
+  d->bias = gpunet_blk_alloc ((size_t) cp);
   if (!d->w || !d->bias) {
     gpunet_dw_free (d);
     return NULL;

@@ -81,33 +81,19 @@ FN (dw_rows_t) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
   }
 }
 
-static void
-FN (dw_rows_3_1) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
-    const float *w, VEC bias, float *dst)
-{
-  FN (dw_rows_t) (d, buf, y0, oy0, oy1, w, bias, dst, 3, 1);
-}
-
-static void
-FN (dw_rows_3_2) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
-    const float *w, VEC bias, float *dst)
-{
-  FN (dw_rows_t) (d, buf, y0, oy0, oy1, w, bias, dst, 3, 2);
-}
-
-static void
-FN (dw_rows_5_1) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
-    const float *w, VEC bias, float *dst)
-{
-  FN (dw_rows_t) (d, buf, y0, oy0, oy1, w, bias, dst, 5, 1);
-}
-
-static void
-FN (dw_rows_5_2) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
-    const float *w, VEC bias, float *dst)
-{
-  FN (dw_rows_t) (d, buf, y0, oy0, oy1, w, bias, dst, 5, 2);
-}
+/* the unrolled kernels: K x K, stride S */
+#define DW_ROWS_KS(K, S) \
+  static void \
+  FN (dw_rows_##K##_##S) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, \
+      const float *w, VEC bias, float *dst) \
+  { \
+    FN (dw_rows_t) (d, buf, y0, oy0, oy1, w, bias, dst, K, S); \
+  }
+DW_ROWS_KS (3, 1)
+DW_ROWS_KS (3, 2)
+DW_ROWS_KS (5, 1)
+DW_ROWS_KS (5, 2)
+#undef DW_ROWS_KS
 
 /* any other kernel size or stride (7x7, edited architectures): the same loop, not unrolled */
 static void

@@ -25,6 +25,7 @@
 #include <omp.h>
 
 #include "activation.h"
+#include "blocked_ops.h"
 #include "winograd.h"
 
 #define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */
@@ -111,15 +112,6 @@ static const double wino_g8[8][3] = {
   { 32.0 / 45, 16.0 / 45, 8.0 / 45 }, { 32.0 / 45, -16.0 / 45, 8.0 / 45 }, { 0, 0, 1 },
 };
 
-static void *
-alloc64 (size_t floats)
-{
-  size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
-  void *m = aligned_alloc (64, bytes ? bytes : 64);
-  if (m)
-    memset (m, 0, bytes ? bytes : 64);
-  return m;
-}
 
 int
 gpunet_wino_available (int blk)
@@ -167,8 +159,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
   const size_t n_ocb = (size_t) (ocp + p->ocb - 1) / p->ocb;
-  p->u = alloc64 (n_ocb * p->ne * icp * p->ocb);
-  p->bias = alloc64 ((size_t) ocp);
+  p->u = gpunet_blk_alloc (n_ocb * p->ne * icp * p->ocb);
+  p->bias = gpunet_blk_alloc ((size_t) ocp);
   if (!p->u || !p->bias) {
     gpunet_wino_free (p);
     return NULL;
