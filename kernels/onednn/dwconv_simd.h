@@ -74,7 +74,8 @@ FN (dw_rows_t) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
       for (int ky = 0; ky < K; ky++) {
         const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
         for (int kx = 0; kx < K; kx++)
-          acc = V_FMA (V_LOAD (w + (size_t) (ky * K + kx) * VW), V_LOAD (r + (size_t) kx * VW), acc);
+          acc = V_FMA (V_LOAD (w + (size_t) (ky * K + kx) * VW), V_LOAD (r + (size_t) kx * VW),
+              acc);
       }
       V_STORE (o + (size_t) ox * VW, FN (simd_act) (acc, act));
     }
