@@ -73,8 +73,6 @@ typedef struct {
   double *profile;
 } fast_state;
 
-#define FAST_ALIGN 64
-
 /* Process-wide core budget: a forward takes min(n_threads, cores) cores and waits while
  * other sessions hold them, so two elements in one process never run more OpenMP threads
  * than there are cores (they take turns instead; with n-threads=1 each, both run at once). */
@@ -143,16 +141,6 @@ static dnnl_format_tag_t
 layout_tag (int blk)
 {
   return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
-}
-
-static void *
-alloc_floats (size_t n)
-{
-  size_t bytes = (n * sizeof (float) + FAST_ALIGN - 1) / FAST_ALIGN * FAST_ALIGN;
-  void *p = aligned_alloc (FAST_ALIGN, bytes ? bytes : FAST_ALIGN);
-  if (p)
-    memset (p, 0, bytes ? bytes : FAST_ALIGN);
-  return p;
 }
 
 static float *
@@ -299,12 +287,20 @@ plan_buffers (fast_state *s)
     s->bufs = calloc ((size_t) s->n_bufs + 1, sizeof (float *));
     ok = s->bufs != NULL;
     for (int b = 0; ok && b < s->n_bufs; b++)
-      ok = (s->bufs[b] = alloc_floats (size[b])) != NULL;
+      ok = (s->bufs[b] = gpunet_blk_alloc (size[b])) != NULL;
   }
   free (last_use);
   free (owner);
   free (size);
   return ok ? 0 : -1;
+}
+
+/* The activation a dense convolution is planned with: its own, or none where a depthwise
+ * op applies it to the output instead (defer_act). */
+static int
+planned_act (const fast_state *s, int op_index)
+{
+  return s->defer_act[op_index] ? GPUNET_EPI_NONE : s->g->ops[op_index].p.conv2d.act;
 }
 
 /* Plans one convolution (dense, grouped or depthwise) of op `op_index` for batch n. */
@@ -319,10 +315,9 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   if (op->kind == GPUNET_OP_CONV2D) {
     const gpunet_conv2d_params *p = &op->p.conv2d;
     cin = p->cin, cout = p->cout, k = p->kernel, stride = p->stride, pad = p->pad;
-    groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
+    groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow;
+    act = planned_act (s, op_index);
     weight = p->weight, bias = p->bias;
-    if (s->defer_act[op_index])
-      act = GPUNET_EPI_NONE;
   } else {
     const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
     cin = cout = groups = p->c, k = p->kernel, stride = p->stride, pad = p->pad;
@@ -518,7 +513,7 @@ plan_batch (fast_state *s, int n, char **err)
   if (need > s->scratchpad_bytes) {
     free (s->scratchpad);
     s->scratchpad_bytes = 0;
-    if (!(s->scratchpad = alloc_floats ((need + sizeof (float) - 1) / sizeof (float))))
+    if (!(s->scratchpad = gpunet_blk_alloc ((need + sizeof (float) - 1) / sizeof (float))))
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory allocating a %zu-byte oneDNN scratchpad", need);
     s->scratchpad_bytes = need;
@@ -627,7 +622,7 @@ plan_winograd (fast_state *s, char **err)
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
         p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow,
-        s->defer_act[i] ? GPUNET_EPI_NONE : p->act, tile, s->blk);
+        planned_act (s, i), tile, s->blk);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
@@ -641,7 +636,7 @@ plan_winograd (fast_state *s, char **err)
       if (f > need)
         need = f;
     }
-  if (need && !(s->own_scratch = alloc_floats (need)))
+  if (need && !(s->own_scratch = gpunet_blk_alloc (need)))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating %zu bytes of Winograd and depthwise scratch",
         need * sizeof (float));
@@ -693,8 +688,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     if (elems > trace_need)
       trace_need = elems;
   }
-  s->se_scratch = alloc_floats (se_need * (size_t) s->max_batch);
-  s->trace_buf = alloc_floats (trace_need * (size_t) s->max_batch);
+  s->se_scratch = gpunet_blk_alloc (se_need * (size_t) s->max_batch);
+  s->trace_buf = gpunet_blk_alloc (trace_need * (size_t) s->max_batch);
   if (!s->se_scratch || !s->trace_buf) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
     goto out;

@@ -49,7 +49,6 @@ gpunet_dw_scratch_floats (const gpunet_dw *d, int nt)
   return d->buf_floats * (size_t) (nt > 0 ? nt : 1);
 }
 
-
 gpunet_dw *
 gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
 {

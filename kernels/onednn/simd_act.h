@@ -28,9 +28,9 @@ FN (simd_act) (VEC x, int act)
     return V_MAX (x, V_ZERO ());
   if (act == GPUNET_EPI_SWISH) {
     /* x / (1 + exp(-x)), exp(-x) = 2^(-x log2 e): the rounding of z gives a relative
-     * error of about 6e-8 |z| in exp(-x): measured against double precision, 3.7e-6
-     * at most over [-100, 100], 6.3e-7 over [-10, 10].  A reciprocal estimate (12 bits or more) and
-     * one Newton step instead of a division, which is several times slower. */
+     * error of about 6e-8 |z| in exp(-x); measured against double precision, 3.7e-6 at
+     * most over [-100, 100], 6.3e-7 over [-10, 10].  A reciprocal estimate (12 bits or
+     * more) and one Newton step instead of a division, which is several times slower. */
     const VEC d = V_ADD (V_SET1 (1.0f),
         FN (simd_exp2) (V_MUL (x, V_SET1 (-1.44269504088896341f))));
     VEC r = V_RCP (d);

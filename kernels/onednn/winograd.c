@@ -112,7 +112,6 @@ static const double wino_g8[8][3] = {
   { 32.0 / 45, 16.0 / 45, 8.0 / 45 }, { 32.0 / 45, -16.0 / 45, 8.0 / 45 }, { 0, 0, 1 },
 };
 
-
 int
 gpunet_wino_available (int blk)
 {

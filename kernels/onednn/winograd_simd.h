@@ -157,10 +157,11 @@ FN (wino_gemm_6x1) (const float *v, int icp, const float *u, int ocp, float *m)
   FN (wino_gemm_6xN) (v, icp, u, ocp, m, 1);
 }
 
-/* V[e][j][icp] (e stride wino_plane_stride (rows * icp)) for tiles t0 .. t0 + cnt - 1, A x A input tiles
- * (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block CB reads real block
- * CB % (cp / VW) of phase CB / (cp / VW): input row stride * (oy + i) + phase / 2 - pad
- * for patch row i of the tile at output row oy (stride 1: phase 0, so oy + i - pad). */
+/* V[e][j][icp] (e stride wino_plane_stride (rows * icp)) for tiles t0 .. t0 + cnt - 1,
+ * A x A input tiles (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block
+ * CB reads real block CB % (cp / VW) of phase CB / (cp / VW): input row
+ * stride * (oy + i) + phase / 2 - pad for patch row i of the tile at output row oy
+ * (stride 1: phase 0, so oy + i - pad). */
 static inline __attribute__((always_inline)) void
 FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V,
     const int A)
@@ -348,10 +349,12 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
         const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
         void (*gemm) (const float *, int, const float *, int, float *) =
             nv == 4 ? FN (wino_gemm_6x4) : nv == 3 ? FN (wino_gemm_6x3) : nv == 2 ? FN (wino_gemm_6x2) : FN (wino_gemm_6x1);
+        const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
+        const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
         for (int e = 0; e < p->ne; e++) {
           const float *ue = p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB;
-          const float *ve = V + (size_t) e * wino_plane_stride ((size_t) rows * p->icp);
-          float *me = M + (size_t) e * wino_plane_stride ((size_t) rows * VW * nv);
+          const float *ve = V + (size_t) e * v_es;
+          float *me = M + (size_t) e * m_es;
           for (int r = 0; r < rows; r += WINO_ROWS)
             gemm (ve + (size_t) r * p->icp, p->icp, ue, V_OCB, me + (size_t) r * VW * nv);
         }
