@@ -293,6 +293,17 @@ test_own_winograd_tile (void)
         cases[i].h, cases[i].w, cases[i].act);
     compare_batches (what, &tg.g);
   }
+  /* 1 to 26 tiles per image (a block's tiles go to the GEMM in calls of 6 rows, then of 1
+   * to 5: every split of the rest is run) */
+  for (int t = 1; t <= 13; t++) {
+    test_graph tg;
+    tg_init (&tg, 8, 5, 5 * t + 1);
+    int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    tg_conv (&tg, x, 40, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    char what[112];
+    snprintf (what, sizeof what, "%sown winograd 24->40 5x%d (tile count)", tn, 5 * t + 1);
+    compare_batches (what, &tg.g);
+  }
   /* 5x5 and 3x3 stride 2 (polyphase): these take our kernels with or without the variable */
   static const struct { int k, cin, h, w, cout, pad, act; } s2[] = {
     { 5, 32, 19, 22, 48, 2, GPUNET_EPI_SWISH }, { 5, 24, 8, 8, 40, 2, GPUNET_EPI_RELU },

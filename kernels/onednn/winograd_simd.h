@@ -102,14 +102,15 @@ FN (wino_at5) (const VEC *m, VEC *o)
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
 }
 
-/* M rows 0..5 (stride nv * VW) = V rows 0..5 (stride icp) x U (icp x nv*VW, row stride ocp:
- * V_OCB for the blocked weights). */
+/* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (icp x nv*VW, row stride
+ * ocp: V_OCB for the blocked weights); mr <= WINO_ROWS. */
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_6xN) (const float *v, int icp, const float *u, int ocp, float *m, const int nv)
+FN (wino_gemm_t) (const float *v, int icp, const float *u, int ocp, float *m, const int mr,
+    const int nv)
 {
   VEC c[WINO_ROWS][4];
 #pragma GCC unroll 6
-  for (int r = 0; r < WINO_ROWS; r++)
+  for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       c[r][j] = V_ZERO ();
@@ -119,7 +120,7 @@ FN (wino_gemm_6xN) (const float *v, int icp, const float *u, int ocp, float *m, 
     for (int j = 0; j < nv; j++)
       b[j] = V_LOAD (u + (size_t) i * ocp + VW * j);
 #pragma GCC unroll 6
-    for (int r = 0; r < WINO_ROWS; r++) {
+    for (int r = 0; r < mr; r++) {
       const VEC a = V_SET1 (v[(size_t) r * icp + i]);
 #pragma GCC unroll 4
       for (int j = 0; j < nv; j++)
@@ -127,38 +128,41 @@ FN (wino_gemm_6xN) (const float *v, int icp, const float *u, int ocp, float *m, 
     }
   }
 #pragma GCC unroll 6
-  for (int r = 0; r < WINO_ROWS; r++)
+  for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       V_STORE (m + (size_t) r * VW * nv + VW * j, c[r][j]);
 }
 
-static void
-FN (wino_gemm_6x4) (const float *v, int icp, const float *u, int ocp, float *m)
-{
-  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 4);
-}
+typedef void (*FN (wino_gemm_fn)) (const float *, int, const float *, int, float *);
 
-static void
-FN (wino_gemm_6x3) (const float *v, int icp, const float *u, int ocp, float *m)
-{
-  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 3);
-}
+/* FN (wino_gemm_MRxNV): one function per row count MR (1..6) and vector count NV (1..4) */
+#define WINO_GEMM_DEF(MR, NV) \
+  static void \
+  FN (wino_gemm_##MR##x##NV) (const float *v, int icp, const float *u, int ocp, float *m) \
+  { \
+    FN (wino_gemm_t) (v, icp, u, ocp, m, MR, NV); \
+  }
+#define WINO_GEMM_ROW(MR) \
+  WINO_GEMM_DEF (MR, 1) WINO_GEMM_DEF (MR, 2) WINO_GEMM_DEF (MR, 3) WINO_GEMM_DEF (MR, 4)
+WINO_GEMM_ROW (1) WINO_GEMM_ROW (2) WINO_GEMM_ROW (3)
+WINO_GEMM_ROW (4) WINO_GEMM_ROW (5) WINO_GEMM_ROW (6)
+#undef WINO_GEMM_ROW
+#undef WINO_GEMM_DEF
 
-static void
-FN (wino_gemm_6x2) (const float *v, int icp, const float *u, int ocp, float *m)
-{
-  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 2);
-}
-
-static void
-FN (wino_gemm_6x1) (const float *v, int icp, const float *u, int ocp, float *m)
-{
-  FN (wino_gemm_6xN) (v, icp, u, ocp, m, 1);
-}
+/* [mr - 1][nv - 1] */
+#define WINO_GEMM_ROW(MR) \
+  { FN (wino_gemm_##MR##x1), FN (wino_gemm_##MR##x2), FN (wino_gemm_##MR##x3), \
+    FN (wino_gemm_##MR##x4) }
+static const FN (wino_gemm_fn) FN (wino_gemm_tab)[WINO_ROWS][4] = {
+  WINO_GEMM_ROW (1), WINO_GEMM_ROW (2), WINO_GEMM_ROW (3),
+  WINO_GEMM_ROW (4), WINO_GEMM_ROW (5), WINO_GEMM_ROW (6),
+};
+#undef WINO_GEMM_ROW
 
 /* V[e][j][icp] (e stride wino_plane_stride (rows * icp)) for tiles t0 .. t0 + cnt - 1,
- * A x A input tiles (A = alpha); rows cnt .. rows - 1 are zeroed.  Virtual channel block
+ * A x A input tiles (A = alpha); rows cnt .. rows - 1 (layout padding) are left as they are:
+ * the GEMMs read only rows 0 .. cnt - 1.  Virtual channel block
  * CB reads real block CB % (cp / VW) of phase CB / (cp / VW): input row
  * stride * (oy + i) + phase / 2 - pad for patch row i of the tile at output row oy
  * (stride 1: phase 0, so oy + i - pad). */
@@ -219,9 +223,6 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
       }
     }
   }
-  if (cnt < rows)
-    for (int e = 0; e < A * A; e++)
-      memset (V + e * e_stride + (size_t) cnt * icp, 0, sizeof (float) * (size_t) (rows - cnt) * icp);
 }
 
 static void
@@ -347,16 +348,32 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
         FN (wino_input5) (p, in, t0, cnt, rows, V);
       for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
         const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
-        void (*gemm) (const float *, int, const float *, int, float *) =
-            nv == 4 ? FN (wino_gemm_6x4) : nv == 3 ? FN (wino_gemm_6x3) : nv == 2 ? FN (wino_gemm_6x2) : FN (wino_gemm_6x1);
+        /* The block's cnt tiles in calls of WINO_ROWS, the rest in at most two calls of 3 to
+         * 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): the padding rows of V and M are never
+         * computed (a block of 14 tiles costs 6 + 4 + 4 rows, not 18), and no call but a
+         * block's only one gets 1 or 2 rows, which would run at a fraction of the FMA rate
+         * (2 or 4 accumulator chains against the FMA latency). */
+        const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
+        int full = 0;
+        while (cnt - full >= WINO_ROWS + 4 || cnt - full == WINO_ROWS)
+          full += WINO_ROWS;
+        const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest,
+            rb = rest - ra;
+        const FN (wino_gemm_fn) gemm_a = ra ? FN (wino_gemm_tab)[ra - 1][nv - 1] : NULL;
+        const FN (wino_gemm_fn) gemm_b = rb ? FN (wino_gemm_tab)[rb - 1][nv - 1] : NULL;
         const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
         const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
         for (int e = 0; e < p->ne; e++) {
           const float *ue = p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB;
           const float *ve = V + (size_t) e * v_es;
           float *me = M + (size_t) e * m_es;
-          for (int r = 0; r < rows; r += WINO_ROWS)
+          for (int r = 0; r < full; r += WINO_ROWS)
             gemm (ve + (size_t) r * p->icp, p->icp, ue, V_OCB, me + (size_t) r * VW * nv);
+          if (ra)
+            gemm_a (ve + (size_t) full * p->icp, p->icp, ue, V_OCB, me + (size_t) full * VW * nv);
+          if (rb)
+            gemm_b (ve + (size_t) (full + ra) * p->icp, p->icp, ue, V_OCB,
+                me + (size_t) (full + ra) * VW * nv);
         }
         if (p->alpha == 8)
           FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
