@@ -368,6 +368,9 @@ test_dwconv2d (void)
     { 32, 20, 3, 1, GPUNET_EPI_SWISH }, { 48, 19, 3, 2, GPUNET_EPI_RELU },
     { 24, 16, 5, 1, GPUNET_EPI_NONE }, { 40, 21, 5, 2, GPUNET_EPI_SWISH },
     { 64, 14, 7, 1, GPUNET_EPI_RELU }, { 56, 15, 7, 2, GPUNET_EPI_SWISH },
+    /* rows of 6, 9, 6 and 12 outputs: narrower than a group of 8, and one past it */
+    { 32, 6, 3, 1, GPUNET_EPI_RELU }, { 24, 9, 5, 1, GPUNET_EPI_SWISH },
+    { 16, 12, 3, 2, GPUNET_EPI_NONE }, { 40, 12, 5, 1, GPUNET_EPI_RELU },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;
