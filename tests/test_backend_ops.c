@@ -28,12 +28,17 @@ frand (void)   /* uniform in [-1, 1) */
 }
 
 /* All test allocations, freed at the end. */
-static void *pool[4096];
+#define POOL_MAX 16384
+static void *pool[POOL_MAX];
 static int n_pool;
 
 static float *
 rand_floats (size_t n, float scale)
 {
+  if (n_pool == POOL_MAX) {
+    fprintf (stderr, "test_backend_ops: more than %d test allocations: raise POOL_MAX\n", POOL_MAX);
+    abort ();
+  }
   float *p = malloc (sizeof (float) * (n ? n : 1));
   for (size_t i = 0; i < n; i++)
     p[i] = frand () * scale;

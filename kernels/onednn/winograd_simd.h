@@ -317,6 +317,53 @@ FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int c
   FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5);
 }
 
+/* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u: in calls
+ * of WINO_ROWS rows, the rest in at most two calls of 3 to 5 (7 = 4 + 3, 8 = 4 + 4,
+ * 9 = 5 + 4).  The padding rows of V and M are never computed (a block of 14 tiles costs
+ * 6 + 4 + 4 rows, not 18), and no call but a block's only one gets 1 or 2 rows, which
+ * would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
+ * latency). */
+static inline __attribute__((always_inline)) void
+FN (wino_gemm_rows) (const float *v, int icp, const float *u, float *m, int cnt, int nv)
+{
+  const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
+  int full = 0;
+  while (cnt - full >= WINO_ROWS + 4 || cnt - full == WINO_ROWS)
+    full += WINO_ROWS;
+  const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
+  for (int r = 0; r < full; r += WINO_ROWS)
+    gemm (v + (size_t) r * icp, icp, u, V_OCB, m + (size_t) r * VW * nv);
+  if (ra)
+    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, u, V_OCB,
+        m + (size_t) full * VW * nv);
+  if (rb)
+    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, u, V_OCB,
+        m + (size_t) (full + ra) * VW * nv);
+}
+
+static void
+FN (wino_input) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+{
+  if (p->alpha == 8)
+    FN (wino_input8) (p, in, t0, cnt, rows, V);
+  else if (p->alpha == 6)
+    FN (wino_input6) (p, in, t0, cnt, rows, V);
+  else
+    FN (wino_input5) (p, in, t0, cnt, rows, V);
+}
+
+static void
+FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0,
+    int nv, float *out, int residual)
+{
+  if (p->alpha == 8)
+    FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+  else if (p->alpha == 6)
+    FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+  else
+    FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+}
+
 static void
 FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
@@ -340,47 +387,16 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
       if (cnt <= 0)
         continue;
       const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
-      if (p->alpha == 8)
-        FN (wino_input8) (p, in, t0, cnt, rows, V);
-      else if (p->alpha == 6)
-        FN (wino_input6) (p, in, t0, cnt, rows, V);
-      else
-        FN (wino_input5) (p, in, t0, cnt, rows, V);
+      FN (wino_input) (p, in, t0, cnt, rows, V);
       for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
         const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
-        /* The block's cnt tiles in calls of WINO_ROWS, the rest in at most two calls of 3 to
-         * 5 (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): the padding rows of V and M are never
-         * computed (a block of 14 tiles costs 6 + 4 + 4 rows, not 18), and no call but a
-         * block's only one gets 1 or 2 rows, which would run at a fraction of the FMA rate
-         * (2 or 4 accumulator chains against the FMA latency). */
-        const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
-        int full = 0;
-        while (cnt - full >= WINO_ROWS + 4 || cnt - full == WINO_ROWS)
-          full += WINO_ROWS;
-        const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest,
-            rb = rest - ra;
-        const FN (wino_gemm_fn) gemm_a = ra ? FN (wino_gemm_tab)[ra - 1][nv - 1] : NULL;
-        const FN (wino_gemm_fn) gemm_b = rb ? FN (wino_gemm_tab)[rb - 1][nv - 1] : NULL;
         const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
         const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
-        for (int e = 0; e < p->ne; e++) {
-          const float *ue = p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB;
-          const float *ve = V + (size_t) e * v_es;
-          float *me = M + (size_t) e * m_es;
-          for (int r = 0; r < full; r += WINO_ROWS)
-            gemm (ve + (size_t) r * p->icp, p->icp, ue, V_OCB, me + (size_t) r * VW * nv);
-          if (ra)
-            gemm_a (ve + (size_t) full * p->icp, p->icp, ue, V_OCB, me + (size_t) full * VW * nv);
-          if (rb)
-            gemm_b (ve + (size_t) (full + ra) * p->icp, p->icp, ue, V_OCB,
-                me + (size_t) (full + ra) * VW * nv);
-        }
-        if (p->alpha == 8)
-          FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
-        else if (p->alpha == 6)
-          FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
-        else
-          FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+        for (int e = 0; e < p->ne; e++)
+          FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp,
+              p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
+              M + (size_t) e * m_es, cnt, nv);
+        FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
       }
     }
   }
