@@ -29,6 +29,7 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
   dnnl_memory_t mem;
+  float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
   struct weights_variant *next;
 } weights_variant;
 
@@ -192,6 +193,7 @@ fast_destroy (void *state)
       for (weights_variant *v = s->weights[i], *next; v; v = next) {
         next = v->next;
         dnnl_memory_destroy (v->mem);
+        free (v->buf);
         free (v);
       }
   free (s->weights);
@@ -431,7 +433,13 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
       goto out;
     }
-    TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, DNNL_MEMORY_ALLOCATE));
+    const size_t w_bytes = dnnl_memory_desc_get_size (w_md);
+    if (!(nv->buf = gpunet_blk_alloc ((w_bytes + sizeof (float) - 1) / sizeof (float)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating %zu bytes of "
+          "weights for op %d (block %d) of the fast CPU backend", w_bytes, op_index, op->block);
+      goto out;
+    }
+    TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
     TRY (dnnl_memory_create (&user_w, &wuser_md, s->eng, (void *) weight));
     TRY (dnnl_reorder_primitive_desc_create (&rpd, &wuser_md, s->eng, w_md, s->eng, NULL));
     TRY (dnnl_primitive_create (&reorder, rpd));
@@ -457,6 +465,7 @@ out:
   if (nv) {
     if (nv->mem)
       dnnl_memory_destroy (nv->mem);
+    free (nv->buf);
     free (nv);
   }
   if (user_w)

@@ -9,18 +9,40 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "ops.h"
 
 /* Zeroed, 64-byte aligned floats (at least one line); free() releases them.  NULL when out
- * of memory. */
+ * of memory.  From 2 MiB on, whole 2 MiB pages, aligned to them, with the kernel asked for
+ * transparent huge pages (Linux; where they are off, or only on request as on the machines
+ * measured, "madvise" mode, plain pages as before): the fast path's activations, scratch,
+ * Winograd weights and oneDNN's reordered weights are read in strides across megabytes (a
+ * Winograd transform touches 36-64 planes, a 1x1 convolution streams megabytes of weights),
+ * and with 4 KiB pages every plane or page of weights costs a TLB miss.  A small gain,
+ * measured on AVX2 with 2 threads against plain pages, alternating: sums of per-op minima
+ * over 6 rounds GPUNet-2 74.6 -> 74.2 and 71.2 -> 70.8 ms, GPUNet-1 31.1 -> 30.7, GPUNet-0
+ * 28.1 -> 27.9; GPUNet-2's bench median over 6 runs of 20, 73.2 -> 72.0 ms. */
+#define GPUNET_HUGE_PAGE ((size_t) 2 << 20)
 static inline float *
 gpunet_blk_alloc (size_t floats)
 {
-  const size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
-  float *m = aligned_alloc (64, bytes ? bytes : 64);
-  if (m)
-    memset (m, 0, bytes ? bytes : 64);
+  size_t bytes = (floats * sizeof (float) + 63) / 64 * 64;
+  size_t align = 64;
+  if (bytes >= GPUNET_HUGE_PAGE) {
+    align = GPUNET_HUGE_PAGE;
+    bytes = (bytes + GPUNET_HUGE_PAGE - 1) / GPUNET_HUGE_PAGE * GPUNET_HUGE_PAGE;
+  }
+  float *m = aligned_alloc (align, bytes ? bytes : 64);
+  if (!m)
+    return NULL;
+#ifdef MADV_HUGEPAGE
+  if (align == GPUNET_HUGE_PAGE)
+    (void) madvise (m, bytes, MADV_HUGEPAGE);   /* a hint: plain pages if refused */
+#endif
+  memset (m, 0, bytes ? bytes : 64);
   return m;
 }
 
