@@ -24,7 +24,8 @@
  * and with 4 KiB pages every plane or page of weights costs a TLB miss.  A small gain,
  * measured on AVX2 with 2 threads against plain pages, alternating: sums of per-op minima
  * over 6 rounds GPUNet-2 74.6 -> 74.2 and 71.2 -> 70.8 ms, GPUNet-1 31.1 -> 30.7, GPUNet-0
- * 28.1 -> 27.9; GPUNet-2's bench median over 6 runs of 20, 73.2 -> 72.0 ms. */
+ * 28.1 -> 27.9; GPUNet-2's bench median over 6 runs of 20, 73.2 -> 72.0 ms.  The cost: the
+ * rounding to whole pages, peak RSS of the bench GPUNet-2 252 -> 269 MB, GPUNet-0 123 -> 129. */
 #define GPUNET_HUGE_PAGE ((size_t) 2 << 20)
 static inline float *
 gpunet_blk_alloc (size_t floats)
