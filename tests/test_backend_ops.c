@@ -13,6 +13,7 @@
 #include "model_private.h"
 #include "activation.h"
 #include "backend.h"
+#include "onednn/blocked_ops.h"
 #include "onednn/winograd.h"
 #include "onednn/backend_onednn.h"
 
@@ -354,6 +355,161 @@ test_own_winograd_tile (void)
   unsetenv ("GPUNET_CPU_WINOGRAD");
 }
 
+/* rand_floats, 64-byte aligned (as the fast path's buffers; its kernels use aligned loads) */
+static float *
+rand_floats_aligned (size_t n, float scale)
+{
+  if (n_pool == POOL_MAX) {
+    fprintf (stderr, "test_backend_ops: more than %d test allocations: raise POOL_MAX\n", POOL_MAX);
+    abort ();
+  }
+  float *p = gpunet_blk_alloc (n);
+  if (!p) {
+    fprintf (stderr, "test_backend_ops: out of memory\n");
+    abort ();
+  }
+  for (size_t i = 0; i < n; i++)
+    p[i] = frand () * scale;
+  pool[n_pool++] = p;
+  return p;
+}
+
+/* gpunet_wino_run_chain against one gpunet_wino_run per layer: the same tiles computed the
+ * same way, so the same bits, with the layers' buffers distinct or shared (a layer writing
+ * the buffer the layer before last read), batch 1 and 2, 1 to 3 threads, tile 4 and 6. */
+static void
+test_wino_chain_direct (int blk)
+{
+  static const struct { int h, w, L, c[5]; } cases[] = {
+    { 20, 23, 3, { 8, 16, 16, 8 } }, { 13, 37, 4, { 24, 24, 24, 24, 24 } },
+    { 7, 6, 2, { 40, 8, 40 } }, { 1, 1, 2, { 16, 16, 16 } }, { 31, 5, 3, { 3, 20, 17, 9 } },
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+    for (int tile = 4; tile <= 6; tile += 2)
+      for (int n = 1; n <= 2; n++)
+        for (int nt = 1; nt <= 3; nt++)
+          for (int share = 0; share <= 1; share++) {
+            const int h = cases[ci].h, w = cases[ci].w, L = cases[ci].L;
+            gpunet_wino *ps[4] = { NULL };
+            float *bufs[5], *outs[4];
+            const float *ins[4];
+            size_t need = 1;
+            int ok = 1;
+            for (int l = 0; l <= L; l++) {
+              const int cp = (cases[ci].c[l] + blk - 1) / blk * blk;
+              bufs[l] = rand_floats_aligned ((size_t) n * cp * h * w, 1.0f);
+            }
+            for (int l = 0; l < L; l++) {
+              const int cin = cases[ci].c[l], cout = cases[ci].c[l + 1];
+              const int cp = (cin + blk - 1) / blk * blk, ocp = (cout + blk - 1) / blk * blk;
+              const float *wt = rand_floats ((size_t) cout * cin * 9, 1.7f / sqrtf (9.0f * cin));
+              const float *bias = rand_floats ((size_t) cout, 0.2f);
+              ps[l] = gpunet_wino_new (wt, bias, cin, cout, 3, 1, 1, cp, ocp, h, w, h, w,
+                  l % 3, tile, blk);
+              ok = ok && ps[l];
+              if (ps[l] && gpunet_wino_scratch_floats (ps[l], nt) > need)
+                need = gpunet_wino_scratch_floats (ps[l], nt);
+            }
+            CHECK_MSG (ok, "wino chain case %zu: plan failed", ci);
+            for (int l = 0; ok && l + 1 < L; l++)
+              CHECK_MSG (gpunet_wino_chains (ps[l], ps[l + 1]), "wino chain case %zu: layer %d "
+                  "does not chain", ci, l);
+            float *scratch = ok ? gpunet_blk_alloc (need * 2) : NULL;
+            /* the reference: layer by layer into bufs[1..L] (padding lanes of the input are
+             * zero, as the fast path keeps them) */
+            for (int l = 0; ok && l < L; l++) {
+              const int cin = cases[ci].c[l], cp = (cin + blk - 1) / blk * blk;
+              if (l == 0)
+                for (int b = 0; b < n; b++)
+                  for (int cc = cin; cc < cp; cc++)
+                    for (int q = 0; q < h * w; q++)
+                      bufs[0][(size_t) b * cp * h * w + (size_t) (cc / blk) * blk * h * w
+                          + (size_t) q * blk + cc % blk] = 0.0f;
+              gpunet_wino_run (ps[l], bufs[l], bufs[l + 1], n, 0, scratch, nt);
+            }
+            /* the chain, into fresh buffers (shared: layer l + 2 writes layer l's) */
+            float *cb[4];
+            for (int l = 0; ok && l < L; l++) {
+              const int ocp = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
+              cb[l] = share && l >= 2 && cases[ci].c[l + 1] == cases[ci].c[l - 1]
+                  ? cb[l - 2] : rand_floats_aligned ((size_t) n * ocp * h * w, 9.0f);
+              outs[l] = cb[l];
+              ins[l] = l ? outs[l - 1] : bufs[0];
+            }
+            if (ok) {
+              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, scratch, nt);
+              const int ocp = (cases[ci].c[L] + blk - 1) / blk * blk;
+              CHECK_MSG (!memcmp (outs[L - 1], bufs[L], sizeof (float) * (size_t) n * ocp * h * w),
+                  "wino chain case %zu (tile %d, batch %d, %d threads, shared %d): output differs "
+                  "from layer-by-layer", ci, tile, n, nt, share);
+              if (!share)
+                for (int l = 0; l + 1 < L; l++) {
+                  const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
+                  CHECK_MSG (!memcmp (outs[l], bufs[l + 1], sizeof (float) * (size_t) n * op * h * w),
+                      "wino chain case %zu (tile %d, batch %d, %d threads): layer %d differs",
+                      ci, tile, n, nt, l);
+                }
+            }
+            free (scratch);
+            for (int l = 0; l < L; l++)
+              gpunet_wino_free (ps[l]);
+          }
+}
+
+/* The number of ops the fast backend plans to run in Winograd chains for g */
+static int
+chained_ops (const gpunet_graph *g)
+{
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = 3;
+  params.n_threads = 2;
+  void *sf = NULL;
+  char *err = NULL;
+  int n = -1;
+  if (gpunet_backend_cpu_fast.plan (g, &params, &sf, &err) == GPUNET_OK) {
+    n = gpunet_onednn_chained_ops (sf);
+    gpunet_backend_cpu_fast.destroy (sf);
+  }
+  free (err);
+  return n;
+}
+
+/* Chains planned by the backend (runs of 3x3 stride-1 Winograd ops without residuals),
+ * untraced (a trace runs the ops one by one), against the reference: a chain of 3 whose
+ * last layer writes the buffer of the chain's input; one of 2 whose middle tensor a later
+ * op adds as a residual (its buffer must survive the chain); one broken by a residual; and
+ * channel counts that make layers share buffers of different sizes per image (not chained
+ * there: a layer would overwrite the next image of a tensor not yet read). */
+static void
+test_wino_chain_graphs (void)
+{
+  static const int want[4] = { 3, 2, 2, 0 };
+  for (int v = 0; v < 4; v++) {
+    test_graph tg;
+    tg_init (&tg, 8, 17, 19);
+    int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    int a = tg_conv (&tg, x, 24, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    int b = tg_conv (&tg, a, v == 3 ? 48 : 24, 3, 1, 1, GPUNET_EPI_SWISH, -1);
+    if (v == 0)
+      tg_conv (&tg, b, 24, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    else if (v == 1)
+      tg_conv (&tg, b, 24, 1, 1, 1, GPUNET_EPI_NONE, a);
+    else if (v == 2) {
+      int c = tg_conv (&tg, b, 24, 3, 1, 1, GPUNET_EPI_RELU, b);
+      tg_conv (&tg, c, 24, 3, 1, 1, GPUNET_EPI_NONE, -1);
+    } else
+      tg_conv (&tg, b, 16, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    char what[64];
+    snprintf (what, sizeof what, "winograd chain graph %d", v);
+    const int got = chained_ops (&tg.g);
+    CHECK_MSG (got == want[v], "%s: %d ops chained, expected %d", what, got, want[v]);
+    compare (what, &tg.g, 1, 1, 0);
+    compare (what, &tg.g, 3, 3, 0);
+    compare (what, &tg.g, 3, 2, 0);
+  }
+}
+
 static void
 test_own_winograd (void)
 {
@@ -646,8 +802,11 @@ main (void)
     for (unsigned seed = 1; seed <= 3; seed++)
       test_random_network (seed);
     /* ours in both too: AVX-512 kernels on nChw16c, AVX2 ones on nChw8c */
-    if (gpunet_wino_available (atoi (blocks[i])))
+    if (gpunet_wino_available (atoi (blocks[i]))) {
       test_own_winograd ();
+      test_wino_chain_direct (atoi (blocks[i]));
+      test_wino_chain_graphs ();
+    }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",
           blocks[i]);

@@ -27,6 +27,9 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 #endif
 
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
+/* the longest chain of Winograd ops run as one (plan_winograd) */
+#define WINO_CHAIN_MAX 8
+
 typedef struct weights_variant {
   dnnl_memory_t mem;
   float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
@@ -71,6 +74,8 @@ typedef struct {
   int *defer_act;              /* per op: its activation is left to the depthwise op that
                                 * reads its output (plan_own_dw) */
   float *own_scratch;          /* shared by our Winograd and depthwise ops (one at a time) */
+  int *chain;                  /* per op: how many Winograd ops from it on run as one chain
+                                * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   double *profile;
 } fast_state;
 
@@ -205,6 +210,7 @@ fast_destroy (void *state)
   free (s->dw);
   free (s->defer_act);
   free (s->own_scratch);
+  free (s->chain);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
   free (s->bufs);
@@ -613,6 +619,24 @@ plan_own_dw (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* The chain of ops i .. i + len - 1 may share buffers (a layer writing the one the layer
+ * before last read): gpunet_wino_run_chain is right then, image by image, while the tensors
+ * sharing one have the same size per image; with different sizes a layer would overwrite
+ * the next image of a tensor not yet read. */
+static int
+chain_buffers_ok (const fast_state *s, int i, int len)
+{
+  const gpunet_graph *g = s->g;
+  for (int a = 0; a <= len; a++)
+    for (int b = a + 1; b <= len; b++) {
+      const int ta = a ? g->ops[i + a - 1].out : g->ops[i].in;
+      const int tb = g->ops[i + b - 1].out;
+      if (s->t[ta].buf == s->t[tb].buf && s->t[ta].cp != s->t[tb].cp)
+        return 0;
+    }
+  return 1;
+}
+
 /* Before any plan_batch, after plan_own_dw: our Winograd convolutions, their transformed
  * weights and one scratch buffer for them and the depthwise ones (plan_batch then leaves
  * these ops to us). */
@@ -649,6 +673,28 @@ plan_winograd (fast_state *s, char **err)
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating %zu bytes of Winograd and depthwise scratch",
         need * sizeof (float));
+  /* Chains: runs of our 3x3 stride-1 Winograd ops, each reading the previous one's output,
+   * none adding a residual (GPUNet-0/2's and P0/P1's stage-1 convolutions).  Run
+   * interleaved by tile rows, a layer's input is still in the caches when read instead of
+   * coming back from memory (docs/performance.md).  GPUNET_CPU_WINO_CHAIN=0: each on its
+   * own (benchmarks). */
+  const char *cv = getenv ("GPUNET_CPU_WINO_CHAIN");
+  if (cv && !strcmp (cv, "0"))
+    return GPUNET_OK;
+  for (int i = 0; i < g->n_ops;) {
+    int len = 1;
+    while (s->wino[i] && i + len < g->n_ops && len < WINO_CHAIN_MAX) {
+      const gpunet_op *a = &g->ops[i + len - 1], *b = &g->ops[i + len];
+      if (!s->wino[i + len] || b->in != a->out || a->residual >= 0 || b->residual >= 0
+          || !gpunet_wino_chains (s->wino[i + len - 1], s->wino[i + len])
+          || !chain_buffers_ok (s, i, len + 1))
+        break;
+      len++;
+    }
+    if (len > 1)
+      s->chain[i] = len;
+    i += len;
+  }
   return GPUNET_OK;
 }
 
@@ -678,8 +724,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
   s->dw = calloc ((size_t) graph->n_ops, sizeof *s->dw);
   s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
+  s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw
-      || !s->defer_act || plan_buffers (s) != 0) {
+      || !s->defer_act || !s->chain || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -736,6 +783,29 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
     float *out = tensor_ptr (s, op->out, input);
     const double t0 = s->profile ? now_s () : 0.0;
     op_index = i;
+    if (s->chain[i] > 1 && !trace) {
+      /* a chain of Winograd ops (plan_winograd); with a trace, each runs on its own, since
+       * a layer's output may share its buffer with a later layer's */
+      const int len = s->chain[i];
+      const gpunet_wino *ps[WINO_CHAIN_MAX];
+      const float *ins[WINO_CHAIN_MAX];
+      float *outs[WINO_CHAIN_MAX];
+      double macs = 0.0;
+      for (int l = 0; l < len; l++) {
+        ps[l] = s->wino[i + l];
+        ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
+        outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
+        macs += gpunet_op_macs (&g->ops[i + l]);
+      }
+      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt);
+      if (s->profile) {   /* the chain's time shared out by multiply-adds */
+        const double dt = now_s () - t0;
+        for (int l = 0; l < len; l++)
+          s->profile[i + l] += macs > 0.0 ? dt * gpunet_op_macs (&g->ops[i + l]) / macs : 0.0;
+      }
+      i += len - 1;
+      continue;
+    }
     switch (op->kind) {
       case GPUNET_OP_CONV2D:
       case GPUNET_OP_DWCONV2D: {
@@ -828,6 +898,16 @@ void
 gpunet_onednn_profile (void *state, double *op_seconds)
 {
   ((fast_state *) state)->profile = op_seconds;
+}
+
+int
+gpunet_onednn_chained_ops (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += s->chain[i];
+  return n;
 }
 
 const gpunet_backend gpunet_backend_cpu_fast = {

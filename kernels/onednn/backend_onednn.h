@@ -16,4 +16,8 @@ extern const gpunet_backend gpunet_backend_cpu_fast;
  * seconds there.  Pass NULL to stop.  `state` is what gpunet_backend_cpu_fast.plan gave. */
 void gpunet_onednn_profile (void *state, double *op_seconds);
 
+/* Tests and benchmarks: how many ops of the planned graph run in chains of Winograd ops
+ * (gpunet_wino_run_chain), 0 when none do. */
+int gpunet_onednn_chained_ops (const void *state);
+
 #endif

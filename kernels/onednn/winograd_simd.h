@@ -364,6 +364,28 @@ FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cn
     FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
 }
 
+/* Tiles t0 .. t0 + cnt - 1 (cnt <= p->rows_max) of one convolution, start to finish:
+ * input transform into V, the GEMMs into M, per block of output channels, and the output
+ * transform into out.  V and M: one thread's scratch (per_thread_floats). */
+static void
+FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int cnt,
+    int residual_in_dst, float *V)
+{
+  float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
+  const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+  FN (wino_input) (p, in, t0, cnt, rows, V);
+  for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
+    const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
+    const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
+    const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
+    for (int e = 0; e < p->ne; e++)
+      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp,
+          p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
+          M + (size_t) e * m_es, cnt, nv);
+    FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+  }
+}
+
 static void
 FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
@@ -380,24 +402,51 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
 #pragma omp parallel num_threads(nt)
   {
     float *V = scratch + per * (size_t) omp_get_thread_num ();
-    float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
 #pragma omp for schedule(dynamic, 1)
     for (int blk = 0; blk < nblk; blk++) {
       const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
-      if (cnt <= 0)
-        continue;
-      const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
-      FN (wino_input) (p, in, t0, cnt, rows, V);
-      for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
-        const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
-        const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
-        const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
-        for (int e = 0; e < p->ne; e++)
-          FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp,
-              p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
-              M + (size_t) e * m_es, cnt, nv);
-        FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
-      }
+      if (cnt > 0)
+        FN (wino_block) (p, in, out, t0, cnt, residual_in_dst, V);
     }
+  }
+}
+
+/* A chain of L convolutions (see gpunet_wino_run_chain), each thread on its own columns of
+ * tiles: at step s, layer l computes tile row s - 2 l, whose input rows layer l - 1 finished
+ * at step s - 1 or before (a 3x3 kernel with pad 1 reads one row beyond its tile row); one
+ * barrier per step.  The rows a step writes are so close behind the ones its layers read
+ * that they are still in the core's L2 or the L3 when read. */
+static void
+FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *ins,
+    float *const *outs, int n, float *scratch, int nt)
+{
+  if (nt < 1)
+    nt = 1;
+  const int th = ps[0]->th, tw = ps[0]->tw;
+  if (nt > tw)
+    nt = tw;
+  size_t per = 0;
+  for (int l = 0; l < L; l++)
+    if (per_thread_floats (ps[l]) > per)
+      per = per_thread_floats (ps[l]);
+#pragma omp parallel num_threads(nt)
+  {
+    const int me = omp_get_thread_num (), team = omp_get_num_threads ();
+    float *V = scratch + per * (size_t) me;
+    const int c0 = tw * me / team, c1 = tw * (me + 1) / team;
+    for (int b = 0; b < n; b++)
+      for (int s = 0; s < th + 2 * (L - 1); s++) {
+        for (int l = 0; l < L; l++) {
+          const int r = s - 2 * l;
+          if (r < 0 || r >= th)
+            continue;
+          const gpunet_wino *p = ps[l];
+          for (int c = c0; c < c1; c += p->rows_max) {
+            const int cnt = c1 - c < p->rows_max ? c1 - c : p->rows_max;
+            FN (wino_block) (p, ins[l], outs[l], (b * th + r) * tw + c, cnt, 0, V);
+          }
+        }
+#pragma omp barrier
+      }
   }
 }
