@@ -14,6 +14,7 @@
 #include "activation.h"
 #include "backend.h"
 #include "onednn/blocked_ops.h"
+#include "onednn/se.h"
 #include "onednn/winograd.h"
 #include "onednn/backend_onednn.h"
 
@@ -615,6 +616,8 @@ test_se (void)
 {
   static const struct { int c, h, rd, act; } cases[] = {
     { 32, 16, 8, GPUNET_EPI_RELU }, { 40, 9, 10, GPUNET_EPI_SWISH }, { 120, 7, 30, GPUNET_EPI_RELU },
+    { 44, 3, 11, GPUNET_EPI_SWISH }, { 20, 1, 5, GPUNET_EPI_RELU },
+    { 1792, 9, 112, GPUNET_EPI_SWISH },   /* GPUNet-1's largest, on both threads */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;
@@ -632,6 +635,50 @@ test_se (void)
   int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
   tg_se (&tg, x, 6, GPUNET_EPI_RELU);
   compare_batches ("se after a 1x1", &tg.g);
+}
+
+/* gpunet_se_run (ours, vector) against gpunet_blk_se (plain C) on the same blocked data:
+ * channel counts off the block, rd off the vector, 1x1 to 13x13, batch 1 to 3, 1 and 2
+ * threads (and one thread below the parallel threshold), every activation; the padding
+ * lanes must stay zero. */
+static void
+test_se_direct (int blk)
+{
+  static const struct { int c, h, rd; } cases[] = {
+    { 8, 1, 1 }, { 44, 3, 11 }, { 120, 13, 30 }, { 1792, 9, 112 }, { 672, 12, 56 }, { 19, 5, 17 },
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+    for (int act = 0; act <= 2; act++)
+      for (int n = 1; n <= 3; n++)
+        for (int nt = 1; nt <= 2; nt++) {
+          const int c = cases[ci].c, h = cases[ci].h, rd = cases[ci].rd;
+          const int cp = (c + blk - 1) / blk * blk;
+          const size_t len = (size_t) n * cp * h * h;
+          gpunet_se_params p = { c, rd, h, h, act,
+            rand_floats ((size_t) rd * c, 1.7f / sqrtf ((float) c)), rand_floats ((size_t) rd, 0.2f),
+            rand_floats ((size_t) c * rd, 1.7f / sqrtf ((float) rd)), rand_floats ((size_t) c, 0.2f) };
+          float *x = rand_floats_aligned (len, 2.0f), *y = rand_floats_aligned (len, 0.0f);
+          for (size_t i = 0; i < len; i++)
+            if ((i / ((size_t) h * h * blk) * blk + i % blk) % cp >= (size_t) c)
+              x[i] = 0.0f;   /* padding lanes */
+          memcpy (y, x, sizeof (float) * len);
+          float *scratch = rand_floats ((size_t) n * (cp + rd), 0.0f);
+          gpunet_se *q = gpunet_se_new (&p, cp, blk, 3);
+          CHECK_MSG (q != NULL, "se direct c%d rd%d: plan failed", c, rd);
+          if (!q)
+            continue;
+          gpunet_blk_se (&p, y, blk, cp, n, scratch, nt);
+          gpunet_se_run (q, x, n, nt);
+          double e = rel_err (x, y, len);
+          CHECK_MSG (e <= 1e-5, "se direct c%d h%d rd%d act%d batch %d threads %d: relative error %.3g",
+              c, h, rd, act, n, nt, e);
+          int pad_ok = 1;
+          for (size_t i = 0; i < len; i++)
+            if ((i / ((size_t) h * h * blk) * blk + i % blk) % cp >= (size_t) c && x[i] != 0.0f)
+              pad_ok = 0;
+          CHECK_MSG (pad_ok, "se direct c%d rd%d: a padding lane is not zero", c, rd);
+          gpunet_se_free (q);
+        }
 }
 
 static void
@@ -806,6 +853,7 @@ main (void)
       test_own_winograd ();
       test_wino_chain_direct (atoi (blocks[i]));
       test_wino_chain_graphs ();
+      test_se_direct (atoi (blocks[i]));
     }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",
