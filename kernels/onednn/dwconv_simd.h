@@ -39,9 +39,35 @@ FN (dw_fill) (const gpunet_dw *d, const float *src, int y0, int rows, float *buf
   }
 }
 
+/* Outputs ox .. ox + G - 1 of one output row (b0: the padded input row it starts from):
+ * G accumulators, each weight vector loaded once for the G */
+static inline __attribute__((always_inline)) void
+FN (dw_group) (const float *b0, int cw, int ox, const float *w, VEC bias, float *o, int act,
+    const int K, const int S, const int G)
+{
+  VEC acc[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < G; j++)
+    acc[j] = bias;
+  for (int ky = 0; ky < K; ky++) {
+    const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
+    for (int kx = 0; kx < K; kx++) {
+      const VEC wv = V_LOAD (w + (size_t) (ky * K + kx) * VW);
+#pragma GCC unroll 8
+      for (int j = 0; j < G; j++)
+        acc[j] = V_FMA (wv, V_LOAD (r + (size_t) (j * S + kx) * VW), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < G; j++)
+    V_STORE (o + (size_t) (ox + j) * VW, FN (simd_act) (acc[j], act));
+}
+
 /* Output rows oy0 .. oy1 - 1 of one channel block from buf (padded input rows from y0 on),
- * K x K kernel w (K * K vectors), stride S; eight outputs of a row at a time, each weight
- * loaded once for the eight. */
+ * K x K kernel w (K * K vectors), stride S: eight outputs of a row at a time, then the
+ * row's last ow % 8 in groups of 4, 2 and 1 (single outputs would each be a chain of K * K
+ * dependent FMAs, latency-bound: on GPUNet-2's 12- and 23-wide rows they took most of the
+ * time). */
 static inline __attribute__((always_inline)) void
 FN (dw_rows_t) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
     const float *w, VEC bias, float *dst, const int K, const int S)
@@ -51,34 +77,18 @@ FN (dw_rows_t) (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1,
     const float *b0 = buf + (size_t) (oy * S - y0) * cw * VW;
     float *o = dst + (size_t) oy * ow * VW;
     int ox = 0;
-    for (; ox + 8 <= ow; ox += 8) {
-      VEC acc[8];
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; j++)
-        acc[j] = bias;
-      for (int ky = 0; ky < K; ky++) {
-        const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
-        for (int kx = 0; kx < K; kx++) {
-          const VEC wv = V_LOAD (w + (size_t) (ky * K + kx) * VW);
-#pragma GCC unroll 8
-          for (int j = 0; j < 8; j++)
-            acc[j] = V_FMA (wv, V_LOAD (r + (size_t) (j * S + kx) * VW), acc[j]);
-        }
-      }
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; j++)
-        V_STORE (o + (size_t) (ox + j) * VW, FN (simd_act) (acc[j], act));
+    for (; ox + 8 <= ow; ox += 8)
+      FN (dw_group) (b0, cw, ox, w, bias, o, act, K, S, 8);
+    if (ox + 4 <= ow) {
+      FN (dw_group) (b0, cw, ox, w, bias, o, act, K, S, 4);
+      ox += 4;
     }
-    for (; ox < ow; ox++) {
-      VEC acc = bias;
-      for (int ky = 0; ky < K; ky++) {
-        const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
-        for (int kx = 0; kx < K; kx++)
-          acc = V_FMA (V_LOAD (w + (size_t) (ky * K + kx) * VW), V_LOAD (r + (size_t) kx * VW),
-              acc);
-      }
-      V_STORE (o + (size_t) ox * VW, FN (simd_act) (acc, act));
+    if (ox + 2 <= ow) {
+      FN (dw_group) (b0, cw, ox, w, bias, o, act, K, S, 2);
+      ox += 2;
     }
+    if (ox < ow)
+      FN (dw_group) (b0, cw, ox, w, bias, o, act, K, S, 1);
   }
 }
 
