@@ -555,12 +555,23 @@ out:
  * GPUNet shapes down).  With AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images)
  * measured, per-op minima over 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and
  * 3.27 -> 2.85 ms, GPUNet-2 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
- * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best).  Being ours
+ * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best); since
+ * 2026-11-24 only those whose transformed weights are small (WINO_S2_MAX_U_BYTES).  Being ours
  * everywhere also makes a batch of n give the same bits as n single frames, which mixing
  * oneDNN's batch-dependent algorithm choice with ours did not.
  * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
  * stride-1 shape, else direct); GPUNET_CPU_DIRECT=1: no Winograd of either kind.  Read
  * at each plan (not per frame), so a test can switch it between sessions. */
+/* With AVX2, a 3x3 stride-2 convolution runs on ours (F(4x4, 2x2) over the phase images,
+ * 1.44x fewer multiply-adds than direct) while its transformed weights, 25 x 4 cin x cout
+ * floats, take at most this many bytes; beyond, streaming them once per block of tiles
+ * costs more than the saving and oneDNN's direct kernel is faster.  Per-op minima over 5
+ * alternating rounds (2026-11-24): ours / oneDNN, GPUNet-1 24->96 (0.9 MB) 1.46 / 1.57 ms,
+ * 64->256 (6.5 MB) 2.57 / 2.23; GPUNet-0 32->160 (2 MB) 3.32 / 3.19 and 0.93 / 0.78;
+ * GPUNet-2 32->96 (1.2 MB, 3 rounds) 1.04 / 0.94.  GPUNET_CPU_WINO_S2=own / onednn: all
+ * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
+#define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
+
 static int
 use_own_winograd (const fast_state *s, const gpunet_op *op)
 {
@@ -570,6 +581,15 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
   if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
+  if (p->kernel == 3 && p->stride == 2) {
+    const char *s2 = getenv ("GPUNET_CPU_WINO_S2");
+    const size_t u_bytes = (size_t) 25 * 4 * s->t[op->in].cp * s->t[op->out].cp * sizeof (float);
+    if (s2 && !strcmp (s2, "onednn"))
+      return 0;
+    const int forced = (s2 && !strcmp (s2, "own")) || (w && !strcmp (w, "own"));
+    if (!forced && s->blk == 8 && u_bytes > WINO_S2_MAX_U_BYTES)
+      return 0;
+  }
   return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
