@@ -19,6 +19,7 @@
 #include "backend_onednn.h"
 #include "blocked_ops.h"
 #include "dwconv.h"
+#include "eltwise.h"
 #include "se.h"
 #include "winograd.h"
 
@@ -76,6 +77,8 @@ typedef struct {
                                 * (gpunet_blk_se) */
   int *defer_act;              /* per op: its activation is left to the depthwise op that
                                 * reads its output (plan_own_dw) */
+  int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
+                                * which gpunet_swish_inplace applies after it */
   float *own_scratch;          /* shared by our Winograd and depthwise ops (one at a time) */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
@@ -215,6 +218,7 @@ fast_destroy (void *state)
     gpunet_se_free (s->se[i]);
   free (s->se);
   free (s->defer_act);
+  free (s->post_swish);
   free (s->own_scratch);
   free (s->chain);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
@@ -314,7 +318,8 @@ plan_buffers (fast_state *s)
 static int
 planned_act (const fast_state *s, int op_index)
 {
-  return s->defer_act[op_index] ? GPUNET_EPI_NONE : s->g->ops[op_index].p.conv2d.act;
+  return s->defer_act[op_index] || s->post_swish[op_index] ? GPUNET_EPI_NONE
+      : s->g->ops[op_index].p.conv2d.act;
 }
 
 /* Plans one convolution (dense, grouped or depthwise) of op `op_index` for batch n. */
@@ -669,6 +674,26 @@ plan_own_se (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* After plan_winograd: the dense convolutions left to oneDNN with a swish and no residual
+ * (a residual post-op would be added before our swish) run without the swish post-op, and
+ * gpunet_swish_inplace applies it over their blocked output after them.  oneDNN's
+ * post-op measured about twice that pass (docs/performance.md).
+ * GPUNET_CPU_POST_SWISH=0: oneDNN's post-op. */
+static void
+plan_post_swish (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_POST_SWISH");
+  if ((e && !strcmp (e, "0")) || !gpunet_wino_available (s->blk))
+    return;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    s->post_swish[i] = op->kind == GPUNET_OP_CONV2D && !s->wino[i] && !s->defer_act[i]
+        && op->p.conv2d.act == GPUNET_EPI_SWISH && op->residual < 0
+        && s->t[op->out].blk == s->blk;
+  }
+}
+
 /* The chain of ops i .. i + len - 1 may share buffers (a layer writing the one the layer
  * before last read): gpunet_wino_run_chain is right then, image by image, while the tensors
  * sharing one have the same size per image; with different sizes a layer would overwrite
@@ -776,8 +801,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
   s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
   s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
+  s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw
-      || !s->defer_act || !s->chain || !s->se || plan_buffers (s) != 0) {
+      || !s->defer_act || !s->chain || !s->se || !s->post_swish || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -806,6 +832,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
+  if (st == GPUNET_OK)
+    plan_post_swish (s);
   if (st == GPUNET_OK)
     st = plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
@@ -894,6 +922,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
           args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
         TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
         TRY (dnnl_stream_wait (s->stream));
+        if (s->post_swish[i])
+          gpunet_swish_inplace (out, (size_t) n * to->cp * hw, to->blk, nt);
         break;
       }
       case GPUNET_OP_SE:
