@@ -533,6 +533,9 @@ test_dwconv2d (void)
     /* rows of 6, 9, 6 and 12 outputs: narrower than a group of 8, and one past it */
     { 32, 6, 3, 1, GPUNET_EPI_RELU }, { 24, 9, 5, 1, GPUNET_EPI_SWISH },
     { 16, 12, 3, 2, GPUNET_EPI_NONE }, { 40, 12, 5, 1, GPUNET_EPI_RELU },
+    /* rows of 28, 36 and 4 outputs: groups of 8 then 12, and 4 alone */
+    { 24, 28, 3, 1, GPUNET_EPI_SWISH }, { 8, 36, 5, 1, GPUNET_EPI_NONE },
+    { 16, 4, 3, 1, GPUNET_EPI_RELU },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;

@@ -13,26 +13,12 @@
 
 #define SIMD_WIDTH 16
 #include "simd_begin.h"
-static void
-FN (swish_inplace) (float *x, size_t n, int nt)
-{
-  const long nv = (long) (n / VW);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nv * VW >= SWISH_PARALLEL_MIN)
-  for (long i = 0; i < nv; i++)
-    V_STORE (x + (size_t) i * VW, FN (simd_act) (V_LOAD (x + (size_t) i * VW), GPUNET_EPI_SWISH));
-}
+#include "eltwise_simd.h"
 #include "simd_end.h"
 
 #define SIMD_WIDTH 8
 #include "simd_begin.h"
-static void
-FN (swish_inplace) (float *x, size_t n, int nt)
-{
-  const long nv = (long) (n / VW);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nv * VW >= SWISH_PARALLEL_MIN)
-  for (long i = 0; i < nv; i++)
-    V_STORE (x + (size_t) i * VW, FN (simd_act) (V_LOAD (x + (size_t) i * VW), GPUNET_EPI_SWISH));
-}
+#include "eltwise_simd.h"
 #include "simd_end.h"
 
 void
