@@ -28,10 +28,10 @@
 port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create before building against 3.x"
 #endif
 
-/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 /* the longest chain of Winograd ops run as one (plan_winograd) */
 #define WINO_CHAIN_MAX 8
 
+/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
   dnnl_memory_t mem;
   float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
@@ -552,6 +552,16 @@ out:
   return st;
 }
 
+/* With AVX2, a 3x3 stride-2 convolution runs on ours (F(4x4, 2x2) over the phase images,
+ * 1.44x fewer multiply-adds than direct) while its transformed weights, 25 x 4 cin x cout
+ * floats, take at most this many bytes; beyond, streaming them once per block of tiles
+ * costs more than the saving and oneDNN's direct kernel is faster.  Per-op minima over 5
+ * alternating rounds (2026-11-24): ours / oneDNN, GPUNet-1 24->96 (0.9 MB) 1.46 / 1.57 ms,
+ * 64->256 (6.5 MB) 2.57 / 2.23; GPUNet-0 32->160 (2 MB) 3.32 / 3.19 and 0.93 / 0.78;
+ * GPUNet-2 32->96 (1.2 MB, 3 rounds) 1.04 / 0.94.  GPUNET_CPU_WINO_S2=own / onednn: all
+ * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
+#define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
+
 /* Which convolutions run on our own Winograd kernels (winograd.h, AVX-512 on nChw16c or
  * AVX2 + FMA on nChw8c): every dense 3x3 stride-1 or stride-2 and 5x5 stride-2
  * convolution on a blocked input.  Measured in GPUNet-0/1/2 on this machine kind
@@ -567,16 +577,6 @@ out:
  * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
  * stride-1 shape, else direct); GPUNET_CPU_DIRECT=1: no Winograd of either kind.  Read
  * at each plan (not per frame), so a test can switch it between sessions. */
-/* With AVX2, a 3x3 stride-2 convolution runs on ours (F(4x4, 2x2) over the phase images,
- * 1.44x fewer multiply-adds than direct) while its transformed weights, 25 x 4 cin x cout
- * floats, take at most this many bytes; beyond, streaming them once per block of tiles
- * costs more than the saving and oneDNN's direct kernel is faster.  Per-op minima over 5
- * alternating rounds (2026-11-24): ours / oneDNN, GPUNet-1 24->96 (0.9 MB) 1.46 / 1.57 ms,
- * 64->256 (6.5 MB) 2.57 / 2.23; GPUNet-0 32->160 (2 MB) 3.32 / 3.19 and 0.93 / 0.78;
- * GPUNet-2 32->96 (1.2 MB, 3 rounds) 1.04 / 0.94.  GPUNET_CPU_WINO_S2=own / onednn: all
- * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
-#define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
-
 static int
 use_own_winograd (const fast_state *s, const gpunet_op *op)
 {
@@ -871,16 +871,17 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       const gpunet_wino *ps[WINO_CHAIN_MAX];
       const float *ins[WINO_CHAIN_MAX];
       float *outs[WINO_CHAIN_MAX];
-      double macs = 0.0;
       for (int l = 0; l < len; l++) {
         ps[l] = s->wino[i + l];
         ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
         outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
-        macs += gpunet_op_macs (&g->ops[i + l]);
       }
       gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt);
       if (s->profile) {   /* the chain's time shared out by multiply-adds */
         const double dt = now_s () - t0;
+        double macs = 0.0;
+        for (int l = 0; l < len; l++)
+          macs += gpunet_op_macs (&g->ops[i + l]);
         for (int l = 0; l < len; l++)
           s->profile[i + l] += macs > 0.0 ? dt * gpunet_op_macs (&g->ops[i + l]) / macs : 0.0;
       }

@@ -6,9 +6,7 @@
 #include "activation.h"
 #include "blocked_ops.h"
 
-/* Below this many elements a kernel runs on the calling thread: waking the team and the
- * barrier cost more than the work (and a descheduled sibling on shared cores stalls it). */
-#define PARALLEL_MIN 65536L
+#define PARALLEL_MIN GPUNET_BLK_PARALLEL_MIN
 
 void
 gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int dcp,

@@ -47,6 +47,11 @@ gpunet_blk_alloc (size_t floats)
   return m;
 }
 
+/* Below this many elements a kernel of the fast path runs on the calling thread: waking
+ * the team and the barrier cost more than the work (and a descheduled sibling on shared
+ * cores stalls it). */
+#define GPUNET_BLK_PARALLEL_MIN 65536L
+
 /* Round c up to a whole number of B-channel blocks. */
 static inline int
 gpunet_blk_pad (int c, int blk)

@@ -19,8 +19,6 @@
 /* Per-thread input buffer: whole planes up to this size (every GPUNet depthwise layer at
  * its model's resolution but the largest), else strips of output rows. */
 #define DW_BUF_BUDGET (128 * 1024)
-/* Below this many output elements the op runs on the calling thread (as blocked_ops.c). */
-#define DW_PARALLEL_MIN 65536L
 
 struct gpunet_dw {
   int c, cp, k, stride, pad, ih, iw, oh, ow, act, in_act;

@@ -126,7 +126,7 @@ FN (dw_run) (const gpunet_dw *d, const float *in, float *out, int n, float *scra
   const long tasks = (long) n * nblk * strips;
   if (nt < 1)
     nt = 1;
-#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= DW_PARALLEL_MIN)
+#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
   {
     float *buf = scratch + d->buf_floats * (size_t) omp_get_thread_num ();
 #pragma omp for schedule(static)

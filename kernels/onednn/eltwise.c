@@ -4,10 +4,8 @@
 #include <omp.h>
 
 #include "activation.h"
+#include "blocked_ops.h"
 #include "eltwise.h"
-
-/* Below this many elements the pass runs on the calling thread (as blocked_ops.c) */
-#define SWISH_PARALLEL_MIN 65536L
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 

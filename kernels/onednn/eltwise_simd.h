@@ -6,7 +6,7 @@ static void
 FN (swish_inplace) (float *x, size_t n, int nt)
 {
   const long nv = (long) (n / VW);
-#pragma omp parallel for num_threads(nt) schedule(static) if (nv * VW >= SWISH_PARALLEL_MIN)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nv * VW >= GPUNET_BLK_PARALLEL_MIN)
   for (long i = 0; i < nv; i++)
     V_STORE (x + (size_t) i * VW, FN (simd_act) (V_LOAD (x + (size_t) i * VW), GPUNET_EPI_SWISH));
 }

@@ -15,8 +15,6 @@
 #include "blocked_ops.h"
 #include "se.h"
 
-/* Below this many elements of x the op runs on the calling thread (as blocked_ops.c) */
-#define SE_PARALLEL_MIN 65536L
 
 struct gpunet_se {
   int c, cp, rd, rp, hw, act, vw, max_batch;

@@ -88,7 +88,7 @@ static void
 FN (se_run) (const gpunet_se *q, float *x, int n, int nt)
 {
   const int nblk = q->cp / VW, nrv = q->rp / VW;
-  const int team_max = (long) n * q->cp * q->hw >= SE_PARALLEL_MIN && nt > 1 ? nt : 1;
+  const int team_max = (long) n * q->cp * q->hw >= GPUNET_BLK_PARALLEL_MIN && nt > 1 ? nt : 1;
 #pragma omp parallel num_threads(team_max)
   {
     const int me = omp_get_thread_num (), team = omp_get_num_threads ();
