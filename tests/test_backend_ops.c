@@ -14,6 +14,7 @@
 #include "activation.h"
 #include "backend.h"
 #include "onednn/blocked_ops.h"
+#include "onednn/pwconv.h"
 #include "onednn/se.h"
 #include "onednn/winograd.h"
 #include "onednn/backend_onednn.h"
@@ -684,6 +685,75 @@ test_se_direct (int blk)
         }
 }
 
+/* gpunet_pw_run (our 1x1 convolution, AVX-512 on nChw16c) against a plain double-precision
+ * one on the same blocked data: channel counts off the block and off the 64-channel chunk
+ * (every chunk width 16 to 64), pixel counts leaving every remainder of 6 (1 to 5 rows),
+ * both work orders (small and large weights) and pixel groups (a large input with large
+ * weights), every activation, with and without the residual, batch 1 to 3, 1 to 3
+ * threads; padding lanes must come out zero. */
+static void
+test_pw_direct (void)
+{
+  static const struct { int cin, cout; long hw; } cases[] = {
+    { 12, 10, 9 }, { 16, 64, 7 }, { 24, 48, 20 }, { 40, 112, 25 }, { 33, 200, 11 },
+    { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 7, 16, 1 },
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+    for (int n = 1; n <= 3; n += 2) {
+      const int cin = cases[ci].cin, cout = cases[ci].cout;
+      const long hw = cases[ci].hw;
+      const int cp = (cin + 15) / 16 * 16, ocp = (cout + 15) / 16 * 16;
+      const size_t in_len = (size_t) n * cp * hw, out_len = (size_t) n * ocp * hw;
+      float *w = rand_floats ((size_t) cout * cin, 1.7f / sqrtf ((float) cin));
+      float *bias = rand_floats ((size_t) cout, 0.3f);
+      float *x = rand_floats_aligned (in_len, 1.0f), *y = rand_floats_aligned (out_len, 0.0f);
+      float *r = rand_floats (out_len, 1.0f), *want = rand_floats (out_len, 0.0f);
+      double *raw = calloc (out_len, sizeof (double));
+      for (size_t i = 0; i < in_len; i++)
+        if ((i / ((size_t) hw * 16) * 16 + i % 16) % cp >= (size_t) cin)
+          x[i] = 0.0f;   /* padding lanes */
+      for (size_t i = 0; i < out_len; i++)
+        if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout)
+          r[i] = 0.0f;   /* the residual's padding lanes */
+      for (int b = 0; b < n; b++)
+        for (int o = 0; o < cout; o++)
+          for (long px = 0; px < hw; px++) {
+            double v = bias[o];
+            for (int i = 0; i < cin; i++)
+              v += (double) w[(size_t) o * cin + i] * x[(size_t) b * cp * hw
+                  + (size_t) (i / 16) * hw * 16 + (size_t) px * 16 + i % 16];
+            raw[(size_t) b * ocp * hw + (size_t) (o / 16) * hw * 16 + (size_t) px * 16 + o % 16] = v;
+          }
+      for (int act = 0; act <= 2; act++)
+        for (int res = 0; res <= 1; res++) {
+          for (size_t i = 0; i < out_len; i++) {
+            const double v = raw[i];
+            want[i] = (float) ((act == GPUNET_EPI_RELU ? (v > 0.0 ? v : 0.0)
+                    : act == GPUNET_EPI_SWISH ? v / (1.0 + exp (-v)) : v) + (res ? r[i] : 0.0));
+          }
+          gpunet_pw *q = gpunet_pw_new (w, bias, cin, cout, cp, ocp, hw, act);
+          CHECK_MSG (q != NULL, "pw direct %d->%d: plan failed", cin, cout);
+          if (!q)
+            continue;
+          for (int nt = 1; nt <= 3; nt++) {
+            for (size_t i = 0; i < out_len; i++)
+              y[i] = res ? r[i] : 12345.0f;   /* without a residual, all overwritten */
+            gpunet_pw_run (q, x, y, n, res, nt);
+            double e = rel_err (y, want, out_len);
+            CHECK_MSG (e <= 1e-5, "pw direct %d->%d hw %ld act %d residual %d batch %d threads %d: "
+                "relative error %.3g", cin, cout, hw, act, res, n, nt, e);
+            int pad_ok = 1;
+            for (size_t i = 0; i < out_len; i++)
+              if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout && y[i] != 0.0f)
+                pad_ok = 0;
+            CHECK_MSG (pad_ok, "pw direct %d->%d: a padding lane is not zero", cin, cout);
+          }
+          gpunet_pw_free (q);
+        }
+      free (raw);
+    }
+}
+
 static void
 test_pool_linear (void)
 {
@@ -863,6 +933,10 @@ main (void)
           blocks[i]);
   }
   unsetenv ("GPUNET_CPU_BLOCK");
+  if (gpunet_pw_available (16))
+    test_pw_direct ();
+  else
+    printf ("# own 1x1 convolution: this CPU has no AVX-512, skipped\n");
   test_bad_batch ();
   test_golden ();
   test_models ();

@@ -20,6 +20,7 @@
 #include "blocked_ops.h"
 #include "dwconv.h"
 #include "eltwise.h"
+#include "pwconv.h"
 #include "se.h"
 #include "winograd.h"
 
@@ -73,6 +74,7 @@ typedef struct {
   fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
   gpunet_wino **wino;          /* per op: our Winograd convolution, or NULL (oneDNN) */
   gpunet_dw **dw;              /* per op: our depthwise convolution, or NULL (oneDNN) */
+  gpunet_pw **pw;              /* per op: our 1x1 convolution (pwconv.h), or NULL (oneDNN) */
   gpunet_se **se;              /* per op: our vector squeeze-excite (se.h), or NULL
                                 * (gpunet_blk_se) */
   int *defer_act;              /* per op: its activation is left to the depthwise op that
@@ -214,6 +216,9 @@ fast_destroy (void *state)
   for (int i = 0; s->dw && i < n_ops; i++)
     gpunet_dw_free (s->dw[i]);
   free (s->dw);
+  for (int i = 0; s->pw && i < n_ops; i++)
+    gpunet_pw_free (s->pw[i]);
+  free (s->pw);
   for (int i = 0; s->se && i < n_ops; i++)
     gpunet_se_free (s->se[i]);
   free (s->se);
@@ -518,7 +523,7 @@ plan_batch (fast_state *s, int n, char **err)
   p->n = n;
   for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
     if ((g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D)
-        && !s->wino[i] && !s->dw[i])
+        && !s->wino[i] && !s->dw[i] && !s->pw[i])
       st = plan_conv (s, i, n, &p->steps[i], err);
   if (st != GPUNET_OK) {
     plan_free (p, g->n_ops);
@@ -674,6 +679,36 @@ plan_own_se (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* After plan_own_dw (the deferred activations): our 1x1 convolutions (pwconv.h), every
+ * dense 1x1 stride-1 convolution between blocked tensors where the CPU runs AVX-512
+ * (gpunet_pw_available).  oneDNN 2.6's jit_1x1 ran GPUNet's at 0.90-0.94 of the FMA peak,
+ * ours run at 0.95-0.99 (docs/performance.md).  GPUNET_CPU_PW=onednn: none of ours.  Read
+ * at each plan. */
+static gpunet_status
+plan_own_pw (fast_state *s, char **err)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_PW");
+  if ((e && !strcmp (e, "onednn")) || !gpunet_pw_available (s->blk))
+    return GPUNET_OK;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    if (op->kind != GPUNET_OP_CONV2D || op->in == g->input)
+      continue;
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    if (p->kernel != 1 || p->stride != 1 || p->pad != 0 || p->groups != 1
+        || p->ih != p->oh || p->iw != p->ow
+        || s->t[op->in].blk != s->blk || s->t[op->out].blk != s->blk)
+      continue;
+    s->pw[i] = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
+        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i));
+    if (!s->pw[i])
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+          "out of memory planning the 1x1 convolution of op %d (block %d)", i, op->block);
+  }
+  return GPUNET_OK;
+}
+
 /* After plan_winograd: the dense convolutions left to oneDNN with a swish and no residual
  * (a residual post-op would be added before our swish) run without the swish post-op, and
  * gpunet_swish_inplace applies it over their blocked output after them.  oneDNN's
@@ -688,7 +723,8 @@ plan_post_swish (fast_state *s)
     return;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
-    s->post_swish[i] = op->kind == GPUNET_OP_CONV2D && !s->wino[i] && !s->defer_act[i]
+    s->post_swish[i] = op->kind == GPUNET_OP_CONV2D && !s->wino[i] && !s->pw[i]
+        && !s->defer_act[i]
         && op->p.conv2d.act == GPUNET_EPI_SWISH && op->residual < 0
         && s->t[op->out].blk == s->blk;
   }
@@ -798,11 +834,12 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
   s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
   s->dw = calloc ((size_t) graph->n_ops, sizeof *s->dw);
+  s->pw = calloc ((size_t) graph->n_ops, sizeof *s->pw);
   s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
   s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
   s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
   s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
-  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw
+  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
       || !s->defer_act || !s->chain || !s->se || !s->post_swish || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
@@ -832,6 +869,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
+  if (st == GPUNET_OK)
+    st = plan_own_pw (s, err);
   if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
@@ -896,14 +935,17 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
           gpunet_dw_run (s->dw[i], tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
           break;
         }
-        if (s->wino[i]) {
+        if (s->wino[i] || s->pw[i]) {
           if (s->copy_residual[i]) {
             const fast_tensor *tr = &s->t[op->residual];
             gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
-          gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
-              s->own_scratch, nt);
+          if (s->pw[i])
+            gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0, nt);
+          else
+            gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n,
+                op->residual >= 0, s->own_scratch, nt);
           break;
         }
         if (op->in == g->input)
