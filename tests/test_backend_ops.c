@@ -688,15 +688,17 @@ test_se_direct (int blk)
 /* gpunet_pw_run (our 1x1 convolution, AVX-512 on nChw16c) against a plain double-precision
  * one on the same blocked data: channel counts off the block and off the 64-channel chunk
  * (every chunk width 16 to 64), pixel counts leaving every remainder of 6 (1 to 5 rows),
- * both work orders (small and large weights) and pixel groups (a large input with large
- * weights), every activation, with and without the residual, batch 1 to 3, 1 to 3
+ * every work order (pixel-major: small weights, over 64 input channels; chunk-major: small
+ * weights with few input channels, large weights; pixel groups: a large input with large
+ * weights; one group where groups would stream more), every activation, with and without the residual, batch 1 to 3, 1 to 3
  * threads; padding lanes must come out zero. */
 static void
 test_pw_direct (void)
 {
   static const struct { int cin, cout; long hw; } cases[] = {
     { 12, 10, 9 }, { 16, 64, 7 }, { 24, 48, 20 }, { 40, 112, 25 }, { 33, 200, 11 },
-    { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 7, 16, 1 },
+    { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 2000, 160, 90 }, { 80, 100, 31 },
+    { 7, 16, 1 },
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int n = 1; n <= 3; n += 2) {

@@ -10,11 +10,12 @@
  *
  * Order of work, a unit being (image, chunk, block of 6 pixels) and each thread taking one
  * contiguous range of units:
- *   - weights of at most PW_SMALL_W bytes: pixel-major (each thread reads the whole weight
- *     matrix into its L2 once and half the pixels once);
+ *   - weights of at most PW_SMALL_W bytes and more than 64 input channels: pixel-major
+ *     (each thread reads the whole weight matrix into its L2 once and half the pixels once);
  *   - larger weights, an input of at most PW_ONE_GROUP bytes: chunk-major (the threads
  *     split the weights, both read the whole input, which stays in L2);
- *   - both large: pixel groups of PW_GROUP bytes of input, chunk-major within a group.
+ *   - both large: pixel groups of PW_GROUP bytes of input, chunk-major within a group,
+ *     where the groups' weight re-reads stream fewer bytes than the chunks' input re-reads.
  * Measured on GPUNet's shapes (AVX-512, 2 threads, medians of 50, docs/performance.md):
  * the orders each lose 10-45% on the shapes the rule gives to another. */
 #include <stdint.h>
@@ -88,12 +89,22 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
   }
   const size_t w_bytes = (size_t) cp * ocp * sizeof (float);
   const size_t in_bytes = (size_t) cp * hw * sizeof (float);
-  p->pixel_major = w_bytes <= PW_SMALL_W;
-  if (p->pixel_major || in_bytes <= PW_ONE_GROUP)
-    p->pg = p->npb;
-  else {
+  /* pixel-major for small weights, but not with 64 input channels or fewer: there the
+   * 12-25% per-call overhead of short reductions is better spent on whole output planes
+   * per thread, which the depthwise op after an expansion then reads from its own core's
+   * caches (GPUNet-P1's 64 -> 512 at 56x56: 1.09-1.24 ms chunk-major against 1.20-1.36
+   * pixel-major, two alternating rounds) */
+  p->pixel_major = w_bytes <= PW_SMALL_W && cp > 64;
+  p->pg = p->npb;
+  if (!p->pixel_major && in_bytes > PW_ONE_GROUP) {
+    /* groups re-read the weights once per group, one group re-reads the input once per
+     * chunk: groups only where that streams fewer bytes (GPUNet-P1's 5632 -> 704 at 7x7,
+     * 16 MB of weights, took 2.1 ms in groups against 1.85 in one) */
     const long px = (long) (PW_GROUP / ((size_t) cp * sizeof (float)));
-    p->pg = px / PW_MR > 0 ? px / PW_MR : 1;
+    const long pg = px / PW_MR > 0 ? px / PW_MR : 1;
+    const long ng = (p->npb + pg - 1) / pg;
+    if ((double) ng * (double) w_bytes < (double) p->nch * (double) in_bytes)
+      p->pg = pg;
   }
   return p;
 }
