@@ -18,9 +18,7 @@
  *     where the groups' weight re-reads stream fewer bytes than the chunks' input re-reads.
  * Measured on GPUNet's shapes (AVX-512, 2 threads, medians of 50, docs/performance.md):
  * the orders each lose 10-45% on the shapes the rule gives to another. */
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <omp.h>
 
@@ -45,6 +43,14 @@ struct gpunet_pw {
   float *w;       /* chunk c at w + c * cp * 64: [cp][nj * 16] */
   float *bias;    /* [ocp], zero padded */
 };
+
+/* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
+static inline int
+pw_chunk_vectors (int ocp, int ch)
+{
+  const int v = (ocp - ch * PW_NR) / 16;
+  return v < 4 ? v : 4;
+}
 
 int
 gpunet_pw_available (int blk)
@@ -81,7 +87,7 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
     return NULL;
   }
   for (int o = 0; o < cout; o++) {
-    const int ch = o / PW_NR, nj = (ocp - ch * PW_NR) / 16 < 4 ? (ocp - ch * PW_NR) / 16 : 4;
+    const int ch = o / PW_NR, nj = pw_chunk_vectors (ocp, ch);
     float *wc = p->w + (size_t) ch * cp * PW_NR;
     for (int i = 0; i < cin; i++)
       wc[(size_t) i * nj * 16 + o % PW_NR] = weight[(size_t) o * cin + i];
@@ -221,7 +227,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
         ch = (int) (w / len);
         pb = g0 + w % len;
       }
-      const int nj = (p->ocp - ch * PW_NR) / 16 < 4 ? (p->ocp - ch * PW_NR) / 16 : 4;
+      const int nj = pw_chunk_vectors (p->ocp, ch);
       const int rows = hw - pb * PW_MR < PW_MR ? (int) (hw - pb * PW_MR) : PW_MR;
       /* an image is cp x hw floats; a channel block hw x 16 */
       pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) pb * PW_MR * 16,
