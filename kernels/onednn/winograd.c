@@ -5,12 +5,9 @@
  *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
  * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
  * F(6x6, 3x3) (points 0, 1, -1, 2, -2, 1/2, -1/2, infinity; 8x8 input patches) needs 64 per
- * 6x6 tile, 1.78 per output instead of 2.25, but its transformed weights are 1.8x larger:
- * with AVX-512 it is used where they fit a core's L2 (WINO_F6_MAX_U_BYTES), since the
- * weights are streamed again for every block of tiles (measured there before the weights
- * were stored per block of output channels: 12-15% faster on GPUNet-2's 32->32 layers, 25%
- * slower on its 112->336 ones with F6 everywhere); with AVX2 everywhere (measured after
- * that change: 3-39% faster on every such layer of GPUNet-0/1/2).
+ * 6x6 tile, 1.78 per output instead of 2.25, and fewer transform loads and stores per
+ * output; its transformed weights are 1.8x larger.  It is the default for every 3x3
+ * stride-1 and 5x5 stride-2 kernel (see gpunet_wino_new for the measurements).
  * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
  * its input (Winograd on the polyphase decomposition): 4 x 36 multiply-adds per 4x4 tile
  * instead of 16 x 25, 2.8x fewer.  A 3x3 stride-2 one likewise becomes a 2x2 kernel over
@@ -35,8 +32,6 @@
 #define WINO_OCB(vw) ((vw) * ((vw) == 16 ? 4 : 2))
 /* V and M of one block of tiles together fit this many bytes (of a 1-2 MiB L2). */
 #define WINO_L2_BUDGET (600 * 1024)
-/* F(6x6, 3x3) while its transformed weights take at most this many bytes */
-#define WINO_F6_MAX_U_BYTES (1024 * 1024)
 
 struct gpunet_wino {
   int cin, cout, icp, ocp, h, w, act;
@@ -149,15 +144,14 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   const int icp = stride == 1 ? cp : 4 * cp;
   const int r = k == 3 && stride == 2 ? 2 : 3;   /* the virtual kernel is r x r */
   /* F(6x6, 3x3) needs 64 / 36 = 1.78 multiplies per output instead of 2.25 and fewer
-   * transform loads per output, but 64 / 36 times the transformed weights, which every
-   * block of tiles streams through: it is chosen while those fit the L2 cache
-   * (docs/performance.md).  F(4x4, 2x2) stays for the 3x3 stride-2 kernels.  With AVX2
-   * F(6x6, 3x3) is used everywhere: since the weights are stored per block of output
-   * channels it measured 3-39% faster than F(4x4, 3x3) on every 3x3 stride-1 layer of
-   * GPUNet-0/1/2 (per-op minima over 4-6 alternating rounds; before, 41 vs 40 ms on
-   * GPUNet-0).  The AVX-512 rule was measured before that change and is kept. */
-  const int m = r == 2 ? 4 : tile ? tile
-      : blk == 8 || (size_t) 64 * icp * ocp * sizeof (float) <= WINO_F6_MAX_U_BYTES ? 6 : 4;
+   * transform loads per output, for 64 / 36 times the transformed weights.  Since those are
+   * stored per block of output channels it measured faster than F(4x4, 3x3) on every 3x3
+   * stride-1 and 5x5 stride-2 layer of the seven models, with AVX2 (3-39%, Zen 3) and with
+   * AVX-512 (5-21%, Zen 4: GPUNet-2's 5x5 stride-2 layer 5.69 -> 4.59 ms, its 112->336 ones
+   * 2.09 -> 1.74; per-op minima over 3 alternating rounds; docs/performance.md).  Before
+   * that change it lost 25% on GPUNet-2's 112->336 layers, whose weights do not fit the L2,
+   * and AVX-512 kept F(4x4, 3x3) for those.  F(4x4, 2x2) stays for the 3x3 stride-2 kernels. */
+  const int m = r == 2 ? 4 : tile ? tile : 6;
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,

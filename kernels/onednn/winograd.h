@@ -27,9 +27,7 @@ int gpunet_wino_available (int blk);
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
  * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
- * F(6x6, 3x3), 0 to choose (6 with blk 8; with blk 16, 6 where the transformed weights
- * fit the L2 budget); 3x3 stride-2
- * kernels always run F(4x4, 2x2).
+ * F(6x6, 3x3), 0 to choose (6); 3x3 stride-2 kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
     int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
