@@ -699,6 +699,10 @@ test_pw_direct (void)
     { 12, 10, 9 }, { 16, 64, 7 }, { 24, 48, 20 }, { 40, 112, 25 }, { 33, 200, 11 },
     { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 2000, 160, 90 }, { 80, 100, 31 },
     { 7, 16, 1 },
+    /* shapes one level of Strassen takes (halves of whole 16-channel blocks): odd and even
+     * pixel counts, a bottom half without a block of its own (hw 13: 7 + 6 pixels), a
+     * narrower last chunk per half (n2 80 = 64 + 16) */
+    { 64, 64, 13 }, { 96, 160, 7 }, { 256, 384, 23 }, { 192, 64, 12 }, { 32, 32, 2 },
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int n = 1; n <= 3; n += 2) {
@@ -733,24 +737,37 @@ test_pw_direct (void)
             want[i] = (float) ((act == GPUNET_EPI_RELU ? (v > 0.0 ? v : 0.0)
                     : act == GPUNET_EPI_SWISH ? v / (1.0 + exp (-v)) : v) + (res ? r[i] : 0.0));
           }
-          gpunet_pw *q = gpunet_pw_new (w, bias, cin, cout, cp, ocp, hw, act);
-          CHECK_MSG (q != NULL, "pw direct %d->%d: plan failed", cin, cout);
-          if (!q)
-            continue;
-          for (int nt = 1; nt <= 3; nt++) {
-            for (size_t i = 0; i < out_len; i++)
-              y[i] = res ? r[i] : 12345.0f;   /* without a residual, all overwritten */
-            gpunet_pw_run (q, x, y, n, res, nt);
-            double e = rel_err (y, want, out_len);
-            CHECK_MSG (e <= 1e-5, "pw direct %d->%d hw %ld act %d residual %d batch %d threads %d: "
-                "relative error %.3g", cin, cout, hw, act, res, n, nt, e);
-            int pad_ok = 1;
-            for (size_t i = 0; i < out_len; i++)
-              if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout && y[i] != 0.0f)
-                pad_ok = 0;
-            CHECK_MSG (pad_ok, "pw direct %d->%d: a padding lane is not zero", cin, cout);
+          for (int sm = GPUNET_PW_STRASSEN_OFF; sm <= GPUNET_PW_STRASSEN_FORCE; sm += 2) {
+            gpunet_pw *q = gpunet_pw_new (w, bias, cin, cout, cp, ocp, hw, act, res, sm);
+            CHECK_MSG (q != NULL, "pw direct %d->%d: plan failed", cin, cout);
+            if (!q)
+              continue;
+            /* Strassen when forced and the shape allows it, never with an activation
+             * before a residual */
+            const int st_want = sm == GPUNET_PW_STRASSEN_FORCE && cp % 32 == 0
+                && ocp % 32 == 0 && hw >= 2 && !(res && act != GPUNET_EPI_NONE);
+            CHECK_MSG (gpunet_pw_is_strassen (q) == st_want, "pw direct %d->%d hw %ld act %d "
+                "residual %d: Strassen %d, expected %d", cin, cout, hw, act, res,
+                gpunet_pw_is_strassen (q), st_want);
+            const size_t sf = gpunet_pw_scratch_floats (q);
+            float *scratch = sf ? gpunet_blk_alloc (sf) : NULL;
+            for (int nt = 1; nt <= 3; nt++) {
+              for (size_t i = 0; i < out_len; i++)
+                y[i] = res ? r[i] : 12345.0f;   /* without a residual, all overwritten */
+              gpunet_pw_run (q, x, y, n, res, scratch, nt);
+              double e = rel_err (y, want, out_len);
+              CHECK_MSG (e <= 1e-5, "pw direct %d->%d hw %ld act %d residual %d batch %d "
+                  "threads %d Strassen %d: relative error %.3g", cin, cout, hw, act, res, n, nt,
+                  gpunet_pw_is_strassen (q), e);
+              int pad_ok = 1;
+              for (size_t i = 0; i < out_len; i++)
+                if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout && y[i] != 0.0f)
+                  pad_ok = 0;
+              CHECK_MSG (pad_ok, "pw direct %d->%d: a padding lane is not zero", cin, cout);
+            }
+            free (scratch);
+            gpunet_pw_free (q);
           }
-          gpunet_pw_free (q);
         }
       free (raw);
     }
@@ -817,6 +834,11 @@ test_models (void)
       setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
       compare_batches (what, gpunet_model_graph (m));
       unsetenv ("GPUNET_CPU_WINOGRAD");
+      /* every 1x1 convolution whose shape allows it through one level of Strassen */
+      snprintf (what, sizeof what, "%s (Strassen 1x1 everywhere)", fixtures[i]);
+      setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
+      compare_batches (what, gpunet_model_graph (m));
+      unsetenv ("GPUNET_CPU_PW_STRASSEN");
       gpunet_model_unref (m);
     }
     free (err);

@@ -691,6 +691,11 @@ plan_own_pw (fast_state *s, char **err)
   const char *e = getenv ("GPUNET_CPU_PW");
   if ((e && !strcmp (e, "onednn")) || !gpunet_pw_available (s->blk))
     return GPUNET_OK;
+  /* GPUNET_CPU_PW_STRASSEN=0: never one level of Strassen; 1: wherever the shape allows
+   * (tests, benchmarks); otherwise where pwconv.c's rule takes it */
+  const char *sv = getenv ("GPUNET_CPU_PW_STRASSEN");
+  const int strassen = sv && !strcmp (sv, "0") ? GPUNET_PW_STRASSEN_OFF
+      : sv && !strcmp (sv, "1") ? GPUNET_PW_STRASSEN_FORCE : GPUNET_PW_STRASSEN_AUTO;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     if (op->kind != GPUNET_OP_CONV2D || op->in == g->input)
@@ -701,7 +706,8 @@ plan_own_pw (fast_state *s, char **err)
         || s->t[op->in].blk != s->blk || s->t[op->out].blk != s->blk)
       continue;
     s->pw[i] = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
-        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i));
+        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0,
+        strassen);
     if (!s->pw[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory planning the 1x1 convolution of op %d (block %d)", i, op->block);
@@ -774,12 +780,12 @@ plan_winograd (fast_state *s, char **err)
     if (f > need)
       need = f;
   }
-  for (int i = 0; i < g->n_ops; i++)
-    if (s->dw[i]) {
-      const size_t f = gpunet_dw_scratch_floats (s->dw[i], s->nt);
-      if (f > need)
-        need = f;
-    }
+  for (int i = 0; i < g->n_ops; i++) {
+    const size_t f = s->dw[i] ? gpunet_dw_scratch_floats (s->dw[i], s->nt)
+        : s->pw[i] ? gpunet_pw_scratch_floats (s->pw[i]) : 0;
+    if (f > need)
+      need = f;
+  }
   if (need && !(s->own_scratch = gpunet_blk_alloc (need)))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating %zu bytes of Winograd and depthwise scratch",
@@ -868,9 +874,9 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK)
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
-    st = plan_winograd (s, err);
-  if (st == GPUNET_OK)
     st = plan_own_pw (s, err);
+  if (st == GPUNET_OK)
+    st = plan_winograd (s, err);
   if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
@@ -942,7 +948,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
           if (s->pw[i])
-            gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0, nt);
+            gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
+                s->own_scratch, nt);
           else
             gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n,
                 op->residual >= 0, s->own_scratch, nt);

@@ -32,6 +32,11 @@
 #define PW_SMALL_W ((size_t) 1 << 20)  /* bytes of weights read whole by each thread */
 #define PW_ONE_GROUP ((size_t) 640 << 10)
 #define PW_GROUP ((size_t) 256 << 10)
+#define PW_NS 5                        /* Strassen: combinations of input quadrants */
+/* Strassen's AUTO rule (pw_strassen_fits): a product's left operand (h1 x k2 floats) of at
+ * most this many bytes, read from L2 for every chunk of output channels */
+#define PW_STRASSEN_MAX_OPERAND ((size_t) 512 << 10)
+#define PW_STRASSEN_MIN_H1 36      /* and at least this many pixels per half */
 
 struct gpunet_pw {
   int cin, cout, cp, ocp, act;
@@ -40,8 +45,16 @@ struct gpunet_pw {
   long npb;       /* blocks of 6 pixels: ceil(hw / 6) */
   long pg;        /* pixel blocks per group (npb: one group) */
   int pixel_major;
-  float *w;       /* chunk c at w + c * cp * 64: [cp][nj * 16] */
+  float *w;       /* chunk c at w + c * cp * 64: [cp][nj * 16]; NULL with Strassen */
   float *bias;    /* [ocp], zero padded */
+  /* One level of Strassen (see the comment above gpunet_pw_new), else strassen 0 */
+  int strassen;
+  int k2;         /* input channels per half: cp / 2 */
+  int n2;         /* output channels per half: ocp / 2 */
+  int nch2;       /* chunks of 64 per output half */
+  long h1, h2;    /* pixels of the top and bottom halves: h1 = ceil(hw / 2) */
+  long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
+  float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
 };
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
@@ -64,25 +77,128 @@ gpunet_pw_free (gpunet_pw *p)
   if (!p)
     return;
   free (p->w);
+  free (p->t);
   free (p->bias);
   free (p);
 }
 
+int
+gpunet_pw_is_strassen (const gpunet_pw *p)
+{
+  return p->strassen;
+}
+
+size_t
+gpunet_pw_scratch_floats (const gpunet_pw *p)
+{
+  return p->strassen ? (size_t) PW_NS * p->h1 * p->k2 : 0;
+}
+
+/* Weight y[o][i] of half (kh, nh) of the padded cp x ocp matrix: zero in padding. */
+static inline double
+pw_y (const gpunet_pw *p, const float *weight, int kh, int nh, int i, int o)
+{
+  const int ii = kh * p->k2 + i, oo = nh * p->n2 + o;
+  return ii < p->cin && oo < p->cout ? weight[(size_t) oo * p->cin + ii] : 0.0;
+}
+
+/* Packs T1..T7 (the products' right-hand sides, pw_products) into p->t. */
+static void
+pw_pack_strassen (gpunet_pw *p, const float *weight)
+{
+  const size_t tsize = (size_t) p->nch2 * p->k2 * PW_NR;
+  for (int o = 0; o < p->n2; o++) {
+    const int ch = o / PW_NR, nj = pw_chunk_vectors (p->n2, ch);
+    for (int i = 0; i < p->k2; i++) {
+      const double y11 = pw_y (p, weight, 0, 0, i, o), y12 = pw_y (p, weight, 0, 1, i, o);
+      const double y21 = pw_y (p, weight, 1, 0, i, o), y22 = pw_y (p, weight, 1, 1, i, o);
+      const double tv[7] = { y11 + y22, y11, y12 - y22, y21 - y11, y22, y11 + y12, y21 + y22 };
+      for (int k = 0; k < 7; k++)
+        p->t[k * tsize + (size_t) ch * p->k2 * PW_NR + (size_t) i * nj * 16 + o % PW_NR] =
+            (float) tv[k];
+    }
+  }
+}
+
+/* One level of Strassen's algorithm.  As a GEMM, Z (pixels x output channels) = X (pixels
+ * x input channels) Y (input x output channels), each split in 2 x 2 quadrants (X_pk: pixel
+ * half p, input-channel half k; Y_kn; Z_pn), the top pixel half taking the odd pixel:
+ *   M1 = (X11 + X22)(Y11 + Y22)   M2 = (X21 + X22) Y11   M3 = X11 (Y12 - Y22)
+ *   M4 = X22 (Y21 - Y11)   M5 = (X11 + X12) Y22   M6 = (X21 - X11)(Y11 + Y12)
+ *   M7 = (X12 - X22)(Y21 + Y22)
+ *   Z11 = M1 + M4 - M5 + M7   Z12 = M3 + M5   Z21 = M2 + M4   Z22 = M1 - M2 + M3 + M6
+ * 7 half-size products instead of 8: 7/8 of the multiply-adds.  The right-hand sides
+ * T1..T7 are packed at plan time (7/4 of the weights' bytes), the five sums of input
+ * quadrants S1, S2, S5, S6, S7 computed per image into scratch; X11 and X22 are read
+ * where they are.  The products are accumulated straight into the output quadrants, each
+ * one's last contribution adding the bias and applying the activation.  With an odd pixel
+ * count the bottom half is read as if it had a zero last pixel (exact: that pixel's
+ * outputs are not written).  The rounding differs from the plain GEMM by a few units in
+ * the last place of the sums' magnitudes (the combinations of weights and inputs are
+ * rounded once each). */
+
+/* Whether one level of Strassen is taken: both halves of whole 16-channel blocks, and not
+ * an activation before a residual (the residual sits in the output the quadrants
+ * accumulate into).  The AUTO rule: the extra passes (the input sums, the output
+ * quadrants' updates, shorter reductions per call) measured as a time ratio to the plain
+ * GEMM of about 0.875 + 11 / k2 + 11 / n2 (k2, n2: input and output channels per half;
+ * per-call minima on Zen 4, 2 threads: 416 x 832 and 832 x 416 0.914, 416 x 640 0.918,
+ * 224 x 416 0.954, 112 x 336 1.03, 336 x 112 1.10, 240 x 80 0.99), so it is taken where
+ * 1 / k2 + 1 / n2 <= 1 / 128 (a saving of 4% or more), with at least 36 pixels per half
+ * (with fewer, the blocks of 6 pixels are too often partial: GPUNet-P0/P1's layers at 4x4
+ * lost 26-40%, the reductions to 704 channels at 7x7, 25 + 24 pixels, 3-4%), and while a
+ * product's left operand stays in L2. */
+static int
+pw_strassen_fits (int cp, int ocp, long hw, int act, int residual, int force)
+{
+  if (cp % 32 || ocp % 32 || hw < 2 || (residual && act != GPUNET_EPI_NONE))
+    return 0;
+  if (force)
+    return 1;
+  const long k2 = cp / 2, n2 = ocp / 2, h1 = (hw + 1) / 2;
+  return 128 * (k2 + n2) <= k2 * n2 && h1 >= PW_STRASSEN_MIN_H1
+      && (size_t) h1 * k2 * sizeof (float) <= PW_STRASSEN_MAX_OPERAND;
+}
+
 gpunet_pw *
 gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp, int ocp,
-    long hw, int act)
+    long hw, int act, int residual, int strassen)
 {
   if (!weight || cin < 1 || cout < 1 || cp < cin || ocp < cout || cp % 16 || ocp % 16
-      || hw < 1 || act < GPUNET_EPI_NONE || act > GPUNET_EPI_SWISH)
+      || hw < 1 || act < GPUNET_EPI_NONE || act > GPUNET_EPI_SWISH
+      || strassen < GPUNET_PW_STRASSEN_OFF || strassen > GPUNET_PW_STRASSEN_FORCE)
     return NULL;
   gpunet_pw *p = calloc (1, sizeof *p);
   if (!p)
     return NULL;
   *p = (gpunet_pw) { .cin = cin, .cout = cout, .cp = cp, .ocp = ocp, .act = act, .hw = hw,
     .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR };
-  p->w = gpunet_blk_alloc ((size_t) p->nch * cp * PW_NR);
+  p->strassen = strassen != GPUNET_PW_STRASSEN_OFF
+      && pw_strassen_fits (cp, ocp, hw, act, residual, strassen == GPUNET_PW_STRASSEN_FORCE);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
-  if (!p->w || !p->bias) {
+  if (!p->bias) {
+    gpunet_pw_free (p);
+    return NULL;
+  }
+  for (int o = 0; o < ocp; o++)
+    p->bias[o] = bias && o < cout ? bias[o] : 0.0f;
+  if (p->strassen) {
+    p->k2 = cp / 2;
+    p->n2 = ocp / 2;
+    p->nch2 = (p->n2 + PW_NR - 1) / PW_NR;
+    p->h1 = (hw + 1) / 2;
+    p->h2 = hw / 2;
+    p->npb1 = (p->h1 + PW_MR - 1) / PW_MR;
+    p->t = gpunet_blk_alloc ((size_t) 7 * p->nch2 * p->k2 * PW_NR);
+    if (!p->t) {
+      gpunet_pw_free (p);
+      return NULL;
+    }
+    pw_pack_strassen (p, weight);
+    return p;
+  }
+  p->w = gpunet_blk_alloc ((size_t) p->nch * cp * PW_NR);
+  if (!p->w) {
     gpunet_pw_free (p);
     return NULL;
   }
@@ -91,7 +207,6 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
     float *wc = p->w + (size_t) ch * cp * PW_NR;
     for (int i = 0; i < cin; i++)
       wc[(size_t) i * nj * 16 + o % PW_NR] = weight[(size_t) o * cin + i];
-    p->bias[o] = bias ? bias[o] : 0.0f;
   }
   const size_t w_bytes = (size_t) cp * ocp * sizeof (float);
   const size_t in_bytes = (size_t) cp * hw * sizeof (float);
@@ -198,12 +313,230 @@ PW_DEF_ROW (1) PW_DEF_ROW (2) PW_DEF_ROW (3) PW_DEF_ROW (4) PW_DEF_ROW (5) PW_DE
 static const pw_fn pw_kernels[PW_MR][4] = {
   PW_ROW (1), PW_ROW (2), PW_ROW (3), PW_ROW (4), PW_ROW (5), PW_ROW (6) };
 
+/* Strassen: the quadrant updates of one product (pw_products).  The output quadrant ops: */
+#define PW_ST 1      /* dst = acc (first contribution) */
+#define PW_ADD 2     /* dst += acc */
+#define PW_SUB 3     /* dst -= acc */
+#define PW_FIN 4     /* flag: the last contribution: then dst = act(dst + bias) */
+
+/* acc (R x NJ vectors, through tmp) into rows 0 .. rows - 1 of one quadrant block d
+ * (channel blocks stride floats apart) with op (PW_ST / PW_ADD / PW_SUB, maybe | PW_FIN). */
+static inline __attribute__((always_inline)) void
+pws_update (const float *tmp, float *d, long stride, int rows, int op, const float *bias,
+    int act, const int NJ)
+{
+  for (int j = 0; j < NJ; j++) {
+    const __m512 b = _mm512_load_ps (bias + 16 * j);
+    for (int r = 0; r < rows; r++) {
+      float *o = d + (size_t) j * stride + r * 16;
+      __m512 v = _mm512_load_ps (tmp + (r * 4 + j) * 16);
+      if ((op & 3) == PW_ADD)
+        v = _mm512_add_ps (_mm512_load_ps (o), v);
+      else if ((op & 3) == PW_SUB)
+        v = _mm512_sub_ps (_mm512_load_ps (o), v);
+      if (op & PW_FIN)
+        v = FN (simd_act) (_mm512_add_ps (v, b), act);
+      _mm512_store_ps (o, v);
+    }
+  }
+}
+
+/* One Strassen product for R pixels x NJ vectors: a (stride: channel blocks a_stride
+ * floats apart) times the packed T chunk w over ncb input blocks, then up to two quadrant
+ * updates (op1 0: none). */
+static inline __attribute__((always_inline)) void
+pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, int op0,
+    int rows0, const float *b0, float *d1, int op1, int rows1, const float *b1, long d_stride,
+    int act, const int R, const int NJ)
+{
+  __m512 acc[PW_MR][4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++)
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+      acc[r][j] = _mm512_setzero_ps ();
+  for (int cb = 0; cb < ncb; cb++) {
+    const float *ip = a + (size_t) cb * a_stride;
+    const float *wq = w + (size_t) cb * 16 * NJ * 16;
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++) {
+      __m512 wv[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < NJ; j++)
+        wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
+#pragma GCC unroll 6
+      for (int r = 0; r < R; r++) {
+        const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NJ; j++)
+          acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
+      }
+    }
+  }
+  float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++)
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+      _mm512_store_ps (tmp + (r * 4 + j) * 16, acc[r][j]);
+  if (op0 && rows0 > 0)
+    pws_update (tmp, d0, d_stride, rows0 < R ? rows0 : R, op0, b0, act, NJ);
+  if (op1 && rows1 > 0)
+    pws_update (tmp, d1, d_stride, rows1 < R ? rows1 : R, op1, b1, act, NJ);
+}
+
+typedef void (*pws_fn) (const float *, long, const float *, int, float *, int, int,
+    const float *, float *, int, int, const float *, long, int);
+#define PWS_DEF(R, J) \
+  static void pws_k##R##x##J (const float *a, long a_stride, const float *w, int ncb, \
+      float *d0, int op0, int rows0, const float *b0, float *d1, int op1, int rows1, \
+      const float *b1, long d_stride, int act) \
+  { pws_kernel (a, a_stride, w, ncb, d0, op0, rows0, b0, d1, op1, rows1, b1, d_stride, act, \
+      R, J); }
+#define PWS_DEF_ROW(R) PWS_DEF (R, 1) PWS_DEF (R, 2) PWS_DEF (R, 3) PWS_DEF (R, 4)
+PWS_DEF_ROW (1) PWS_DEF_ROW (2) PWS_DEF_ROW (3) PWS_DEF_ROW (4) PWS_DEF_ROW (5)
+PWS_DEF_ROW (6)
+#define PWS_ROW(R) { pws_k##R##x1, pws_k##R##x2, pws_k##R##x3, pws_k##R##x4 }
+static const pws_fn pws_kernels[PW_MR][4] = {
+  PWS_ROW (1), PWS_ROW (2), PWS_ROW (3), PWS_ROW (4), PWS_ROW (5), PWS_ROW (6) };
+
+/* The input sums of kernel blocks cb0 .. cb1 - 1 of one image: S1 = X11 + X22,
+ * S2 = X21 + X22, S5 = X11 + X12, S6 = X21 - X11, S7 = X12 - X22, each [k2 / 16][h1][16]
+ * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero. */
+static void
+pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
+{
+  const long hw = p->hw, h1 = p->h1, h2 = p->h2;
+  const int kb = p->k2 / 16;
+  const size_t ss = (size_t) h1 * p->k2;
+  for (int cb = cb0; cb < cb1; cb++) {
+    const float *x1 = in + (size_t) cb * hw * 16, *x2 = in + (size_t) (cb + kb) * hw * 16;
+    float *o = s + (size_t) cb * h1 * 16;
+    for (long px = 0; px < h1; px++) {
+      const __m512 x11 = _mm512_load_ps (x1 + px * 16), x12 = _mm512_load_ps (x2 + px * 16);
+      const __m512 x21 = px < h2 ? _mm512_load_ps (x1 + (h1 + px) * 16) : _mm512_setzero_ps ();
+      const __m512 x22 = px < h2 ? _mm512_load_ps (x2 + (h1 + px) * 16) : _mm512_setzero_ps ();
+      float *q = o + px * 16;
+      _mm512_store_ps (q, _mm512_add_ps (x11, x22));
+      _mm512_store_ps (q + ss, _mm512_add_ps (x21, x22));
+      _mm512_store_ps (q + 2 * ss, _mm512_add_ps (x11, x12));
+      _mm512_store_ps (q + 3 * ss, _mm512_sub_ps (x21, x11));
+      _mm512_store_ps (q + 4 * ss, _mm512_sub_ps (x12, x22));
+    }
+  }
+}
+
+/* The seven products in the order they run, so that every quadrant's first contribution
+ * stores (PW_ST) and its last one finishes it (PW_FIN).  a: the left operand, 0..4 the
+ * sums S1, S2, S5, S6, S7, 5 X11, 6 X22; t: which of T1..T7; q: output quadrants (2 p + n
+ * for Z_pn, zero-based), -1 for none. */
+static const struct { signed char a, t, q0, op0, q1, op1; } pw_products[7] = {
+  { 0, 0, 0, PW_ST, 3, PW_ST },                   /* M1 = S1 T1: Z11 =, Z22 = */
+  { 5, 2, 1, PW_ST, 3, PW_ADD },                  /* M3 = X11 T3: Z12 =, Z22 += */
+  { 1, 1, 2, PW_ST, 3, PW_SUB },                  /* M2 = S2 T2: Z21 =, Z22 -= */
+  { 3, 5, 3, PW_ADD | PW_FIN, -1, 0 },            /* M6 = S6 T6: Z22 += */
+  { 6, 3, 0, PW_ADD, 2, PW_ADD | PW_FIN },        /* M4 = X22 T4: Z11 +=, Z21 += */
+  { 2, 4, 0, PW_SUB, 1, PW_ADD | PW_FIN },        /* M5 = S5 T5: Z11 -=, Z12 += */
+  { 4, 6, 0, PW_ADD | PW_FIN, -1, 0 },            /* M7 = S7 T7: Z11 += */
+};
+
+/* The first unit of thread t of team (units: chunk-major, see pw_run_strassen): the
+ * split is by work, a unit weighing its chunk's vector count, since a narrower last chunk
+ * per half (416 = 6 x 64 + 32 channels) would otherwise leave one thread a share of
+ * full-width units up to 8% larger. */
+static long
+pws_split (const gpunet_pw *p, long units, int t, int team)
+{
+  if (t <= 0)
+    return 0;
+  if (t >= team)
+    return units;
+  const long total = (long) (p->n2 / 16) * p->npb1, goal = total * t / team;
+  long done = 0;
+  for (int ch = 0; ch < p->nch2; ch++) {
+    const int nj = pw_chunk_vectors (p->n2, ch);
+    if (done + (long) nj * p->npb1 > goal)
+      return ch * p->npb1 + (goal - done + nj - 1) / nj;
+    done += (long) nj * p->npb1;
+  }
+  return units;
+}
+
+/* Strassen for n images: per image, the threads compute the input sums (split by channel
+ * blocks), then each takes one contiguous range of units (chunk of 64 channels of an
+ * output half x block of 6 pixels of a pixel half, chunk-major) and runs the seven
+ * products for each; a unit's four output quadrant blocks are written by its thread
+ * only, so the products need no barrier between them. */
+static void
+pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
+    float *scratch, int nt)
+{
+  const long hw = p->hw, h1 = p->h1, h2 = p->h2, npb1 = p->npb1;
+  const int kb = p->k2 / 16, nb2 = p->n2 / 16;
+  const long units = (long) p->nch2 * npb1;
+  const size_t tsize = (size_t) p->nch2 * p->k2 * PW_NR, ss = (size_t) h1 * p->k2;
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num (), team = omp_get_num_threads ();
+    const long u0 = pws_split (p, units, t, team), u1 = pws_split (p, units, t + 1, team);
+    for (int img = 0; img < n; img++) {
+      const float *x = in + (size_t) img * p->cp * hw;
+      float *z = out + (size_t) img * p->ocp * hw;
+      pws_sums (p, x, scratch, kb * t / team, kb * (t + 1) / team);
+#pragma omp barrier
+      for (int k = 0; k < 7; k++)
+        for (long u = u0; u < u1; u++) {
+          const int ch = (int) (u / npb1), nj = pw_chunk_vectors (p->n2, ch);
+          const long pb = u % npb1, px = pb * PW_MR;
+          const int top = h1 - px < PW_MR ? (int) (h1 - px) : PW_MR;
+          const int bot = h2 - px < PW_MR ? (int) (h2 - px) : PW_MR;   /* may be <= 0 */
+          const int a = pw_products[k].a, q0 = pw_products[k].q0, q1 = pw_products[k].q1;
+          /* rows: of the operand (S2 and X22 bottom-half, the rest top-half), at most
+           * those of the quadrants written */
+          const int arows = a == 1 || a == 6 ? bot : top;
+          const int r0 = q0 < 2 ? top : bot, r1 = q1 < 0 ? 0 : q1 < 2 ? top : bot;
+          const int need = r1 > r0 ? r1 : r0, rows = arows < need ? arows : need;
+          if (rows <= 0)
+            continue;
+          const float *ap;
+          long as;
+          if (a < 5) {
+            ap = scratch + a * ss + (size_t) px * 16;
+            as = h1 * 16;
+          } else {
+            ap = a == 5 ? x + (size_t) px * 16 : x + ((size_t) kb * hw + h1 + px) * 16;
+            as = hw * 16;
+          }
+          int op0 = pw_products[k].op0, op1 = pw_products[k].op1;
+          if (residual_in_dst) {   /* the residual is in the output: add to it */
+            op0 = (op0 & 3) == PW_ST ? (op0 & PW_FIN) | PW_ADD : op0;
+            op1 = (op1 & 3) == PW_ST ? (op1 & PW_FIN) | PW_ADD : op1;
+          }
+          /* quadrant Z_pn (q = 2 p + n) of this unit */
+#define PW_ZQ(q) (z + ((size_t) ((q) % 2 * nb2 + ch * 4) * hw + (size_t) ((q) / 2) * h1 + px) * 16)
+          pws_kernels[rows - 1][nj - 1] (ap, as,
+              p->t + pw_products[k].t * tsize + (size_t) ch * p->k2 * PW_NR, kb,
+              PW_ZQ (q0), op0, r0, p->bias + (q0 % 2) * p->n2 + ch * PW_NR,
+              q1 >= 0 ? PW_ZQ (q1) : NULL, q1 >= 0 ? op1 : 0, r1,
+              p->bias + (q1 >= 0 ? q1 % 2 : 0) * p->n2 + ch * PW_NR, hw * 16, p->act);
+#undef PW_ZQ
+        }
+      /* the sums of the next image overwrite the scratch */
+#pragma omp barrier
+    }
+  }
+}
+
 #include "simd_end.h"
 
 void
 gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
-    int nt)
+    float *scratch, int nt)
 {
+  if (p->strassen) {
+    pw_run_strassen (p, in, out, n, residual_in_dst, scratch, nt);
+    return;
+  }
   const long npb = p->npb, pg = p->pg, hw = p->hw;
   const long per_img = (long) p->nch * npb;
   const long units = per_img * n;
@@ -242,9 +575,9 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
 
 void
 gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
-    int nt)
+    float *scratch, int nt)
 {
-  (void) p, (void) in, (void) out, (void) n, (void) residual_in_dst, (void) nt;
+  (void) p, (void) in, (void) out, (void) n, (void) residual_in_dst, (void) scratch, (void) nt;
 }
 
 #endif
