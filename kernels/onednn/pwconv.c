@@ -240,8 +240,8 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
  * floats apart), w at the chunk's weights, out at the first pixel in the chunk's first
  * output block.  act none / relu here, swish through pw_swish_store. */
 static inline __attribute__((always_inline)) void
-pw_kernel (const float *in, long hw, const float *w, int ncb, const float *bias, float *out,
-    int act, int res, const int R, const int NJ)
+pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const float *bias,
+    float *out, int act, int res, const int R, const int NJ)
 {
   __m512 acc[PW_MR][4];
 #pragma GCC unroll 4
@@ -267,6 +267,22 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, const float *bias,
         for (int j = 0; j < NJ; j++)
           acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
       }
+    }
+  }
+  /* the rem real channels of a last, partly padded block (zero weights beyond them) */
+  const float *ip = in + (size_t) ncb * hw * 16;
+  const float *wq = w + (size_t) ncb * 16 * NJ * 16;
+  for (int c = 0; c < rem; c++) {
+    __m512 wv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; j++)
+      wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+      const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NJ; j++)
+        acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
     }
   }
   if (act == GPUNET_EPI_SWISH) {
@@ -301,12 +317,12 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, const float *bias,
     }
 }
 
-typedef void (*pw_fn) (const float *, long, const float *, int, const float *, float *, int,
-    int);
+typedef void (*pw_fn) (const float *, long, const float *, int, int, const float *, float *,
+    int, int);
 #define PW_DEF(R, J) \
-  static void pw_k##R##x##J (const float *in, long hw, const float *w, int ncb, \
+  static void pw_k##R##x##J (const float *in, long hw, const float *w, int ncb, int rem, \
       const float *bias, float *out, int act, int res) \
-  { pw_kernel (in, hw, w, ncb, bias, out, act, res, R, J); }
+  { pw_kernel (in, hw, w, ncb, rem, bias, out, act, res, R, J); }
 #define PW_DEF_ROW(R) PW_DEF (R, 1) PW_DEF (R, 2) PW_DEF (R, 3) PW_DEF (R, 4)
 PW_DEF_ROW (1) PW_DEF_ROW (2) PW_DEF_ROW (3) PW_DEF_ROW (4) PW_DEF_ROW (5) PW_DEF_ROW (6)
 #define PW_ROW(R) { pw_k##R##x1, pw_k##R##x2, pw_k##R##x3, pw_k##R##x4 }
@@ -540,7 +556,8 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   const long npb = p->npb, pg = p->pg, hw = p->hw;
   const long per_img = (long) p->nch * npb;
   const long units = per_img * n;
-  const int ncb = p->cp / 16;
+  /* whole blocks of real input channels, then the rest of a padded last block */
+  const int ncb = p->cin / 16, rem = p->cin % 16;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
@@ -564,7 +581,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
       const int rows = hw - pb * PW_MR < PW_MR ? (int) (hw - pb * PW_MR) : PW_MR;
       /* an image is cp x hw floats; a channel block hw x 16 */
       pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) pb * PW_MR * 16,
-          hw, p->w + (size_t) ch * p->cp * PW_NR, ncb, p->bias + ch * PW_NR,
+          hw, p->w + (size_t) ch * p->cp * PW_NR, ncb, rem, p->bias + ch * PW_NR,
           out + (size_t) img * p->ocp * hw + ((size_t) ch * 4 * hw + (size_t) pb * PW_MR) * 16,
           p->act, residual_in_dst);
     }
