@@ -235,6 +235,45 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
 #define SIMD_WIDTH 16
 #include "simd_begin.h"
 
+/* acc[r][j] += input channel c of pixel r (at ip + r * 16 + c) x weight vector j of
+ * channel c (at wq + c * NJ * 16 + 16 j) */
+static inline __attribute__((always_inline)) void
+pw_channel (__m512 acc[PW_MR][4], const float *ip, const float *wq, int c, const int R,
+    const int NJ)
+{
+  __m512 wv[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++)
+    wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; j++)
+      acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
+  }
+}
+
+/* The reduction of the micro-kernels: ncb whole channel blocks (stride floats apart in
+ * the input, 16 x NJ vectors each in the packed weights w), then the rem real channels of
+ * a last, partly padded block (zero weights beyond them). */
+static inline __attribute__((always_inline)) void
+pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, int ncb,
+    int rem, const int R, const int NJ)
+{
+  for (int cb = 0; cb < ncb; cb++) {
+    const float *ip = in + (size_t) cb * stride;
+    const float *wq = w + (size_t) cb * 16 * NJ * 16;
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; c++)
+      pw_channel (acc, ip, wq, c, R, NJ);
+  }
+  const float *ip = in + (size_t) ncb * stride;
+  const float *wq = w + (size_t) ncb * 16 * NJ * 16;
+  for (int c = 0; c < rem; c++)
+    pw_channel (acc, ip, wq, c, R, NJ);
+}
+
 /* The micro-kernel for R pixels x NJ vectors of output channels (compile-time constants
  * after inlining): in points at the first pixel in input channel block 0 (blocks hw * 16
  * floats apart), w at the chunk's weights, out at the first pixel in the chunk's first
@@ -251,40 +290,7 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const flo
     for (int r = 0; r < R; r++)
       acc[r][j] = b;
   }
-  for (int cb = 0; cb < ncb; cb++) {
-    const float *ip = in + (size_t) cb * hw * 16;
-    const float *wq = w + (size_t) cb * 16 * NJ * 16;
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; c++) {
-      __m512 wv[4];
-#pragma GCC unroll 4
-      for (int j = 0; j < NJ; j++)
-        wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
-#pragma GCC unroll 6
-      for (int r = 0; r < R; r++) {
-        const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
-#pragma GCC unroll 4
-        for (int j = 0; j < NJ; j++)
-          acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
-      }
-    }
-  }
-  /* the rem real channels of a last, partly padded block (zero weights beyond them) */
-  const float *ip = in + (size_t) ncb * hw * 16;
-  const float *wq = w + (size_t) ncb * 16 * NJ * 16;
-  for (int c = 0; c < rem; c++) {
-    __m512 wv[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < NJ; j++)
-      wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++) {
-      const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
-#pragma GCC unroll 4
-      for (int j = 0; j < NJ; j++)
-        acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
-    }
-  }
+  pw_reduce (acc, in, hw * 16, w, ncb, rem, R, NJ);
   if (act == GPUNET_EPI_SWISH) {
     /* a rare epilogue out of line: the accumulators go through memory to it */
     float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
@@ -371,24 +377,7 @@ pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, i
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
       acc[r][j] = _mm512_setzero_ps ();
-  for (int cb = 0; cb < ncb; cb++) {
-    const float *ip = a + (size_t) cb * a_stride;
-    const float *wq = w + (size_t) cb * 16 * NJ * 16;
-#pragma GCC unroll 16
-    for (int c = 0; c < 16; c++) {
-      __m512 wv[4];
-#pragma GCC unroll 4
-      for (int j = 0; j < NJ; j++)
-        wv[j] = _mm512_load_ps (wq + c * NJ * 16 + 16 * j);
-#pragma GCC unroll 6
-      for (int r = 0; r < R; r++) {
-        const __m512 x = _mm512_set1_ps (ip[r * 16 + c]);
-#pragma GCC unroll 4
-        for (int j = 0; j < NJ; j++)
-          acc[r][j] = _mm512_fmadd_ps (x, wv[j], acc[r][j]);
-      }
-    }
-  }
+  pw_reduce (acc, a, a_stride, w, ncb, 0, R, NJ);
   float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
 #pragma GCC unroll 4
   for (int j = 0; j < NJ; j++)
