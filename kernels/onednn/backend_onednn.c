@@ -81,7 +81,8 @@ typedef struct {
                                 * reads its output (plan_own_dw) */
   int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
                                 * which gpunet_swish_inplace applies after it */
-  float *own_scratch;          /* shared by our Winograd and depthwise ops (one at a time) */
+  float *own_scratch;          /* shared by our Winograd, depthwise and Strassen 1x1 ops
+                                * (one at a time) */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   double *profile;
@@ -754,9 +755,9 @@ chain_buffers_ok (const fast_state *s, int i, int len)
   return 1;
 }
 
-/* Before any plan_batch, after plan_own_dw: our Winograd convolutions, their transformed
- * weights and one scratch buffer for them and the depthwise ones (plan_batch then leaves
- * these ops to us). */
+/* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
+ * their transformed weights and one scratch buffer for them, the depthwise ones and the
+ * Strassen 1x1 ones (plan_batch then leaves these ops to us). */
 static gpunet_status
 plan_winograd (fast_state *s, char **err)
 {
@@ -788,7 +789,7 @@ plan_winograd (fast_state *s, char **err)
   }
   if (need && !(s->own_scratch = gpunet_blk_alloc (need)))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-        "out of memory allocating %zu bytes of Winograd and depthwise scratch",
+        "out of memory allocating %zu bytes of Winograd, depthwise and 1x1 scratch",
         need * sizeof (float));
   /* Chains: runs of our 3x3 stride-1 Winograd ops, each reading the previous one's output,
    * none adding a residual (GPUNet-0/2's and P0/P1's stage-1 convolutions).  Run

@@ -17,7 +17,11 @@
  *   - both large: pixel groups of PW_GROUP bytes of input, chunk-major within a group,
  *     where the groups' weight re-reads stream fewer bytes than the chunks' input re-reads.
  * Measured on GPUNet's shapes (AVX-512, 2 threads, medians of 50, docs/performance.md):
- * the orders each lose 10-45% on the shapes the rule gives to another. */
+ * the orders each lose 10-45% on the shapes the rule gives to another.
+ *
+ * Where the channel counts are large, one level of Strassen's algorithm instead (its own
+ * weight packing, unit order and thread split: see the comment above gpunet_pw_new and
+ * pw_run_strassen). */
 #include <stdlib.h>
 
 #include <omp.h>
@@ -274,10 +278,21 @@ pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, i
     pw_channel (acc, ip, wq, c, R, NJ);
 }
 
+/* The accumulators into tmp (vector r * 4 + j), for the epilogues that work from memory */
+static inline __attribute__((always_inline)) void
+pw_spill (float *tmp, __m512 acc[PW_MR][4], const int R, const int NJ)
+{
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++)
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+      _mm512_store_ps (tmp + (r * 4 + j) * 16, acc[r][j]);
+}
+
 /* The micro-kernel for R pixels x NJ vectors of output channels (compile-time constants
  * after inlining): in points at the first pixel in input channel block 0 (blocks hw * 16
  * floats apart), w at the chunk's weights, out at the first pixel in the chunk's first
- * output block.  act none / relu here, swish through pw_swish_store. */
+ * output block.  act none / relu applied in registers, swish from a spill to memory. */
 static inline __attribute__((always_inline)) void
 pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const float *bias,
     float *out, int act, int res, const int R, const int NJ)
@@ -294,11 +309,7 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const flo
   if (act == GPUNET_EPI_SWISH) {
     /* a rare epilogue out of line: the accumulators go through memory to it */
     float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
-#pragma GCC unroll 4
-    for (int j = 0; j < NJ; j++)
-#pragma GCC unroll 6
-      for (int r = 0; r < R; r++)
-        _mm512_store_ps (tmp + (r * 4 + j) * 16, acc[r][j]);
+    pw_spill (tmp, acc, R, NJ);
     for (int j = 0; j < NJ; j++)
       for (int r = 0; r < R; r++) {
         __m512 v = FN (simd_act) (_mm512_load_ps (tmp + (r * 4 + j) * 16), GPUNET_EPI_SWISH);
@@ -379,11 +390,7 @@ pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, i
       acc[r][j] = _mm512_setzero_ps ();
   pw_reduce (acc, a, a_stride, w, ncb, 0, R, NJ);
   float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
-#pragma GCC unroll 4
-  for (int j = 0; j < NJ; j++)
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-      _mm512_store_ps (tmp + (r * 4 + j) * 16, acc[r][j]);
+  pw_spill (tmp, acc, R, NJ);
   if (op0 && rows0 > 0)
     pws_update (tmp, d0, d_stride, rows0 < R ? rows0 : R, op0, b0, act, NJ);
   if (op1 && rows1 > 0)
