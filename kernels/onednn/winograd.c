@@ -50,10 +50,11 @@ struct gpunet_wino {
    * channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the 5x5 (3x3)
    * stride-2 kernel as a 3x3 (2x2) stride-1 "valid" kernel over them. */
   int stride, pad, ih, iw, cp;
-  /* input channels the GEMMs reduce over: cin with stride 1 (the padding lanes of the
-   * last block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not 48), icp
-   * with stride 2 (the padding lanes sit inside each phase's channels) */
-  int kn;
+  /* the GEMMs reduce over the first kn = cin channels of each of segs equal segments of
+   * icp: one with stride 1, the 4 phases with stride 2 (the padding lanes of each
+   * segment's last block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not
+   * 48, GPUNet-1's 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
+  int kn, segs;
 };
 
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
@@ -160,7 +161,7 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
-    .pad = pad, .ih = ih, .iw = iw, .cp = cp, .kn = stride == 1 ? cin : icp };
+    .pad = pad, .ih = ih, .iw = iw, .cp = cp, .kn = cin, .segs = stride == 1 ? 1 : 4 };
   int rows = WINO_L2_BUDGET / (p->ne * 4 * (icp + p->ocb));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;

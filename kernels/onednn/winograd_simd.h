@@ -103,10 +103,10 @@ FN (wino_at5) (const VEC *m, VEC *o)
 }
 
 /* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (icp x nv*VW, row stride
- * ocp: V_OCB for the blocked weights) over the first kn input channels (the rest, channel
- * padding, are zero in U); mr <= WINO_ROWS. */
+ * ocp: V_OCB for the blocked weights) over the first kn input channels of each of the segs
+ * equal segments of icp (the rest, channel padding, are zero in U); mr <= WINO_ROWS. */
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_t) (const float *v, int icp, int kn, const float *u, int ocp, float *m,
+FN (wino_gemm_t) (const float *v, int icp, int kn, int segs, const float *u, int ocp, float *m,
     const int mr, const int nv)
 {
   VEC c[WINO_ROWS][4];
@@ -115,7 +115,9 @@ FN (wino_gemm_t) (const float *v, int icp, int kn, const float *u, int ocp, floa
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       c[r][j] = V_ZERO ();
-  for (int i = 0; i < kn; i++) {
+  const int seg = icp / segs;
+  for (int s0 = 0; s0 < icp; s0 += seg)
+  for (int i = s0; i < s0 + kn; i++) {
     VEC b[4];
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
@@ -135,15 +137,15 @@ FN (wino_gemm_t) (const float *v, int icp, int kn, const float *u, int ocp, floa
       V_STORE (m + (size_t) r * VW * nv + VW * j, c[r][j]);
 }
 
-typedef void (*FN (wino_gemm_fn)) (const float *, int, int, const float *, int, float *);
+typedef void (*FN (wino_gemm_fn)) (const float *, int, int, int, const float *, int, float *);
 
 /* FN (wino_gemm_MRxNV): one function per row count MR (1..6) and vector count NV (1..4) */
 #define WINO_GEMM_DEF(MR, NV) \
   static void \
-  FN (wino_gemm_##MR##x##NV) (const float *v, int icp, int kn, const float *u, int ocp, \
-      float *m) \
+  FN (wino_gemm_##MR##x##NV) (const float *v, int icp, int kn, int segs, const float *u, \
+      int ocp, float *m) \
   { \
-    FN (wino_gemm_t) (v, icp, kn, u, ocp, m, MR, NV); \
+    FN (wino_gemm_t) (v, icp, kn, segs, u, ocp, m, MR, NV); \
   }
 #define WINO_GEMM_ROW(MR) \
   WINO_GEMM_DEF (MR, 1) WINO_GEMM_DEF (MR, 2) WINO_GEMM_DEF (MR, 3) WINO_GEMM_DEF (MR, 4)
@@ -326,7 +328,8 @@ FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int c
  * would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
  * latency). */
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_rows) (const float *v, int icp, int kn, const float *u, float *m, int cnt, int nv)
+FN (wino_gemm_rows) (const float *v, int icp, int kn, int segs, const float *u, float *m, int cnt,
+    int nv)
 {
   const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
   int full = 0;
@@ -334,12 +337,12 @@ FN (wino_gemm_rows) (const float *v, int icp, int kn, const float *u, float *m, 
     full += WINO_ROWS;
   const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
   for (int r = 0; r < full; r += WINO_ROWS)
-    gemm (v + (size_t) r * icp, icp, kn, u, V_OCB, m + (size_t) r * VW * nv);
+    gemm (v + (size_t) r * icp, icp, kn, segs, u, V_OCB, m + (size_t) r * VW * nv);
   if (ra)
-    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, kn, u, V_OCB,
+    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, kn, segs, u, V_OCB,
         m + (size_t) full * VW * nv);
   if (rb)
-    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, kn, u, V_OCB,
+    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, kn, segs, u, V_OCB,
         m + (size_t) (full + ra) * VW * nv);
 }
 
@@ -381,7 +384,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++)
-      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->kn,
+      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->kn, p->segs,
           p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
           M + (size_t) e * m_es, cnt, nv);
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
