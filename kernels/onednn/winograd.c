@@ -50,10 +50,11 @@ struct gpunet_wino {
    * channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the 5x5 (3x3)
    * stride-2 kernel as a 3x3 (2x2) stride-1 "valid" kernel over them. */
   int stride, pad, ih, iw, cp;
-  /* the GEMMs reduce over the first kn = cin channels of each of segs equal segments of
-   * icp: one with stride 1, the 4 phases with stride 2 (the padding lanes of each
-   * segment's last block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not
-   * 48, GPUNet-1's 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
+  /* the GEMMs reduce over the first kn channels of each of segs equal segments of icp: kn
+   * = cin in one segment with stride 1, in the 4 phases with stride 2 where cin < cp, and
+   * all icp in one with stride 2 where cin = cp (the padding lanes of each segment's last
+   * block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not 48, GPUNet-1's
+   * 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
   int kn, segs;
 };
 
@@ -161,7 +162,14 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
-    .pad = pad, .ih = ih, .iw = iw, .cp = cp, .kn = cin, .segs = stride == 1 ? 1 : 4 };
+    .pad = pad, .ih = ih, .iw = iw, .cp = cp, .kn = cin, .segs = 1 };
+  /* phase by phase only where the phases have padding lanes: on GPUNet-2's 32 -> 192 5x5
+   * stride-2 layer (none) four reductions of 32 ran 2-10% slower than one of 128 (isolated
+   * calls, four alternating rounds) */
+  if (stride == 2 && cin == cp)
+    p->kn = icp;
+  else if (stride == 2)
+    p->segs = 4;
   int rows = WINO_L2_BUDGET / (p->ne * 4 * (icp + p->ocb));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;

@@ -102,6 +102,24 @@ FN (wino_at5) (const VEC *m, VEC *o)
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
 }
 
+/* c[r][j] += row r of V (stride icp) at channel i x vector j of U row i (stride ocp) */
+static inline __attribute__((always_inline)) void
+FN (wino_gemm_step) (VEC c[WINO_ROWS][4], const float *v, int icp, const float *u, int ocp,
+    int i, const int mr, const int nv)
+{
+  VEC b[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < nv; j++)
+    b[j] = V_LOAD (u + (size_t) i * ocp + VW * j);
+#pragma GCC unroll 6
+  for (int r = 0; r < mr; r++) {
+    const VEC a = V_SET1 (v[(size_t) r * icp + i]);
+#pragma GCC unroll 4
+    for (int j = 0; j < nv; j++)
+      c[r][j] = V_FMA (a, b[j], c[r][j]);
+  }
+}
+
 /* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (icp x nv*VW, row stride
  * ocp: V_OCB for the blocked weights) over the first kn input channels of each of the segs
  * equal segments of icp (the rest, channel padding, are zero in U); mr <= WINO_ROWS. */
@@ -115,21 +133,13 @@ FN (wino_gemm_t) (const float *v, int icp, int kn, int segs, const float *u, int
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       c[r][j] = V_ZERO ();
-  const int seg = icp / segs;
-  for (int s0 = 0; s0 < icp; s0 += seg)
-  for (int i = s0; i < s0 + kn; i++) {
-    VEC b[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < nv; j++)
-      b[j] = V_LOAD (u + (size_t) i * ocp + VW * j);
-#pragma GCC unroll 6
-    for (int r = 0; r < mr; r++) {
-      const VEC a = V_SET1 (v[(size_t) r * icp + i]);
-#pragma GCC unroll 4
-      for (int j = 0; j < nv; j++)
-        c[r][j] = V_FMA (a, b[j], c[r][j]);
-    }
-  }
+  if (segs == 1)
+    for (int i = 0; i < kn; i++)
+      FN (wino_gemm_step) (c, v, icp, u, ocp, i, mr, nv);
+  else
+    for (int s0 = 0; s0 < icp; s0 += icp / segs)
+      for (int i = s0; i < s0 + kn; i++)
+        FN (wino_gemm_step) (c, v, icp, u, ocp, i, mr, nv);
 #pragma GCC unroll 6
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
