@@ -690,8 +690,9 @@ test_se_direct (int blk)
  * (every chunk width 16 to 64), pixel counts leaving every remainder of 6 (1 to 5 rows),
  * every work order (pixel-major: small weights, over 64 input channels; chunk-major: small
  * weights with few input channels, large weights; pixel groups: a large input with large
- * weights; one group where groups would stream more), every activation, with and without the residual, batch 1 to 3, 1 to 3
- * threads; padding lanes must come out zero. */
+ * weights; one group where groups would stream more), every activation, with and without
+ * the residual, batches of 1 and 3, 1 to 3 threads, plain and forced Strassen; padding
+ * lanes must come out zero. */
 static void
 test_pw_direct (void)
 {
