@@ -140,19 +140,28 @@ print_op_table (const gpunet_graph *g, int batch, const double *op_ms, int stora
   printf ("sum of per-op medians: %.3f ms\n", total);
 }
 
+static const gpunet_cuda_bench_api *cuda_bench;   /* set with --backend cuda */
+
 /* warmup + runs forward passes of n images; times[r] gets the wall seconds of timed run r
- * (times may be NULL). */
+ * (times may be NULL), gpu_times[r] (CUDA only, else NULL) its GPU seconds from the
+ * upload of the input to the logits in pinned memory (the bench API's forward_time). */
 static gpunet_status
 run_forward (const gpunet_backend *be, void *state, const float *input, int n, float *logits,
-    int warmup, int runs, double *times, char **err)
+    int warmup, int runs, double *times, double *gpu_times, char **err)
 {
-  gpunet_status st = GPUNET_OK;
+  double gpu = 0.0;
+  gpunet_status st = gpu_times ? cuda_bench->forward_time (state, &gpu, err) : GPUNET_OK;
   for (int i = 0; i < warmup + runs && st == GPUNET_OK; i++) {
     double t0 = now_s ();
+    gpu = 0.0;
     st = be->forward (state, input, n, logits, NULL, NULL, err);
     if (i >= warmup && times)
       times[i - warmup] = now_s () - t0;
+    if (i >= warmup && gpu_times)
+      gpu_times[i - warmup] = gpu;
   }
+  if (gpu_times)
+    cuda_bench->forward_time (state, NULL, NULL);
   return st;
 }
 
@@ -204,8 +213,6 @@ onednn_hook (void *state, double *op_seconds, char **err)
 }
 #endif
 
-static const gpunet_cuda_bench_api *cuda_bench;   /* set with --backend cuda */
-
 static gpunet_status
 cuda_hook (void *state, double *op_seconds, char **err)
 {
@@ -216,7 +223,8 @@ cuda_hook (void *state, double *op_seconds, char **err)
  * Stops (with a line saying why) at the first batch that cannot be planned or run. */
 static void
 batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_session_params *base,
-    double flops, const float *input, float *logits, int warmup, int runs, double *times)
+    double flops, const float *input, float *logits, int warmup, int runs, double *times,
+    double *gpu_times)
 {
   for (int b = 1; b <= 64; b *= 2) {
     gpunet_session_params params = *base;
@@ -229,7 +237,7 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
       free (err);
       return;
     }
-    st = run_forward (be, state, input, b, logits, warmup, runs, times, &err);
+    st = run_forward (be, state, input, b, logits, warmup, runs, times, gpu_times, &err);
     be->destroy (state);
     if (st != GPUNET_OK) {
       printf ("batch=%d not run: forward failed: %s\n", b, err ? err : gpunet_status_string (st));
@@ -240,8 +248,11 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
     for (int i = 1; i < runs; i++)
       mn = times[i] < mn ? times[i] : mn;
     const double med = median (times, runs);
-    printf ("batch=%d median_ms=%.3f min_ms=%.3f images_per_s=%.1f achieved_gflops_s=%.1f\n", b,
+    printf ("batch=%d median_ms=%.3f min_ms=%.3f images_per_s=%.1f achieved_gflops_s=%.1f", b,
         1e3 * med, 1e3 * mn, b / med, flops * b / med / 1e9);
+    if (gpu_times)
+      printf (" gpu_median_ms=%.3f", 1e3 * median (gpu_times, runs));
+    printf ("\n");
     fflush (stdout);
   }
 }
@@ -431,8 +442,9 @@ main (int argc, char **argv)
   float *input = malloc (sizeof (float) * in_len);
   float *logits = malloc (sizeof (float) * (size_t) most * classes);
   double *times = malloc (sizeof (double) * (size_t) runs);
+  double *gpu_times = is_cuda ? malloc (sizeof (double) * (size_t) runs) : NULL;
   double *op_s = calloc ((size_t) g->n_ops + (size_t) g->n_blocks + 1, sizeof (double));
-  if (!input || !logits || !times || !op_s) {
+  if (!input || !logits || !times || !op_s || (is_cuda && !gpu_times)) {
     fprintf (stderr, "gpunet-bench: out of memory\n");
     return 1;
   }
@@ -448,12 +460,14 @@ main (int argc, char **argv)
   params.n_threads = threads;
   params.precision = precision;
   void *state = NULL;
+  const double plan_t0 = now_s ();
   if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));
     free (err);
     return 1;
   }
-  st = run_forward (be, state, input, batch, logits, warmup, runs, times, &err);
+  const double plan_ms_session = 1e3 * (now_s () - plan_t0);
+  st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
   /* bytes per stored value: the CPU backends are fp32, CUDA as `auto` resolved */
   const int storage = is_cuda ? cuda_bench->storage_bytes (state) : 4;
   if (st == GPUNET_OK && per_layer) {
@@ -469,7 +483,8 @@ main (int argc, char **argv)
       /* per-op medians over the runs: robust to a noisy neighbour on shared cores */
       if (is_cuda)
         printf ("per-op GPU time: cudaEvent pairs around each op on the stream, plain launches "
-            "(no CUDA graph), median of %d runs after %d warm-up, %s storage\n", runs,
+            "(no CUDA graph) queued behind a hold kernel so host launch gaps are not counted, median of "
+            "%d runs after %d warm-up, %s storage\n", runs,
             hook_warmup, storage == 2 ? "fp16" : "fp32");
       st = profile_ops (be, state, hook, input, batch, logits, hook_warmup, runs, g->n_ops, op_s,
           &err);
@@ -502,9 +517,14 @@ main (int argc, char **argv)
   const double med_ms = 1e3 * median (times, runs);
   const double achieved = flops * batch / (med_ms * 1e-3) / 1e9;
   if (sweep)
-    batch_sweep (be, g, &params, flops, input, logits, warmup, runs, times);
-  const double peak = sgemm_peak (threads > 0 ? threads : 1);
-  if (peak > 0)
+    batch_sweep (be, g, &params, flops, input, logits, warmup, runs, times, gpu_times);
+  const double peak = is_cuda ? 0.0 : sgemm_peak (threads > 0 ? threads : 1);
+  if (is_cuda)
+    printf ("plan_ms=%.1f (descriptors, algorithms, weights upload)\n", plan_ms_session);
+  if (is_cuda)
+    printf ("gpu_median_ms=%.3f (cudaEvents around the input upload, the network and the logits "
+        "copy)\n", 1e3 * median (gpu_times, runs));
+  else if (peak > 0)
     printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
         achieved / peak);
   else
@@ -522,11 +542,12 @@ main (int argc, char **argv)
   printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref"
       : !strcmp (be->name, "cuda") ? "cuda" : "fast",
       batch / (med_ms * 1e-3));
-  printf ("model=%s batch=%d threads=%d median_ms=%.1f min_ms=%.1f gflops=%.2f achieved_gflops_s=%.1f\n",
+  printf ("model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f gflops=%.2f achieved_gflops_s=%.1f\n",
       gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);
   free (input);
   free (logits);
   free (times);
+  free (gpu_times);
   free (op_s);
   gpunet_model_unref (m);
   return 0;

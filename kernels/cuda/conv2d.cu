@@ -85,6 +85,8 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
       (cudnnConvolutionFwdAlgoPerf_t *) calloc ((size_t) max_count, sizeof *perf);
   if (!perf)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning %s", name);
+  /* (cudnnFindConvolutionForwardAlgorithm, which times each algorithm, was tried on an
+   * H100: its choices made every model 1.3-4.7x slower than this ranking; docs/cuda.md) */
   cudnnStatus_t ds = cudnnGetConvolutionForwardAlgorithm_v7 (ctx->dnn, l->xd, l->wd, l->cd, l->yd,
       max_count, &got, perf);
   if (ds != CUDNN_STATUS_SUCCESS) {

@@ -16,8 +16,9 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 4   /* 2: backend.h gained classify_device; 3: set_precision;
-                                     * 4: classify_host and the bench API */
+#define GPUNET_CUDA_ABI_VERSION 5   /* 2: backend.h gained classify_device; 3: set_precision;
+                                     * 4: classify_host and the bench API;
+                                     * 5: the bench API's forward_time */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -61,12 +62,20 @@ typedef struct {
   /* When op_seconds is non-NULL (one double per graph op, zeroed by the caller), each
    * later `forward` on `state` runs as plain launches (no CUDA graph) with a cudaEvent
    * recorded on the session's stream before and after every op, and adds each op's GPU
-   * time in seconds to op_seconds[i] once the pass has finished.  NULL stops.  Fails
+   * time in seconds to op_seconds[i] once the pass has finished.  The pass is enqueued
+   * behind a kernel that holds the stream for 2 ms + 50 us per op, so the ops run back to
+   * back and the host's launch gaps are not counted.  NULL stops.  Fails
    * only when the events cannot be created. */
   gpunet_status (*profile) (void *state, double *op_seconds, char **error_text);
   /* Bytes per stored activation and weight element of the planned state: 4 (fp32) or
    * 2 (fp16), the precision `auto` resolved to. */
   int (*storage_bytes) (const void *state);
+  /* When gpu_seconds is non-NULL, each later `forward` on `state` adds to *gpu_seconds the
+   * GPU time between cudaEvents recorded on the session's stream before its work (the
+   * input upload) and after it (the logits copied to pinned memory), whether the work
+   * ran as a CUDA graph or as plain launches.  NULL stops.  Fails only when the events
+   * cannot be created. */
+  gpunet_status (*forward_time) (void *state, double *gpu_seconds, char **error_text);
 } gpunet_cuda_bench_api;
 
 #define GPUNET_CUDA_BENCH_API_SYMBOL "gpunet_cuda_bench_api_entry"
