@@ -2,8 +2,9 @@
 # cuda-decode.sh FILE.mp4: NVDEC decodes H.264 into GPU memory and gpunetclassify
 # classifies the frames there (video/x-raw(memory:CUDAMemory): preprocess, network and
 # top-k on the GPU; only the k results come back). Needs a GPU, the nvcodec plugin and
-# a build with the CUDA backend and GStreamer's CUDA library. Never run on a GPU by the
-# authors yet: see docs/cuda.md. See env.sh for MODEL/CHECKPOINT/EXTRA.
+# a build with the CUDA backend and GStreamer's CUDA library. The nvh264dec !
+# gpunetclassify part ran on an H100 (after qtdemux or an H.264 byte-stream, not
+# parsebin): see docs/cuda.md. See env.sh for MODEL/CHECKPOINT/EXTRA.
 set -eu
 . "$(dirname "$0")/env.sh"
 if [ $# -lt 1 ]; then
