@@ -49,35 +49,21 @@ step selftest-fp32-plain 150 'GPUNET_CUDA_GRAPHS=0 "$TOOLS/gpunet-selftest" --pr
 step selftest-fp32 100 '"$TOOLS/gpunet-selftest" --precision fp32'
 step selftest-fp16 100 '"$TOOLS/gpunet-selftest" --precision fp16'
 step selftest-batch4 150 '"$TOOLS/gpunet-selftest" --precision all --batch 4'
-bench_all () {
-  for m in $MODELS; do
+# gpunet-bench on CUDA for MODELS (or gpunet-0) in fp16 then fp32, with the extra flags
+bench_each () {  # bench_each MODELS FLAGS...
+  local models=$1 rc=0; shift
+  for m in $models; do
     for p in fp16 fp32; do
-      "$TOOLS/gpunet-bench" --model "$m" --backend cuda --precision $p --runs 200 \
-        --warmup 20 --preprocess-runs 0 || { echo "gpunet-bench $m $p: exit $?"; rc=1; }
+      "$TOOLS/gpunet-bench" --model "$m" --backend cuda --precision $p --preprocess-runs 0 "$@" \
+        || { echo "gpunet-bench $m $p $*: exit $?"; rc=1; }
     done
   done
-  return ${rc:-0}
+  return $rc
 }
-export -f bench_all
-step bench 90 bench_all
-per_layer () {
-  for p in fp16 fp32; do
-    "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --per-layer \
-      --runs 100 --warmup 10 --preprocess-runs 0 || { echo "per-layer $p: exit $?"; rc=1; }
-  done
-  return ${rc:-0}
-}
-export -f per_layer
-step bench-per-layer 50 per_layer
-sweep () {
-  for p in fp16 fp32; do
-    "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --batch-sweep \
-      --runs 50 --warmup 5 --preprocess-runs 0 || { echo "sweep $p: exit $?"; rc=1; }
-  done
-  return ${rc:-0}
-}
-export -f sweep
-step bench-sweep 70 sweep
+export -f bench_each
+step bench 90 'bench_each "$MODELS" --runs 200 --warmup 20'
+step bench-per-layer 50 'bench_each gpunet-0 --per-layer --runs 100 --warmup 10'
+step bench-sweep 70 'bench_each gpunet-0 --batch-sweep --runs 50 --warmup 5'
 
 # nvh264dec alone, then with gpunetclassify on its CUDA frames (fp16 and fp32, with and
 # without a queue between them), against the CPU backend on the same frames; then system
