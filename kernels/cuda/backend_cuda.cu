@@ -321,7 +321,7 @@ set_batch (cuda_state *s, int n, char **error_text)
 /* Keeps the stream busy for `ns` nanoseconds of GPU time.  A profiled pass is enqueued
  * behind it, so the host has queued every op and event before the first op starts and
  * the events time the ops back to back, not the host's launch gaps between them. */
-__global__ void
+static __global__ void
 hold_kernel (unsigned long long ns)
 {
   unsigned long long t0, t;
