@@ -919,6 +919,78 @@ test_dnn_status_class (void)
   CHECK (strcmp (gpunet_cuda_dnn_status_hint (3000), "") == 0);
 }
 
+/* The tiled depthwise kernel (GPUNET_CUDA_DWCONV=tiled) run block by block and thread by
+ * thread as the GPU would, with the same cuda_math.h functions: every output written
+ * exactly once, and bit for bit the untiled kernel's value (float and fp16 storage). */
+static void
+test_dwconv_tiled (void)
+{
+  static const struct { int n, c, ih, iw, k, stride; } shapes[] = {
+    { 1, 3, 10, 10, 3, 1 }, { 2, 2, 12, 12, 5, 1 }, { 1, 2, 20, 20, 3, 2 },
+    { 1, 2, 33, 33, 5, 1 }, { 1, 2, 46, 46, 7, 2 }, { 1, 1, 132, 132, 5, 1 },
+    { 1, 2, 37, 71, 3, 2 }, { 1, 2, 1, 1, 3, 1 }, { 1, 1, 5, 200, 5, 2 }, { 3, 1, 9, 17, 7, 1 },
+  };
+  const int threads = 256;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    const int n = shapes[si].n, c = shapes[si].c, ih = shapes[si].ih, iw = shapes[si].iw;
+    const int k = shapes[si].k, stride = shapes[si].stride, pad = k / 2;
+    const int oh = gpunet_conv_out_dim (ih, k, stride, pad), ow = gpunet_conv_out_dim (iw, k, stride, pad);
+    const int act = si % 2 ? GPUNET_EPI_SWISH : GPUNET_EPI_RELU;
+    const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * oh * ow;
+    float *rx = frand_array (in_n), *rw = frand_array ((size_t) c * k * k), *bias = frand_array ((size_t) c);
+    gpunet_half *hx = half_array (rx, in_n), *hw = half_array (rw, (size_t) c * k * k);
+    const gpunet_dw_tiling t = gpunet_dw_tiling_for (oh, ow, k, stride, threads);
+    CHECK_MSG (t.tw * t.th == threads && t.tw >= 8, "tiling %zu: %d x %d", si, t.tw, t.th);
+    float *tile = malloc (sizeof (float) * (size_t) t.in_rows * t.in_cols), *wk = malloc (sizeof (float) * k * k);
+    float *got = malloc (sizeof (float) * out_n);
+    int *count = calloc (out_n, sizeof (int));
+    for (int half = 0; half <= 1; half++) {
+      memset (count, 0, sizeof (int) * out_n);
+      for (long long plane = 0; plane < (long long) n * c; plane++) {
+        const int ch = (int) (plane % c);
+        for (int tile_i = 0; tile_i < t.tiles_x * t.tiles_y; tile_i++) {
+          const int ty = tile_i / t.tiles_x, tx = tile_i % t.tiles_x;
+          for (int i = 0; i < k * k; i++)
+            wk[i] = half ? gpunet_half_to_float (hw[(long long) ch * k * k + i]) : rw[ch * k * k + i];
+          for (int i = 0; i < t.in_rows * t.in_cols; i++) {
+            long long off = 0;
+            const int inside = gpunet_dw_tile_src (&t, ty, tx, stride, pad, ih, iw, i, &off);
+            tile[i] = !inside ? 0.0f : half ? gpunet_half_to_float (hx[plane * ih * iw + off])
+                : rx[plane * ih * iw + off];
+          }
+          for (int th = 0; th < threads; th++) {
+            int oy, ox;
+            if (!gpunet_dw_tile_out (&t, ty, tx, th, oh, ow, &oy, &ox))
+              continue;
+            const long long idx = plane * oh * ow + (long long) oy * ow + ox;
+            got[idx] = gpunet_epilogue (gpunet_dwconv_tile_at (tile, &t, wk, k, stride, th),
+                bias[ch], act, 0.0f);
+            count[idx]++;
+          }
+        }
+      }
+      int bad = 0, unwritten = 0;
+      for (long long i = 0; i < (long long) out_n; i++) {
+        const float want = half ? gpunet_dwconv_out_at_h (hx, hw, bias, i, c, ih, iw, oh, ow, k, stride, pad, act)
+            : gpunet_dwconv_out_at (rx, rw, bias, i, c, ih, iw, oh, ow, k, stride, pad, act);
+        unwritten += count[i] != 1;
+        bad += count[i] == 1 && memcmp (&got[i], &want, sizeof want) != 0;
+      }
+      CHECK_MSG (unwritten == 0 && bad == 0, "tiled dwconv shape %zu (%s): %d outputs not written "
+          "once, %d differ from the untiled kernel", si, half ? "fp16" : "fp32", unwritten, bad);
+    }
+    free (rx);
+    free (rw);
+    free (bias);
+    free (hx);
+    free (hw);
+    free (tile);
+    free (wk);
+    free (got);
+    free (count);
+  }
+}
+
 int
 main (void)
 {
@@ -926,6 +998,7 @@ main (void)
   test_index_maps ();
   test_epilogue ();
   test_dwconv ();
+  test_dwconv_tiled ();
   test_linear ();
   test_se ();
   test_half_all_values ();

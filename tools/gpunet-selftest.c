@@ -766,6 +766,11 @@ main (int argc, char **argv)
   api->describe_device (device, dev, sizeof dev);
   printf ("gpunet-selftest: CUDA device %d: %s; %s, batch %d, seed %llu\n", device, dev,
       n_tols == 2 ? "fp32 and fp16" : tols[0]->name, batch, seed);
+  /* the switches that change which kernels run */
+  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV" };
+  for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
+    if (getenv (switches[i]))
+      printf ("gpunet-selftest: %s=%s\n", switches[i], getenv (switches[i]));
 
   int failures = 0, models = 0;
   const char *const *names = gpunet_arch_builtin_names ();

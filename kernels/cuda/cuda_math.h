@@ -65,6 +65,75 @@ gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int str
   return acc;
 }
 
+/* ---- the tiled depthwise kernel (GPUNET_CUDA_DWCONV=tiled, dwconv2d.cu) ----------------
+ * A block computes a tile of th x tw outputs of one (image, channel) plane.  Its threads
+ * first copy the input window of the tile, in_rows x in_cols values with zeros outside
+ * the plane, and the channel's k x k filter into shared memory as float; then each thread
+ * sums its output's taps from there in the order of gpunet_dwconv_at.  A tap outside the
+ * plane adds w * 0 where gpunet_dwconv_at skips it: acc + (+-0) is acc for any acc the sum
+ * can hold (it starts at +0, and a sum rounds to -0 only when both terms are -0), so the
+ * outputs are the untiled kernel's bit for bit.  The functions below are all the indexing
+ * and arithmetic the kernel does; tests/test_cuda_math.c runs them as the blocks would. */
+typedef struct {
+  int tw, th;              /* outputs per tile: tw columns by th rows, tw * th = threads */
+  int tiles_x, tiles_y;    /* tiles per output plane */
+  int in_cols, in_rows;    /* the input window one tile reads */
+} gpunet_dw_tiling;
+
+/* Tiles of 32 columns (16 or 8 for planes that narrow) by threads / tw rows. */
+GPUNET_HD gpunet_dw_tiling
+gpunet_dw_tiling_for (int oh, int ow, int k, int stride, int threads)
+{
+  gpunet_dw_tiling t;
+  t.tw = 32;
+  while (t.tw > 8 && t.tw / 2 >= ow)
+    t.tw /= 2;
+  t.th = threads / t.tw;
+  t.tiles_x = (ow + t.tw - 1) / t.tw;
+  t.tiles_y = (oh + t.th - 1) / t.th;
+  t.in_cols = (t.tw - 1) * stride + k;
+  t.in_rows = (t.th - 1) * stride + k;
+  return t;
+}
+
+/* Element i (row-major) of tile (ty, tx)'s input window: 1 and its offset in the ih x iw
+ * plane when inside the plane, else 0 (the tile holds zero there). */
+GPUNET_HD int
+gpunet_dw_tile_src (const gpunet_dw_tiling *t, int ty, int tx, int stride, int pad, int ih,
+    int iw, int i, long long *offset)
+{
+  const int iy = ty * t->th * stride - pad + i / t->in_cols;
+  const int ix = tx * t->tw * stride - pad + i % t->in_cols;
+  if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
+    return 0;
+  *offset = (long long) iy * iw + ix;
+  return 1;
+}
+
+/* The output of thread `thread` in tile (ty, tx): 1 and (oy, ox) when inside the plane. */
+GPUNET_HD int
+gpunet_dw_tile_out (const gpunet_dw_tiling *t, int ty, int tx, int thread, int oh, int ow,
+    int *oy, int *ox)
+{
+  *oy = ty * t->th + thread / t->tw;
+  *ox = tx * t->tw + thread % t->tw;
+  return *oy < oh && *ox < ow;
+}
+
+/* The window sum of thread `thread`'s output from the tile (in_cols wide) and the float
+ * filter w, in gpunet_dwconv_at's tap order. */
+GPUNET_HD float
+gpunet_dwconv_tile_at (const float *tile, const gpunet_dw_tiling *t, const float *w, int k,
+    int stride, int thread)
+{
+  const float *x = tile + (thread / t->tw) * stride * t->in_cols + (thread % t->tw) * stride;
+  float acc = 0.0f;
+  for (int ky = 0; ky < k; ky++)
+    for (int kx = 0; kx < k; kx++)
+      acc += w[ky * k + kx] * x[ky * t->in_cols + kx];
+  return acc;
+}
+
 /* Output element `idx` (flat NCHW over n x c x oh x ow) of a depthwise convolution with
  * the epilogue act(acc + bias); bias may be NULL.  One GPU thread computes one of these. */
 GPUNET_HD float
