@@ -516,6 +516,8 @@ main (int argc, char **argv)
       mn = 1e3 * times[i];
   const double med_ms = 1e3 * median (times, runs);
   const double achieved = flops * batch / (med_ms * 1e-3) / 1e9;
+  /* before the sweep, which reuses times and gpu_times */
+  const double gpu_med_ms = gpu_times ? 1e3 * median (gpu_times, runs) : 0.0;
   if (sweep)
     batch_sweep (be, g, &params, flops, input, logits, warmup, runs, times, gpu_times);
   const double peak = is_cuda ? 0.0 : sgemm_peak (threads > 0 ? threads : 1);
@@ -523,7 +525,7 @@ main (int argc, char **argv)
     printf ("plan_ms=%.1f (descriptors, algorithms, weights upload)\n", plan_ms_session);
   if (is_cuda)
     printf ("gpu_median_ms=%.3f (cudaEvents around the input upload, the network and the logits "
-        "copy)\n", 1e3 * median (gpu_times, runs));
+        "copy)\n", gpu_med_ms);
   else if (peak > 0)
     printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
         achieved / peak);
