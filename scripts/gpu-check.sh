@@ -83,7 +83,8 @@ pipeline () {
   gst-inspect-1.0 nvh264dec > /dev/null 2>&1 || { echo "no nvh264dec (GStreamer's nvcodec plugin): skipped"; return 77; }
   gst-inspect-1.0 gpunetclassify > /dev/null 2>&1 || { echo "gpunetclassify not found: set GST_PLUGIN_PATH_1_0 to the build's gst directory"; return 1; }
   gst-inspect-1.0 gpunetclassify | sed -n '/Pad Templates/,/SRC template/p' | head -20
-  local w=/tmp/gpunet-pipeline clip=$CLIP demux=qtdemux pfail=0; mkdir -p $w
+  local w clip=$CLIP demux=qtdemux pfail=0
+  w=$(mktemp -d -t gpunet-pipeline.XXXXXX) || return 1
   "$TOOLS/gpunet-convert" --random gpunet-0 --seed 7 --output $w/g0.safetensors
   case "$CLIP" in
     *.h264) demux=identity; clip=$w/clip.h264; : > $clip
