@@ -85,6 +85,7 @@ pipeline () {
   gst-inspect-1.0 gpunetclassify | sed -n '/Pad Templates/,/SRC template/p' | head -20
   local w clip=$CLIP demux=qtdemux pfail=0
   w=$(mktemp -d -t gpunet-pipeline.XXXXXX) || return 1
+  echo "scratch directory (weights, JSON lines of each run): $w"
   "$TOOLS/gpunet-convert" --random gpunet-0 --seed 7 --output $w/g0.safetensors
   case "$CLIP" in
     *.h264) demux=identity; clip=$w/clip.h264; : > $clip
