@@ -53,12 +53,20 @@ dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
 }
 
 /* GPUNET_CUDA_DWCONV=tiled: the tiled kernel where its shared memory and grid fit; else
- * (the default, the kernel measured on the H100) one thread per output. */
+ * (the default, the kernel measured on the H100) one thread per output.  Read once per
+ * process (a C++ function-local static: initialised once, thread-safe), not per launch. */
 static int
-use_tiled (void)
+read_tiled_env (void)
 {
   const char *v = getenv ("GPUNET_CUDA_DWCONV");
   return v && !strcmp (v, "tiled");
+}
+
+static int
+use_tiled (void)
+{
+  static const int tiled = read_tiled_env ();
+  return tiled;
 }
 
 template <typename T>
