@@ -30,12 +30,18 @@ usage (FILE *f)
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
+      "                    [--stdin-runs]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
       "  --batch       images per forward pass (default 1)\n"
       "  --threads     CPU threads (default 2; 0 = all cores)\n"
       "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
+      "  --stdin-runs  instead of --runs: after the warm-up, prints 'ready', then reads whole\n"
+      "                numbers from standard input, one per line; for each N > 0 times N forward\n"
+      "                passes and prints 'times_ms=T1,...,TN'; at 0 or end of input the summary\n"
+      "                covers every pass timed (for a driver that interleaves another program's\n"
+      "                passes with ours: tools/compare_pytorch.py)\n"
       "  --preprocess-runs  timed runs of the 1080p NV12 preprocess, its plan built once as a\n"
       "                session keeps it (default 20; 0: not timed)\n"
       "  --per-layer   also prints the time of every op (fast: host clock around each op,\n"
@@ -163,6 +169,67 @@ run_forward (const gpunet_backend *be, void *state, const float *input, int n, f
   if (gpu_times)
     cuda_bench->forward_time (state, NULL, NULL);
   return st;
+}
+
+/* --stdin-runs: warmup untimed passes, 'ready', then per line N of standard input N timed
+ * passes, their times printed on one line, until 0 or the end of input.  *times and
+ * *gpu_times (CUDA only, else left NULL) are grown to hold them all; *runs gets the count.
+ * Returns 0, 1 when a pass failed (*st, *err say why) or 2 on bad input or no memory. */
+static int
+run_stdin (const gpunet_backend *be, void *state, const float *input, int n, float *logits,
+    int warmup, double **times, double **gpu_times, int *runs, gpunet_status *st, char **err)
+{
+  *runs = 0;
+  *st = run_forward (be, state, input, n, logits, warmup, 0, NULL, NULL, err);
+  if (*st != GPUNET_OK)
+    return 1;
+  printf ("ready\n");
+  fflush (stdout);
+  char line[64];
+  int cap = 0;
+  while (fgets (line, sizeof line, stdin)) {
+    char *end;
+    errno = 0;
+    const long k = strtol (line, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+      end++;
+    if (end == line || *end || errno || k < 0 || k > 1000000 || *runs + k > 100000000) {
+      line[strcspn (line, "\r\n")] = '\0';
+      fprintf (stderr, "gpunet-bench: --stdin-runs reads one whole number of passes (0 to "
+          "1000000, 0 to finish) per line, not '%s'\n", line);
+      return 2;
+    }
+    if (k == 0)
+      break;
+    if (*runs + k > cap) {
+      cap = (int) (*runs + k) * 2;
+      double *t = realloc (*times, sizeof (double) * (size_t) cap);
+      if (t)
+        *times = t;
+      double *g = gpu_times && t ? realloc (*gpu_times, sizeof (double) * (size_t) cap) : NULL;
+      if (g)
+        *gpu_times = g;
+      if (!t || (gpu_times && !g)) {
+        fprintf (stderr, "gpunet-bench: out of memory\n");
+        return 2;
+      }
+    }
+    *st = run_forward (be, state, input, n, logits, 0, (int) k, *times + *runs,
+        gpu_times ? *gpu_times + *runs : NULL, err);
+    if (*st != GPUNET_OK)
+      return 1;
+    printf ("times_ms=");
+    for (long i = 0; i < k; i++)
+      printf ("%s%.3f", i ? "," : "", 1e3 * (*times)[*runs + i]);
+    printf ("\n");
+    fflush (stdout);
+    *runs += (int) k;
+  }
+  if (*runs == 0) {
+    fprintf (stderr, "gpunet-bench: --stdin-runs: standard input asked for no timed passes\n");
+    return 2;
+  }
+  return 0;
 }
 
 /* Per-op medians (ms) over `runs` forward passes with a per-op profile hook on: `hook`
@@ -343,6 +410,7 @@ main (int argc, char **argv)
 {
   const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
   int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0, pre_runs = 20;
+  int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -367,6 +435,8 @@ main (int argc, char **argv)
       per_layer = 1;
     else if (!strcmp (a, "--batch-sweep"))
       sweep = 1;
+    else if (!strcmp (a, "--stdin-runs"))
+      stdin_runs = 1;
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -394,6 +464,11 @@ main (int argc, char **argv)
   }
   if (!model_name) {
     usage (stderr);
+    return 2;
+  }
+  if (stdin_runs && (per_layer || sweep)) {
+    fprintf (stderr, "gpunet-bench: --stdin-runs times whole passes only; leave out --per-layer "
+        "and --batch-sweep\n");
     return 2;
   }
 
@@ -467,7 +542,15 @@ main (int argc, char **argv)
     return 1;
   }
   const double plan_ms_session = 1e3 * (now_s () - plan_t0);
-  st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
+  if (stdin_runs) {
+    const int rc = run_stdin (be, state, input, batch, logits, warmup, &times,
+        is_cuda ? &gpu_times : NULL, &runs, &st, &err);
+    if (rc == 2) {
+      be->destroy (state);
+      return 2;
+    }
+  } else
+    st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
   /* bytes per stored value: the CPU backends are fp32, CUDA as `auto` resolved */
   const int storage = is_cuda ? cuda_bench->storage_bytes (state) : 4;
   if (st == GPUNET_OK && per_layer) {
