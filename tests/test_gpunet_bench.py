@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""gpunet-bench's command line: the final machine-readable line, --per-layer's table, the
+--stdin-runs protocol that tools/compare_pytorch.py drives (ready, one times_ms= line per
+request, a summary over every timed pass), and bad invocations failing with a sentence."""
+import os, re, subprocess, sys
+
+bench, data = sys.argv[1], sys.argv[2]
+model = os.path.join(data, "fixtures", "tiny-a.json")
+passed = failed = 0
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAILED:", what, file=sys.stderr)
+
+FINAL = re.compile(r"^model=(\S+) batch=(\d+) threads=(\d+) median_ms=([\d.]+) min_ms=([\d.]+) "
+                   r"gflops=([\d.]+) achieved_gflops_s=([\d.]+)$")
+
+def run(args, stdin=None):
+    return subprocess.run([bench, "--model", model, "--preprocess-runs", "0"] + args,
+                          input=stdin, capture_output=True, text=True, timeout=300)
+
+# plain: the last line in the issue's format, min <= median
+p = run(["--batch", "2", "--threads", "1", "--runs", "5", "--warmup", "1"])
+check(p.returncode == 0, f"plain run: exit {p.returncode}: {p.stderr}")
+m = FINAL.match(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else None
+check(m is not None, f"plain run: last line {p.stdout.strip().splitlines()[-1:]}")
+if m:
+    check(m.group(2) == "2" and m.group(3) == "1", f"batch/threads echoed: {m.group(0)}")
+    check(0 < float(m.group(5)) <= float(m.group(4)), f"0 < min <= median: {m.group(0)}")
+
+# --per-layer: a row per op and the sum line
+p = run(["--runs", "3", "--warmup", "1", "--per-layer"])
+check(p.returncode == 0, f"--per-layer: exit {p.returncode}: {p.stderr}")
+rows = [l for l in p.stdout.splitlines() if re.match(r"^\d+\s+\d+\s+\w+\s+\d+x\d+x\d+ -> ", l)]
+check(len(rows) >= 3, f"--per-layer: {len(rows)} op rows")
+check("sum of per-op medians:" in p.stdout, "--per-layer: sum line")
+
+# --stdin-runs: 3 then 2 passes, then 0; the summary covers all 5
+p = run(["--stdin-runs", "--warmup", "1"], "3\n2\n0\n")
+check(p.returncode == 0, f"--stdin-runs: exit {p.returncode}: {p.stderr}")
+lines = p.stdout.splitlines()
+check(lines[:1] == ["ready"], f"--stdin-runs: first line {lines[:1]}")
+tl = [l for l in lines if l.startswith("times_ms=")]
+check([len(l.split("=", 1)[1].split(",")) for l in tl] == [3, 2], f"--stdin-runs: {tl}")
+m = FINAL.match(lines[-1]) if lines else None
+check(m is not None, f"--stdin-runs: last line {lines[-1:]}")
+if m and len(tl) == 2:
+    ts = sorted(float(t) for l in tl for t in l.split("=", 1)[1].split(","))
+    check(abs(float(m.group(5)) - ts[0]) < 0.0015, f"--stdin-runs: min {m.group(5)} of {ts}")
+    check(abs(float(m.group(4)) - ts[2]) < 0.0015, f"--stdin-runs: median {m.group(4)} of {ts}")
+# end of input finishes like 0
+p = run(["--stdin-runs", "--warmup", "0"], "2\n")
+check(p.returncode == 0 and FINAL.match(p.stdout.strip().splitlines()[-1]),
+      f"--stdin-runs to end of input: exit {p.returncode}: {p.stderr}")
+
+# bad invocations: exit 2 with a sentence naming the problem
+for args, stdin, word in (
+        (["--stdin-runs"], "3\nabc\n", "abc"),
+        (["--stdin-runs"], "-4\n", "-4"),
+        (["--stdin-runs"], "", "no timed passes"),
+        (["--stdin-runs", "--per-layer"], "1\n", "--per-layer"),
+        (["--runs", "0"], None, "--runs"),
+        (["--threads", "x"], None, "--threads")):
+    p = run(args, stdin)
+    check(p.returncode == 2 and word in p.stderr,
+          f"{args} {stdin!r}: exit {p.returncode}, stderr {p.stderr[:200]!r}")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
