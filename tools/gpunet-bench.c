@@ -547,6 +547,12 @@ main (int argc, char **argv)
         is_cuda ? &gpu_times : NULL, &runs, &st, &err);
     if (rc == 2) {
       be->destroy (state);
+      free (input);
+      free (logits);
+      free (times);
+      free (gpu_times);
+      free (op_s);
+      gpunet_model_unref (m);
       return 2;
     }
   } else
