@@ -14,6 +14,7 @@
 #include "activation.h"
 #include "backend.h"
 #include "onednn/blocked_ops.h"
+#include "onednn/dwconv.h"
 #include "onednn/pwconv.h"
 #include "onednn/se.h"
 #include "onednn/winograd.h"
@@ -562,6 +563,21 @@ test_dwconv2d (void)
         big[i].k, big[i].stride);
     compare (what, &tg.g, 1, 1, 1);
   }
+  /* Between two 1x1 convolutions in the pixel-major order (small weights, more than 64
+   * input channels) the depthwise op splits by rows (backend_onednn.c, plan_dw_split):
+   * with and without a squeeze-excite and a residual, 2 threads (compare_batches) */
+  for (int se = 0; se <= 1; se++) {
+    test_graph tg;
+    tg_init (&tg, 80, 15, 13);
+    int x = tg_conv (&tg, 0, 80, 1, 1, 1, GPUNET_EPI_NONE, -1);
+    int e = tg_conv (&tg, x, 240, 1, 1, 1, GPUNET_EPI_SWISH, -1);
+    int d = tg_conv (&tg, e, 240, 3, 1, 240, GPUNET_EPI_SWISH, -1);
+    if (se)
+      tg_se (&tg, d, 20, GPUNET_EPI_RELU);
+    tg_conv (&tg, d, 80, 1, 1, 1, GPUNET_EPI_NONE, x);
+    compare_batches (se ? "pixel-major 1x1, dwconv2d by rows, se, 1x1 + residual"
+        : "pixel-major 1x1, dwconv2d by rows, 1x1 + residual", &tg.g);
+  }
   /* An inverted residual block's expansion: its output is read by the depthwise op only
    * and not traced (not a block's output), so its activation moves into the depthwise
    * op's input pass (kernels/onednn/backend_onednn.c, plan_own_dw); then the same with the
@@ -683,6 +699,73 @@ test_se_direct (int blk)
           CHECK_MSG (pad_ok, "se direct c%d rd%d: a padding lane is not zero", c, rd);
           gpunet_se_free (q);
         }
+}
+
+/* gpunet_dw_split_rows: the same depthwise convolution split by bands of rows gives
+ * exactly the outputs of the split by channel blocks (padding lanes included), for odd
+ * sizes, both strides, planes past the strip buffer, fewer rows than threads, batches of 1
+ * to 3 and 1 to 3 threads. */
+static void
+test_dw_row_split (int blk)
+{
+  static const struct { int c, h, w, k, s; } cases[] = {
+    { 40, 17, 19, 3, 1 }, { 48, 23, 23, 5, 2 }, { 160, 12, 12, 3, 1 }, { 24, 100, 90, 5, 1 },
+    { 16, 131, 127, 3, 2 }, { 19, 2, 5, 3, 1 }, { 8, 1, 9, 5, 2 },
+  };
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    const int c = cases[ci].c, h = cases[ci].h, w = cases[ci].w, k = cases[ci].k, st = cases[ci].s;
+    const int pad = k / 2, oh = (h + 2 * pad - k) / st + 1, ow = (w + 2 * pad - k) / st + 1;
+    const int cp = (c + blk - 1) / blk * blk;
+    float *wt = malloc (sizeof (float) * (size_t) c * k * k), *bias = malloc (sizeof (float) * c);
+    for (int i = 0; i < c * k * k; i++)
+      wt[i] = frand () * 0.5f;
+    for (int i = 0; i < c; i++)
+      bias[i] = frand () * 0.2f;
+    gpunet_dwconv2d_params p = { c, k, st, pad, h, w, oh, ow, GPUNET_EPI_SWISH, wt, bias };
+    for (int n = 1; n <= 3; n++)
+      for (int nt = 1; nt <= 3; nt++) {
+        gpunet_dw *a = gpunet_dw_new (&p, GPUNET_EPI_RELU, cp, blk);
+        gpunet_dw *b = gpunet_dw_new (&p, GPUNET_EPI_RELU, cp, blk);
+        CHECK_MSG (a && b, "dw row split c%d %dx%d: plan failed", c, h, w);
+        if (!a || !b) {
+          gpunet_dw_free (a);
+          gpunet_dw_free (b);
+          continue;
+        }
+        const size_t before = gpunet_dw_scratch_floats (b, nt);
+        gpunet_dw_split_rows (b, nt);
+        CHECK (gpunet_dw_splits_rows (b) && !gpunet_dw_splits_rows (a));
+        CHECK_MSG (gpunet_dw_scratch_floats (b, nt) <= before,
+            "dw row split c%d %dx%d: scratch grew", c, h, w);
+        const size_t in_len = (size_t) n * cp * h * w, out_len = (size_t) n * cp * oh * ow;
+        float *x = gpunet_blk_alloc (in_len), *ya = gpunet_blk_alloc (out_len);
+        float *yb = gpunet_blk_alloc (out_len);
+        float *sa = gpunet_blk_alloc (gpunet_dw_scratch_floats (a, nt));
+        float *sb = gpunet_blk_alloc (gpunet_dw_scratch_floats (b, nt));
+        if (x && ya && yb && sa && sb) {
+          for (size_t i = 0; i < in_len; i++)
+            x[i] = (i / ((size_t) h * w * blk) * blk + i % blk) % cp >= (size_t) c ? 0.0f
+                : frand () * 2.0f;
+          memset (ya, 0x7f, sizeof (float) * out_len);   /* every output must be written */
+          memset (yb, 0x7f, sizeof (float) * out_len);
+          gpunet_dw_run (a, x, ya, n, sa, nt);
+          gpunet_dw_run (b, x, yb, n, sb, nt);
+          CHECK_MSG (!memcmp (ya, yb, sizeof (float) * out_len),
+              "dw row split c%d %dx%d k%d s%d batch %d threads %d: outputs differ from the "
+              "channel split", c, h, w, k, st, n, nt);
+        } else
+          CHECK_MSG (0, "dw row split: out of memory");
+        free (x);
+        free (ya);
+        free (yb);
+        free (sa);
+        free (sb);
+        gpunet_dw_free (a);
+        gpunet_dw_free (b);
+      }
+    free (wt);
+    free (bias);
+  }
 }
 
 /* gpunet_pw_run (our 1x1 convolution, AVX-512 on nChw16c) against a plain double-precision
@@ -952,6 +1035,7 @@ main (void)
       test_wino_chain_direct (atoi (blocks[i]));
       test_wino_chain_graphs ();
       test_se_direct (atoi (blocks[i]));
+      test_dw_row_split (atoi (blocks[i]));
     }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",

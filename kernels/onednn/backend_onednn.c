@@ -716,6 +716,43 @@ plan_own_pw (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* After plan_own_pw: a depthwise layer whose producer and readers are all our 1x1
+ * convolutions in the pixel-major order (each thread a contiguous range of pixels) splits
+ * its work by bands of rows too, so that it reads the rows its producer wrote on the same
+ * core and writes those its readers read there; otherwise by channel blocks, as the
+ * chunk-major 1x1 expansions before most of them split their output channels.  Where the
+ * VM runs the two cores far apart (core-to-core round trip 330-400 ns instead of 55-90),
+ * every line that changes cores is expensive (docs/performance.md).  An in-place
+ * squeeze-excite on the output is looked through to the op after it.
+ * GPUNET_CPU_DW_SPLIT=channels: never by rows. */
+static void
+plan_dw_split (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_DW_SPLIT");
+  if (e && !strcmp (e, "channels"))
+    return;
+  for (int i = 0; i < g->n_ops; i++) {
+    if (!s->dw[i])
+      continue;
+    const gpunet_op *op = &g->ops[i];
+    int producer = -1, readers = 0, ok = 1;
+    for (int j = 0; j < g->n_ops; j++)
+      if (g->ops[j].out == op->in)
+        producer = j;
+    for (int j = 0; j < g->n_ops; j++) {
+      const gpunet_op *o = &g->ops[j];
+      if (o->residual == op->out || (o->in == op->out && o->out != op->out)) {
+        readers++;
+        ok = ok && s->pw[j] && gpunet_pw_splits_pixels (s->pw[j]);
+      }
+    }
+    if (ok && readers > 0 && producer >= 0 && s->pw[producer]
+        && gpunet_pw_splits_pixels (s->pw[producer]))
+      gpunet_dw_split_rows (s->dw[i], s->nt);
+  }
+}
+
 /* After plan_winograd: the dense convolutions left to oneDNN with a swish and no residual
  * (a residual post-op would be added before our swish) run without the swish post-op, and
  * gpunet_swish_inplace applies it over their blocked output after them.  oneDNN's
@@ -876,6 +913,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
     st = plan_own_pw (s, err);
+  if (st == GPUNET_OK)
+    plan_dw_split (s);
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
   if (st == GPUNET_OK)

@@ -26,6 +26,7 @@ struct gpunet_dw {
   int cw;              /* buffer row: padded input columns the outputs read, (ow - 1) s + k */
   int strip_rows;      /* output rows per task */
   int strips;          /* tasks per channel block: ceil(oh / strip_rows) */
+  int row_split;       /* tasks strip-major (gpunet_dw_split_rows), else channel-major */
   size_t buf_floats;   /* per thread */
   float *w;            /* [cp / vw][k * k][vw], zero in padded channels */
   float *bias;         /* [cp], zero padded */
@@ -39,6 +40,23 @@ gpunet_dw_free (gpunet_dw *d)
   free (d->w);
   free (d->bias);
   free (d);
+}
+
+void
+gpunet_dw_split_rows (gpunet_dw *d, int nt)
+{
+  const int band = (d->oh + (nt > 1 ? nt : 1) - 1) / (nt > 1 ? nt : 1);
+  if (d->strip_rows > band) {
+    d->strip_rows = band;
+    d->strips = (d->oh + band - 1) / band;
+  }
+  d->row_split = 1;
+}
+
+int
+gpunet_dw_splits_rows (const gpunet_dw *d)
+{
+  return d->row_split;
 }
 
 size_t

@@ -19,6 +19,16 @@ typedef struct gpunet_dw gpunet_dw;
  * or the arguments are invalid. */
 gpunet_dw *gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk);
 
+/* Splits the work by rows instead of channel blocks: with nt threads, thread t takes the
+ * t-th of nt bands of output rows of every channel block (at most ceil(oh / nt) rows per
+ * task), so that a depthwise layer between two ops that split by pixels (pwconv's
+ * pixel-major order) reads and writes the rows its own core holds.  Call before the first
+ * run; the scratch size does not grow. */
+void gpunet_dw_split_rows (gpunet_dw *d, int nt);
+
+/* 1 when gpunet_dw_split_rows was applied. */
+int gpunet_dw_splits_rows (const gpunet_dw *d);
+
 /* Floats of scratch gpunet_dw_run needs with nt threads. */
 size_t gpunet_dw_scratch_floats (const gpunet_dw *d, int nt);
 

@@ -131,8 +131,10 @@ FN (dw_run) (const gpunet_dw *d, const float *in, float *out, int n, float *scra
     float *buf = scratch + d->buf_floats * (size_t) omp_get_thread_num ();
 #pragma omp for schedule(static)
     for (long t = 0; t < tasks; t++) {
-      const int b = (int) (t / ((long) nblk * strips)), cb = (int) (t / strips % nblk);
-      const int oy0 = (int) (t % strips) * d->strip_rows;
+      /* channel-major: (image, block, strip); strip-major: (strip, image, block) */
+      const long u = d->row_split ? t % ((long) n * nblk) : t / strips;
+      const int b = (int) (u / nblk), cb = (int) (u % nblk);
+      const int oy0 = (int) (d->row_split ? t / ((long) n * nblk) : t % strips) * d->strip_rows;
       const int oy1 = oy0 + d->strip_rows < d->oh ? oy0 + d->strip_rows : d->oh;
       const int y0 = oy0 * s, rows = (oy1 - 1 - oy0) * s + k;
       const size_t plane_index = (size_t) b * nblk + (size_t) cb;

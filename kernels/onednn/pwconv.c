@@ -91,6 +91,12 @@ gpunet_pw_free (gpunet_pw *p)
 }
 
 int
+gpunet_pw_splits_pixels (const gpunet_pw *p)
+{
+  return !p->strassen && p->pixel_major;
+}
+
+int
 gpunet_pw_is_strassen (const gpunet_pw *p)
 {
   return p->strassen;

@@ -35,6 +35,10 @@ enum { GPUNET_PW_STRASSEN_OFF, GPUNET_PW_STRASSEN_AUTO, GPUNET_PW_STRASSEN_FORCE
 gpunet_pw *gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp,
     int ocp, long hw, int act, int residual, int strassen);
 
+/* 1 when each thread takes a contiguous range of pixels (all output channels of them):
+ * the pixel-major order, not Strassen. */
+int gpunet_pw_splits_pixels (const gpunet_pw *p);
+
 /* 1 when the plan runs one level of Strassen. */
 int gpunet_pw_is_strassen (const gpunet_pw *p);
 
