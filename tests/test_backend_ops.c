@@ -701,8 +701,10 @@ test_se_direct (int blk)
         }
 }
 
-/* gpunet_dw_split_rows: the same depthwise convolution split by bands of rows gives
- * exactly the outputs of the split by channel blocks (padding lanes included), for odd
+/* gpunet_dw_split_rows and gpunet_dw_split_halves: the same depthwise convolution split
+ * by bands of rows, or by channel blocks in the order a Strassen 1x1 convolution's threads
+ * own them, gives exactly the outputs of the split by channel blocks in order (padding
+ * lanes included), for odd
  * sizes, both strides, planes past the strip buffer, fewer rows than threads, batches of 1
  * to 3 and 1 to 3 threads. */
 static void
@@ -710,7 +712,7 @@ test_dw_row_split (int blk)
 {
   static const struct { int c, h, w, k, s; } cases[] = {
     { 40, 17, 19, 3, 1 }, { 48, 23, 23, 5, 2 }, { 160, 12, 12, 3, 1 }, { 24, 100, 90, 5, 1 },
-    { 16, 131, 127, 3, 2 }, { 19, 2, 5, 3, 1 }, { 8, 1, 9, 5, 2 },
+    { 16, 131, 127, 3, 2 }, { 19, 2, 5, 3, 1 }, { 8, 1, 9, 5, 2 }, { 416, 12, 12, 3, 1 },
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const int c = cases[ci].c, h = cases[ci].h, w = cases[ci].w, k = cases[ci].k, st = cases[ci].s;
@@ -726,12 +728,15 @@ test_dw_row_split (int blk)
       for (int nt = 1; nt <= 3; nt++) {
         gpunet_dw *a = gpunet_dw_new (&p, GPUNET_EPI_RELU, cp, blk);
         gpunet_dw *b = gpunet_dw_new (&p, GPUNET_EPI_RELU, cp, blk);
-        CHECK_MSG (a && b, "dw row split c%d %dx%d: plan failed", c, h, w);
-        if (!a || !b) {
+        gpunet_dw *hv = gpunet_dw_new (&p, GPUNET_EPI_RELU, cp, blk);
+        CHECK_MSG (a && b && hv, "dw row split c%d %dx%d: plan failed", c, h, w);
+        if (!a || !b || !hv) {
           gpunet_dw_free (a);
           gpunet_dw_free (b);
+          gpunet_dw_free (hv);
           continue;
         }
+        gpunet_dw_split_halves (hv, nt);
         const size_t before = gpunet_dw_scratch_floats (b, nt);
         gpunet_dw_split_rows (b, nt);
         CHECK (gpunet_dw_splits_rows (b) && !gpunet_dw_splits_rows (a));
@@ -742,14 +747,20 @@ test_dw_row_split (int blk)
         float *yb = gpunet_blk_alloc (out_len);
         float *sa = gpunet_blk_alloc (gpunet_dw_scratch_floats (a, nt));
         float *sb = gpunet_blk_alloc (gpunet_dw_scratch_floats (b, nt));
-        if (x && ya && yb && sa && sb) {
+        float *yh = gpunet_blk_alloc (out_len);
+        if (x && ya && yb && sa && sb && yh) {
           for (size_t i = 0; i < in_len; i++)
             x[i] = (i / ((size_t) h * w * blk) * blk + i % blk) % cp >= (size_t) c ? 0.0f
                 : frand () * 2.0f;
           memset (ya, 0x7f, sizeof (float) * out_len);   /* every output must be written */
           memset (yb, 0x7f, sizeof (float) * out_len);
+          memset (yh, 0x7f, sizeof (float) * out_len);
           gpunet_dw_run (a, x, ya, n, sa, nt);
           gpunet_dw_run (b, x, yb, n, sb, nt);
+          gpunet_dw_run (hv, x, yh, n, sa, nt);
+          CHECK_MSG (!memcmp (ya, yh, sizeof (float) * out_len),
+              "dw split by halves c%d %dx%d k%d s%d batch %d threads %d: outputs differ from "
+              "the channel split", c, h, w, k, st, n, nt);
           CHECK_MSG (!memcmp (ya, yb, sizeof (float) * out_len),
               "dw row split c%d %dx%d k%d s%d batch %d threads %d: outputs differ from the "
               "channel split", c, h, w, k, st, n, nt);
@@ -760,8 +771,10 @@ test_dw_row_split (int blk)
         free (yb);
         free (sa);
         free (sb);
+        free (yh);
         gpunet_dw_free (a);
         gpunet_dw_free (b);
+        gpunet_dw_free (hv);
       }
     free (wt);
     free (bias);

@@ -723,8 +723,10 @@ plan_own_pw (fast_state *s, char **err)
  * chunk-major 1x1 expansions before most of them split their output channels.  Where the
  * VM runs the two cores far apart (core-to-core round trip 330-400 ns instead of 55-90),
  * every line that changes cores is expensive (docs/performance.md).  An in-place
- * squeeze-excite on the output is looked through to the op after it.
- * GPUNET_CPU_DW_SPLIT=channels: never by rows. */
+ * squeeze-excite on the output is looked through to the op after it.  After a Strassen
+ * expansion, by channel blocks in the order that expansion's threads own them
+ * (gpunet_dw_split_halves), which a Strassen projection after it also sums by.
+ * GPUNET_CPU_DW_SPLIT=channels: neither, channel blocks in order. */
 static void
 plan_dw_split (fast_state *s)
 {
@@ -750,6 +752,8 @@ plan_dw_split (fast_state *s)
     if (ok && readers > 0 && producer >= 0 && s->pw[producer]
         && gpunet_pw_splits_pixels (s->pw[producer]))
       gpunet_dw_split_rows (s->dw[i], s->nt);
+    else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
+      gpunet_dw_split_halves (s->dw[i], s->nt);
   }
 }
 

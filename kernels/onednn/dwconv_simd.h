@@ -133,7 +133,8 @@ FN (dw_run) (const gpunet_dw *d, const float *in, float *out, int n, float *scra
     for (long t = 0; t < tasks; t++) {
       /* channel-major: (image, block, strip); strip-major: (strip, image, block) */
       const long u = d->row_split ? t % ((long) n * nblk) : t / strips;
-      const int b = (int) (u / nblk), cb = (int) (u % nblk);
+      const int b = (int) (u / nblk);
+      const int cb = d->cb_order ? d->cb_order[u % nblk] : (int) (u % nblk);
       const int oy0 = (int) (d->row_split ? t / ((long) n * nblk) : t % strips) * d->strip_rows;
       const int oy1 = oy0 + d->strip_rows < d->oh ? oy0 + d->strip_rows : d->oh;
       const int y0 = oy0 * s, rows = (oy1 - 1 - oy0) * s + k;
