@@ -31,13 +31,19 @@ check(m is not None, f"plain run: last line {p.stdout.strip().splitlines()[-1:]}
 if m:
     check(m.group(2) == "2" and m.group(3) == "1", f"batch/threads echoed: {m.group(0)}")
     check(0 < float(m.group(5)) <= float(m.group(4)), f"0 < min <= median: {m.group(0)}")
+check("cross_core_write_ns_per_line=" not in p.stdout, "one thread: no cross-core line")
 
 # --per-layer: a row per op and the sum line
-p = run(["--runs", "3", "--warmup", "1", "--per-layer"])
+p = run(["--runs", "3", "--warmup", "1", "--per-layer", "--threads", "2"])
 check(p.returncode == 0, f"--per-layer: exit {p.returncode}: {p.stderr}")
 rows = [l for l in p.stdout.splitlines() if re.match(r"^\d+\s+\d+\s+\w+\s+\d+x\d+x\d+ -> ", l)]
 check(len(rows) >= 3, f"--per-layer: {len(rows)} op rows")
 check("sum of per-op medians:" in p.stdout, "--per-layer: sum line")
+# two threads with oneDNN built: the cross-core write probe's line, two non-negative numbers
+if "sgemm_2048_gflops_s=n/a" not in p.stdout:
+    xc = re.search(r"^cross_core_write_ns_per_line=([\d.]+) own_write_ns_per_line=([\d.]+)$",
+                   p.stdout, re.M)
+    check(xc is not None, f"two threads: cross-core line in {p.stdout[-400:]!r}")
 
 # --stdin-runs: 3 then 2 passes, then 0; the summary covers all 5
 p = run(["--stdin-runs", "--warmup", "1"], "3\n2\n0\n")

@@ -164,6 +164,8 @@ class OursServer:
         out = self.p.stdout.read()
         if self.p.wait() != 0:
             sys.exit("gpunet-bench --stdin-runs failed at the end: %s\n%s" % (" ".join(self.cmd), out))
+        m = re.search(r"^cross_core_write_ns_per_line=([\d.]+)", out, re.M)
+        return float(m.group(1)) if m else None
 
 
 def torch_times(model, x, n):
@@ -179,11 +181,13 @@ def torch_times(model, x, n):
 def bench_interleaved(model, res, build, name, ckpt, threads, turns, chunk, warmup, seed):
     """turns x chunk timed passes per side, in turns of chunk passes that alternate between
     PyTorch and ours (PyTorch first in even turns, ours first in odd ones), so that a VM's
-    slow phase of a few seconds falls on both sides alike.  Returns both sides' times."""
+    slow phase of a few seconds falls on both sides alike.  Returns both sides' times and
+    gpunet-bench's cross-core write cost at the end (ns per line; None with one thread)."""
     x = torch.randn((1, 3, res, res), generator=torch.Generator().manual_seed(seed))
     torch_times(model, x, warmup)
     ours = OursServer(build, name, ckpt, threads, warmup)
     tt, ot = [], []
+    xcore = None
     try:
         for k in range(turns):
             if k % 2 == 0:
@@ -193,8 +197,8 @@ def bench_interleaved(model, res, build, name, ckpt, threads, turns, chunk, warm
                 ot += ours.run(chunk)
                 tt += torch_times(model, x, chunk)
     finally:
-        ours.close()
-    return tt, ot
+        xcore = ours.close()
+    return tt, ot, xcore
 
 
 def main():
@@ -274,11 +278,12 @@ def main():
                             "ref_top5": top5_agree(ref, y64), "t_ref_s": t_ref})
             if not args.no_bench:
                 turns = max(1, args.rounds * args.runs // args.chunk)
-                tt, ot = bench_interleaved(model, res, args.build, name, ckpt, args.threads,
+                tt, ot, xcore = bench_interleaved(model, res, args.build, name, ckpt, args.threads,
                                            turns, args.chunk, args.warmup, args.seed)
                 row.update({"torch_ms": statistics.median(tt), "torch_min_ms": min(tt),
                             "ours_ms": statistics.median(ot), "ours_min_ms": min(ot),
-                            "passes_per_side": len(tt), "chunk": args.chunk})
+                            "passes_per_side": len(tt), "chunk": args.chunk,
+                            "cross_core_write_ns": xcore})
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
 
@@ -311,6 +316,11 @@ def main():
         print("ours / PyTorch at most 0.5 on all %d timed: %s (largest: %s %.3f)" % (
             len(timed), "yes" if not over else "NO, over on " + ", ".join(over),
             worst["name"], worst["ours_ms"] / worst["torch_ms"]))
+    xc = [(r["name"], r["cross_core_write_ns"]) for r in timed if r.get("cross_core_write_ns") is not None]
+    if xc:
+        print("cross-core write, ns per line another core read, after each model's passes (a few: "
+              "the cores share a cache; about 28: far apart, ours 15-20%% slower): %s" % ", ".join(
+                  "%s %.1f" % (n, v) for n, v in xc))
     bad = [r["name"] for r in rows if not r["json_vs_name_identical"]]
     if bad:
         print("WARNING: --model JSON and built-in name gave different logits for: " + ", ".join(bad))

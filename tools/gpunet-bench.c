@@ -57,6 +57,9 @@ usage (FILE *f)
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
+      "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
+      "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
+      "  a VM's cores sharing a cache (a few ns) from far apart ones (about 28 ns).\n"
       "  The line before backend= gives the minimum traffic of the whole network at --batch\n"
       "  and its FLOPs per byte (bytes_mb= arith_intensity_flop_per_byte= storage_bytes=).\n");
 }
@@ -322,6 +325,65 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
     printf ("\n");
     fflush (stdout);
   }
+}
+
+/* How long one core takes to write a cache line that another core has just read, in ns
+ * per line (minimum of 9 tries), and the same write with no other reader, so that a run's
+ * numbers can be read against the machine's state: on a 2-vCPU VM the two cores may share
+ * an L2 (about 1 ns either way), an L3 (about 7 ns per line read by the other), or sit on
+ * different L3 dies (about 28 ns: each such line is upgraded one round trip at a time,
+ * which is where the CPU path loses 15-20% in that state, docs/performance.md).  Runs on
+ * the OpenMP threads the engine uses; -1 when fewer than two threads can run. */
+static void
+cross_core_write_ns (double *shared_ns, double *own_ns)
+{
+  *shared_ns = *own_ns = -1.0;
+#ifdef GPUNET_HAVE_ONEDNN
+  enum { LINES = 2048 };   /* 128 KB: beyond the store buffer, within L2 */
+  volatile float *buf = aligned_alloc (64, (size_t) LINES * 64);
+  if (!buf)
+    return;
+  for (int pass = 0; pass < 2; pass++) {
+    double best = -1.0;
+    for (int rep = 0; rep < 9; rep++) {
+      double dt = -1.0;
+      int team = 0;
+#pragma omp parallel num_threads(2)
+      {
+        const int t = omp_get_thread_num ();
+        if (t == 0) {
+          team = omp_get_num_threads ();
+          for (int i = 0; i < LINES; i++)
+            buf[i * 16] = (float) rep;
+        }
+#pragma omp barrier
+        if (t == 1 && pass == 0) {
+          float sum = 0.0f;
+          for (int i = 0; i < LINES; i++)
+            sum += buf[i * 16];
+          if (sum < 0.0f)
+            buf[0] = sum;   /* never: keeps the reads */
+        }
+#pragma omp barrier
+        if (t == 0) {
+          const double t0 = now_s ();
+          for (int i = 0; i < LINES; i++)
+            buf[i * 16] = (float) (rep + 1);
+          __sync_synchronize ();   /* the stores done, not only issued */
+          dt = now_s () - t0;
+        }
+      }
+      if (team < 2) {
+        free ((void *) buf);
+        return;
+      }
+      if (best < 0 || dt < best)
+        best = dt;
+    }
+    *(pass == 0 ? shared_ns : own_ns) = best * 1e9 / LINES;
+  }
+  free ((void *) buf);
+#endif
 }
 
 /* Median GFLOP/s of a 2048^3 oneDNN sgemm on the current thread count, 0 when not built. */
@@ -620,6 +682,12 @@ main (int argc, char **argv)
         achieved / peak);
   else
     printf ("sgemm_2048_gflops_s=n/a (built without oneDNN)\n");
+  if (!is_cuda && threads != 1) {
+    double shared_ns, own_ns;
+    cross_core_write_ns (&shared_ns, &own_ns);
+    if (shared_ns >= 0)
+      printf ("cross_core_write_ns_per_line=%.1f own_write_ns_per_line=%.1f\n", shared_ns, own_ns);
+  }
   double plan_ms = 0.0;
   const double pre_ms = pre_runs > 0 ? time_preprocess (m, pre_runs, &plan_ms) : -1.0;
   if (pre_ms >= 0)
