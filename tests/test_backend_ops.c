@@ -439,8 +439,25 @@ test_wino_chain_direct (int blk)
               outs[l] = cb[l];
               ins[l] = l ? outs[l - 1] : bufs[0];
             }
+            /* with share, the chain also runs with one larger per-thread scratch stride for
+             * every layer (as the backend sets it): the same bits */
+            float *cs = scratch;
+            if (ok && share) {
+              size_t stride = 0;
+              for (int l = 0; l < L; l++)
+                if (gpunet_wino_thread_floats (ps[l]) > stride)
+                  stride = gpunet_wino_thread_floats (ps[l]);
+              stride += 16 * (ci + 1);
+              for (int l = 0; l < L; l++) {
+                gpunet_wino_set_thread_stride (ps[l], stride);
+                CHECK_MSG (gpunet_wino_scratch_floats (ps[l], nt) == stride * (size_t) nt,
+                    "wino chain case %zu: scratch with a thread stride", ci);
+              }
+              cs = gpunet_blk_alloc (stride * (size_t) nt);
+              ok = cs != NULL;
+            }
             if (ok) {
-              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, scratch, nt);
+              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, cs, nt);
               const int ocp = (cases[ci].c[L] + blk - 1) / blk * blk;
               CHECK_MSG (!memcmp (outs[L - 1], bufs[L], sizeof (float) * (size_t) n * ocp * h * w),
                   "wino chain case %zu (tile %d, batch %d, %d threads, shared %d): output differs "
@@ -453,6 +470,8 @@ test_wino_chain_direct (int blk)
                       ci, tile, n, nt, l);
                 }
             }
+            if (cs != scratch)
+              free (cs);
             free (scratch);
             for (int l = 0; l < L; l++)
               gpunet_wino_free (ps[l]);
@@ -742,6 +761,10 @@ test_dw_row_split (int blk)
         CHECK (gpunet_dw_splits_rows (b) && !gpunet_dw_splits_rows (a));
         CHECK_MSG (gpunet_dw_scratch_floats (b, nt) <= before,
             "dw row split c%d %dx%d: scratch grew", c, h, w);
+        /* and b with a larger per-thread scratch stride (as the backend sets one for all) */
+        const size_t stride = gpunet_dw_thread_floats (b) + 16 * (size_t) (ci + 1);
+        gpunet_dw_set_thread_stride (b, stride);
+        CHECK (gpunet_dw_scratch_floats (b, nt) == stride * (size_t) nt);
         const size_t in_len = (size_t) n * cp * h * w, out_len = (size_t) n * cp * oh * ow;
         float *x = gpunet_blk_alloc (in_len), *ya = gpunet_blk_alloc (out_len);
         float *yb = gpunet_blk_alloc (out_len);

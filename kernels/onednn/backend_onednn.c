@@ -81,7 +81,8 @@ typedef struct {
                                 * reads its output (plan_own_dw) */
   int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
                                 * which gpunet_swish_inplace applies after it */
-  float *own_scratch;          /* shared by our Winograd, depthwise and Strassen 1x1 ops
+  float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
+  float *own_scratch;          /* shared by our Winograd and depthwise ops
                                 * (one at a time) */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
@@ -226,6 +227,7 @@ fast_destroy (void *state)
   free (s->defer_act);
   free (s->post_swish);
   free (s->own_scratch);
+  free (s->sums_scratch);
   free (s->chain);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
@@ -818,20 +820,34 @@ plan_winograd (fast_state *s, char **err)
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
-    const size_t f = gpunet_wino_scratch_floats (s->wino[i], s->nt);
-    if (f > need)
-      need = f;
   }
+  /* One per-thread stride for every op: thread t's Winograd and depthwise scratch always
+   * starts at the same place, so its lines stay in the caches of the core that uses them
+   * instead of moving to the other core as the ops' sizes differ (where the VM's cores are
+   * far apart, a line the other core holds costs up to 28 ns to write, docs/performance.md).
+   * The Strassen 1x1 ops' sums, which every thread reads, in a buffer of their own. */
+  size_t stride = 0, sums = 0;
   for (int i = 0; i < g->n_ops; i++) {
-    const size_t f = s->dw[i] ? gpunet_dw_scratch_floats (s->dw[i], s->nt)
-        : s->pw[i] ? gpunet_pw_scratch_floats (s->pw[i]) : 0;
-    if (f > need)
-      need = f;
+    const size_t f = s->wino[i] ? gpunet_wino_thread_floats (s->wino[i])
+        : s->dw[i] ? gpunet_dw_thread_floats (s->dw[i]) : 0;
+    if (f > stride)
+      stride = f;
+    if (s->pw[i] && gpunet_pw_scratch_floats (s->pw[i]) > sums)
+      sums = gpunet_pw_scratch_floats (s->pw[i]);
   }
-  if (need && !(s->own_scratch = gpunet_blk_alloc (need)))
+  stride = (stride + 15) / 16 * 16;
+  for (int i = 0; i < g->n_ops; i++) {
+    if (s->wino[i])
+      gpunet_wino_set_thread_stride (s->wino[i], stride);
+    if (s->dw[i])
+      gpunet_dw_set_thread_stride (s->dw[i], stride);
+  }
+  need = stride * (size_t) s->nt;
+  if ((need && !(s->own_scratch = gpunet_blk_alloc (need)))
+      || (sums && !(s->sums_scratch = gpunet_blk_alloc (sums))))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating %zu bytes of Winograd, depthwise and 1x1 scratch",
-        need * sizeof (float));
+        (need + sums) * sizeof (float));
   /* Chains: runs of our 3x3 stride-1 Winograd ops, each reading the previous one's output,
    * none adding a residual (GPUNet-0/2's and P0/P1's stage-1 convolutions).  Run
    * interleaved by tile rows, a layer's input is still in the caches when read instead of
@@ -993,7 +1009,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
           }
           if (s->pw[i])
             gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
-                s->own_scratch, nt);
+                s->sums_scratch, nt);
           else
             gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n,
                 op->residual >= 0, s->own_scratch, nt);

@@ -30,6 +30,7 @@ struct gpunet_dw {
   int *cb_order;       /* channel-major: the block at each position (gpunet_dw_split_halves),
                         * NULL: in order */
   size_t buf_floats;   /* per thread */
+  size_t thread_stride;   /* floats between threads' buffers: buf_floats or more */
   float *w;            /* [cp / vw][k * k][vw], zero in padded channels */
   float *bias;         /* [cp], zero padded */
 };
@@ -84,7 +85,20 @@ gpunet_dw_splits_rows (const gpunet_dw *d)
 size_t
 gpunet_dw_scratch_floats (const gpunet_dw *d, int nt)
 {
-  return d->buf_floats * (size_t) (nt > 0 ? nt : 1);
+  return d->thread_stride * (size_t) (nt > 0 ? nt : 1);
+}
+
+size_t
+gpunet_dw_thread_floats (const gpunet_dw *d)
+{
+  return d->buf_floats;
+}
+
+void
+gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats)
+{
+  if (floats >= d->buf_floats && floats % 16 == 0)
+    d->thread_stride = floats;
 }
 
 gpunet_dw *
@@ -110,6 +124,7 @@ gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
   d->strip_rows = sr;
   d->strips = (p->oh + sr - 1) / sr;
   d->buf_floats = ((size_t) ((sr - 1) * s + k) * d->cw * blk + 15) / 16 * 16;
+  d->thread_stride = d->buf_floats;
   d->w = gpunet_blk_alloc ((size_t) cp * k * k);
   d->bias = gpunet_blk_alloc ((size_t) cp);
   if (!d->w || !d->bias) {

@@ -36,8 +36,18 @@ void gpunet_dw_split_halves (gpunet_dw *d, int nt);
 /* 1 when gpunet_dw_split_rows was applied. */
 int gpunet_dw_splits_rows (const gpunet_dw *d);
 
-/* Floats of scratch gpunet_dw_run needs with nt threads. */
+/* Floats of scratch gpunet_dw_run needs with nt threads: nt regions of the per-thread
+ * size, or of the stride set by gpunet_dw_set_thread_stride if larger. */
 size_t gpunet_dw_scratch_floats (const gpunet_dw *d, int nt);
+
+/* Floats of scratch one thread uses (a multiple of 16). */
+size_t gpunet_dw_thread_floats (const gpunet_dw *d);
+
+/* Thread t's scratch starts at t x floats (a multiple of 16, at least
+ * gpunet_dw_thread_floats): with every op of a session given the same stride, each
+ * thread reuses its own scratch lines from op to op, which stay in its core's caches
+ * instead of changing cores (docs/performance.md).  Call before the first run. */
+void gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats);
 
 /* n images: out = act(dwconv(in_act(in)) + bias); padded channels of out are written 0. */
 void gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,

@@ -128,7 +128,7 @@ FN (dw_run) (const gpunet_dw *d, const float *in, float *out, int n, float *scra
     nt = 1;
 #pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
   {
-    float *buf = scratch + d->buf_floats * (size_t) omp_get_thread_num ();
+    float *buf = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
 #pragma omp for schedule(static)
     for (long t = 0; t < tasks; t++) {
       /* channel-major: (image, block, strip); strip-major: (strip, image, block) */

@@ -56,6 +56,7 @@ struct gpunet_wino {
    * block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not 48, GPUNet-1's
    * 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
   int kn, segs;
+  size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
 };
 
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
@@ -76,10 +77,30 @@ per_thread_floats (const gpunet_wino *p)
       + wino_plane_stride ((size_t) p->rows_max * p->ocb));
 }
 
+/* thread t's V and M at scratch + t x this */
+static size_t
+thread_stride (const gpunet_wino *p)
+{
+  return p->thread_stride ? p->thread_stride : per_thread_floats (p);
+}
+
 size_t
 gpunet_wino_scratch_floats (const gpunet_wino *p, int nt)
 {
-  return per_thread_floats (p) * (size_t) (nt > 0 ? nt : 1);
+  return thread_stride (p) * (size_t) (nt > 0 ? nt : 1);
+}
+
+size_t
+gpunet_wino_thread_floats (const gpunet_wino *p)
+{
+  return per_thread_floats (p);
+}
+
+void
+gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
+{
+  if (floats >= per_thread_floats (p) && floats % 16 == 0)
+    p->thread_stride = floats;
 }
 
 int

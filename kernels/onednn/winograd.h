@@ -33,8 +33,17 @@ gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, i
     int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
     int blk);
 
-/* Floats of scratch gpunet_wino_run needs with nt threads (any batch). */
+/* Floats of scratch gpunet_wino_run needs with nt threads (any batch): nt regions of the
+ * per-thread size, or of the stride set by gpunet_wino_set_thread_stride if larger. */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
+
+/* Floats of scratch one thread uses (a multiple of 16). */
+size_t gpunet_wino_thread_floats (const gpunet_wino *p);
+
+/* Thread t's scratch starts at t x floats (a multiple of 16, at least
+ * gpunet_wino_thread_floats), as gpunet_dw_set_thread_stride.  In a chain, the largest
+ * stride of its layers.  Call before the first run. */
+void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
 
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
  * for n images; in and out are blocked as planned, with cp / ocp channels.  Padding lanes of out

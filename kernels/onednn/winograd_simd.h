@@ -413,7 +413,7 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
   if (nblk > T)
     nblk = T;
   const int tb = (T + nblk - 1) / nblk;
-  const size_t per = per_thread_floats (p);
+  const size_t per = thread_stride (p);
   /* static: each thread one contiguous range of blocks, the same tiles every pass, so a
    * thread reads input rows its core wrote in the op before (where that op split by rows
    * too) and writes output lines its core already owns.  Where the VM runs the two cores
@@ -448,8 +448,8 @@ FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *in
     nt = tw;
   size_t per = 0;
   for (int l = 0; l < L; l++)
-    if (per_thread_floats (ps[l]) > per)
-      per = per_thread_floats (ps[l]);
+    if (thread_stride (ps[l]) > per)
+      per = thread_stride (ps[l]);
 #pragma omp parallel num_threads(nt)
   {
     const int me = omp_get_thread_num (), team = omp_get_num_threads ();
