@@ -318,8 +318,8 @@ def main():
             worst["name"], worst["ours_ms"] / worst["torch_ms"]))
     xc = [(r["name"], r["cross_core_write_ns"]) for r in timed if r.get("cross_core_write_ns") is not None]
     if xc:
-        print("cross-core write, ns per line another core read, after each model's passes (a few: "
-              "the cores share a cache; about 28: far apart, ours 15-20%% slower): %s" % ", ".join(
+        print("cross-core write, ns per line another core read, after each model's passes (about 1: "
+              "the cores share an L2, 7: an L3, 28: far apart, ours 15-20%% slower): %s" % ", ".join(
                   "%s %.1f" % (n, v) for n, v in xc))
     bad = [r["name"] for r in rows if not r["json_vs_name_identical"]]
     if bad:

@@ -59,7 +59,7 @@ usage (FILE *f)
       "                the CPU backends always run fp32\n"
       "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
       "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
-      "  a VM's cores sharing a cache (a few ns) from far apart ones (about 28 ns).\n"
+      "  a VM's cores sharing an L2 (about 1 ns) or an L3 (about 7) from far apart ones (28).\n"
       "  The line before backend= gives the minimum traffic of the whole network at --batch\n"
       "  and its FLOPs per byte (bytes_mb= arith_intensity_flop_per_byte= storage_bytes=).\n");
 }
@@ -328,18 +328,19 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
 }
 
 /* How long one core takes to write a cache line that another core has just read, in ns
- * per line (minimum of 9 tries), and the same write with no other reader, so that a run's
- * numbers can be read against the machine's state: on a 2-vCPU VM the two cores may share
- * an L2 (about 1 ns either way), an L3 (about 7 ns per line read by the other), or sit on
- * different L3 dies (about 28 ns: each such line is upgraded one round trip at a time,
- * which is where the CPU path loses 15-20% in that state, docs/performance.md).  Runs on
- * the OpenMP threads the engine uses; -1 when fewer than two threads can run. */
+ * per line (512 KB written whole, minimum of 9 tries), and the same write with no other
+ * reader, so that a run's numbers can be read against the machine's state.  On this
+ * project's 2-vCPU VMs: about 0.7 where the two vCPUs share an L2, about 7 where they share
+ * an L3, about 28 where they sit on different dies (each line is then taken back from the
+ * other core one at a time; the CPU path runs 15-20% slower in that state,
+ * docs/performance.md).  Runs on the OpenMP threads the engine uses; -1 when fewer than
+ * two threads can run. */
 static void
 cross_core_write_ns (double *shared_ns, double *own_ns)
 {
   *shared_ns = *own_ns = -1.0;
 #ifdef GPUNET_HAVE_ONEDNN
-  enum { LINES = 2048 };   /* 128 KB: beyond the store buffer, within L2 */
+  enum { LINES = 8192 };   /* 512 KB: far beyond the store buffer, within L2 */
   volatile float *buf = aligned_alloc (64, (size_t) LINES * 64);
   if (!buf)
     return;
@@ -353,8 +354,7 @@ cross_core_write_ns (double *shared_ns, double *own_ns)
         const int t = omp_get_thread_num ();
         if (t == 0) {
           team = omp_get_num_threads ();
-          for (int i = 0; i < LINES; i++)
-            buf[i * 16] = (float) rep;
+          memset ((void *) buf, rep, (size_t) LINES * 64);
         }
 #pragma omp barrier
         if (t == 1 && pass == 0) {
@@ -367,8 +367,7 @@ cross_core_write_ns (double *shared_ns, double *own_ns)
 #pragma omp barrier
         if (t == 0) {
           const double t0 = now_s ();
-          for (int i = 0; i < LINES; i++)
-            buf[i * 16] = (float) (rep + 1);
+          memset ((void *) buf, rep + 1, (size_t) LINES * 64);
           __sync_synchronize ();   /* the stores done, not only issued */
           dt = now_s () - t0;
         }
