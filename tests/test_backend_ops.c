@@ -979,6 +979,81 @@ test_models (void)
   }
 }
 
+/* Fast-path logits of g for n images `input`, planned under env=value (NULL: unset);
+ * *flushed: gpunet_onednn_flushed_inputs of the plan.  NULL on failure. */
+static float *
+fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
+    const char *value, int *flushed)
+{
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = n;
+  params.n_threads = 2;
+  const size_t out_len = (size_t) n * g->tensors[g->output].c;
+  float *out = calloc (out_len, sizeof (float));
+  void *sf = NULL;
+  char *err = NULL;
+  if (value)
+    setenv (env, value, 1);
+  gpunet_status st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
+  unsetenv (env);
+  /* several passes: the probe runs every few, and the eviction must not change later ones */
+  for (int k = 0; k < 5 && st == GPUNET_OK; k++)
+    st = gpunet_backend_cpu_fast.forward (sf, input, n, out, NULL, NULL, &err);
+  CHECK_MSG (st == GPUNET_OK, "fast logits under %s=%s: %s", env, value ? value : "(unset)",
+      err ? err : "");
+  *flushed = st == GPUNET_OK ? gpunet_onednn_flushed_inputs (sf) : -1;
+  if (sf)
+    gpunet_backend_cpu_fast.destroy (sf);
+  free (err);
+  if (st != GPUNET_OK) {
+    free (out);
+    return NULL;
+  }
+  return out;
+}
+
+/* Evicting the inputs of chunk-major and Strassen 1x1 ops (forced on, off, or left to the
+ * probe) changes no bit of the logits, and the plans do flag such ops. */
+static void
+test_flush_inputs (void)
+{
+  const char *fixtures[] = { "tiny-a", "tiny-d" };
+  setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);   /* Strassen 1x1 ops read all their input */
+  for (int i = 0; i < 2; i++) {
+    char path[1024];
+    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
+    gpunet_model *m = NULL;
+    char *err = NULL;
+    gpunet_status st = gpunet_model_new_random (path, 11 + i, &m, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
+    free (err);
+    if (st != GPUNET_OK)
+      continue;
+    const gpunet_graph *g = gpunet_model_graph (m);
+    const size_t len = (size_t) 2 * g->tensors[g->output].c;
+    const gpunet_tensor_desc *ti = &g->tensors[g->input];
+    const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
+    int f_off = -1, f_on = -1, f_auto = -1;
+    float *off = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "0", &f_off);
+    float *on = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1", &f_on);
+    float *aut = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", NULL, &f_auto);
+    CHECK_MSG (f_off == 0 && f_on > 0 && f_auto == f_on, "%s: ops evicting their input: "
+        "%d off, %d on, %d by the probe", fixtures[i], f_off, f_on, f_auto);
+    if (off && on && aut) {
+      CHECK_MSG (!memcmp (off, on, sizeof (float) * len), "%s: logits differ with the inputs "
+          "evicted", fixtures[i]);
+      CHECK_MSG (!memcmp (off, aut, sizeof (float) * len), "%s: logits differ with the probe "
+          "deciding", fixtures[i]);
+    }
+    free (off);
+    free (on);
+    free (aut);
+    gpunet_model_unref (m);
+  }
+  unsetenv ("GPUNET_CPU_PW_STRASSEN");
+}
+
 /* The golden fixtures' NVIDIA PyTorch logits, through the fast backend. */
 static void
 test_golden (void)
@@ -1085,6 +1160,7 @@ main (void)
   test_bad_batch ();
   test_golden ();
   test_models ();
+  test_flush_inputs ();
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();

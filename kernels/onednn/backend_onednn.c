@@ -33,6 +33,10 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 #define WINO_CHAIN_MAX 8
 
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
+#define PROBE_LINES 2048   /* cores_far */
+#define PROBE_FAR_NS 15.0
+#define PROBE_EVERY 4
+
 typedef struct weights_variant {
   dnnl_memory_t mem;
   float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
@@ -82,6 +86,11 @@ typedef struct {
   int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
                                 * which gpunet_swish_inplace applies after it */
   float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
+  int *flush_in;               /* per op: evict its input from the caches after it
+                                * (plan_flush_inputs), where the cores are far apart */
+  float *probe;                /* PROBE_LINES lines for cores_far, NULL: never flush */
+  long forwards;               /* passes run, for probing every PROBE_EVERY-th */
+  int far;                     /* cores_far's last answer */
   float *own_scratch;          /* shared by our Winograd and depthwise ops
                                 * (one at a time) */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
@@ -228,6 +237,8 @@ fast_destroy (void *state)
   free (s->post_swish);
   free (s->own_scratch);
   free (s->sums_scratch);
+  free (s->flush_in);
+  free (s->probe);
   free (s->chain);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
@@ -718,6 +729,79 @@ plan_own_pw (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* After plan_own_pw: a 1x1 convolution that splits its output channels between the
+ * threads (pwconv's chunk-major order, or Strassen) has every thread read all of its input,
+ * so both cores end up holding the input's lines.  Where this op is the input's last reader,
+ * the buffer's next tensor would have to take each line back from the other core one at a
+ * time when written, up to 28 ns a line where the VM's cores are far apart
+ * (docs/performance.md); evicting the lines right after the op (gpunet_blk_flush) lets
+ * those writes miss to memory instead.  Only while cores_far says the cores are far apart;
+ * GPUNET_CPU_FLUSH_INPUTS=0: never, 1: always (tests, benchmarks). */
+static int
+plan_flush_inputs (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
+  if ((e && !strcmp (e, "0")) || !gpunet_blk_can_flush () || s->nt < 2)
+    return 0;
+  int any = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || op->in == g->input)
+      continue;
+    int last = 1;
+    for (int j = i + 1; j < g->n_ops && last; j++)
+      last = g->ops[j].in != op->in && g->ops[j].residual != op->in && g->ops[j].out != op->in;
+    s->flush_in[i] = last && g->output != op->in;
+    any |= s->flush_in[i];
+  }
+  if (any && e && !strcmp (e, "1"))
+    s->far = 1;   /* always, without probing (tests, benchmarks) */
+  else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
+    return -1;
+  return 0;
+}
+
+/* Whether the two cores the threads run on are far apart: thread 0 writes PROBE_LINES
+ * lines (128 KB) that thread 1 has just read, and takes more than PROBE_FAR_NS a line.  On
+ * this project's 2-vCPU VMs that write costs about 0.7 ns a line with the vCPUs sharing an
+ * L2, about 7 sharing an L3, 28 on different dies, and the placement changes every few
+ * seconds to minutes; the input evictions (plan_flush_inputs) measured 1.2-2.8% faster in
+ * the far state and 1.2-1.6% slower in the L3 one (docs/performance.md).  A probe costs
+ * about 15 us near and 60 far, so it runs every PROBE_EVERY-th pass. */
+static int
+cores_far (fast_state *s)
+{
+  float *b = s->probe;
+  double dt = 0.0;
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num ();
+    if (t == 0) {
+      team = omp_get_num_threads ();
+      memset (b, 0, (size_t) PROBE_LINES * 64);
+    }
+#pragma omp barrier
+    if (t == 1) {
+      const volatile float *vb = b;   /* every line read, whatever the compiler knows */
+      float sum = 0.0f;
+      for (int l = 0; l < PROBE_LINES; l++)
+        sum += vb[l * 16];
+      if (sum != 0.0f)
+        b[0] = sum;   /* never: the lines hold zeros */
+    }
+#pragma omp barrier
+    if (t == 0) {
+      const double t0 = now_s ();
+      memset (b, 1, (size_t) PROBE_LINES * 64);
+      __sync_synchronize ();   /* the stores done, not only issued */
+      dt = now_s () - t0;
+    }
+  }
+  return team >= 2 && dt > PROBE_FAR_NS * 1e-9 * PROBE_LINES;
+}
+
 /* After plan_own_pw: a depthwise layer whose producer and readers are all our 1x1
  * convolutions in the pixel-major order (each thread a contiguous range of pixels) splits
  * its work by bands of rows too, so that it reads the rows its producer wrote on the same
@@ -901,10 +985,12 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->pw = calloc ((size_t) graph->n_ops, sizeof *s->pw);
   s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
   s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
+  s->flush_in = calloc ((size_t) graph->n_ops, sizeof (int));
   s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
   s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
-      || !s->defer_act || !s->chain || !s->se || !s->post_swish || plan_buffers (s) != 0) {
+      || !s->defer_act || !s->chain || !s->se || !s->post_swish || !s->flush_in
+      || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
@@ -933,8 +1019,11 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
     st = plan_own_pw (s, err);
-  if (st == GPUNET_OK)
+  if (st == GPUNET_OK) {
     plan_dw_split (s);
+    if (plan_flush_inputs (s) != 0)
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+  }
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
   if (st == GPUNET_OK)
@@ -960,6 +1049,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   const gpunet_graph *g = s->g;
   const int n = p->n, nt = s->nt;
   gpunet_status st = GPUNET_OK;
+  if (s->probe && s->forwards++ % PROBE_EVERY == 0)
+    s->far = cores_far (s);
   int op_index = -1;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
@@ -1007,10 +1098,13 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
             gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
-          if (s->pw[i])
+          if (s->pw[i]) {
             gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
                 s->sums_scratch, nt);
-          else
+            if (s->flush_in[i] && s->far)
+              gpunet_blk_flush (tensor_ptr (s, op->in, input),
+                  (size_t) n * ti->cp * g->tensors[op->in].h * g->tensors[op->in].w, nt);
+          } else
             gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n,
                 op->residual >= 0, s->own_scratch, nt);
           break;
@@ -1103,6 +1197,16 @@ gpunet_onednn_chained_ops (const void *state)
   int n = 0;
   for (int i = 0; i < s->g->n_ops; i++)
     n += s->chain[i];
+  return n;
+}
+
+int
+gpunet_onednn_flushed_inputs (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += s->flush_in[i] != 0;
   return n;
 }
 

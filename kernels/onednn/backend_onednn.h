@@ -20,4 +20,8 @@ void gpunet_onednn_profile (void *state, double *op_seconds);
  * (gpunet_wino_run_chain), 0 when none do. */
 int gpunet_onednn_chained_ops (const void *state);
 
+/* Tests: how many ops evict their input after them where the cores are far apart
+ * (plan_flush_inputs in backend_onednn.c), 0 when none do. */
+int gpunet_onednn_flushed_inputs (const void *state);
+
 #endif

@@ -64,6 +64,20 @@ gpunet_blk_pad (int c, int blk)
 void gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int dcp,
     int n, int c, long hw, int nt);
 
+/* 1 when this CPU has CLFLUSHOPT (gpunet_blk_flush does something). */
+int gpunet_blk_can_flush (void);
+
+/* Evicts lines [first, first + lines) of the 64-byte lines from floats (64-byte aligned) from
+ * every core's caches with CLFLUSHOPT, issued back to back; contents unchanged.  Nothing
+ * without CLFLUSHOPT.  For data both cores have read and that will be overwritten next:
+ * otherwise each line the writer takes back from the other core costs one round trip, up
+ * to 28 ns where a VM's cores sit on different dies (docs/performance.md). */
+void gpunet_blk_flush_lines (float *floats, long first, long lines);
+
+/* gpunet_blk_flush_lines over the whole of `floats` floats, its lines split between nt
+ * threads. */
+void gpunet_blk_flush (float *floats, size_t count, int nt);
+
 /* Squeeze-excite in place on x (layout blk, padded channels cp).  `scratch` holds
  * n * (cp + rd) floats. */
 void gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n,

@@ -26,9 +26,6 @@
 #include <string.h>
 
 #include <omp.h>
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <cpuid.h>
-#endif
 
 #include "activation.h"
 #include "blocked_ops.h"
@@ -67,7 +64,7 @@ struct gpunet_pw {
   long h1, h2;    /* pixels of the top and bottom halves: h1 = ceil(hw / 2) */
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
-  int flush_sums; /* evict the sums after each run (pws_flush): the CPU has CLFLUSHOPT */
+  int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
 };
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
@@ -179,20 +176,13 @@ pw_strassen_fits (int cp, int ocp, long hw, int act, int residual, int force)
       && (size_t) h1 * k2 * sizeof (float) <= PW_STRASSEN_MAX_OPERAND;
 }
 
-/* Whether Strassen runs evict their sums (pws_flush): the CPU has CLFLUSHOPT, and
+/* Whether Strassen runs evict their sums: the CPU has CLFLUSHOPT, and
  * GPUNET_CPU_PW_FLUSH_SUMS is not 0 (benchmarks). */
 static int
 pw_flush_sums (void)
 {
   const char *e = getenv ("GPUNET_CPU_PW_FLUSH_SUMS");
-  if (e && !strcmp (e, "0"))
-    return 0;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  unsigned a, b, c, d;
-  return __get_cpuid_count (7, 0, &a, &b, &c, &d) && (b & (1u << 23));
-#else
-  return 0;
-#endif
+  return !(e && !strcmp (e, "0")) && gpunet_blk_can_flush ();
 }
 
 gpunet_pw *
@@ -515,15 +505,8 @@ pws_split (const gpunet_pw *p, long units, int t, int team)
  * Strassen op's writes would then have to take each line back from the other core one at a
  * time, which costs up to 28 ns a line where the VM's cores are far apart
  * (docs/performance.md).  Each thread instead evicts its share of the lines from both
- * cores now (CLFLUSHOPT, issued back to back), and the next writes miss to memory. */
-__attribute__ ((target ("clflushopt"))) static void
-pws_flush (float *sums, size_t floats, int t, int team)
-{
-  const long lines = (long) (floats / 16);
-  for (long l = lines * t / team; l < lines * (t + 1) / team; l++)
-    __builtin_ia32_clflushopt (sums + l * 16);
-}
-
+ * cores after the last product (gpunet_blk_flush_lines), and the next writes miss to
+ * memory. */
 static void
 pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
@@ -581,8 +564,10 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
       /* the sums of the next image overwrite the scratch */
 #pragma omp barrier
     }
-    if (p->flush_sums)
-      pws_flush (scratch, 5 * ss, t, team);
+    if (p->flush_sums) {
+      const long lines = (long) (5 * ss / 16);
+      gpunet_blk_flush_lines (scratch, lines * t / team, lines * (t + 1) / team - lines * t / team);
+    }
   }
 }
 
