@@ -677,9 +677,9 @@ test_se (void)
 }
 
 /* gpunet_se_run (ours, vector) against gpunet_blk_se (plain C) on the same blocked data:
- * channel counts off the block, rd off the vector, 1x1 to 13x13, batch 1 to 3, 1 and 2
- * threads (and one thread below the parallel threshold), every activation; the padding
- * lanes must stay zero. */
+ * channel counts off the block, rd off the vector, 1x1 to 13x13, batch 1 to 3, 1 to 3
+ * threads (and one thread below the parallel threshold), split by channel blocks and by
+ * rows (gpunet_se_split_rows), every activation; the padding lanes must stay zero. */
 static void
 test_se_direct (int blk)
 {
@@ -689,7 +689,8 @@ test_se_direct (int blk)
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int act = 0; act <= 2; act++)
       for (int n = 1; n <= 3; n++)
-        for (int nt = 1; nt <= 2; nt++) {
+        for (int nt = 1; nt <= 3; nt++)
+        for (int rows = 0; rows <= 1; rows++) {
           const int c = cases[ci].c, h = cases[ci].h, rd = cases[ci].rd;
           const int cp = (c + blk - 1) / blk * blk;
           const size_t len = (size_t) n * cp * h * h;
@@ -706,11 +707,13 @@ test_se_direct (int blk)
           CHECK_MSG (q != NULL, "se direct c%d rd%d: plan failed", c, rd);
           if (!q)
             continue;
+          if (rows)   /* split by pixels for up to 3 threads */
+            CHECK_MSG (gpunet_se_split_rows (q, 3) == 0, "se direct c%d: split by rows failed", c);
           gpunet_blk_se (&p, y, blk, cp, n, scratch, nt);
           gpunet_se_run (q, x, n, nt);
           double e = rel_err (x, y, len);
-          CHECK_MSG (e <= 1e-5, "se direct c%d h%d rd%d act%d batch %d threads %d: relative error %.3g",
-              c, h, rd, act, n, nt, e);
+          CHECK_MSG (e <= 1e-5, "se direct c%d h%d rd%d act%d batch %d threads %d rows %d: "
+              "relative error %.3g", c, h, rd, act, n, nt, rows, e);
           int pad_ok = 1;
           for (size_t i = 0; i < len; i++)
             if ((i / ((size_t) h * h * blk) * blk + i % blk) % cp >= (size_t) c && x[i] != 0.0f)

@@ -836,8 +836,15 @@ plan_dw_split (fast_state *s)
       }
     }
     if (ok && readers > 0 && producer >= 0 && s->pw[producer]
-        && gpunet_pw_splits_pixels (s->pw[producer]))
+        && gpunet_pw_splits_pixels (s->pw[producer])) {
       gpunet_dw_split_rows (s->dw[i], s->nt);
+      /* the squeeze-excite on its output, by rows too (its results then depend on the
+       * thread count by rounding); GPUNET_CPU_SE_ROWS=0: by channels */
+      const char *sr = getenv ("GPUNET_CPU_SE_ROWS");
+      for (int j = i + 1; j < g->n_ops && !(sr && !strcmp (sr, "0")); j++)
+        if (g->ops[j].kind == GPUNET_OP_SE && g->ops[j].out == op->out && s->se[j])
+          gpunet_se_split_rows (s->se[j], s->nt);   /* out of memory: by channels */
+    }
     else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
       gpunet_dw_split_halves (s->dw[i], s->nt);
   }

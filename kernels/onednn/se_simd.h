@@ -52,35 +52,63 @@ FN (se_reduce) (const gpunet_se *q, const float *means, float *mid, int v0, int 
     FN (se_reduce_t) (q, means, mid, v, 1);
 }
 
-/* channel blocks k0 .. k1 - 1 of one image: gate = sigmoid(be + sum_r mid[r] we[k][r]),
- * then x *= gate over the block's plane */
+/* The gate of channel block k: sigmoid(be + sum_r mid[r] we[k][r]) */
+static inline VEC
+FN (se_gate) (const gpunet_se *q, const float *mid, int k)
+{
+  const int rd = q->rd;
+  const VEC one = V_SET1 (1.0f), two = V_SET1 (2.0f);
+  const float *w = q->we + (size_t) k * rd * VW;
+  VEC a0 = V_LOAD (q->be + (size_t) k * VW), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
+  int r = 0;
+  for (; r + 4 <= rd; r += 4) {
+    a0 = V_FMA (V_SET1 (mid[r + 0]), V_LOAD (w + (size_t) (r + 0) * VW), a0);
+    a1 = V_FMA (V_SET1 (mid[r + 1]), V_LOAD (w + (size_t) (r + 1) * VW), a1);
+    a2 = V_FMA (V_SET1 (mid[r + 2]), V_LOAD (w + (size_t) (r + 2) * VW), a2);
+    a3 = V_FMA (V_SET1 (mid[r + 3]), V_LOAD (w + (size_t) (r + 3) * VW), a3);
+  }
+  for (; r < rd; r++)
+    a0 = V_FMA (V_SET1 (mid[r]), V_LOAD (w + (size_t) r * VW), a0);
+  const VEC z = V_ADD (V_ADD (a0, a1), V_ADD (a2, a3));
+  /* 1 / (1 + exp(-z)): the reciprocal estimate and two Newton steps (full precision) */
+  const VEC d = V_ADD (one, FN (simd_exp2) (V_MUL (z, V_SET1 (-1.44269504088896341f))));
+  VEC g = V_RCP (d);
+  g = V_MUL (g, V_FNMA (d, g, two));
+  return V_MUL (g, V_FNMA (d, g, two));
+}
+
+/* channel blocks k0 .. k1 - 1 of one image: each scaled by its gate */
 static void
 FN (se_expand_scale) (const gpunet_se *q, float *x, const float *mid, int k0, int k1)
 {
   const long hw = q->hw;
-  const int rd = q->rd;
-  const VEC one = V_SET1 (1.0f), two = V_SET1 (2.0f);
   for (int k = k0; k < k1; k++) {
-    const float *w = q->we + (size_t) k * rd * VW;
-    VEC a0 = V_LOAD (q->be + (size_t) k * VW), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
-    int r = 0;
-    for (; r + 4 <= rd; r += 4) {
-      a0 = V_FMA (V_SET1 (mid[r + 0]), V_LOAD (w + (size_t) (r + 0) * VW), a0);
-      a1 = V_FMA (V_SET1 (mid[r + 1]), V_LOAD (w + (size_t) (r + 1) * VW), a1);
-      a2 = V_FMA (V_SET1 (mid[r + 2]), V_LOAD (w + (size_t) (r + 2) * VW), a2);
-      a3 = V_FMA (V_SET1 (mid[r + 3]), V_LOAD (w + (size_t) (r + 3) * VW), a3);
-    }
-    for (; r < rd; r++)
-      a0 = V_FMA (V_SET1 (mid[r]), V_LOAD (w + (size_t) r * VW), a0);
-    const VEC z = V_ADD (V_ADD (a0, a1), V_ADD (a2, a3));
-    /* 1 / (1 + exp(-z)): the reciprocal estimate and two Newton steps (full precision) */
-    const VEC d = V_ADD (one, FN (simd_exp2) (V_MUL (z, V_SET1 (-1.44269504088896341f))));
-    VEC g = V_RCP (d);
-    g = V_MUL (g, V_FNMA (d, g, two));
-    g = V_MUL (g, V_FNMA (d, g, two));
+    const VEC g = FN (se_gate) (q, mid, k);
     float *xb = x + (size_t) k * hw * VW;
     for (long s = 0; s < hw; s++)
       V_STORE (xb + s * VW, V_MUL (V_LOAD (xb + s * VW), g));
+  }
+}
+
+/* By rows (gpunet_se_split_rows): the sums over pixels p0 .. p1 - 1 of every channel block
+ * (four partial sums per block, as se_means) into part */
+static void
+FN (se_partial) (const gpunet_se *q, const float *x, float *part, long p0, long p1)
+{
+  const long hw = q->hw;
+  for (int k = 0; k < q->cp / VW; k++) {
+    const float *xb = x + (size_t) k * hw * VW;
+    VEC a0 = V_ZERO (), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
+    long s = p0;
+    for (; s + 4 <= p1; s += 4) {
+      a0 = V_ADD (a0, V_LOAD (xb + (s + 0) * VW));
+      a1 = V_ADD (a1, V_LOAD (xb + (s + 1) * VW));
+      a2 = V_ADD (a2, V_LOAD (xb + (s + 2) * VW));
+      a3 = V_ADD (a3, V_LOAD (xb + (s + 3) * VW));
+    }
+    for (; s < p1; s++)
+      a0 = V_ADD (a0, V_LOAD (xb + s * VW));
+    V_STORE (part + (size_t) k * VW, V_ADD (V_ADD (a0, a1), V_ADD (a2, a3)));
   }
 }
 
@@ -94,9 +122,39 @@ FN (se_run) (const gpunet_se *q, float *x, int n, int nt)
     const int me = omp_get_thread_num (), team = omp_get_num_threads ();
     const int k0 = nblk * me / team, k1 = nblk * (me + 1) / team;
     const int v0 = nrv * me / team, v1 = nrv * (me + 1) / team;
+    const int rows = q->row_nt >= team && team > 1;   /* the same for every thread */
+    const long p0 = (long) q->hw * me / team, p1 = (long) q->hw * (me + 1) / team;
+    const VEC inv = V_SET1 (1.0f / (float) q->hw);
     for (int b = 0; b < n; b++) {
       float *xb = x + (size_t) b * q->cp * q->hw;
       float *means = q->means + (size_t) b * q->cp, *mid = q->mid + (size_t) b * q->rp;
+      if (rows) {
+        /* each thread its own pixels of every channel, the rows its core wrote and the
+         * op after reads: partial sums, the means in thread order, the gates, the scale */
+        FN (se_partial) (q, xb, q->partial + (size_t) me * q->cp, p0, p1);
+#pragma omp barrier
+        for (int k = k0; k < k1; k++) {
+          VEC sum = V_LOAD (q->partial + (size_t) k * VW);
+          for (int t = 1; t < team; t++)
+            sum = V_ADD (sum, V_LOAD (q->partial + (size_t) t * q->cp + (size_t) k * VW));
+          V_STORE (means + (size_t) k * VW, V_MUL (sum, inv));
+        }
+#pragma omp barrier
+        FN (se_reduce) (q, means, mid, v0, v1);
+#pragma omp barrier
+        for (int k = k0; k < k1; k++)
+          V_STORE (q->gates + (size_t) k * VW, FN (se_gate) (q, mid, k));
+#pragma omp barrier
+        for (int k = 0; k < nblk; k++) {
+          const VEC g = V_LOAD (q->gates + (size_t) k * VW);
+          float *xk = xb + (size_t) k * q->hw * VW;
+          for (long s = p0; s < p1; s++)
+            V_STORE (xk + s * VW, V_MUL (V_LOAD (xk + s * VW), g));
+        }
+        /* the next image's partial sums and gates overwrite these */
+#pragma omp barrier
+        continue;
+      }
       FN (se_means) (q, xb, means, k0, k1);
 #pragma omp barrier
       FN (se_reduce) (q, means, mid, v0, v1);
