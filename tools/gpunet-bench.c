@@ -21,6 +21,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include "onednn/backend_onednn.h"
+#include "onednn/blocked_ops.h"
 #endif
 
 static void
@@ -341,47 +342,17 @@ cross_core_write_ns (double *shared_ns, double *own_ns)
   *shared_ns = *own_ns = -1.0;
 #ifdef GPUNET_HAVE_ONEDNN
   enum { LINES = 8192 };   /* 512 KB: far beyond the store buffer, within L2 */
-  volatile float *buf = aligned_alloc (64, (size_t) LINES * 64);
-  if (!buf)
-    return;
-  for (int pass = 0; pass < 2; pass++) {
+  float *buf = gpunet_blk_alloc ((size_t) LINES * 16);
+  for (int pass = 0; buf && pass < 2; pass++) {
     double best = -1.0;
     for (int rep = 0; rep < 9; rep++) {
-      double dt = -1.0;
-      int team = 0;
-#pragma omp parallel num_threads(2)
-      {
-        const int t = omp_get_thread_num ();
-        if (t == 0) {
-          team = omp_get_num_threads ();
-          memset ((void *) buf, rep, (size_t) LINES * 64);
-        }
-#pragma omp barrier
-        if (t == 1 && pass == 0) {
-          float sum = 0.0f;
-          for (int i = 0; i < LINES; i++)
-            sum += buf[i * 16];
-          if (sum < 0.0f)
-            buf[0] = sum;   /* never: keeps the reads */
-        }
-#pragma omp barrier
-        if (t == 0) {
-          const double t0 = now_s ();
-          memset ((void *) buf, rep + 1, (size_t) LINES * 64);
-          __sync_synchronize ();   /* the stores done, not only issued */
-          dt = now_s () - t0;
-        }
-      }
-      if (team < 2) {
-        free ((void *) buf);
-        return;
-      }
-      if (best < 0 || dt < best)
-        best = dt;
+      const double ns = gpunet_blk_cross_core_write_ns (buf, LINES, pass == 0);
+      if (best < 0 || ns < best)
+        best = ns;
     }
-    *(pass == 0 ? shared_ns : own_ns) = best * 1e9 / LINES;
+    *(pass == 0 ? shared_ns : own_ns) = best;
   }
-  free ((void *) buf);
+  free (buf);
 #endif
 }
 
@@ -603,18 +574,13 @@ main (int argc, char **argv)
     return 1;
   }
   const double plan_ms_session = 1e3 * (now_s () - plan_t0);
+  int exit_code = 0;
   if (stdin_runs) {
-    const int rc = run_stdin (be, state, input, batch, logits, warmup, &times,
-        is_cuda ? &gpu_times : NULL, &runs, &st, &err);
-    if (rc == 2) {
+    if (run_stdin (be, state, input, batch, logits, warmup, &times, is_cuda ? &gpu_times : NULL,
+            &runs, &st, &err) == 2) {
       be->destroy (state);
-      free (input);
-      free (logits);
-      free (times);
-      free (gpu_times);
-      free (op_s);
-      gpunet_model_unref (m);
-      return 2;
+      exit_code = 2;
+      goto done;
     }
   } else
     st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
@@ -702,11 +668,12 @@ main (int argc, char **argv)
       batch / (med_ms * 1e-3));
   printf ("model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f gflops=%.2f achieved_gflops_s=%.1f\n",
       gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);
+done:
   free (input);
   free (logits);
   free (times);
   free (gpu_times);
   free (op_s);
   gpunet_model_unref (m);
-  return 0;
+  return exit_code;
 }

@@ -32,11 +32,11 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 /* the longest chain of Winograd ops run as one (plan_winograd) */
 #define WINO_CHAIN_MAX 8
 
-/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 #define PROBE_LINES 2048   /* cores_far */
 #define PROBE_FAR_NS 15.0
 #define PROBE_EVERY 4
 
+/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
   dnnl_memory_t mem;
   float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
@@ -763,43 +763,17 @@ plan_flush_inputs (fast_state *s)
 }
 
 /* Whether the two cores the threads run on are far apart: thread 0 writes PROBE_LINES
- * lines (128 KB) that thread 1 has just read, and takes more than PROBE_FAR_NS a line.  On
- * this project's 2-vCPU VMs that write costs about 0.7 ns a line with the vCPUs sharing an
- * L2, about 7 sharing an L3, 28 on different dies, and the placement changes every few
+ * lines (128 KB) that thread 1 has just read, and takes more than PROBE_FAR_NS a line
+ * (gpunet_blk_cross_core_write_ns).  On this project's 2-vCPU VMs that write costs about
+ * 0.7 ns a line with the vCPUs sharing an L2, about 7 sharing an L3, 28 on different dies,
+ * and the placement changes every few
  * seconds to minutes; the input evictions (plan_flush_inputs) measured 1.2-2.8% faster in
  * the far state and 1.2-1.6% slower in the L3 one (docs/performance.md).  A probe costs
  * about 15 us near and 60 far, so it runs every PROBE_EVERY-th pass. */
 static int
 cores_far (fast_state *s)
 {
-  float *b = s->probe;
-  double dt = 0.0;
-  int team = 0;
-#pragma omp parallel num_threads(2)
-  {
-    const int t = omp_get_thread_num ();
-    if (t == 0) {
-      team = omp_get_num_threads ();
-      memset (b, 0, (size_t) PROBE_LINES * 64);
-    }
-#pragma omp barrier
-    if (t == 1) {
-      const volatile float *vb = b;   /* every line read, whatever the compiler knows */
-      float sum = 0.0f;
-      for (int l = 0; l < PROBE_LINES; l++)
-        sum += vb[l * 16];
-      if (sum != 0.0f)
-        b[0] = sum;   /* never: the lines hold zeros */
-    }
-#pragma omp barrier
-    if (t == 0) {
-      const double t0 = now_s ();
-      memset (b, 1, (size_t) PROBE_LINES * 64);
-      __sync_synchronize ();   /* the stores done, not only issued */
-      dt = now_s () - t0;
-    }
-  }
-  return team >= 2 && dt > PROBE_FAR_NS * 1e-9 * PROBE_LINES;
+  return gpunet_blk_cross_core_write_ns (s->probe, PROBE_LINES, 1) > PROBE_FAR_NS;
 }
 
 /* After plan_own_pw: a depthwise layer whose producer and readers are all our 1x1
@@ -820,6 +794,10 @@ plan_dw_split (fast_state *s)
   const char *e = getenv ("GPUNET_CPU_DW_SPLIT");
   if (e && !strcmp (e, "channels"))
     return;
+  /* the squeeze-excite on a row-split output, by rows too (its results then depend on the
+   * thread count by rounding); GPUNET_CPU_SE_ROWS=0: by channels */
+  const char *sr = getenv ("GPUNET_CPU_SE_ROWS");
+  const int se_rows = !(sr && !strcmp (sr, "0"));
   for (int i = 0; i < g->n_ops; i++) {
     if (!s->dw[i])
       continue;
@@ -838,14 +816,10 @@ plan_dw_split (fast_state *s)
     if (ok && readers > 0 && producer >= 0 && s->pw[producer]
         && gpunet_pw_splits_pixels (s->pw[producer])) {
       gpunet_dw_split_rows (s->dw[i], s->nt);
-      /* the squeeze-excite on its output, by rows too (its results then depend on the
-       * thread count by rounding); GPUNET_CPU_SE_ROWS=0: by channels */
-      const char *sr = getenv ("GPUNET_CPU_SE_ROWS");
-      for (int j = i + 1; j < g->n_ops && !(sr && !strcmp (sr, "0")); j++)
+      for (int j = i + 1; j < g->n_ops && se_rows; j++)
         if (g->ops[j].kind == GPUNET_OP_SE && g->ops[j].out == op->out && s->se[j])
           gpunet_se_split_rows (s->se[j], s->nt);   /* out of memory: by channels */
-    }
-    else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
+    } else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
       gpunet_dw_split_halves (s->dw[i], s->nt);
   }
 }

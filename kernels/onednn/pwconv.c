@@ -500,13 +500,11 @@ pws_split (const gpunet_pw *p, long units, int t, int team)
  * blocks), then each takes one contiguous range of units (chunk of 64 channels of an
  * output half x block of 6 pixels of a pixel half, chunk-major) and runs the seven
  * products for each; a unit's four output quadrant blocks are written by its thread
- * only, so the products need no barrier between them. */
-/* Every thread has read every line of the sums, so both cores hold them shared; the next
- * Strassen op's writes would then have to take each line back from the other core one at a
- * time, which costs up to 28 ns a line where the VM's cores are far apart
- * (docs/performance.md).  Each thread instead evicts its share of the lines from both
- * cores after the last product (gpunet_blk_flush_lines), and the next writes miss to
- * memory. */
+ * only, so the products need no barrier between them.  Every thread has read every line
+ * of the sums, so both cores hold them; the next Strassen op's writes would take each line
+ * back from the other core one at a time, up to 28 ns a line where the VM's cores are far
+ * apart (docs/performance.md), so each thread evicts its share of them from both cores
+ * after the last product (gpunet_blk_flush_lines) and the next writes miss to memory. */
 static void
 pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
