@@ -982,11 +982,12 @@ test_models (void)
   }
 }
 
-/* Fast-path logits of g for n images `input`, planned under env=value (NULL: unset);
- * *flushed: gpunet_onednn_flushed_inputs of the plan.  NULL on failure. */
+/* Fast-path logits of g for n images `input`, planned under env=value (NULL: unset) and
+ * env2=value2 (env2 NULL: none); *flushed: gpunet_onednn_flushed_inputs of the plan,
+ * *twins (unless NULL) gpunet_onednn_far_twins.  NULL on failure. */
 static float *
-fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
-    const char *value, int *flushed)
+fast_logits_with2 (const gpunet_graph *g, const float *input, int n, const char *env,
+    const char *value, const char *env2, const char *value2, int *flushed, int *twins)
 {
   gpunet_session_params params;
   gpunet_session_params_init (&params);
@@ -998,14 +999,20 @@ fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *
   char *err = NULL;
   if (value)
     setenv (env, value, 1);
+  if (env2 && value2)
+    setenv (env2, value2, 1);
   gpunet_status st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
   unsetenv (env);
+  if (env2)
+    unsetenv (env2);
   /* several passes: the probe runs every few, and the eviction must not change later ones */
   for (int k = 0; k < 5 && st == GPUNET_OK; k++)
     st = gpunet_backend_cpu_fast.forward (sf, input, n, out, NULL, NULL, &err);
   CHECK_MSG (st == GPUNET_OK, "fast logits under %s=%s: %s", env, value ? value : "(unset)",
       err ? err : "");
   *flushed = st == GPUNET_OK ? gpunet_onednn_flushed_inputs (sf) : -1;
+  if (twins)
+    *twins = st == GPUNET_OK ? gpunet_onednn_far_twins (sf) : -1;
   if (sf)
     gpunet_backend_cpu_fast.destroy (sf);
   free (err);
@@ -1014,6 +1021,13 @@ fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *
     return NULL;
   }
   return out;
+}
+
+static float *
+fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
+    const char *value, int *flushed)
+{
+  return fast_logits_with2 (g, input, n, env, value, NULL, NULL, flushed, NULL);
 }
 
 /* Evicting the inputs of chunk-major and Strassen 1x1 ops (forced on, off, or left to the
@@ -1055,6 +1069,49 @@ test_flush_inputs (void)
     gpunet_model_unref (m);
   }
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
+}
+
+/* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins) run
+ * when forced, change no bit of the logits, and are planned only where asked. */
+static void
+test_far_twins (void)
+{
+  const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
+  for (int i = 0; i < 3; i++) {
+    char path[1024];
+    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
+    gpunet_model *m = NULL;
+    char *err = NULL;
+    gpunet_status st = gpunet_model_new_random (path, 21 + i, &m, &err);
+    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
+    free (err);
+    if (st != GPUNET_OK)
+      continue;
+    const gpunet_graph *g = gpunet_model_graph (m);
+    const size_t len = (size_t) 2 * g->tensors[g->output].c;
+    const gpunet_tensor_desc *ti = &g->tensors[g->input];
+    const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
+    int f, t_none = -1, t_far = -1, t_probe = -1;
+    /* far forced without twins, far forced with them, the probe deciding */
+    float *none = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1",
+        "GPUNET_CPU_FAR_TWINS", "0", &f, &t_none);
+    float *far = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1", NULL, NULL, &f,
+        &t_far);
+    float *probe = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", NULL, NULL, NULL, &f,
+        &t_probe);
+    CHECK_MSG (t_none == 0 && t_far > 0 && t_probe == t_far, "%s: far-state twins: %d "
+        "without, %d forced, %d by the probe", fixtures[i], t_none, t_far, t_probe);
+    if (none && far && probe) {
+      CHECK_MSG (!memcmp (none, far, sizeof (float) * len), "%s: logits differ with the "
+          "far-state twins", fixtures[i]);
+      CHECK_MSG (!memcmp (none, probe, sizeof (float) * len), "%s: logits differ with the "
+          "probe deciding", fixtures[i]);
+    }
+    free (none);
+    free (far);
+    free (probe);
+    gpunet_model_unref (m);
+  }
 }
 
 /* The golden fixtures' NVIDIA PyTorch logits, through the fast backend. */
@@ -1164,6 +1221,7 @@ main (void)
   test_golden ();
   test_models ();
   test_flush_inputs ();
+  test_far_twins ();
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();

@@ -88,11 +88,15 @@ typedef struct {
   float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
   int *flush_in;               /* per op: evict its input from the caches after it
                                 * (plan_flush_inputs), where the cores are far apart */
-  float *probe;                /* PROBE_LINES lines for cores_far, NULL: never flush */
+  float *probe;                /* PROBE_LINES lines for cores_far, NULL: never probed */
   long forwards;               /* passes run, for probing every PROBE_EVERY-th */
   int far;                     /* cores_far's last answer */
   float *own_scratch;          /* shared by our Winograd and depthwise ops
                                 * (one at a time) */
+  /* per op, the plans run instead while cores_far says far (plan_far_twins), else NULL */
+  gpunet_pw **pw_far;
+  gpunet_dw **dw_far;
+  int *dw_in_act;              /* per depthwise op: the activation it applies to its input */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   double *profile;
@@ -230,6 +234,13 @@ fast_destroy (void *state)
   for (int i = 0; s->pw && i < n_ops; i++)
     gpunet_pw_free (s->pw[i]);
   free (s->pw);
+  for (int i = 0; s->pw_far && i < n_ops; i++)
+    gpunet_pw_free (s->pw_far[i]);
+  free (s->pw_far);
+  for (int i = 0; s->dw_far && i < n_ops; i++)
+    gpunet_dw_free (s->dw_far[i]);
+  free (s->dw_far);
+  free (s->dw_in_act);
   for (int i = 0; s->se && i < n_ops; i++)
     gpunet_se_free (s->se[i]);
   free (s->se);
@@ -658,8 +669,8 @@ plan_own_dw (fast_state *s, char **err)
     const gpunet_op *pr = producer >= 0 ? &g->ops[producer] : NULL;
     const int defer = pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
         && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE;
-    s->dw[i] = gpunet_dw_new (&op->p.dwconv2d, defer ? pr->p.conv2d.act : GPUNET_EPI_NONE,
-        s->t[op->out].cp, s->blk);
+    s->dw_in_act[i] = defer ? pr->p.conv2d.act : GPUNET_EPI_NONE;
+    s->dw[i] = gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp, s->blk);
     if (!s->dw[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory planning the depthwise convolution of op %d (block %d)", i, op->block);
@@ -729,23 +740,104 @@ plan_own_pw (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* Whether op j is one of our 1x1 convolutions splitting pixels between the threads; with
+ * far, as it runs while the cores are far apart (its far-state twin where it has one). */
+static int
+pw_splits_pixels (const fast_state *s, int j, int far)
+{
+  const gpunet_pw *p = far && s->pw_far[j] ? s->pw_far[j] : s->pw[j];
+  return p && gpunet_pw_splits_pixels (p);
+}
+
+/* Whether depthwise op i sits between 1x1 convolutions that split pixels (pw_splits_pixels
+ * with far): its producer and every op reading its output, an in-place squeeze-excite on
+ * the output looked through; *producer: the op writing its input, or -1. */
+static int
+dw_between_pixel_splits (const fast_state *s, int i, int far, int *producer)
+{
+  const gpunet_graph *g = s->g;
+  const gpunet_op *op = &g->ops[i];
+  int readers = 0, ok = 1;
+  *producer = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    if (g->ops[j].out == op->in)
+      *producer = j;
+  for (int j = 0; j < g->n_ops; j++) {
+    const gpunet_op *o = &g->ops[j];
+    if (o->residual == op->out || (o->in == op->out && o->out != op->out)) {
+      readers++;
+      ok = ok && pw_splits_pixels (s, j, far);
+    }
+  }
+  return ok && readers > 0 && *producer >= 0 && pw_splits_pixels (s, *producer, far);
+}
+
+/* After plan_dw_split: the plans run instead while cores_far says the cores are far apart.
+ * A 1x1 convolution left chunk-major only for its few input channels (pwconv.c: 64 or
+ * fewer, small weights) gets a pixel-major twin, and a depthwise op that then sits between
+ * pixel splits a twin split by rows, so that a whole inverted residual block (GPUNet-P1's
+ * 64 -> 512 -> 64 at 56x56) keeps each thread on its own rows.  Near, the chunk-major
+ * expansions are 8-10% faster (whole output planes per thread, long reductions); far,
+ * the lines the depthwise op and the projection read from the other core cost more:
+ * GPUNet-P1 ran 5% faster there with the twins (docs/performance.md).  Both orders do the
+ * same arithmetic for every output, so the logits do not change.  -1 when out of memory.
+ * GPUNET_CPU_FAR_TWINS=0: none. */
+static int
+plan_far_twins (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_FAR_TWINS");
+  if ((e && !strcmp (e, "0")) || s->nt < 2)
+    return 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || gpunet_pw_is_strassen (s->pw[i]))
+      continue;
+    const gpunet_op *op = &g->ops[i];
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    gpunet_pw *t = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
+        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0,
+        GPUNET_PW_STRASSEN_OFF);
+    if (!t)
+      return -1;
+    if (gpunet_pw_pixel_major (t))
+      s->pw_far[i] = t;
+    else
+      gpunet_pw_free (t);
+  }
+  for (int i = 0; i < g->n_ops; i++) {
+    int producer;
+    if (!s->dw[i] || gpunet_dw_splits_rows (s->dw[i])
+        || !dw_between_pixel_splits (s, i, 1, &producer))
+      continue;
+    const gpunet_op *op = &g->ops[i];
+    if (!(s->dw_far[i] = gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp,
+            s->blk)))
+      return -1;
+    gpunet_dw_split_rows (s->dw_far[i], s->nt);
+  }
+  return 0;
+}
+
 /* After plan_own_pw: a 1x1 convolution that splits its output channels between the
  * threads (pwconv's chunk-major order, or Strassen) has every thread read all of its input,
  * so both cores end up holding the input's lines.  Where this op is the input's last reader,
  * the buffer's next tensor would have to take each line back from the other core one at a
  * time when written, up to 28 ns a line where the VM's cores are far apart
  * (docs/performance.md); evicting the lines right after the op (gpunet_blk_flush) lets
- * those writes miss to memory instead.  Only while cores_far says the cores are far apart;
- * GPUNET_CPU_FLUSH_INPUTS=0: never, 1: always (tests, benchmarks). */
+ * those writes miss to memory instead.  Only while cores_far says the cores are far apart,
+ * and not where a far-state twin splits pixels (plan_far_twins).  Allocates the probe where
+ * there are evictions or twins.  GPUNET_CPU_FLUSH_INPUTS=0: never evict; 1: always as if
+ * far apart, the evictions and the twins (tests, benchmarks). */
 static int
 plan_flush_inputs (fast_state *s)
 {
   const gpunet_graph *g = s->g;
   const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
-  if ((e && !strcmp (e, "0")) || !gpunet_blk_can_flush () || s->nt < 2)
-    return 0;
   int any = 0;
-  for (int i = 0; i < g->n_ops; i++) {
+  for (int i = 0; i < g->n_ops; i++)
+    any |= s->pw_far[i] != NULL || s->dw_far[i] != NULL;
+  const int flush = !(e && !strcmp (e, "0")) && gpunet_blk_can_flush () && s->nt >= 2;
+  for (int i = 0; flush && i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || op->in == g->input)
       continue;
@@ -756,7 +848,7 @@ plan_flush_inputs (fast_state *s)
     any |= s->flush_in[i];
   }
   if (any && e && !strcmp (e, "1"))
-    s->far = 1;   /* always, without probing (tests, benchmarks) */
+    s->far = 1;   /* always, without probing (tests, benchmarks): the twins too */
   else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
     return -1;
   return 0;
@@ -802,19 +894,8 @@ plan_dw_split (fast_state *s)
     if (!s->dw[i])
       continue;
     const gpunet_op *op = &g->ops[i];
-    int producer = -1, readers = 0, ok = 1;
-    for (int j = 0; j < g->n_ops; j++)
-      if (g->ops[j].out == op->in)
-        producer = j;
-    for (int j = 0; j < g->n_ops; j++) {
-      const gpunet_op *o = &g->ops[j];
-      if (o->residual == op->out || (o->in == op->out && o->out != op->out)) {
-        readers++;
-        ok = ok && s->pw[j] && gpunet_pw_splits_pixels (s->pw[j]);
-      }
-    }
-    if (ok && readers > 0 && producer >= 0 && s->pw[producer]
-        && gpunet_pw_splits_pixels (s->pw[producer])) {
+    int producer;
+    if (dw_between_pixel_splits (s, i, 0, &producer)) {
       gpunet_dw_split_rows (s->dw[i], s->nt);
       for (int j = i + 1; j < g->n_ops && se_rows; j++)
         if (g->ops[j].kind == GPUNET_OP_SE && g->ops[j].out == op->out && s->se[j])
@@ -895,8 +976,11 @@ plan_winograd (fast_state *s, char **err)
   for (int i = 0; i < g->n_ops; i++) {
     const size_t f = s->wino[i] ? gpunet_wino_thread_floats (s->wino[i])
         : s->dw[i] ? gpunet_dw_thread_floats (s->dw[i]) : 0;
+    const size_t ff = s->dw_far[i] ? gpunet_dw_thread_floats (s->dw_far[i]) : 0;
     if (f > stride)
       stride = f;
+    if (ff > stride)
+      stride = ff;
     if (s->pw[i] && gpunet_pw_scratch_floats (s->pw[i]) > sums)
       sums = gpunet_pw_scratch_floats (s->pw[i]);
   }
@@ -906,6 +990,8 @@ plan_winograd (fast_state *s, char **err)
       gpunet_wino_set_thread_stride (s->wino[i], stride);
     if (s->dw[i])
       gpunet_dw_set_thread_stride (s->dw[i], stride);
+    if (s->dw_far[i])
+      gpunet_dw_set_thread_stride (s->dw_far[i], stride);
   }
   need = stride * (size_t) s->nt;
   if ((need && !(s->own_scratch = gpunet_blk_alloc (need)))
@@ -969,7 +1055,11 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->flush_in = calloc ((size_t) graph->n_ops, sizeof (int));
   s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
   s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
+  s->pw_far = calloc ((size_t) graph->n_ops, sizeof *s->pw_far);
+  s->dw_far = calloc ((size_t) graph->n_ops, sizeof *s->dw_far);
+  s->dw_in_act = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
+      || !s->pw_far || !s->dw_far || !s->dw_in_act
       || !s->defer_act || !s->chain || !s->se || !s->post_swish || !s->flush_in
       || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
@@ -1002,7 +1092,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_pw (s, err);
   if (st == GPUNET_OK) {
     plan_dw_split (s);
-    if (plan_flush_inputs (s) != 0)
+    if (plan_far_twins (s) != 0 || plan_flush_inputs (s) != 0)
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   }
   if (st == GPUNET_OK)
@@ -1070,7 +1160,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_OP_DWCONV2D: {
         fast_step *step = &p->steps[i];
         if (s->dw[i]) {
-          gpunet_dw_run (s->dw[i], tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
+          gpunet_dw_run (s->far && s->dw_far[i] ? s->dw_far[i] : s->dw[i],
+              tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
           break;
         }
         if (s->wino[i] || s->pw[i]) {
@@ -1080,9 +1171,10 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
           if (s->pw[i]) {
-            gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n, op->residual >= 0,
-                s->sums_scratch, nt);
-            if (s->flush_in[i] && s->far)
+            const int twin = s->far && s->pw_far[i];
+            gpunet_pw_run (twin ? s->pw_far[i] : s->pw[i], tensor_ptr (s, op->in, input), out,
+                n, op->residual >= 0, s->sums_scratch, nt);
+            if (s->flush_in[i] && s->far && !twin)
               gpunet_blk_flush (tensor_ptr (s, op->in, input),
                   (size_t) n * ti->cp * g->tensors[op->in].h * g->tensors[op->in].w, nt);
           } else
@@ -1188,6 +1280,16 @@ gpunet_onednn_flushed_inputs (const void *state)
   int n = 0;
   for (int i = 0; i < s->g->n_ops; i++)
     n += s->flush_in[i] != 0;
+  return n;
+}
+
+int
+gpunet_onednn_far_twins (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL);
   return n;
 }
 

@@ -24,4 +24,8 @@ int gpunet_onednn_chained_ops (const void *state);
  * (plan_flush_inputs in backend_onednn.c), 0 when none do. */
 int gpunet_onednn_flushed_inputs (const void *state);
 
+/* Tests: how many ops have a twin plan run instead while the cores are far apart
+ * (plan_far_twins in backend_onednn.c), 0 when none do. */
+int gpunet_onednn_far_twins (const void *state);
+
 #endif

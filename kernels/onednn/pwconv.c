@@ -99,6 +99,16 @@ gpunet_pw_splits_pixels (const gpunet_pw *p)
 }
 
 int
+gpunet_pw_pixel_major (gpunet_pw *p)
+{
+  if (!p->strassen && !p->pixel_major && (size_t) p->cp * p->ocp * sizeof (float) <= PW_SMALL_W) {
+    p->pixel_major = 1;
+    p->pg = p->npb;
+  }
+  return gpunet_pw_splits_pixels (p);
+}
+
+int
 gpunet_pw_is_strassen (const gpunet_pw *p)
 {
   return p->strassen;

@@ -39,6 +39,12 @@ gpunet_pw *gpunet_pw_new (const float *weight, const float *bias, int cin, int c
  * the pixel-major order, not Strassen. */
 int gpunet_pw_splits_pixels (const gpunet_pw *p);
 
+/* Switches a plan left in the chunk-major order only for its few input channels (weights
+ * of at most 1 MB, 64 input channels or fewer: pwconv.c) to the pixel-major order, the
+ * same arithmetic for every output.  Returns 1 when the plan now splits pixels.  Call
+ * before the first run. */
+int gpunet_pw_pixel_major (gpunet_pw *p);
+
 /* 1 when the plan runs one level of Strassen. */
 int gpunet_pw_is_strassen (const gpunet_pw *p);
 
