@@ -379,7 +379,8 @@ rand_floats_aligned (size_t n, float scale)
 
 /* gpunet_wino_run_chain against one gpunet_wino_run per layer: the same tiles computed the
  * same way, so the same bits, with the layers' buffers distinct or shared (a layer writing
- * the buffer the layer before last read), batch 1 and 2, 1 to 3 threads, tile 4 and 6. */
+ * the buffer the layer before last read), batch 1 and 2, 1 to 3 threads, tile 4 and 6,
+ * by columns and by rows of tiles. */
 static void
 test_wino_chain_direct (int blk)
 {
@@ -456,18 +457,24 @@ test_wino_chain_direct (int blk)
               cs = gpunet_blk_alloc (stride * (size_t) nt);
               ok = cs != NULL;
             }
-            if (ok) {
-              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, cs, nt);
+            /* by columns, then by rows (two threads: a top band down, a bottom band up) */
+            for (int by_rows = 0; ok && by_rows <= 1; by_rows++) {
+              for (int l = 0; l < L; l++) {   /* stale outputs must not pass */
+                const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
+                memset (outs[l], 0x7f, sizeof (float) * (size_t) n * op * h * w);
+              }
+              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, cs, nt,
+                  by_rows);
               const int ocp = (cases[ci].c[L] + blk - 1) / blk * blk;
               CHECK_MSG (!memcmp (outs[L - 1], bufs[L], sizeof (float) * (size_t) n * ocp * h * w),
-                  "wino chain case %zu (tile %d, batch %d, %d threads, shared %d): output differs "
-                  "from layer-by-layer", ci, tile, n, nt, share);
+                  "wino chain case %zu (tile %d, batch %d, %d threads, shared %d, rows %d): "
+                  "output differs from layer-by-layer", ci, tile, n, nt, share, by_rows);
               if (!share)
                 for (int l = 0; l + 1 < L; l++) {
                   const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
                   CHECK_MSG (!memcmp (outs[l], bufs[l + 1], sizeof (float) * (size_t) n * op * h * w),
-                      "wino chain case %zu (tile %d, batch %d, %d threads): layer %d differs",
-                      ci, tile, n, nt, l);
+                      "wino chain case %zu (tile %d, batch %d, %d threads, rows %d): layer %d "
+                      "differs", ci, tile, n, nt, by_rows, l);
                 }
             }
             if (cs != scratch)

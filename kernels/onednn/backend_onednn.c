@@ -99,6 +99,7 @@ typedef struct {
   int *dw_in_act;              /* per depthwise op: the activation it applies to its input */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
+  int chain_rows;              /* the chains by bands of tile rows, not columns */
   double *profile;
 } fast_state;
 
@@ -1007,6 +1008,11 @@ plan_winograd (fast_state *s, char **err)
   const char *cv = getenv ("GPUNET_CPU_WINO_CHAIN");
   if (cv && !strcmp (cv, "0"))
     return GPUNET_OK;
+  /* with two threads, by bands of tile rows as the ops around it split (the stride-2
+   * Winograd op after GPUNet-2's chain read half its input from the other core with the
+   * chain by columns: 0.17 ms of its 5.3 far apart, docs/performance.md);
+   * GPUNET_CPU_WINO_CHAIN=columns: by columns */
+  s->chain_rows = !(cv && !strcmp (cv, "columns"));
   for (int i = 0; i < g->n_ops;) {
     int len = 1;
     while (s->wino[i] && i + len < g->n_ops && len < WINO_CHAIN_MAX) {
@@ -1143,7 +1149,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
         ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
         outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
       }
-      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt);
+      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt, s->chain_rows);
       if (s->profile) {   /* the chain's time shared out by multiply-adds */
         const double dt = now_s () - t0;
         double macs = 0.0;

@@ -263,21 +263,22 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
 
 void
 gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt)
+    float *const *outs, int n, float *scratch, int nt, int by_rows)
 {
   if (ps[0]->vw == 16)
-    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt);
+    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt, by_rows);
   else
-    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt);
+    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt, by_rows);
 }
 
 #else /* not x86 with GCC-style intrinsics: never used */
 
 void
 gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt)
+    float *const *outs, int n, float *scratch, int nt, int by_rows)
 {
   (void) ps, (void) L, (void) ins, (void) outs, (void) n, (void) scratch, (void) nt;
+  (void) by_rows;
 }
 
 int

@@ -60,10 +60,12 @@ int gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b);
  * by rows of tiles so that each layer reads rows the previous one has just written, while
  * they are still in the caches; the results are those of L gpunet_wino_run calls.  A
  * buffer may serve two layers of the chain (outs[l + 2] == ins[l + 1], say): the rows a
- * layer overwrites are behind every row an earlier layer still reads.  scratch: as for
+ * layer overwrites are behind every row an earlier layer still reads.  by_rows (with two
+ * threads): each thread takes one band of tile rows (top and bottom halves), as the ops
+ * around the chain do, instead of one band of columns (winograd_simd.h).  scratch: as for
  * the largest gpunet_wino_scratch_floats of the chain. */
 void gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt);
+    float *const *outs, int n, float *scratch, int nt, int by_rows);
 
 void gpunet_wino_free (gpunet_wino *p);
 

@@ -432,19 +432,29 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
   }
 }
 
-/* A chain of L convolutions (see gpunet_wino_run_chain), each thread on its own columns of
- * tiles: at step s, layer l computes tile row s - 2 l, whose input rows layer l - 1 finished
- * at step s - 1 or before (a 3x3 kernel with pad 1 reads one row beyond its tile row); one
- * barrier per step.  The rows a step writes are so close behind the ones its layers read
- * that they are still in the core's L2 or the L3 when read. */
+/* A chain of L convolutions (see gpunet_wino_run_chain).  Columns: each thread on its own
+ * columns of tiles; at step s, layer l computes tile row s - 2 l, whose input rows layer
+ * l - 1 finished at step s - 1 or before (a 3x3 kernel with pad 1 reads one row beyond its
+ * tile row); one barrier per step.  The rows a step writes are so close behind the ones its
+ * layers read that they are still in the core's L2 or the L3 when read.
+ * Rows (two threads): thread 0 takes the top th / 2 tile rows and goes down, thread 1 the
+ * rest and goes up, so that at step s layer l computes row s - 2 l of thread 0's band, or
+ * row th - 1 - (s - 2 l) of thread 1's.  The rows at the boundary are the last ones both
+ * reach: thread 0's layer l - 1 finishes its last row at step th / 2 + 2 l - 3 and thread
+ * 1's at step th - th / 2 + 2 l - 3, both before either's layer l needs them (step
+ * th / 2 + 2 l - 1 and th - th / 2 + 2 l - 1); a layer overwriting the buffer the layer
+ * before last wrote writes row r at least one step after every read of it, as in the
+ * column order.  Each thread then reads and writes the rows the ops before and after the
+ * chain (split by rows too) keep on its core. */
 static void
 FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt)
+    float *const *outs, int n, float *scratch, int nt, int by_rows)
 {
   if (nt < 1)
     nt = 1;
   const int th = ps[0]->th, tw = ps[0]->tw;
-  if (nt > tw)
+  by_rows = by_rows && nt == 2 && th >= 2;
+  if (!by_rows && nt > tw)
     nt = tw;
   size_t per = 0;
   for (int l = 0; l < L; l++)
@@ -453,13 +463,19 @@ FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *in
 #pragma omp parallel num_threads(nt)
   {
     const int me = omp_get_thread_num (), team = omp_get_num_threads ();
+    const int rows = by_rows && team == 2;
     float *V = scratch + per * (size_t) me;
-    const int c0 = tw * me / team, c1 = tw * (me + 1) / team;
+    const int c0 = rows ? 0 : tw * me / team, c1 = rows ? tw : tw * (me + 1) / team;
+    /* rows: this thread's band of tile rows, r0 .. r1 - 1 */
+    const int r0 = rows && me ? th / 2 : 0, r1 = rows && !me ? th / 2 : th;
+    const int steps = (rows ? (r1 - r0 > th - (r1 - r0) ? r1 - r0 : th - (r1 - r0)) : th)
+        + 2 * (L - 1);
     for (int b = 0; b < n; b++)
-      for (int s = 0; s < th + 2 * (L - 1); s++) {
+      for (int s = 0; s < steps; s++) {
         for (int l = 0; l < L; l++) {
-          const int r = s - 2 * l;
-          if (r < 0 || r >= th)
+          const int k = s - 2 * l;
+          const int r = rows && me ? th - 1 - k : r0 + k;
+          if (k < 0 || r < r0 || r >= r1)
             continue;
           const gpunet_wino *p = ps[l];
           for (int c = c0; c < c1; c += p->rows_max) {
