@@ -946,18 +946,28 @@ test_random_network (unsigned seed)
   compare_batches (what, &tg.g);
 }
 
+/* The fixture architecture `name` (test data) with seeded random weights; NULL (a failed
+ * check) when it does not load. */
+static gpunet_model *
+random_fixture (const char *name, uint64_t seed)
+{
+  char path[1024];
+  snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), name);
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  gpunet_status st = gpunet_model_new_random (path, seed, &m, &err);
+  CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
+  free (err);
+  return st == GPUNET_OK ? m : NULL;
+}
+
 static void
 test_models (void)
 {
   const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
   for (int i = 0; i < 3; i++) {
-    char path[1024];
-    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
-    gpunet_model *m = NULL;
-    char *err = NULL;
-    gpunet_status st = gpunet_model_new_random (path, 7 + i, &m, &err);
-    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
-    if (st == GPUNET_OK) {
+    gpunet_model *m = random_fixture (fixtures[i], 7 + i);
+    if (m) {
       compare_batches (fixtures[i], gpunet_model_graph (m));
       char what[64];
       snprintf (what, sizeof what, "%s (own winograd everywhere)", fixtures[i]);
@@ -971,7 +981,6 @@ test_models (void)
       unsetenv ("GPUNET_CPU_PW_STRASSEN");
       gpunet_model_unref (m);
     }
-    free (err);
   }
   /* real GPUNets; the reference backend takes a few seconds each */
   const char *names[] = { "gpunet-0", "gpunet-p0" };
@@ -1045,14 +1054,8 @@ test_flush_inputs (void)
   const char *fixtures[] = { "tiny-a", "tiny-d" };
   setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);   /* Strassen 1x1 ops read all their input */
   for (int i = 0; i < 2; i++) {
-    char path[1024];
-    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
-    gpunet_model *m = NULL;
-    char *err = NULL;
-    gpunet_status st = gpunet_model_new_random (path, 11 + i, &m, &err);
-    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
-    free (err);
-    if (st != GPUNET_OK)
+    gpunet_model *m = random_fixture (fixtures[i], 11 + i);
+    if (!m)
       continue;
     const gpunet_graph *g = gpunet_model_graph (m);
     const size_t len = (size_t) 2 * g->tensors[g->output].c;
@@ -1085,14 +1088,8 @@ test_far_twins (void)
 {
   const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
   for (int i = 0; i < 3; i++) {
-    char path[1024];
-    snprintf (path, sizeof path, "%s/fixtures/%s.json", check_data_dir (), fixtures[i]);
-    gpunet_model *m = NULL;
-    char *err = NULL;
-    gpunet_status st = gpunet_model_new_random (path, 21 + i, &m, &err);
-    CHECK_MSG (st == GPUNET_OK, "%s: %s", path, err ? err : "");
-    free (err);
-    if (st != GPUNET_OK)
+    gpunet_model *m = random_fixture (fixtures[i], 21 + i);
+    if (!m)
       continue;
     const gpunet_graph *g = gpunet_model_graph (m);
     const size_t len = (size_t) 2 * g->tensors[g->output].c;

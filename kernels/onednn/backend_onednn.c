@@ -651,6 +651,15 @@ use_own_dw (const fast_state *s, const gpunet_op *op)
  * expansions at 23x23, ours 0.09-0.14 ms applied while the depthwise op copies its input.
  * Not when the tensor is traced (a block's output), read by another op, added as a
  * residual, or the producer adds a residual itself (after its activation). */
+/* Our depthwise convolution of op i, its input activation s->dw_in_act[i]; NULL when out
+ * of memory. */
+static gpunet_dw *
+new_dw (const fast_state *s, int i)
+{
+  const gpunet_op *op = &s->g->ops[i];
+  return gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp, s->blk);
+}
+
 static gpunet_status
 plan_own_dw (fast_state *s, char **err)
 {
@@ -671,8 +680,7 @@ plan_own_dw (fast_state *s, char **err)
     const int defer = pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
         && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE;
     s->dw_in_act[i] = defer ? pr->p.conv2d.act : GPUNET_EPI_NONE;
-    s->dw[i] = gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp, s->blk);
-    if (!s->dw[i])
+    if (!(s->dw[i] = new_dw (s, i)))
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory planning the depthwise convolution of op %d (block %d)", i, op->block);
     if (defer)
@@ -705,6 +713,17 @@ plan_own_se (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
+/* Our 1x1 convolution of op i (a GPUNET_PW_STRASSEN_* rule), as planned between its
+ * tensors; NULL when out of memory. */
+static gpunet_pw *
+new_pw (const fast_state *s, int i, int strassen)
+{
+  const gpunet_op *op = &s->g->ops[i];
+  const gpunet_conv2d_params *p = &op->p.conv2d;
+  return gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
+      s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0, strassen);
+}
+
 /* After plan_own_dw (the deferred activations): our 1x1 convolutions (pwconv.h), every
  * dense 1x1 stride-1 convolution between blocked tensors where the CPU runs AVX-512
  * (gpunet_pw_available).  oneDNN 2.6's jit_1x1 ran GPUNet's at 0.90-0.94 of the FMA peak,
@@ -731,10 +750,7 @@ plan_own_pw (fast_state *s, char **err)
         || p->ih != p->oh || p->iw != p->ow
         || s->t[op->in].blk != s->blk || s->t[op->out].blk != s->blk)
       continue;
-    s->pw[i] = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
-        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0,
-        strassen);
-    if (!s->pw[i])
+    if (!(s->pw[i] = new_pw (s, i, strassen)))
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory planning the 1x1 convolution of op %d (block %d)", i, op->block);
   }
@@ -793,11 +809,7 @@ plan_far_twins (fast_state *s)
   for (int i = 0; i < g->n_ops; i++) {
     if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || gpunet_pw_is_strassen (s->pw[i]))
       continue;
-    const gpunet_op *op = &g->ops[i];
-    const gpunet_conv2d_params *p = &op->p.conv2d;
-    gpunet_pw *t = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
-        s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0,
-        GPUNET_PW_STRASSEN_OFF);
+    gpunet_pw *t = new_pw (s, i, GPUNET_PW_STRASSEN_OFF);
     if (!t)
       return -1;
     if (gpunet_pw_pixel_major (t))
@@ -810,9 +822,7 @@ plan_far_twins (fast_state *s)
     if (!s->dw[i] || gpunet_dw_splits_rows (s->dw[i])
         || !dw_between_pixel_splits (s, i, 1, &producer))
       continue;
-    const gpunet_op *op = &g->ops[i];
-    if (!(s->dw_far[i] = gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp,
-            s->blk)))
+    if (!(s->dw_far[i] = new_dw (s, i)))
       return -1;
     gpunet_dw_split_rows (s->dw_far[i], s->nt);
   }
@@ -826,17 +836,13 @@ plan_far_twins (fast_state *s)
  * time when written, up to 28 ns a line where the VM's cores are far apart
  * (docs/performance.md); evicting the lines right after the op (gpunet_blk_flush) lets
  * those writes miss to memory instead.  Only while cores_far says the cores are far apart,
- * and not where a far-state twin splits pixels (plan_far_twins).  Allocates the probe where
- * there are evictions or twins.  GPUNET_CPU_FLUSH_INPUTS=0: never evict; 1: always as if
- * far apart, the evictions and the twins (tests, benchmarks). */
-static int
+ * and not where a far-state twin splits pixels (plan_far_twins).  GPUNET_CPU_FLUSH_INPUTS=0:
+ * never evict. */
+static void
 plan_flush_inputs (fast_state *s)
 {
   const gpunet_graph *g = s->g;
   const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
-  int any = 0;
-  for (int i = 0; i < g->n_ops; i++)
-    any |= s->pw_far[i] != NULL || s->dw_far[i] != NULL;
   const int flush = !(e && !strcmp (e, "0")) && gpunet_blk_can_flush () && s->nt >= 2;
   for (int i = 0; flush && i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
@@ -846,10 +852,21 @@ plan_flush_inputs (fast_state *s)
     for (int j = i + 1; j < g->n_ops && last; j++)
       last = g->ops[j].in != op->in && g->ops[j].residual != op->in && g->ops[j].out != op->in;
     s->flush_in[i] = last && g->output != op->in;
-    any |= s->flush_in[i];
   }
+}
+
+/* After plan_far_twins and plan_flush_inputs: the probe (cores_far) where some op acts on
+ * it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe, always as if far apart
+ * (tests, benchmarks).  -1 when out of memory. */
+static int
+plan_probe (fast_state *s)
+{
+  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
+  int any = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL;
   if (any && e && !strcmp (e, "1"))
-    s->far = 1;   /* always, without probing (tests, benchmarks): the twins too */
+    s->far = 1;
   else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
     return -1;
   return 0;
@@ -1098,7 +1115,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_pw (s, err);
   if (st == GPUNET_OK) {
     plan_dw_split (s);
-    if (plan_far_twins (s) != 0 || plan_flush_inputs (s) != 0)
+    plan_flush_inputs (s);
+    if (plan_far_twins (s) != 0 || plan_probe (s) != 0)
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   }
   if (st == GPUNET_OK)

@@ -2,27 +2,33 @@
  * simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN).  No include guard: meant
  * to be included more than once. */
 
-/* means[k * VW ..] of channel blocks k0 .. k1 - 1 of one image (four partial sums per block
- * for the adder's latency) */
+/* The sum over pixels p0 .. p1 - 1 of one channel block's plane xb (four partial sums for
+ * the adder's latency) */
+static inline VEC
+FN (se_block_sum) (const float *xb, long p0, long p1)
+{
+  VEC a0 = V_ZERO (), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
+  long s = p0;
+  for (; s + 4 <= p1; s += 4) {
+    a0 = V_ADD (a0, V_LOAD (xb + (s + 0) * VW));
+    a1 = V_ADD (a1, V_LOAD (xb + (s + 1) * VW));
+    a2 = V_ADD (a2, V_LOAD (xb + (s + 2) * VW));
+    a3 = V_ADD (a3, V_LOAD (xb + (s + 3) * VW));
+  }
+  for (; s < p1; s++)
+    a0 = V_ADD (a0, V_LOAD (xb + s * VW));
+  return V_ADD (V_ADD (a0, a1), V_ADD (a2, a3));
+}
+
+/* means[k * VW ..] of channel blocks k0 .. k1 - 1 of one image */
 static void
 FN (se_means) (const gpunet_se *q, const float *x, float *means, int k0, int k1)
 {
   const long hw = q->hw;
   const VEC inv = V_SET1 (1.0f / (float) hw);
-  for (int k = k0; k < k1; k++) {
-    const float *xb = x + (size_t) k * hw * VW;
-    VEC a0 = V_ZERO (), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
-    long s = 0;
-    for (; s + 4 <= hw; s += 4) {
-      a0 = V_ADD (a0, V_LOAD (xb + (s + 0) * VW));
-      a1 = V_ADD (a1, V_LOAD (xb + (s + 1) * VW));
-      a2 = V_ADD (a2, V_LOAD (xb + (s + 2) * VW));
-      a3 = V_ADD (a3, V_LOAD (xb + (s + 3) * VW));
-    }
-    for (; s < hw; s++)
-      a0 = V_ADD (a0, V_LOAD (xb + s * VW));
-    V_STORE (means + (size_t) k * VW, V_MUL (V_ADD (V_ADD (a0, a1), V_ADD (a2, a3)), inv));
-  }
+  for (int k = k0; k < k1; k++)
+    V_STORE (means + (size_t) k * VW, V_MUL (FN (se_block_sum) (x + (size_t) k * hw * VW, 0, hw),
+        inv));
 }
 
 /* mid[v * VW ..] = act(br + sum_c mean[c] wr[c][v * VW ..]) for NV vectors from v */
@@ -91,25 +97,12 @@ FN (se_expand_scale) (const gpunet_se *q, float *x, const float *mid, int k0, in
 }
 
 /* By rows (gpunet_se_split_rows): the sums over pixels p0 .. p1 - 1 of every channel block
- * (four partial sums per block, as se_means) into part */
+ * into part */
 static void
 FN (se_partial) (const gpunet_se *q, const float *x, float *part, long p0, long p1)
 {
-  const long hw = q->hw;
-  for (int k = 0; k < q->cp / VW; k++) {
-    const float *xb = x + (size_t) k * hw * VW;
-    VEC a0 = V_ZERO (), a1 = V_ZERO (), a2 = V_ZERO (), a3 = V_ZERO ();
-    long s = p0;
-    for (; s + 4 <= p1; s += 4) {
-      a0 = V_ADD (a0, V_LOAD (xb + (s + 0) * VW));
-      a1 = V_ADD (a1, V_LOAD (xb + (s + 1) * VW));
-      a2 = V_ADD (a2, V_LOAD (xb + (s + 2) * VW));
-      a3 = V_ADD (a3, V_LOAD (xb + (s + 3) * VW));
-    }
-    for (; s < p1; s++)
-      a0 = V_ADD (a0, V_LOAD (xb + s * VW));
-    V_STORE (part + (size_t) k * VW, V_ADD (V_ADD (a0, a1), V_ADD (a2, a3)));
-  }
+  for (int k = 0; k < q->cp / VW; k++)
+    V_STORE (part + (size_t) k * VW, FN (se_block_sum) (x + (size_t) k * q->hw * VW, p0, p1));
 }
 
 static void
