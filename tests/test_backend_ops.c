@@ -903,6 +903,76 @@ test_pw_direct (void)
     }
 }
 
+/* Per-thread weight copies (the far-state twins of plan_far_copies): thread 1 of a twin
+ * reads its own copy, equal to the weights thread 0 reads, and the twin's outputs are
+ * bit-identical to its original's with two threads; a plan whose threads split the weights
+ * (chunk-major 1x1) gets none. */
+static void
+test_weight_copies (int blk)
+{
+  if (blk == 16 && gpunet_pw_available (16)) {
+    const int cin = 96, cout = 160, cp = 96, ocp = 160;
+    const long hw = 50;
+    float *w = rand_floats ((size_t) cout * cin, 0.2f), *b = rand_floats (cout, 0.3f);
+    float *x = rand_floats_aligned ((size_t) cp * hw, 1.0f);
+    float *y0 = rand_floats_aligned ((size_t) ocp * hw, 0.0f);
+    float *y1 = rand_floats_aligned ((size_t) ocp * hw, 0.0f);
+    gpunet_pw *p = gpunet_pw_new (w, b, cin, cout, cp, ocp, hw, GPUNET_EPI_SWISH, 0,
+        GPUNET_PW_STRASSEN_OFF);
+    gpunet_pw *t = p ? gpunet_pw_twin (p) : NULL;
+    CHECK_MSG (p && t && gpunet_pw_splits_pixels (p), "pw copies: plans");
+    if (p && t) {
+      CHECK_MSG (gpunet_pw_copy_weights (t, 2) == 1, "pw copies: not made");
+      const float *w0 = gpunet_pw_thread_weights (t, 0), *w1 = gpunet_pw_thread_weights (t, 1);
+      const size_t wfloats = (size_t) (ocp + 63) / 64 * cp * 64;
+      CHECK_MSG (w0 == gpunet_pw_thread_weights (p, 1) && w1 != w0
+          && !memcmp (w0, w1, wfloats * sizeof (float)), "pw copies: thread 1's weights");
+      gpunet_pw_run (p, x, y0, 1, 0, NULL, 2);
+      gpunet_pw_run (t, x, y1, 1, 0, NULL, 2);
+      CHECK_MSG (!memcmp (y0, y1, sizeof (float) * ocp * hw), "pw copies: outputs differ");
+    }
+    gpunet_pw_free (t);
+    gpunet_pw_free (p);
+    /* large weights: chunk-major, each thread its own chunks: no copies */
+    float *wl = rand_floats ((size_t) 640 * 512, 0.1f);
+    gpunet_pw *q = gpunet_pw_new (wl, NULL, 512, 640, 512, 640, 30, GPUNET_EPI_NONE, 0,
+        GPUNET_PW_STRASSEN_OFF);
+    CHECK_MSG (q && !gpunet_pw_splits_pixels (q) && gpunet_pw_copy_weights (q, 2) == 0
+        && gpunet_pw_thread_weights (q, 1) == gpunet_pw_thread_weights (q, 0),
+        "pw copies: a chunk-major plan got copies");
+    gpunet_pw_free (q);
+  }
+  /* Winograd, F(6x6, 3x3) and the 5x5 stride-2 polyphase one */
+  static const struct { int k, s, cin, cout, ih; } wc[] = { { 3, 1, 24, 40, 20 }, { 5, 2, 16, 48, 23 } };
+  for (int i = 0; i < 2; i++) {
+    const int k = wc[i].k, st = wc[i].s, cin = wc[i].cin, cout = wc[i].cout, ih = wc[i].ih;
+    const int cp = (cin + blk - 1) / blk * blk, ocp = (cout + blk - 1) / blk * blk;
+    const int pad = k / 2, oh = (ih + 2 * pad - k) / st + 1;
+    float *w = rand_floats ((size_t) cout * cin * k * k, 0.2f), *b = rand_floats (cout, 0.3f);
+    float *x = rand_floats_aligned ((size_t) cp * ih * ih, 1.0f);
+    float *y0 = rand_floats_aligned ((size_t) ocp * oh * oh, 0.0f);
+    float *y1 = rand_floats_aligned ((size_t) ocp * oh * oh, 0.0f);
+    gpunet_wino *p = gpunet_wino_new (w, b, cin, cout, k, st, pad, cp, ocp, ih, ih, oh, oh,
+        GPUNET_EPI_RELU, 0, blk);
+    gpunet_wino *t = p ? gpunet_wino_twin (p) : NULL;
+    CHECK_MSG (p && t, "wino copies: plans");
+    if (p && t) {
+      CHECK_MSG (gpunet_wino_copy_weights (t, 2) == 1, "wino copies: not made");
+      CHECK_MSG (gpunet_wino_thread_weights (t, 0) == gpunet_wino_thread_weights (p, 1)
+          && gpunet_wino_thread_weights (t, 1) != gpunet_wino_thread_weights (t, 0),
+          "wino copies: thread 1 reads no copy of its own");
+      float *sc = gpunet_blk_alloc (gpunet_wino_scratch_floats (p, 2));
+      gpunet_wino_run (p, x, y0, 1, 0, sc, 2);
+      gpunet_wino_run (t, x, y1, 1, 0, sc, 2);
+      CHECK_MSG (!memcmp (y0, y1, sizeof (float) * ocp * oh * oh),
+          "wino copies %dx%d stride %d: outputs differ", k, k, st);
+      free (sc);
+    }
+    gpunet_wino_free (t);
+    gpunet_wino_free (p);
+  }
+}
+
 static void
 test_pool_linear (void)
 {
@@ -1211,6 +1281,7 @@ main (void)
       test_wino_chain_graphs ();
       test_se_direct (atoi (blocks[i]));
       test_dw_row_split (atoi (blocks[i]));
+      test_weight_copies (atoi (blocks[i]));
     }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",

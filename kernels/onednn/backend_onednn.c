@@ -93,9 +93,11 @@ typedef struct {
   int far;                     /* cores_far's last answer */
   float *own_scratch;          /* shared by our Winograd and depthwise ops
                                 * (one at a time) */
-  /* per op, the plans run instead while cores_far says far (plan_far_twins), else NULL */
+  /* per op, the plans run instead while cores_far says far (plan_far_twins,
+   * plan_far_copies), else NULL */
   gpunet_pw **pw_far;
   gpunet_dw **dw_far;
+  gpunet_wino **wino_far;
   int *dw_in_act;              /* per depthwise op: the activation it applies to its input */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
@@ -226,6 +228,9 @@ fast_destroy (void *state)
         free (v);
       }
   free (s->weights);
+  for (int i = 0; s->wino_far && i < n_ops; i++)
+    gpunet_wino_free (s->wino_far[i]);   /* twins first: they borrow from s->wino */
+  free (s->wino_far);
   for (int i = 0; s->wino && i < n_ops; i++)
     gpunet_wino_free (s->wino[i]);
   free (s->wino);
@@ -855,8 +860,50 @@ plan_flush_inputs (fast_state *s)
   }
 }
 
-/* After plan_far_twins and plan_flush_inputs: the probe (cores_far) where some op acts on
- * it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe, always as if far apart
+/* After plan_winograd (the thread strides set) and plan_far_twins: while cores_far says
+ * far, the ops whose threads all read all of the weights (pixel-major 1x1 convolutions,
+ * Winograd ones) run on twins whose second thread reads its own copy of them.  Two cores
+ * on different dies reading the same lines is slow: 16 MB read by both took 0.6-0.7 ms on
+ * the first core and 1.2-1.6 on the second, 8 MB halves 0.3 each; where the cores share
+ * an L3, one copy is faster (0.5-0.65 ms against 0.9-1.0 for two).  GPUNet-2, alternating
+ * turns with copies always on: far 0.979 (13 turns), near 1.015 (287 turns); so only far:
+ * GPUNet-2 far 0.986 (49 turns), GPUNet-0 far 0.985 (11), near neutral or better
+ * (docs/performance.md).  The weights are the same values, so the results do not change.
+ * A converted 1x1 twin (plan_far_twins) gets the copies itself.  GPUNET_CPU_FAR_TWINS=0
+ * or GPUNET_CPU_FAR_COPIES=0: none.  -1 when out of memory. */
+static int
+plan_far_copies (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const char *e = getenv ("GPUNET_CPU_FAR_TWINS"), *c = getenv ("GPUNET_CPU_FAR_COPIES");
+  if ((e && !strcmp (e, "0")) || (c && !strcmp (c, "0")) || s->nt < 2)
+    return 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    if (s->pw_far[i]) {
+      if (gpunet_pw_copy_weights (s->pw_far[i], s->nt) < 0)
+        return -1;
+    } else if (s->pw[i] && gpunet_pw_splits_pixels (s->pw[i])) {
+      gpunet_pw *t = gpunet_pw_twin (s->pw[i]);
+      if (!t || gpunet_pw_copy_weights (t, s->nt) < 0) {
+        gpunet_pw_free (t);
+        return -1;
+      }
+      s->pw_far[i] = t;
+    }
+    if (s->wino[i]) {
+      gpunet_wino *t = gpunet_wino_twin (s->wino[i]);
+      if (!t || gpunet_wino_copy_weights (t, s->nt) < 0) {
+        gpunet_wino_free (t);
+        return -1;
+      }
+      s->wino_far[i] = t;
+    }
+  }
+  return 0;
+}
+
+/* After plan_far_twins, plan_far_copies and plan_flush_inputs: the probe (cores_far)
+ * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe, always as if far apart
  * (tests, benchmarks).  -1 when out of memory. */
 static int
 plan_probe (fast_state *s)
@@ -864,7 +911,8 @@ plan_probe (fast_state *s)
   const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
   int any = 0;
   for (int i = 0; i < s->g->n_ops; i++)
-    any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL;
+    any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL
+        || s->wino_far[i] != NULL;
   if (any && e && !strcmp (e, "1"))
     s->far = 1;
   else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
@@ -1080,9 +1128,10 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
   s->pw_far = calloc ((size_t) graph->n_ops, sizeof *s->pw_far);
   s->dw_far = calloc ((size_t) graph->n_ops, sizeof *s->dw_far);
+  s->wino_far = calloc ((size_t) graph->n_ops, sizeof *s->wino_far);
   s->dw_in_act = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
-      || !s->pw_far || !s->dw_far || !s->dw_in_act
+      || !s->pw_far || !s->dw_far || !s->wino_far || !s->dw_in_act
       || !s->defer_act || !s->chain || !s->se || !s->post_swish || !s->flush_in
       || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
@@ -1116,11 +1165,13 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK) {
     plan_dw_split (s);
     plan_flush_inputs (s);
-    if (plan_far_twins (s) != 0 || plan_probe (s) != 0)
+    if (plan_far_twins (s) != 0)
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   }
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
+  if (st == GPUNET_OK && (plan_far_copies (s) != 0 || plan_probe (s) != 0))
+    st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
@@ -1163,7 +1214,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       const float *ins[WINO_CHAIN_MAX];
       float *outs[WINO_CHAIN_MAX];
       for (int l = 0; l < len; l++) {
-        ps[l] = s->wino[i + l];
+        ps[l] = s->far && s->wino_far[i + l] ? s->wino_far[i + l] : s->wino[i + l];
         ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
         outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
       }
@@ -1202,7 +1253,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
               gpunet_blk_flush (tensor_ptr (s, op->in, input),
                   (size_t) n * ti->cp * g->tensors[op->in].h * g->tensors[op->in].w, nt);
           } else
-            gpunet_wino_run (s->wino[i], tensor_ptr (s, op->in, input), out, n,
+            gpunet_wino_run (s->far && s->wino_far[i] ? s->wino_far[i] : s->wino[i],
+                tensor_ptr (s, op->in, input), out, n,
                 op->residual >= 0, s->own_scratch, nt);
           break;
         }
@@ -1313,7 +1365,7 @@ gpunet_onednn_far_twins (const void *state)
   const fast_state *s = state;
   int n = 0;
   for (int i = 0; i < s->g->n_ops; i++)
-    n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL);
+    n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL) + (s->wino_far[i] != NULL);
   return n;
 }
 

@@ -65,6 +65,9 @@ struct gpunet_pw {
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
   int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
+  int borrowed;   /* a twin (gpunet_pw_twin): w, t and bias belong to another plan */
+  int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
+  float *wx;      /* of w, thread t's at wx + (t - 1) * nch * cp * 64; else NULL */
 };
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
@@ -86,10 +89,26 @@ gpunet_pw_free (gpunet_pw *p)
 {
   if (!p)
     return;
-  free (p->w);
-  free (p->t);
-  free (p->bias);
+  if (!p->borrowed) {
+    free (p->w);
+    free (p->t);
+    free (p->bias);
+  }
+  free (p->wx);
   free (p);
+}
+
+gpunet_pw *
+gpunet_pw_twin (const gpunet_pw *p)
+{
+  gpunet_pw *q = malloc (sizeof *q);
+  if (!q)
+    return NULL;
+  *q = *p;
+  q->borrowed = 1;
+  q->wcopies = 0;
+  q->wx = NULL;
+  return q;
 }
 
 int
@@ -106,6 +125,26 @@ gpunet_pw_pixel_major (gpunet_pw *p)
     p->pg = p->npb;
   }
   return gpunet_pw_splits_pixels (p);
+}
+
+int
+gpunet_pw_copy_weights (gpunet_pw *p, int nt)
+{
+  if (!p->pixel_major || p->strassen || nt < 2 || p->wx)
+    return 0;
+  const size_t wsize = (size_t) p->nch * p->cp * PW_NR;
+  if (!(p->wx = gpunet_blk_alloc (wsize * (nt - 1))))
+    return -1;
+  for (int t = 1; t < nt; t++)
+    memcpy (p->wx + wsize * (t - 1), p->w, sizeof (float) * wsize);
+  p->wcopies = nt;
+  return 1;
+}
+
+const float *
+gpunet_pw_thread_weights (const gpunet_pw *p, int t)
+{
+  return t >= 1 && t < p->wcopies ? p->wx + (size_t) (t - 1) * p->nch * p->cp * PW_NR : p->w;
 }
 
 int
@@ -598,6 +637,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
     const long u0 = units * t / team, u1 = units * (t + 1) / team;
+    const float *wt = gpunet_pw_thread_weights (p, t);
     for (long u = u0; u < u1; u++) {
       const long img = u / per_img, v = u % per_img;
       long pb;
@@ -617,7 +657,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
       const int rows = hw - pb * PW_MR < PW_MR ? (int) (hw - pb * PW_MR) : PW_MR;
       /* an image is cp x hw floats; a channel block hw x 16 */
       pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) pb * PW_MR * 16,
-          hw, p->w + (size_t) ch * p->cp * PW_NR, ncb, rem, p->bias + ch * PW_NR,
+          hw, wt + (size_t) ch * p->cp * PW_NR, ncb, rem, p->bias + ch * PW_NR,
           out + (size_t) img * p->ocp * hw + ((size_t) ch * 4 * hw + (size_t) pb * PW_MR) * 16,
           p->act, residual_in_dst);
     }

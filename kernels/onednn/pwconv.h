@@ -58,6 +58,21 @@ size_t gpunet_pw_scratch_floats (const gpunet_pw *p);
 void gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);
 
+/* A second plan doing what p does with p's weights and bias (not copied: p must outlive
+ * it and stay unchanged), to be given its own weight copies (gpunet_pw_copy_weights).
+ * NULL when out of memory. */
+gpunet_pw *gpunet_pw_twin (const gpunet_pw *p);
+
+/* Gives threads 1 .. nt - 1 of a pixel-major plan (each thread reads all of the weights)
+ * their own copy of the weights, so that no two cores read the same weight lines: where
+ * the VM's cores are far apart a line the other core has read comes over more slowly than
+ * from memory (docs/performance.md).  1 when done, 0 when not a pixel-major plan (nothing
+ * changes), -1 when out of memory (nothing changes).  Call before the first run. */
+int gpunet_pw_copy_weights (gpunet_pw *p, int nt);
+
+/* The packed weights thread t reads (tests). */
+const float *gpunet_pw_thread_weights (const gpunet_pw *p, int t);
+
 void gpunet_pw_free (gpunet_pw *p);
 
 #endif

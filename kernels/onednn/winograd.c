@@ -57,6 +57,10 @@ struct gpunet_wino {
    * 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
   int kn, segs;
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
+  int borrowed;      /* a twin (gpunet_wino_twin): u and bias belong to another plan */
+  int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
+  float *ux;         /* copy of u, thread t's at ux + (t - 1) usize; else NULL */
+  size_t usize;      /* floats of u */
 };
 
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
@@ -103,6 +107,38 @@ gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
     p->thread_stride = floats;
 }
 
+gpunet_wino *
+gpunet_wino_twin (const gpunet_wino *p)
+{
+  gpunet_wino *q = malloc (sizeof *q);
+  if (!q)
+    return NULL;
+  *q = *p;
+  q->borrowed = 1;
+  q->ucopies = 0;
+  q->ux = NULL;
+  return q;
+}
+
+int
+gpunet_wino_copy_weights (gpunet_wino *p, int nt)
+{
+  if (nt < 2 || p->ux)
+    return 0;
+  if (!(p->ux = gpunet_blk_alloc (p->usize * (nt - 1))))
+    return -1;
+  for (int t = 1; t < nt; t++)
+    memcpy (p->ux + p->usize * (t - 1), p->u, sizeof (float) * p->usize);
+  p->ucopies = nt;
+  return 1;
+}
+
+const float *
+gpunet_wino_thread_weights (const gpunet_wino *p, int t)
+{
+  return t >= 1 && t < p->ucopies ? p->ux + (size_t) (t - 1) * p->usize : p->u;
+}
+
 int
 gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b)
 {
@@ -117,8 +153,11 @@ gpunet_wino_free (gpunet_wino *p)
 {
   if (!p)
     return;
-  free (p->u);
-  free (p->bias);
+  if (!p->borrowed) {
+    free (p->u);
+    free (p->bias);
+  }
+  free (p->ux);
   free (p);
 }
 
@@ -195,7 +234,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
   const size_t n_ocb = (size_t) (ocp + p->ocb - 1) / p->ocb;
-  p->u = gpunet_blk_alloc (n_ocb * p->ne * icp * p->ocb);
+  p->usize = n_ocb * p->ne * icp * p->ocb;
+  p->u = gpunet_blk_alloc (p->usize);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
   if (!p->u || !p->bias) {
     gpunet_wino_free (p);

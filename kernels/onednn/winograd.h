@@ -67,6 +67,19 @@ int gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b);
 void gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
     float *const *outs, int n, float *scratch, int nt, int by_rows);
 
+/* A second plan doing what p does with p's transformed weights and bias (not copied: p
+ * must outlive it), its thread stride included, to be given its own weight copies
+ * (gpunet_wino_copy_weights).  NULL when out of memory. */
+gpunet_wino *gpunet_wino_twin (const gpunet_wino *p);
+
+/* Gives threads 1 .. nt - 1 their own copy of the transformed weights (every thread reads
+ * all of them), as gpunet_pw_copy_weights.  1 when done, 0 when nt < 2 or done before, -1
+ * when out of memory (nothing changes).  Call before the first run. */
+int gpunet_wino_copy_weights (gpunet_wino *p, int nt);
+
+/* The transformed weights thread t reads (tests). */
+const float *gpunet_wino_thread_weights (const gpunet_wino *p, int t);
+
 void gpunet_wino_free (gpunet_wino *p);
 
 #endif

@@ -389,13 +389,14 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
   const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
   FN (wino_input) (p, in, t0, cnt, rows, V);
+  const float *ut = gpunet_wino_thread_weights (p, omp_get_thread_num ());
   for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
     const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++)
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->kn, p->segs,
-          p->u + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
+          ut + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
           M + (size_t) e * m_es, cnt, nv);
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
   }
