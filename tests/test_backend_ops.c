@@ -828,7 +828,7 @@ test_pw_direct (void)
   static const struct { int cin, cout; long hw; } cases[] = {
     { 12, 10, 9 }, { 16, 64, 7 }, { 24, 48, 20 }, { 40, 112, 25 }, { 33, 200, 11 },
     { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 2000, 160, 90 }, { 80, 100, 31 },
-    { 7, 16, 1 },
+    { 7, 16, 1 }, { 100, 64, 49 }, { 48, 80, 529 },
     /* shapes one level of Strassen takes (halves of whole 16-channel blocks): odd and even
      * pixel counts, a bottom half without a block of its own (hw 13: 7 + 6 pixels), a
      * narrower last chunk per half (n2 80 = 64 + 16) */
@@ -894,6 +894,20 @@ test_pw_direct (void)
                 if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout && y[i] != 0.0f)
                   pad_ok = 0;
               CHECK_MSG (pad_ok, "pw direct %d->%d: a padding lane is not zero", cin, cout);
+              if (!gpunet_pw_is_strassen (q) && nt == 2) {
+                /* blocks of 6 only (pwconv.c: pw_block): the same bits */
+                setenv ("GPUNET_CPU_PW_BLOCKS", "6", 1);
+                gpunet_pw *q6 = gpunet_pw_new (w, bias, cin, cout, cp, ocp, hw, act, res, sm);
+                unsetenv ("GPUNET_CPU_PW_BLOCKS");
+                float *y6 = rand_floats_aligned (out_len, 0.0f);
+                for (size_t i = 0; i < out_len; i++)
+                  y6[i] = res ? r[i] : 12345.0f;
+                if (q6)
+                  gpunet_pw_run (q6, x, y6, n, res, NULL, nt);
+                CHECK_MSG (q6 && !memcmp (y, y6, sizeof (float) * out_len), "pw direct %d->%d "
+                    "hw %ld act %d res %d batch %d: blocks of 6 and 5 change the results", cin, cout, hw, act, res, n);
+                gpunet_pw_free (q6);
+              }
             }
             free (scratch);
             gpunet_pw_free (q);

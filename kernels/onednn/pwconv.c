@@ -51,7 +51,8 @@ struct gpunet_pw {
   int cin, cout, cp, ocp, act;
   long hw;
   int nch;        /* chunks of output channels: ceil(ocp / 64) */
-  long npb;       /* blocks of 6 pixels: ceil(hw / 6) */
+  long npb;       /* blocks of pixels: ceil(hw / 6) */
+  long nbig;      /* the first nbig of them of 6 pixels, the rest of 5 (pw_block) */
   long pg;        /* pixel blocks per group (npb: one group) */
   int pixel_major;
   float *w;       /* chunk c at w + c * cp * 64: [cp][nj * 16]; NULL with Strassen */
@@ -69,6 +70,23 @@ struct gpunet_pw {
   int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
   float *wx;      /* of w, thread t's at wx + (t - 1) * nch * cp * 64; else NULL */
 };
+
+/* Pixels px .. px + rows - 1 of block pb: where hw leaves a short last block of 6 (49 =
+ * 8 x 6 + 1), blocks of 6 and 5 instead (49 = 4 x 6 + 5 x 5): a block of one or two pixels
+ * runs at a fraction of the FMA rate (GPUNet-P1's 5632 -> 704 at 7x7, isolated, minima of
+ * 200: 1.74 ms at 49 pixels against 1.65 at 48).  The same arithmetic for every output
+ * whatever the blocks. */
+static inline void
+pw_block (const gpunet_pw *p, long pb, long *px, int *rows)
+{
+  if (pb < p->nbig) {
+    *px = pb * PW_MR;
+    *rows = p->hw - *px < PW_MR ? (int) (p->hw - *px) : PW_MR;
+  } else {
+    *px = p->nbig * PW_MR + (pb - p->nbig) * (PW_MR - 1);
+    *rows = PW_MR - 1;
+  }
+}
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
 static inline int
@@ -234,6 +252,14 @@ pw_flush_sums (void)
   return !(e && !strcmp (e, "0")) && gpunet_blk_can_flush ();
 }
 
+/* GPUNET_CPU_PW_BLOCKS=6: blocks of 6 pixels only, a short one last (tests, benchmarks) */
+static int
+getenv_blocks (void)
+{
+  const char *e = getenv ("GPUNET_CPU_PW_BLOCKS");
+  return !(e && !strcmp (e, "6"));
+}
+
 gpunet_pw *
 gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp, int ocp,
     long hw, int act, int residual, int strassen)
@@ -247,6 +273,8 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
     return NULL;
   *p = (gpunet_pw) { .cin = cin, .cout = cout, .cp = cp, .ocp = ocp, .act = act, .hw = hw,
     .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR };
+  /* blocks of 6 and 5 where every block can have 5 or more (pw_block), else of 6 */
+  p->nbig = hw >= (PW_MR - 1) * p->npb && getenv_blocks () ? hw - (PW_MR - 1) * p->npb : p->npb;
   p->strassen = strassen != GPUNET_PW_STRASSEN_OFF
       && pw_strassen_fits (cp, ocp, hw, act, residual, strassen == GPUNET_PW_STRASSEN_FORCE);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
@@ -385,6 +413,10 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const flo
       for (int r = 0; r < R; r++) {
         __m512 v = FN (simd_act) (_mm512_load_ps (tmp + (r * 4 + j) * 16), GPUNET_EPI_SWISH);
         float *o = out + (size_t) j * hw * 16 + r * 16;
+        /* the swish's last multiply rounded on its own, never fused with the residual add
+         * into an FMA (which the compiler may do in some of the kernels and not in others:
+         * the blocks of pixels would then change the results) */
+        __asm__ ("" : "+v" (v));
         if (res)
           v = _mm512_add_ps (v, _mm512_load_ps (o));
         _mm512_store_ps (o, v);
@@ -654,11 +686,13 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
         pb = g0 + w % len;
       }
       const int nj = pw_chunk_vectors (p->ocp, ch);
-      const int rows = hw - pb * PW_MR < PW_MR ? (int) (hw - pb * PW_MR) : PW_MR;
+      long px;
+      int rows;
+      pw_block (p, pb, &px, &rows);
       /* an image is cp x hw floats; a channel block hw x 16 */
-      pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) pb * PW_MR * 16,
+      pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) px * 16,
           hw, wt + (size_t) ch * p->cp * PW_NR, ncb, rem, p->bias + ch * PW_NR,
-          out + (size_t) img * p->ocp * hw + ((size_t) ch * 4 * hw + (size_t) pb * PW_MR) * 16,
+          out + (size_t) img * p->ocp * hw + ((size_t) ch * 4 * hw + (size_t) px) * 16,
           p->act, residual_in_dst);
     }
   }
