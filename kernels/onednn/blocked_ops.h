@@ -47,6 +47,17 @@ gpunet_blk_alloc (size_t floats)
   return m;
 }
 
+/* copies copies of src's floats one after the other, from gpunet_blk_alloc (the per-thread
+ * weight copies of the far-state twins); NULL when out of memory. */
+static inline float *
+gpunet_blk_copies (const float *src, size_t floats, int copies)
+{
+  float *m = gpunet_blk_alloc (floats * (size_t) copies);
+  for (int c = 0; m && c < copies; c++)
+    memcpy (m + floats * (size_t) c, src, sizeof (float) * floats);
+  return m;
+}
+
 /* Below this many elements a kernel of the fast path runs on the calling thread: waking
  * the team and the barrier cost more than the work (and a descheduled sibling on shared
  * cores stalls it). */

@@ -150,11 +150,8 @@ gpunet_pw_copy_weights (gpunet_pw *p, int nt)
 {
   if (!p->pixel_major || p->strassen || nt < 2 || p->wx)
     return 0;
-  const size_t wsize = (size_t) p->nch * p->cp * PW_NR;
-  if (!(p->wx = gpunet_blk_alloc (wsize * (nt - 1))))
+  if (!(p->wx = gpunet_blk_copies (p->w, (size_t) p->nch * p->cp * PW_NR, nt - 1)))
     return -1;
-  for (int t = 1; t < nt; t++)
-    memcpy (p->wx + wsize * (t - 1), p->w, sizeof (float) * wsize);
   p->wcopies = nt;
   return 1;
 }

@@ -125,10 +125,8 @@ gpunet_wino_copy_weights (gpunet_wino *p, int nt)
 {
   if (nt < 2 || p->ux)
     return 0;
-  if (!(p->ux = gpunet_blk_alloc (p->usize * (nt - 1))))
+  if (!(p->ux = gpunet_blk_copies (p->u, p->usize, nt - 1)))
     return -1;
-  for (int t = 1; t < nt; t++)
-    memcpy (p->ux + p->usize * (t - 1), p->u, sizeof (float) * p->usize);
   p->ucopies = nt;
   return 1;
 }
