@@ -905,7 +905,8 @@ test_pw_direct (void)
                 if (q6)
                   gpunet_pw_run (q6, x, y6, n, res, NULL, nt);
                 CHECK_MSG (q6 && !memcmp (y, y6, sizeof (float) * out_len), "pw direct %d->%d "
-                    "hw %ld act %d res %d batch %d: blocks of 6 and 5 change the results", cin, cout, hw, act, res, n);
+                    "hw %ld act %d res %d batch %d: blocks of 6 and 5 change the results",
+                    cin, cout, hw, act, res, n);
                 gpunet_pw_free (q6);
               }
             }
@@ -1086,7 +1087,7 @@ test_models (void)
  * env2=value2 (env2 NULL: none); *flushed: gpunet_onednn_flushed_inputs of the plan,
  * *twins (unless NULL) gpunet_onednn_far_twins.  NULL on failure. */
 static float *
-fast_logits_with2 (const gpunet_graph *g, const float *input, int n, const char *env,
+fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
     const char *value, const char *env2, const char *value2, int *flushed, int *twins)
 {
   gpunet_session_params params;
@@ -1123,11 +1124,38 @@ fast_logits_with2 (const gpunet_graph *g, const float *input, int n, const char 
   return out;
 }
 
-static float *
-fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
-    const char *value, int *flushed)
+/* The logits of fixture `name` (random weights from seed) under three settings k of env
+ * and env2 (vals[k], vals2[k]; NULL leaves a variable unset), which must agree bit for bit
+ * (what[k]: setting k in the message, k = 1, 2); counts[k]: the plan's ops evicting their
+ * input, or with twins its far-state twins (-1: no plan). */
+static void
+same_bits_3 (const char *name, uint64_t seed, const char *env, const char *const vals[3],
+    const char *env2, const char *const vals2[3], const char *const what[3], int twins,
+    int counts[3])
 {
-  return fast_logits_with2 (g, input, n, env, value, NULL, NULL, flushed, NULL);
+  counts[0] = counts[1] = counts[2] = -1;
+  gpunet_model *m = random_fixture (name, seed);
+  if (!m)
+    return;
+  const gpunet_graph *g = gpunet_model_graph (m);
+  const size_t len = (size_t) 2 * g->tensors[g->output].c;
+  const gpunet_tensor_desc *ti = &g->tensors[g->input];
+  const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
+  float *logits[3];
+  for (int k = 0; k < 3; k++) {
+    int flushed;
+    logits[k] = fast_logits_with (g, x, 2, env, vals[k], env2, vals2 ? vals2[k] : NULL,
+        &flushed, twins ? &counts[k] : NULL);
+    if (!twins)
+      counts[k] = flushed;
+  }
+  for (int k = 1; k < 3; k++)
+    if (logits[0] && logits[k])
+      CHECK_MSG (!memcmp (logits[0], logits[k], sizeof (float) * len), "%s: logits differ "
+          "with %s", name, what[k]);
+  for (int k = 0; k < 3; k++)
+    free (logits[k]);
+  gpunet_model_unref (m);
 }
 
 /* Evicting the inputs of chunk-major and Strassen 1x1 ops (forced on, off, or left to the
@@ -1136,69 +1164,34 @@ static void
 test_flush_inputs (void)
 {
   const char *fixtures[] = { "tiny-a", "tiny-d" };
+  static const char *const vals[3] = { "0", "1", NULL };
+  static const char *const what[3] = { "", "the inputs evicted", "the probe deciding" };
   setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);   /* Strassen 1x1 ops read all their input */
   for (int i = 0; i < 2; i++) {
-    gpunet_model *m = random_fixture (fixtures[i], 11 + i);
-    if (!m)
-      continue;
-    const gpunet_graph *g = gpunet_model_graph (m);
-    const size_t len = (size_t) 2 * g->tensors[g->output].c;
-    const gpunet_tensor_desc *ti = &g->tensors[g->input];
-    const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
-    int f_off = -1, f_on = -1, f_auto = -1;
-    float *off = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "0", &f_off);
-    float *on = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1", &f_on);
-    float *aut = fast_logits_with (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", NULL, &f_auto);
-    CHECK_MSG (f_off == 0 && f_on > 0 && f_auto == f_on, "%s: ops evicting their input: "
-        "%d off, %d on, %d by the probe", fixtures[i], f_off, f_on, f_auto);
-    if (off && on && aut) {
-      CHECK_MSG (!memcmp (off, on, sizeof (float) * len), "%s: logits differ with the inputs "
-          "evicted", fixtures[i]);
-      CHECK_MSG (!memcmp (off, aut, sizeof (float) * len), "%s: logits differ with the probe "
-          "deciding", fixtures[i]);
-    }
-    free (off);
-    free (on);
-    free (aut);
-    gpunet_model_unref (m);
+    int f[3];
+    same_bits_3 (fixtures[i], 11 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, NULL, NULL, what, 0, f);
+    CHECK_MSG (f[0] == 0 && f[1] > 0 && f[2] == f[1], "%s: ops evicting their input: "
+        "%d off, %d on, %d by the probe", fixtures[i], f[0], f[1], f[2]);
   }
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
 }
 
-/* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins) run
- * when forced, change no bit of the logits, and are planned only where asked. */
+/* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins; weight
+ * copies: plan_far_copies) run when forced, change no bit of the logits, and are planned
+ * only where asked. */
 static void
 test_far_twins (void)
 {
   const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
+  /* far forced without twins, far forced with them, the probe deciding */
+  static const char *const vals[3] = { "1", "1", NULL }, *const vals2[3] = { "0", NULL, NULL };
+  static const char *const what[3] = { "", "the far-state twins", "the probe deciding" };
   for (int i = 0; i < 3; i++) {
-    gpunet_model *m = random_fixture (fixtures[i], 21 + i);
-    if (!m)
-      continue;
-    const gpunet_graph *g = gpunet_model_graph (m);
-    const size_t len = (size_t) 2 * g->tensors[g->output].c;
-    const gpunet_tensor_desc *ti = &g->tensors[g->input];
-    const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
-    int f, t_none = -1, t_far = -1, t_probe = -1;
-    /* far forced without twins, far forced with them, the probe deciding */
-    float *none = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1",
-        "GPUNET_CPU_FAR_TWINS", "0", &f, &t_none);
-    float *far = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", "1", NULL, NULL, &f,
-        &t_far);
-    float *probe = fast_logits_with2 (g, x, 2, "GPUNET_CPU_FLUSH_INPUTS", NULL, NULL, NULL, &f,
-        &t_probe);
-    CHECK_MSG (t_none == 0 && t_far > 0 && t_probe == t_far, "%s: far-state twins: %d "
-        "without, %d forced, %d by the probe", fixtures[i], t_none, t_far, t_probe);
-    if (none && far && probe) {
-      CHECK_MSG (!memcmp (none, far, sizeof (float) * len), "%s: logits differ with the "
-          "far-state twins", fixtures[i]);
-      CHECK_MSG (!memcmp (none, probe, sizeof (float) * len), "%s: logits differ with the "
-          "probe deciding", fixtures[i]);
-    }
-    free (none);
-    free (far);
-    free (probe);
-    gpunet_model_unref (m);
+    int t[3];
+    same_bits_3 (fixtures[i], 21 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, "GPUNET_CPU_FAR_TWINS",
+        vals2, what, 1, t);
+    CHECK_MSG (t[0] == 0 && t[1] > 0 && t[2] == t[1], "%s: far-state twins: %d "
+        "without, %d forced, %d by the probe", fixtures[i], t[0], t[1], t[2]);
   }
 }
 

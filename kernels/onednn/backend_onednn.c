@@ -650,12 +650,6 @@ use_own_dw (const fast_state *s, const gpunet_op *op)
       && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk;
 }
 
-/* Our depthwise convolutions.  Where one is the only reader of a convolution's output (an
- * inverted residual block's expansion), that convolution's activation moves into it
- * (defer_act): oneDNN's swish post-op measured about 0.3 ms on GPUNet-2's 144 -> 864
- * expansions at 23x23, ours 0.09-0.14 ms applied while the depthwise op copies its input.
- * Not when the tensor is traced (a block's output), read by another op, added as a
- * residual, or the producer adds a residual itself (after its activation). */
 /* Our depthwise convolution of op i, its input activation s->dw_in_act[i]; NULL when out
  * of memory. */
 static gpunet_dw *
@@ -665,6 +659,12 @@ new_dw (const fast_state *s, int i)
   return gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp, s->blk);
 }
 
+/* Our depthwise convolutions.  Where one is the only reader of a convolution's output (an
+ * inverted residual block's expansion), that convolution's activation moves into it
+ * (defer_act): oneDNN's swish post-op measured about 0.3 ms on GPUNet-2's 144 -> 864
+ * expansions at 23x23, ours 0.09-0.14 ms applied while the depthwise op copies its input.
+ * Not when the tensor is traced (a block's output), read by another op, added as a
+ * residual, or the producer adds a residual itself (after its activation). */
 static gpunet_status
 plan_own_dw (fast_state *s, char **err)
 {
@@ -903,8 +903,8 @@ plan_far_copies (fast_state *s)
 }
 
 /* After plan_far_twins, plan_far_copies and plan_flush_inputs: the probe (cores_far)
- * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe, always as if far apart
- * (tests, benchmarks).  -1 when out of memory. */
+ * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe,
+ * always as if far apart (tests, benchmarks).  -1 when out of memory. */
 static int
 plan_probe (fast_state *s)
 {

@@ -70,7 +70,7 @@ gpunet_pw *gpunet_pw_twin (const gpunet_pw *p);
  * changes), -1 when out of memory (nothing changes).  Call before the first run. */
 int gpunet_pw_copy_weights (gpunet_pw *p, int nt);
 
-/* The packed weights thread t reads (tests). */
+/* The packed weights thread t reads in gpunet_pw_run (its copy, or the plan's). */
 const float *gpunet_pw_thread_weights (const gpunet_pw *p, int t);
 
 void gpunet_pw_free (gpunet_pw *p);

@@ -77,7 +77,7 @@ gpunet_wino *gpunet_wino_twin (const gpunet_wino *p);
  * when out of memory (nothing changes).  Call before the first run. */
 int gpunet_wino_copy_weights (gpunet_wino *p, int nt);
 
-/* The transformed weights thread t reads (tests). */
+/* The transformed weights thread t reads in the runs (its copy, or the plan's). */
 const float *gpunet_wino_thread_weights (const gpunet_wino *p, int t);
 
 void gpunet_wino_free (gpunet_wino *p);
