@@ -20,6 +20,7 @@
 #define V_ADD _mm512_add_ps
 #define V_SUB _mm512_sub_ps
 #define V_MUL _mm512_mul_ps
+#define V_DIV _mm512_div_ps
 #define V_FMA _mm512_fmadd_ps
 #define V_FNMA _mm512_fnmadd_ps
 #define V_SET1 _mm512_set1_ps
@@ -41,6 +42,7 @@
 #define V_ADD _mm256_add_ps
 #define V_SUB _mm256_sub_ps
 #define V_MUL _mm256_mul_ps
+#define V_DIV _mm256_div_ps
 #define V_FMA _mm256_fmadd_ps
 #define V_FNMA _mm256_fnmadd_ps
 #define V_SET1 _mm256_set1_ps

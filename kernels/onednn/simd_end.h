@@ -9,6 +9,7 @@
 #undef V_ADD
 #undef V_SUB
 #undef V_MUL
+#undef V_DIV
 #undef V_FMA
 #undef V_FNMA
 #undef V_SET1
