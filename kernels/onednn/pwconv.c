@@ -514,7 +514,12 @@ static const pws_fn pws_kernels[PW_MR][4] = {
 
 /* The input sums of kernel blocks cb0 .. cb1 - 1 of one image: S1 = X11 + X22,
  * S2 = X21 + X22, S5 = X11 + X12, S6 = X21 - X11, S7 = X12 - X22, each [k2 / 16][h1][16]
- * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero. */
+ * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero.  Written with
+ * streaming stores (the caller fences them before its barrier): the sums' lines were
+ * evicted after the last op's products (pw_run_strassen), and writing them through the
+ * caches first read each from memory, or from the other core where the eviction missed
+ * it.  GPUNet-2, alternating turns against cached stores: near 0.990 and 0.997 (129 and
+ * 142 turns), far apart 0.974 and 0.970 (21 and 8 turns; docs/performance.md). */
 static void
 pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
 {
@@ -529,11 +534,11 @@ pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
       const __m512 x21 = px < h2 ? _mm512_load_ps (x1 + (h1 + px) * 16) : _mm512_setzero_ps ();
       const __m512 x22 = px < h2 ? _mm512_load_ps (x2 + (h1 + px) * 16) : _mm512_setzero_ps ();
       float *q = o + px * 16;
-      _mm512_store_ps (q, _mm512_add_ps (x11, x22));
-      _mm512_store_ps (q + ss, _mm512_add_ps (x21, x22));
-      _mm512_store_ps (q + 2 * ss, _mm512_add_ps (x11, x12));
-      _mm512_store_ps (q + 3 * ss, _mm512_sub_ps (x21, x11));
-      _mm512_store_ps (q + 4 * ss, _mm512_sub_ps (x12, x22));
+      _mm512_stream_ps (q, _mm512_add_ps (x11, x22));
+      _mm512_stream_ps (q + ss, _mm512_add_ps (x21, x22));
+      _mm512_stream_ps (q + 2 * ss, _mm512_add_ps (x11, x12));
+      _mm512_stream_ps (q + 3 * ss, _mm512_sub_ps (x21, x11));
+      _mm512_stream_ps (q + 4 * ss, _mm512_sub_ps (x12, x22));
     }
   }
 }
@@ -582,7 +587,8 @@ pws_split (const gpunet_pw *p, long units, int t, int team)
  * of the sums, so both cores hold them; the next Strassen op's writes would take each line
  * back from the other core one at a time, up to 28 ns a line where the VM's cores are far
  * apart (docs/performance.md), so each thread evicts its share of them from both cores
- * after the last product (gpunet_blk_flush_lines) and the next writes miss to memory. */
+ * after the last product (gpunet_blk_flush_lines) and the next op's streaming stores
+ * (pws_sums) find them in no cache. */
 static void
 pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
@@ -599,6 +605,7 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
       const float *x = in + (size_t) img * p->cp * hw;
       float *z = out + (size_t) img * p->ocp * hw;
       pws_sums (p, x, scratch, kb * t / team, kb * (t + 1) / team);
+      _mm_sfence ();   /* the streaming stores, before the other threads read them */
 #pragma omp barrier
       for (int k = 0; k < 7; k++)
         for (long u = u0; u < u1; u++) {
