@@ -457,14 +457,17 @@ test_wino_chain_direct (int blk)
               cs = gpunet_blk_alloc (stride * (size_t) nt);
               ok = cs != NULL;
             }
-            /* by columns, then by rows (two threads: a top band down, a bottom band up) */
-            for (int by_rows = 0; ok && by_rows <= 1; by_rows++) {
+            /* by columns, then by rows (two threads: a top band down, a bottom band up);
+             * then by rows with the outputs written by streaming stores */
+            for (int by_rows = 0; ok && by_rows <= 2; by_rows++) {
+              for (int l = 0; l < L; l++)
+                gpunet_wino_set_stream (ps[l], by_rows == 2);
               for (int l = 0; l < L; l++) {   /* stale outputs must not pass */
                 const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
                 memset (outs[l], 0x7f, sizeof (float) * (size_t) n * op * h * w);
               }
               gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, cs, nt,
-                  by_rows);
+                  by_rows != 0);
               const int ocp = (cases[ci].c[L] + blk - 1) / blk * blk;
               CHECK_MSG (!memcmp (outs[L - 1], bufs[L], sizeof (float) * (size_t) n * ocp * h * w),
                   "wino chain case %zu (tile %d, batch %d, %d threads, shared %d, rows %d): "
@@ -1176,6 +1179,22 @@ test_flush_inputs (void)
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
 }
 
+/* The Winograd outputs written with streaming stores (GPUNET_CPU_STREAM_OUT=1), without
+ * them (0), or as the tuner chooses (unset) change no bit of the logits. */
+static void
+test_stream_out (void)
+{
+  const char *fixtures[] = { "tiny-a", "tiny-dl" };
+  static const char *const vals[3] = { "0", "1", NULL };
+  static const char *const what[3] = { "", "streaming stores", "the tuner choosing" };
+  setenv ("GPUNET_CPU_WINOGRAD", "own", 1);   /* ours at the fixtures' small sizes too */
+  for (int i = 0; i < 2; i++) {
+    int c[3];
+    same_bits_3 (fixtures[i], 31 + i, "GPUNET_CPU_STREAM_OUT", vals, NULL, NULL, what, 0, c);
+  }
+  unsetenv ("GPUNET_CPU_WINOGRAD");
+}
+
 /* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins; weight
  * copies: plan_far_copies) run when forced, change no bit of the logits, and are planned
  * only where asked. */
@@ -1304,6 +1323,7 @@ main (void)
   test_models ();
   test_flush_inputs ();
   test_far_twins ();
+  test_stream_out ();
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();

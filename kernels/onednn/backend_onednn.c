@@ -35,6 +35,12 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 #define PROBE_LINES 2048   /* cores_far */
 #define PROBE_FAR_NS 15.0
 #define PROBE_EVERY 4
+/* The streaming tuner (tune_choice): every TUNE_PERIOD passes, the last TUNE_RUN run the
+ * other choice; it becomes the choice when the median of those is under TUNE_GAIN times the
+ * median of the TUNE_RUN passes before them. */
+#define TUNE_PERIOD 40
+#define TUNE_RUN 5
+#define TUNE_GAIN 0.98
 
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
@@ -102,6 +108,14 @@ typedef struct {
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   int chain_rows;              /* the chains by bands of tile rows, not columns */
+  /* whether our Winograd ops write their outputs with streaming stores
+   * (gpunet_wino_set_stream) now (streaming) and outside the trials (stream_best):
+   * stream_forced 0 or 1 by GPUNET_CPU_STREAM_OUT, -1 tried both ways as the passes run
+   * (tune_choice), -2 no Winograd ops */
+  int stream_forced, streaming, stream_best;
+  long tune_passes;            /* passes timed for the tuner */
+  double tune_t[2][TUNE_RUN];  /* per choice, the last TUNE_RUN per-image pass times */
+  int tune_n[2];               /* per choice, how many were recorded (mod TUNE_RUN) */
   double *profile;
 } fast_state;
 
@@ -1010,6 +1024,77 @@ chain_buffers_ok (const fast_state *s, int i, int len)
   return 1;
 }
 
+/* Sets whether every Winograd plan (twins included) writes its outputs with streaming
+ * stores. */
+static void
+set_stream (fast_state *s, int on)
+{
+  for (int i = 0; i < s->g->n_ops; i++) {
+    if (s->wino[i])
+      gpunet_wino_set_stream (s->wino[i], on);
+    if (s->wino_far[i])
+      gpunet_wino_set_stream (s->wino_far[i], on);
+  }
+  s->streaming = on;
+}
+
+static double
+median_of (const double *v, int n)
+{
+  double w[TUNE_RUN];
+  memcpy (w, v, sizeof (double) * (size_t) n);
+  for (int i = 1; i < n; i++)   /* insertion sort: n is TUNE_RUN */
+    for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
+      const double t = w[j];
+      w[j] = w[j - 1];
+      w[j - 1] = t;
+    }
+  return w[n / 2];
+}
+
+/* Streaming stores for the Winograd outputs (winograd.h) write the same values and skip
+ * reading the lines they overwrite, but leave them in no cache.  Which is faster depends
+ * on the moment: GPUNet-2 ran 1.1% slower with them in a phase where it took 52.5 ms a
+ * pass, 3% faster where it took 57-58 (the same placement by the write test; GPUNet-0 and
+ * -1 5% faster there; docs/performance.md).  So the passes try both: before a pass, the
+ * choice for it (the other one for the last TUNE_RUN of every TUNE_PERIOD); after it,
+ * tune_record. */
+static int
+tune_choice (const fast_state *s)
+{
+  if (s->stream_forced >= 0)
+    return s->stream_forced;
+  return s->tune_passes % TUNE_PERIOD >= TUNE_PERIOD - TUNE_RUN ? !s->stream_best
+      : s->stream_best;
+}
+
+static void
+tune_record (fast_state *s, int choice, double per_image)
+{
+  if (s->stream_forced >= 0)
+    return;
+  s->tune_t[choice][s->tune_n[choice]++ % TUNE_RUN] = per_image;
+  if (++s->tune_passes % TUNE_PERIOD == 0 && s->tune_n[0] >= TUNE_RUN
+      && s->tune_n[1] >= TUNE_RUN && choice != s->stream_best
+      && median_of (s->tune_t[choice], TUNE_RUN)
+          < TUNE_GAIN * median_of (s->tune_t[s->stream_best], TUNE_RUN))
+    s->stream_best = choice;
+}
+
+/* After plan_winograd: the streaming tuner's starting state (tune_choice).
+ * GPUNET_CPU_STREAM_OUT=0 or 1: never or always streaming, no trials (tests, benchmarks).
+ * Read at each plan. */
+static void
+plan_stream (fast_state *s)
+{
+  const char *e = getenv ("GPUNET_CPU_STREAM_OUT");
+  int any = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    any |= s->wino[i] != NULL;
+  s->stream_forced = !any ? -2 : e && !strcmp (e, "0") ? 0 : e && !strcmp (e, "1") ? 1 : -1;
+  s->streaming = s->stream_best = 0;
+}
+
 /* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
  * their transformed weights and one scratch buffer for them, the depthwise ones and the
  * Strassen 1x1 ones (plan_batch then leaves these ops to us). */
@@ -1173,6 +1258,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK && (plan_far_copies (s) != 0 || plan_probe (s) != 0))
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   if (st == GPUNET_OK)
+    plan_stream (s);
+  if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
     st = plan_batch (s, s->max_batch, err);
@@ -1197,6 +1284,12 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   gpunet_status st = GPUNET_OK;
   if (s->probe && s->forwards++ % PROBE_EVERY == 0)
     s->far = cores_far (s);
+  /* the tuner times the untraced passes */
+  const int tune = !trace && s->stream_forced != -2;
+  const int choice = tune ? tune_choice (s) : s->streaming;
+  if (choice != s->streaming)
+    set_stream (s, choice);
+  const double pass_t0 = tune ? now_s () : 0.0;
   int op_index = -1;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
@@ -1308,6 +1401,8 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   const gpunet_tensor_desc *o = &g->tensors[g->output];
   gpunet_blk_relayout (tensor_ptr (s, g->output, input), tout->blk, tout->cp, logits, 1, o->c,
       n, o->c, (long) o->h * o->w, 1);
+  if (tune)
+    tune_record (s, choice, (now_s () - pass_t0) / n);
 out:
   return st;
 }

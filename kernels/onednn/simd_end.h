@@ -6,6 +6,7 @@
 #undef V_LOAD
 #undef V_LOADU
 #undef V_STORE
+#undef V_STREAM
 #undef V_ADD
 #undef V_SUB
 #undef V_MUL

@@ -83,6 +83,7 @@ struct gpunet_wino {
   int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
   float *ux;         /* copy of u, thread t's at ux + (t - 1) usize; else NULL */
   size_t usize;      /* floats of u */
+  int stream;        /* outputs written with streaming stores (gpunet_wino_set_stream) */
 };
 
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
@@ -151,6 +152,12 @@ gpunet_wino_copy_weights (gpunet_wino *p, int nt)
     return -1;
   p->ucopies = nt;
   return 1;
+}
+
+void
+gpunet_wino_set_stream (gpunet_wino *p, int on)
+{
+  p->stream = on != 0;
 }
 
 const float *

@@ -77,6 +77,13 @@ gpunet_wino *gpunet_wino_twin (const gpunet_wino *p);
  * when out of memory (nothing changes).  Call before the first run. */
 int gpunet_wino_copy_weights (gpunet_wino *p, int nt);
 
+/* Whether the runs write the outputs (those without a residual) with streaming stores,
+ * which do not read the lines they overwrite (and leave them in no cache): the same values.
+ * Where the lines would come from memory anyway, faster; where the next op would find
+ * them in a cache, slower (backend_onednn.c tries both as it runs).  Off at first; call
+ * between runs. */
+void gpunet_wino_set_stream (gpunet_wino *p, int on);
+
 /* The transformed weights thread t reads in the runs (its copy, or the plan's). */
 const float *gpunet_wino_thread_weights (const gpunet_wino *p, int t);
 

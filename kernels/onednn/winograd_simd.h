@@ -263,6 +263,7 @@ static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual, const int A)
 {
+  const int stream = p->stream && !residual;
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * VW;
   const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
@@ -303,11 +304,16 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           VEC val = FN (simd_act) (V_ADD (y[k], bias), act);
           if (residual)
             val = V_ADD (val, V_LOAD (q));
-          V_STORE (q, val);
+          if (stream)
+            V_STREAM (q, val);
+          else
+            V_STORE (q, val);
         }
       }
     }
   }
+  if (stream)
+    _mm_sfence ();   /* the streaming stores, before the barrier that publishes them */
 }
 
 static void
