@@ -115,7 +115,7 @@ typedef struct {
   int stream_forced, streaming, stream_best;
   long tune_passes;            /* passes timed for the tuner */
   double tune_t[2][TUNE_RUN];  /* per choice, the last TUNE_RUN per-image pass times */
-  int tune_n[2];               /* per choice, how many were recorded (mod TUNE_RUN) */
+  long tune_n[2];              /* per choice, how many were recorded (mod TUNE_RUN) */
   double *profile;
 } fast_state;
 

@@ -1,17 +1,16 @@
 /* simd_act.h: 2^z and the fused activations in vector form, included by simd_begin.h once
  * per instruction set (no include guard). */
-/* 2^z, z clamped to [-125, 125]: z = n + f with n integral and |f| <= 1/2, 2^f by a
- * degree-5 polynomial (near-minimax for relative error on [-1/2, 1/2], fitted by iterated
- * weighted least squares: 7.5e-8) in Estrin's form, n added to the exponent (the result
- * stays normal).  Short dependency chains matter more than the operation count: a swish is
- * latency-bound, the reorder window holding only a few vectors' chains.  In-place swish
- * over 228k floats on one AVX2 core, best of 300: 0.34-0.37 ns per element, against
- * 0.45 with the polynomial in Horner's form and 0.64-0.66 for the Cody-Waite exp with a
- * degree-6 polynomial used before. */
+/* 2^z for z at most 125 (and, where V_LDEXP adds to the exponent field, at least -125):
+ * z = n + f with n integral and |f| <= 1/2, 2^f by a degree-5 polynomial (near-minimax for
+ * relative error on [-1/2, 1/2], fitted by iterated weighted least squares: 7.5e-8) in
+ * Estrin's form, n added to the exponent.  Short dependency chains matter more than the
+ * operation count: a swish is latency-bound, the reorder window holding only a few
+ * vectors' chains.  In-place swish over 228k floats on one AVX2 core, best of 300:
+ * 0.34-0.37 ns per element, against 0.45 with the polynomial in Horner's form and
+ * 0.64-0.66 for the Cody-Waite exp with a degree-6 polynomial used before. */
 static inline __attribute__((always_inline)) VEC
-FN (simd_exp2) (VEC z)
+FN (simd_exp2_in_range) (VEC z)
 {
-  z = V_MAX (V_MIN (z, V_SET1 (125.0f)), V_SET1 (-125.0f));
   const VEC n = V_ROUND (z);
   const VEC f = V_SUB (z, n);
   const VEC f2 = V_MUL (f, f);
@@ -19,6 +18,13 @@ FN (simd_exp2) (VEC z)
   const VEC p23 = V_FMA (V_SET1 (5.5507132741e-2f), f, V_SET1 (2.4022119724e-1f));
   const VEC p45 = V_FMA (V_SET1 (1.3276471783e-3f), f, V_SET1 (9.6755413328e-3f));
   return V_LDEXP (V_FMA (V_FMA (p45, f2, p23), f2, p01), n);
+}
+
+/* 2^z, z clamped to [-125, 125] (the result stays normal) */
+static inline __attribute__((always_inline)) VEC
+FN (simd_exp2) (VEC z)
+{
+  return FN (simd_exp2_in_range) (V_MAX (V_MIN (z, V_SET1 (125.0f)), V_SET1 (-125.0f)));
 }
 
 static inline __attribute__((always_inline)) VEC
@@ -37,14 +43,7 @@ FN (simd_act) (VEC x, int act)
      * of its own: on Zen 4 GPUNet-2 ran in 0.990 of the time it took with the reciprocal
      * estimate and Newton step below (docs/performance.md).  Correctly rounded. */
     const VEC z = V_MIN (V_MUL (x, V_SET1 (-1.44269504088896341f)), V_SET1 (125.0f));
-    const VEC n = V_ROUND (z);
-    const VEC f = V_SUB (z, n);
-    const VEC f2 = V_MUL (f, f);
-    const VEC p01 = V_FMA (V_SET1 (6.9314696706e-1f), f, V_SET1 (1.0000000717e+0f));
-    const VEC p23 = V_FMA (V_SET1 (5.5507132741e-2f), f, V_SET1 (2.4022119724e-1f));
-    const VEC p45 = V_FMA (V_SET1 (1.3276471783e-3f), f, V_SET1 (9.6755413328e-3f));
-    const VEC d = V_ADD (V_SET1 (1.0f), V_LDEXP (V_FMA (V_FMA (p45, f2, p23), f2, p01), n));
-    return V_DIV (x, d);
+    return V_DIV (x, V_ADD (V_SET1 (1.0f), FN (simd_exp2_in_range) (z)));
 #else
     /* AVX2: a reciprocal estimate (12 bits or more) and one Newton step instead of a
      * division, which is several times slower there when the swish runs alone (and no
