@@ -4,9 +4,9 @@
 # fp32 then fp16) and the GPU benchmarks (batch-1 latency, per-op times, batch sweep).
 # Each step has a time limit, so one hang does not stop the others; the summary at the
 # end lists each step's exit status.  Exit status: 1 if a step failed, else 77 if one
-# was skipped (no GPU, no nvcodec, no CLIP), else 0.  The steps selftest-dw-tiled and
-# bench-dw-tiled check and time the tiled depthwise kernel (GPUNET_CUDA_DWCONV=tiled),
-# which is written and CPU-tested but has not run on a GPU yet.
+# was skipped (no GPU, no nvcodec, no CLIP), else 0.  The steps selftest-dw-direct and
+# bench-dw check and time the direct depthwise kernel (GPUNET_CUDA_DWCONV=direct) beside
+# the default, tiled one.
 #   Usage: scripts/gpu-check.sh [BUILD_DIR [LOG_DIR]]     (defaults: build, gpu-logs)
 #   env STEPS: space-separated subset of the step names below (default: all)
 #       MODELS: models for the latency runs (default: all seven)
@@ -20,7 +20,7 @@ mkdir -p "$LOGS"
 TOOLS=$BUILD/tools
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
 MODELS=${MODELS:-$ALL_MODELS}
-STEPS=${STEPS:-"selftest-fp32-plain selftest-fp32 selftest-fp16 selftest-batch4 bench bench-per-layer bench-sweep selftest-dw-tiled bench-dw-tiled pipeline"}
+STEPS=${STEPS:-"selftest-fp32-plain selftest-fp32 selftest-fp16 selftest-batch4 bench bench-per-layer bench-sweep selftest-dw-direct bench-dw pipeline"}
 CLIP=${CLIP:-} REPEAT=${REPEAT:-1}
 summary=()
 
@@ -66,10 +66,10 @@ export -f bench_each
 step bench 90 'bench_each "$MODELS" --runs 200 --warmup 20'
 step bench-per-layer 50 'bench_each gpunet-0 --per-layer --runs 100 --warmup 10'
 step bench-sweep 70 'bench_each gpunet-0 --batch-sweep --runs 50 --warmup 5'
-# the tiled depthwise kernel (not the default until these two pass on a GPU): the
-# self-test through it, then the models with the most depthwise time, default then tiled
-step selftest-dw-tiled 150 'GPUNET_CUDA_DWCONV=tiled "$TOOLS/gpunet-selftest" --precision all'
-step bench-dw-tiled 60 'for v in direct tiled; do echo "GPUNET_CUDA_DWCONV=$v"; GPUNET_CUDA_DWCONV=$v bench_each "gpunet-0 gpunet-d2" --runs 200 --warmup 20 || exit 1; done'
+# the direct depthwise kernel (what other kernel sizes and strides get): the self-test
+# through it, then the models with the most depthwise time, direct then tiled
+step selftest-dw-direct 150 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
+step bench-dw 60 'for v in direct tiled; do echo "GPUNET_CUDA_DWCONV=$v"; GPUNET_CUDA_DWCONV=$v bench_each "gpunet-0 gpunet-d2" --runs 200 --warmup 20 || exit 1; done'
 
 # nvh264dec alone, then with gpunetclassify on its CUDA frames (fp16 and fp32, with and
 # without a queue between them), against the CPU backend on the same frames; then system

@@ -919,9 +919,9 @@ test_dnn_status_class (void)
   CHECK (strcmp (gpunet_cuda_dnn_status_hint (3000), "") == 0);
 }
 
-/* The tiled depthwise kernel (GPUNET_CUDA_DWCONV=tiled) run block by block and thread by
- * thread as the GPU would, with the same cuda_math.h functions: every output written
- * exactly once, and bit for bit the untiled kernel's value (float and fp16 storage). */
+/* The tiled depthwise kernel (the default) run block by block and thread by thread as the
+ * GPU would, with the same cuda_math.h functions: every output written exactly once, and
+ * bit for bit the direct kernel's value (float and fp16 storage). */
 static void
 test_dwconv_tiled (void)
 {
@@ -929,8 +929,10 @@ test_dwconv_tiled (void)
     { 1, 3, 10, 10, 3, 1 }, { 2, 2, 12, 12, 5, 1 }, { 1, 2, 20, 20, 3, 2 },
     { 1, 2, 33, 33, 5, 1 }, { 1, 2, 46, 46, 7, 2 }, { 1, 1, 132, 132, 5, 1 },
     { 1, 2, 37, 71, 3, 2 }, { 1, 2, 1, 1, 3, 1 }, { 1, 1, 5, 200, 5, 2 }, { 3, 1, 9, 17, 7, 1 },
+    { 1, 1, 264, 264, 3, 1 }, { 1, 2, 17, 17, 5, 1 }, { 1, 1, 66, 66, 7, 1 }, { 2, 1, 7, 3, 3, 2 },
+    { 1, 1, 264, 264, 7, 2 }, { 1, 1, 300, 300, 7, 2 },
   };
-  const int threads = 256;
+  const int threads = 128;   /* DW_TILE_THREADS */
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     const int n = shapes[si].n, c = shapes[si].c, ih = shapes[si].ih, iw = shapes[si].iw;
     const int k = shapes[si].k, stride = shapes[si].stride, pad = k / 2;
@@ -939,8 +941,12 @@ test_dwconv_tiled (void)
     const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * oh * ow;
     float *rx = frand_array (in_n), *rw = frand_array ((size_t) c * k * k), *bias = frand_array ((size_t) c);
     gpunet_half *hx = half_array (rx, in_n), *hw = half_array (rw, (size_t) c * k * k);
-    const gpunet_dw_tiling t = gpunet_dw_tiling_for (oh, ow, k, stride, threads);
-    CHECK_MSG (t.tw * t.th == threads && t.tw >= 8, "tiling %zu: %d x %d", si, t.tw, t.th);
+    const int max_quads = si % 3 == 0 ? 1024 : 256;   /* 256: DW_TILE_QUADS */
+    const gpunet_dw_tiling t = gpunet_dw_tiling_for (oh, ow, k, stride, max_quads);
+    CHECK_MSG (t.tw % 4 == 0 && t.tw <= 40 && t.quads <= max_quads && t.tw * t.tiles_x >= ow
+        && t.th * t.tiles_y >= oh && t.tw * (t.tiles_x - 1) < ow && t.th * (t.tiles_y - 1) < oh
+        && sizeof (float) * ((size_t) t.in_rows * t.in_cols + (size_t) k * k) <= 48 * 1024,
+        "tiling %zu: %d x %d tiles of %d x %d", si, t.tiles_x, t.tiles_y, t.tw, t.th);
     float *tile = malloc (sizeof (float) * (size_t) t.in_rows * t.in_cols), *wk = malloc (sizeof (float) * k * k);
     float *got = malloc (sizeof (float) * out_n);
     int *count = calloc (out_n, sizeof (int));
@@ -952,21 +958,26 @@ test_dwconv_tiled (void)
           const int ty = tile_i / t.tiles_x, tx = tile_i % t.tiles_x;
           for (int i = 0; i < k * k; i++)
             wk[i] = half ? gpunet_half_to_float (hw[(long long) ch * k * k + i]) : rw[ch * k * k + i];
-          for (int i = 0; i < t.in_rows * t.in_cols; i++) {
-            long long off = 0;
-            const int inside = gpunet_dw_tile_src (&t, ty, tx, stride, pad, ih, iw, i, &off);
-            tile[i] = !inside ? 0.0f : half ? gpunet_half_to_float (hx[plane * ih * iw + off])
-                : rx[plane * ih * iw + off];
-          }
-          for (int th = 0; th < threads; th++) {
-            int oy, ox;
-            if (!gpunet_dw_tile_out (&t, ty, tx, th, oh, ow, &oy, &ox))
-              continue;
-            const long long idx = plane * oh * ow + (long long) oy * ow + ox;
-            got[idx] = gpunet_epilogue (gpunet_dwconv_tile_at (tile, &t, wk, k, stride, th),
-                bias[ch], act, 0.0f);
-            count[idx]++;
-          }
+          for (int r = 0; r < t.in_rows; r++)
+            for (int col = 0; col < t.in_cols; col++) {
+              long long off = 0;
+              const int inside = gpunet_dw_tile_src (&t, ty, tx, stride, pad, ih, iw, r, col, &off);
+              tile[r * t.in_cols + col] = !inside ? 0.0f
+                  : half ? gpunet_half_to_float (hx[plane * ih * iw + off]) : rx[plane * ih * iw + off];
+            }
+          for (int th = 0; th < threads; th++)
+            for (int q = th; q < t.quads; q += threads) {
+              float acc[4];
+              gpunet_dwconv_quad_at (tile, &t, wk, k, stride, q, acc);
+              for (int j = 0; j < 4; j++) {
+                int oy, ox;
+                if (!gpunet_dw_quad_out (&t, ty, tx, q, j, oh, ow, &oy, &ox))
+                  continue;
+                const long long idx = plane * oh * ow + (long long) oy * ow + ox;
+                got[idx] = gpunet_epilogue (acc[j], bias[ch], act, 0.0f);
+                count[idx]++;
+              }
+            }
         }
       }
       int bad = 0, unwritten = 0;
@@ -977,7 +988,7 @@ test_dwconv_tiled (void)
         bad += count[i] == 1 && memcmp (&got[i], &want, sizeof want) != 0;
       }
       CHECK_MSG (unwritten == 0 && bad == 0, "tiled dwconv shape %zu (%s): %d outputs not written "
-          "once, %d differ from the untiled kernel", si, half ? "fp16" : "fp32", unwritten, bad);
+          "once, %d differ from the direct kernel", si, half ? "fp16" : "fp32", unwritten, bad);
     }
     free (rx);
     free (rw);

@@ -65,73 +65,91 @@ gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int str
   return acc;
 }
 
-/* ---- the tiled depthwise kernel (GPUNET_CUDA_DWCONV=tiled, dwconv2d.cu) ----------------
+/* ---- the tiled depthwise kernel (the default; dwconv2d.cu) ------------------------------
  * A block computes a tile of th x tw outputs of one (image, channel) plane.  Its threads
- * first copy the input window of the tile, in_rows x in_cols values with zeros outside
- * the plane, and the channel's k x k filter into shared memory as float; then each thread
- * sums its output's taps from there in the order of gpunet_dwconv_at.  A tap outside the
- * plane adds w * 0 where gpunet_dwconv_at skips it: acc + (+-0) is acc for any acc the sum
- * can hold (it starts at +0, and a sum rounds to -0 only when both terms are -0), so the
- * outputs are the untiled kernel's bit for bit.  The functions below are all the indexing
- * and arithmetic the kernel does; tests/test_cuda_math.c runs them as the blocks would. */
+ * first copy the tile's input window, in_rows x in_cols values with zeros outside the
+ * plane, and the channel's k x k filter into shared memory as float.  Then each thread
+ * takes "quads", runs of 4 adjacent outputs of one tile row, and sums their taps from
+ * there: the 4 outputs share most of each window row, so a row is read once for all 4
+ * (the kernel is compiled for k in {3, 5, 7} and stride in {1, 2}, with every loop
+ * unrolled).  Each output's taps are summed in the order of gpunet_dwconv_at.  A tap
+ * outside the plane adds w * 0 where gpunet_dwconv_at skips it: acc + (+-0) is acc for any
+ * acc the sum can hold (it starts at +0, and a sum rounds to -0 only when both terms are
+ * -0), so the outputs are the direct kernel's bit for bit.  The functions below are all
+ * the indexing and arithmetic the kernel does; tests/test_cuda_math.c runs them as the
+ * blocks would. */
 typedef struct {
-  int tw, th;              /* outputs per tile: tw columns by th rows, tw * th = threads */
+  int tw, th;              /* outputs per tile: tw columns (a multiple of 4) by th rows */
   int tiles_x, tiles_y;    /* tiles per output plane */
   int in_cols, in_rows;    /* the input window one tile reads */
+  int quads;               /* th * tw / 4 runs of 4 outputs */
 } gpunet_dw_tiling;
 
-/* Tiles of 32 columns (16 or 8 for planes that narrow) by threads / tw rows. */
+/* Tiles at most 40 columns wide and at most max_quads quads big (and 48 KB of shared
+ * memory), each axis split evenly so the last tile is not mostly empty (a 33 x 33 plane
+ * with max_quads 256: one tile of 36 x 17 and one of 36 x 16 rows' worth). */
 GPUNET_HD gpunet_dw_tiling
-gpunet_dw_tiling_for (int oh, int ow, int k, int stride, int threads)
+gpunet_dw_tiling_for (int oh, int ow, int k, int stride, int max_quads)
 {
   gpunet_dw_tiling t;
-  t.tw = 32;
-  while (t.tw > 8 && t.tw / 2 >= ow)
-    t.tw /= 2;
-  t.th = threads / t.tw;
-  t.tiles_x = (ow + t.tw - 1) / t.tw;
-  t.tiles_y = (oh + t.th - 1) / t.th;
+  t.tiles_x = (ow + 39) / 40;
+  t.tw = ((ow + t.tiles_x - 1) / t.tiles_x + 3) / 4 * 4;
   t.in_cols = (t.tw - 1) * stride + k;
+  const int quads_per_row = t.tw / 4;
+  const int rows_fit = (12 * 1024 - k * k) / t.in_cols;      /* floats in 48 KB */
+  int th_max = max_quads / quads_per_row;
+  if (th_max > (rows_fit - k) / stride + 1)
+    th_max = (rows_fit - k) / stride + 1;
+  if (th_max < 1)
+    th_max = 1;
+  t.tiles_y = (oh + th_max - 1) / th_max;
+  t.th = (oh + t.tiles_y - 1) / t.tiles_y;
   t.in_rows = (t.th - 1) * stride + k;
+  t.quads = t.th * quads_per_row;
   return t;
 }
 
-/* Element i (row-major) of tile (ty, tx)'s input window: 1 and its offset in the ih x iw
- * plane when inside the plane, else 0 (the tile holds zero there). */
+/* Row r, column col of tile (ty, tx)'s input window: 1 and its offset in the ih x iw plane
+ * when inside the plane, else 0 (the tile holds zero there). */
 GPUNET_HD int
 gpunet_dw_tile_src (const gpunet_dw_tiling *t, int ty, int tx, int stride, int pad, int ih,
-    int iw, int i, long long *offset)
+    int iw, int r, int col, long long *offset)
 {
-  const int iy = ty * t->th * stride - pad + i / t->in_cols;
-  const int ix = tx * t->tw * stride - pad + i % t->in_cols;
+  const int iy = ty * t->th * stride - pad + r;
+  const int ix = tx * t->tw * stride - pad + col;
   if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
     return 0;
   *offset = (long long) iy * iw + ix;
   return 1;
 }
 
-/* The output of thread `thread` in tile (ty, tx): 1 and (oy, ox) when inside the plane. */
-GPUNET_HD int
-gpunet_dw_tile_out (const gpunet_dw_tiling *t, int ty, int tx, int thread, int oh, int ow,
-    int *oy, int *ox)
+/* The window sums of quad q of a tile (in_cols wide) with the float filter w: acc[j] is
+ * the output at tile row q / (tw / 4), column 4 * (q % (tw / 4)) + j, its taps in
+ * gpunet_dwconv_at's order. */
+GPUNET_HD void
+gpunet_dwconv_quad_at (const float *tile, const gpunet_dw_tiling *t, const float *w, int k,
+    int stride, int q, float acc[4])
 {
-  *oy = ty * t->th + thread / t->tw;
-  *ox = tx * t->tw + thread % t->tw;
-  return *oy < oh && *ox < ow;
+  const int qr = q / (t->tw / 4), qc = q % (t->tw / 4);
+  const float *x = tile + qr * stride * t->in_cols + 4 * qc * stride;
+  acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
+  GPUNET_UNROLL
+  for (int ky = 0; ky < k; ky++)
+    GPUNET_UNROLL
+    for (int kx = 0; kx < k; kx++)
+      GPUNET_UNROLL
+      for (int j = 0; j < 4; j++)
+        acc[j] += w[ky * k + kx] * x[ky * t->in_cols + j * stride + kx];
 }
 
-/* The window sum of thread `thread`'s output from the tile (in_cols wide) and the float
- * filter w, in gpunet_dwconv_at's tap order. */
-GPUNET_HD float
-gpunet_dwconv_tile_at (const float *tile, const gpunet_dw_tiling *t, const float *w, int k,
-    int stride, int thread)
+/* The output (oy, ox) of quad q's element j in tile (ty, tx): 1 when inside the plane. */
+GPUNET_HD int
+gpunet_dw_quad_out (const gpunet_dw_tiling *t, int ty, int tx, int q, int j, int oh, int ow,
+    int *oy, int *ox)
 {
-  const float *x = tile + (thread / t->tw) * stride * t->in_cols + (thread % t->tw) * stride;
-  float acc = 0.0f;
-  for (int ky = 0; ky < k; ky++)
-    for (int kx = 0; kx < k; kx++)
-      acc += w[ky * k + kx] * x[ky * t->in_cols + kx];
-  return acc;
+  *oy = ty * t->th + q / (t->tw / 4);
+  *ox = tx * t->tw + 4 * (q % (t->tw / 4)) + j;
+  return *oy < oh && *ox < ow;
 }
 
 /* Output element `idx` (flat NCHW over n x c x oh x ow) of a depthwise convolution with

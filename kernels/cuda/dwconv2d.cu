@@ -1,8 +1,9 @@
-/* dwconv2d.cu: direct depthwise convolution (one k x k filter per channel) with the
- * epilogue act(acc + bias) over NCHW, float or fp16 storage.  The default kernel runs one
- * grid-stride thread per output element (gpunet_dwconv_out_at[_h], cuda_math.h); the
- * tiled one (GPUNET_CUDA_DWCONV=tiled, not yet run on a GPU) stages each tile's input
- * window in shared memory and gives the same bits (cuda_math.h explains why). */
+/* dwconv2d.cu: depthwise convolution (one k x k filter per channel) with the epilogue
+ * act(acc + bias) over NCHW, float or fp16 storage.  The default, tiled kernel stages
+ * each tile's input window in shared memory and has each thread sum 4 adjacent outputs
+ * from it; the direct kernel (other kernel sizes and strides, or GPUNET_CUDA_DWCONV=direct)
+ * runs one grid-stride thread per output element (gpunet_dwconv_out_at[_h]).  Both give
+ * the same bits (cuda_math.h explains why). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,52 +22,86 @@ dwconv2d_kernel (const T *__restrict__ in, const T *__restrict__ w,
 }
 
 /* The tiled kernel (cuda_math.h, "the tiled depthwise kernel"): block b computes tile
- * b % tiles of plane b / tiles; dynamic shared memory holds the input window and the
- * filter as float. */
-template <typename T>
-static __global__ void
+ * b % tiles of plane b / tiles; dynamic shared memory holds the filter and then the input
+ * window, as float.  K and S are compile-time so the quad sums unroll into registers.
+ * 128 threads, up to 8 window loads in flight per thread, tiles of at most 256 quads
+ * (tiles of 512 and 1024 quads measured the same on the H100, GPUNet-D2 fp16 1.69-1.73 ms,
+ * and so did one window load at a time). */
+enum { DW_TILE_THREADS = 128, DW_TILE_LOADS = 8, DW_TILE_QUADS = 256 };
+
+template <typename T, int K, int S>
+static __global__ void __launch_bounds__ (DW_TILE_THREADS)
 dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
     const float *__restrict__ b, T *__restrict__ out, gpunet_dw_tiling t, int c, int ih, int iw,
-    int oh, int ow, int k, int stride, int pad, int act)
+    int oh, int ow, int pad, int act)
 {
   extern __shared__ float shared[];
-  float *tile = shared, *wk = shared + t.in_rows * t.in_cols;
-  const int tiles = t.tiles_x * t.tiles_y;
+  float *wk = shared, *tile = shared + K * K;
+  const unsigned tiles = (unsigned) (t.tiles_x * t.tiles_y);
   const long long plane = blockIdx.x / tiles;            /* image * c + channel */
   const int tile_i = (int) (blockIdx.x % tiles), ty = tile_i / t.tiles_x, tx = tile_i % t.tiles_x;
   const int ch = (int) (plane % c);
   const T *src = in + plane * ih * iw;
-  for (int i = threadIdx.x; i < k * k; i += blockDim.x)
-    wk[i] = gpunet_ld (w, (long long) ch * k * k + i);
-  for (int i = threadIdx.x; i < t.in_rows * t.in_cols; i += blockDim.x) {
-    long long off = 0;
-    tile[i] = gpunet_dw_tile_src (&t, ty, tx, stride, pad, ih, iw, i, &off) ? gpunet_ld (src, off)
-        : 0.0f;
+  for (int i = threadIdx.x; i < K * K; i += DW_TILE_THREADS)
+    wk[i] = gpunet_ld (w, (long long) ch * K * K + i);
+  /* the window, DW_TILE_LOADS values per thread at a time: the loads first, then the
+   * shared stores */
+  const int n_in = t.in_rows * t.in_cols;
+  for (int base = threadIdx.x; base < n_in; base += DW_TILE_LOADS * DW_TILE_THREADS) {
+    float v[DW_TILE_LOADS];
+#pragma unroll
+    for (int m = 0; m < DW_TILE_LOADS; m++) {
+      const int i = base + m * DW_TILE_THREADS, r = i / t.in_cols;
+      long long off = 0;
+      v[m] = i < n_in && gpunet_dw_tile_src (&t, ty, tx, S, pad, ih, iw, r, i - r * t.in_cols, &off)
+          ? gpunet_ld (src, off) : 0.0f;
+    }
+#pragma unroll
+    for (int m = 0; m < DW_TILE_LOADS; m++)
+      if (base + m * DW_TILE_THREADS < n_in)
+        tile[base + m * DW_TILE_THREADS] = v[m];
   }
   __syncthreads ();
-  int oy, ox;
-  if (gpunet_dw_tile_out (&t, ty, tx, threadIdx.x, oh, ow, &oy, &ox)) {
-    const float acc = gpunet_dwconv_tile_at (tile, &t, wk, k, stride, threadIdx.x);
-    gpunet_st (out, plane * oh * ow + (long long) oy * ow + ox,
-        gpunet_epilogue (acc, b ? b[ch] : 0.0f, act, 0.0f));
+  const float bias = b ? b[ch] : 0.0f;
+  T *dst = out + plane * oh * ow;
+  for (int q = threadIdx.x; q < t.quads; q += DW_TILE_THREADS) {
+    float acc[4];
+    gpunet_dwconv_quad_at (tile, &t, wk, K, S, q, acc);
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      int oy, ox;
+      if (gpunet_dw_quad_out (&t, ty, tx, q, j, oh, ow, &oy, &ox))
+        gpunet_st (dst, (long long) oy * ow + ox, gpunet_epilogue (acc[j], bias, act, 0.0f));
+    }
   }
 }
 
-/* GPUNET_CUDA_DWCONV=tiled: the tiled kernel where its shared memory and grid fit; else
- * (the default, the kernel measured on the H100) one thread per output.  Read once per
- * process (a C++ function-local static: initialised once, thread-safe), not per launch. */
+/* GPUNET_CUDA_DWCONV=direct: always the one-thread-per-output kernel; otherwise (the
+ * default) the tiled kernel for k in {3, 5, 7} and stride in {1, 2}, the direct one for
+ * other shapes.  Read once per process (a C++ function-local static: initialised once,
+ * thread-safe), not per launch. */
 static int
-read_tiled_env (void)
+read_direct_env (void)
 {
   const char *v = getenv ("GPUNET_CUDA_DWCONV");
-  return v && !strcmp (v, "tiled");
+  return v && !strcmp (v, "direct");
 }
 
 static int
-use_tiled (void)
+force_direct (void)
 {
-  static const int tiled = read_tiled_env ();
-  return tiled;
+  static const int direct = read_direct_env ();
+  return direct;
+}
+
+template <typename T, int K, int S>
+static cudaError_t
+launch_tiled (const gpunet_dwconv2d_params *p, const gpunet_dw_tiling *t, const void *w,
+    const float *b, const void *in, void *out, unsigned blocks, size_t shared, cudaStream_t stream)
+{
+  dwconv2d_tiled_kernel<T, K, S><<<blocks, DW_TILE_THREADS, shared, stream>>> ((const T *) in,
+      (const T *) w, b, (T *) out, *t, p->c, p->ih, p->iw, p->oh, p->ow, p->pad, p->act);
+  return cudaGetLastError ();
 }
 
 template <typename T>
@@ -74,18 +109,22 @@ static cudaError_t
 launch (const gpunet_dwconv2d_params *p, const void *w, const float *b, const void *in,
     void *out, long long total, cudaStream_t stream)
 {
-  if (use_tiled ()) {
-    const gpunet_dw_tiling t = gpunet_dw_tiling_for (p->oh, p->ow, p->kernel, p->stride,
-        GPUNET_CUDA_THREADS);
-    const size_t shared = sizeof (float) * ((size_t) t.in_rows * t.in_cols
-        + (size_t) p->kernel * p->kernel);
+  const int k = p->kernel, s = p->stride;
+  if (!force_direct () && (k == 3 || k == 5 || k == 7) && (s == 1 || s == 2)) {
+    const gpunet_dw_tiling t = gpunet_dw_tiling_for (p->oh, p->ow, k, s, DW_TILE_QUADS);
+    const size_t shared = sizeof (float) * ((size_t) t.in_rows * t.in_cols + (size_t) k * k);
     const long long planes = total / ((long long) p->oh * p->ow);
     const long long blocks = planes * t.tiles_x * t.tiles_y;
     if (shared <= 48 * 1024 && blocks <= 0x7fffffffll) {
-      dwconv2d_tiled_kernel<T><<<(unsigned) blocks, GPUNET_CUDA_THREADS, shared, stream>>> (
-          (const T *) in, (const T *) w, b, (T *) out, t, p->c, p->ih, p->iw, p->oh, p->ow,
-          p->kernel, p->stride, p->pad, p->act);
-      return cudaGetLastError ();
+      const unsigned nb = (unsigned) blocks;
+      switch (k * 10 + s) {
+        case 31: return launch_tiled<T, 3, 1> (p, &t, w, b, in, out, nb, shared, stream);
+        case 32: return launch_tiled<T, 3, 2> (p, &t, w, b, in, out, nb, shared, stream);
+        case 51: return launch_tiled<T, 5, 1> (p, &t, w, b, in, out, nb, shared, stream);
+        case 52: return launch_tiled<T, 5, 2> (p, &t, w, b, in, out, nb, shared, stream);
+        case 71: return launch_tiled<T, 7, 1> (p, &t, w, b, in, out, nb, shared, stream);
+        default: return launch_tiled<T, 7, 2> (p, &t, w, b, in, out, nb, shared, stream);
+      }
     }
   }
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
