@@ -945,9 +945,11 @@ test_dwconv_tiled (void)
     const gpunet_dw_tiling t = gpunet_dw_tiling_for (oh, ow, k, stride, max_quads);
     CHECK_MSG (t.tw % 4 == 0 && t.tw <= 40 && t.quads <= max_quads && t.tw * t.tiles_x >= ow
         && t.th * t.tiles_y >= oh && t.tw * (t.tiles_x - 1) < ow && t.th * (t.tiles_y - 1) < oh
-        && sizeof (float) * ((size_t) t.in_rows * t.in_cols + (size_t) k * k) <= 48 * 1024,
+        && t.in_stride % 4 == 0 && t.in_stride >= t.in_cols
+        && (t.tw - 4) * stride + 4 * gpunet_dw_seg4 (k, stride) <= t.in_stride
+        && sizeof (float) * ((size_t) t.in_rows * t.in_stride + (size_t) k * k) <= 48 * 1024,
         "tiling %zu: %d x %d tiles of %d x %d", si, t.tiles_x, t.tiles_y, t.tw, t.th);
-    float *tile = malloc (sizeof (float) * (size_t) t.in_rows * t.in_cols), *wk = malloc (sizeof (float) * k * k);
+    float *tile = malloc (sizeof (float) * (size_t) t.in_rows * t.in_stride), *wk = malloc (sizeof (float) * k * k);
     float *got = malloc (sizeof (float) * out_n);
     int *count = calloc (out_n, sizeof (int));
     for (int half = 0; half <= 1; half++) {
@@ -959,10 +961,10 @@ test_dwconv_tiled (void)
           for (int i = 0; i < k * k; i++)
             wk[i] = half ? gpunet_half_to_float (hw[(long long) ch * k * k + i]) : rw[ch * k * k + i];
           for (int r = 0; r < t.in_rows; r++)
-            for (int col = 0; col < t.in_cols; col++) {
+            for (int col = 0; col < t.in_stride; col++) {
               long long off = 0;
               const int inside = gpunet_dw_tile_src (&t, ty, tx, stride, pad, ih, iw, r, col, &off);
-              tile[r * t.in_cols + col] = !inside ? 0.0f
+              tile[r * t.in_stride + col] = !inside ? 0.0f
                   : half ? gpunet_half_to_float (hx[plane * ih * iw + off]) : rx[plane * ih * iw + off];
             }
           for (int th = 0; th < threads; th++)

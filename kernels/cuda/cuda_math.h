@@ -82,6 +82,7 @@ typedef struct {
   int tw, th;              /* outputs per tile: tw columns (a multiple of 4) by th rows */
   int tiles_x, tiles_y;    /* tiles per output plane */
   int in_cols, in_rows;    /* the input window one tile reads */
+  int in_stride;           /* floats per window row in shared memory: in_cols rounded up to 4 */
   int quads;               /* th * tw / 4 runs of 4 outputs */
 } gpunet_dw_tiling;
 
@@ -95,8 +96,9 @@ gpunet_dw_tiling_for (int oh, int ow, int k, int stride, int max_quads)
   t.tiles_x = (ow + 39) / 40;
   t.tw = ((ow + t.tiles_x - 1) / t.tiles_x + 3) / 4 * 4;
   t.in_cols = (t.tw - 1) * stride + k;
+  t.in_stride = (t.in_cols + 3) / 4 * 4;
   const int quads_per_row = t.tw / 4;
-  const int rows_fit = (12 * 1024 - k * k) / t.in_cols;      /* floats in 48 KB */
+  const int rows_fit = (12 * 1024 - k * k) / t.in_stride;    /* floats in 48 KB */
   int th_max = max_quads / quads_per_row;
   if (th_max > (rows_fit - k) / stride + 1)
     th_max = (rows_fit - k) / stride + 1;
@@ -123,23 +125,56 @@ gpunet_dw_tile_src (const gpunet_dw_tiling *t, int ty, int tx, int stride, int p
   return 1;
 }
 
-/* The window sums of quad q of a tile (in_cols wide) with the float filter w: acc[j] is
- * the output at tile row q / (tw / 4), column 4 * (q % (tw / 4)) + j, its taps in
- * gpunet_dwconv_at's order. */
+/* The values a quad reads from one window row, 3 * stride + k, in whole groups of 4 (at
+ * most 16, for k 7 stride 2).  A quad's row segment starts at a multiple of 4 and ends
+ * within the row's in_stride (tests/test_cuda_math.c checks it). */
+GPUNET_HD int
+gpunet_dw_seg4 (int k, int stride)
+{
+  return (3 * stride + k + 3) / 4;
+}
+
+/* Copies n4 groups of 4 floats; on the GPU as float4 loads from shared memory (src is
+ * 16-byte aligned there), so a warp's quads read whole 16-byte lines instead of one
+ * float per lane 16 bytes apart (4-way bank conflicts). */
+GPUNET_HD void
+gpunet_dw_copy4 (const float *src, float *dst, int n4)
+{
+#if defined(__CUDA_ARCH__)
+  GPUNET_UNROLL
+  for (int i = 0; i < n4; i++) {
+    const float4 v = reinterpret_cast<const float4 *> (src)[i];
+    dst[4 * i] = v.x;
+    dst[4 * i + 1] = v.y;
+    dst[4 * i + 2] = v.z;
+    dst[4 * i + 3] = v.w;
+  }
+#else
+  for (int i = 0; i < 4 * n4; i++)
+    dst[i] = src[i];
+#endif
+}
+
+/* The window sums of quad q of a tile (rows in_stride apart) with the float filter w:
+ * acc[j] is the output at tile row q / (tw / 4), column 4 * (q % (tw / 4)) + j, its taps
+ * in gpunet_dwconv_at's order. */
 GPUNET_HD void
 gpunet_dwconv_quad_at (const float *tile, const gpunet_dw_tiling *t, const float *w, int k,
     int stride, int q, float acc[4])
 {
   const int qr = q / (t->tw / 4), qc = q % (t->tw / 4);
-  const float *x = tile + qr * stride * t->in_cols + 4 * qc * stride;
+  const float *x = tile + qr * stride * t->in_stride + 4 * qc * stride;
   acc[0] = acc[1] = acc[2] = acc[3] = 0.0f;
   GPUNET_UNROLL
-  for (int ky = 0; ky < k; ky++)
+  for (int ky = 0; ky < k; ky++) {
+    float xs[16];
+    gpunet_dw_copy4 (x + ky * t->in_stride, xs, gpunet_dw_seg4 (k, stride));
     GPUNET_UNROLL
     for (int kx = 0; kx < k; kx++)
       GPUNET_UNROLL
       for (int j = 0; j < 4; j++)
-        acc[j] += w[ky * k + kx] * x[ky * t->in_cols + j * stride + kx];
+        acc[j] += w[ky * k + kx] * xs[j * stride + kx];
+  }
 }
 
 /* The output (oy, ox) of quad q's element j in tile (ty, tx): 1 when inside the plane. */

@@ -22,8 +22,8 @@ dwconv2d_kernel (const T *__restrict__ in, const T *__restrict__ w,
 }
 
 /* The tiled kernel (cuda_math.h, "the tiled depthwise kernel"): block b computes tile
- * b % tiles of plane b / tiles; dynamic shared memory holds the filter and then the input
- * window, as float.  K and S are compile-time so the quad sums unroll into registers.
+ * b % tiles of plane b / tiles; dynamic shared memory holds the input window (rows
+ * in_stride apart) and then the filter, as float.  K and S are compile-time so the quad sums unroll into registers.
  * 128 threads, up to 8 window loads in flight per thread, tiles of at most 256 quads
  * (tiles of 512 and 1024 quads measured the same on the H100, GPUNet-D2 fp16 1.69-1.73 ms,
  * and so did one window load at a time). */
@@ -35,8 +35,8 @@ dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
     const float *__restrict__ b, T *__restrict__ out, gpunet_dw_tiling t, int c, int ih, int iw,
     int oh, int ow, int pad, int act)
 {
-  extern __shared__ float shared[];
-  float *wk = shared, *tile = shared + K * K;
+  extern __shared__ __align__ (16) float shared[];
+  float *tile = shared, *wk = shared + t.in_rows * t.in_stride;   /* both 16-byte aligned */
   const unsigned tiles = (unsigned) (t.tiles_x * t.tiles_y);
   const long long plane = blockIdx.x / tiles;            /* image * c + channel */
   const int tile_i = (int) (blockIdx.x % tiles), ty = tile_i / t.tiles_x, tx = tile_i % t.tiles_x;
@@ -46,14 +46,14 @@ dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
     wk[i] = gpunet_ld (w, (long long) ch * K * K + i);
   /* the window, DW_TILE_LOADS values per thread at a time: the loads first, then the
    * shared stores */
-  const int n_in = t.in_rows * t.in_cols;
+  const int n_in = t.in_rows * t.in_stride;
   for (int base = threadIdx.x; base < n_in; base += DW_TILE_LOADS * DW_TILE_THREADS) {
     float v[DW_TILE_LOADS];
 #pragma unroll
     for (int m = 0; m < DW_TILE_LOADS; m++) {
-      const int i = base + m * DW_TILE_THREADS, r = i / t.in_cols;
+      const int i = base + m * DW_TILE_THREADS, r = i / t.in_stride;
       long long off = 0;
-      v[m] = i < n_in && gpunet_dw_tile_src (&t, ty, tx, S, pad, ih, iw, r, i - r * t.in_cols, &off)
+      v[m] = i < n_in && gpunet_dw_tile_src (&t, ty, tx, S, pad, ih, iw, r, i - r * t.in_stride, &off)
           ? gpunet_ld (src, off) : 0.0f;
     }
 #pragma unroll
@@ -112,7 +112,7 @@ launch (const gpunet_dwconv2d_params *p, const void *w, const float *b, const vo
   const int k = p->kernel, s = p->stride;
   if (!force_direct () && (k == 3 || k == 5 || k == 7) && (s == 1 || s == 2)) {
     const gpunet_dw_tiling t = gpunet_dw_tiling_for (p->oh, p->ow, k, s, DW_TILE_QUADS);
-    const size_t shared = sizeof (float) * ((size_t) t.in_rows * t.in_cols + (size_t) k * k);
+    const size_t shared = sizeof (float) * ((size_t) t.in_rows * t.in_stride + (size_t) k * k);
     const long long planes = total / ((long long) p->oh * p->ow);
     const long long blocks = planes * t.tiles_x * t.tiles_y;
     if (shared <= 48 * 1024 && blocks <= 0x7fffffffll) {
