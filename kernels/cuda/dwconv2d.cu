@@ -23,10 +23,11 @@ dwconv2d_kernel (const T *__restrict__ in, const T *__restrict__ w,
 
 /* The tiled kernel (cuda_math.h, "the tiled depthwise kernel"): block b computes tile
  * b % tiles of plane b / tiles; dynamic shared memory holds the input window (rows
- * in_stride apart) and then the filter, as float.  K and S are compile-time so the quad sums unroll into registers.
- * 128 threads, up to 8 window loads in flight per thread, tiles of at most 256 quads
- * (tiles of 512 and 1024 quads measured the same on the H100, GPUNet-D2 fp16 1.69-1.73 ms,
- * and so did one window load at a time). */
+ * in_stride apart; the columns past in_cols are read by the float4 loads but never summed)
+ * and then the filter, as float.  K and S are compile-time so the quad sums unroll into
+ * registers.  128 threads, up to 8 window loads in flight per thread, tiles of at most 256
+ * quads (tiles of 512 and 1024 quads measured the same on the H100, and so did one window
+ * load at a time). */
 enum { DW_TILE_THREADS = 128, DW_TILE_LOADS = 8, DW_TILE_QUADS = 256 };
 
 template <typename T, int K, int S>
