@@ -9,10 +9,12 @@
  * output; its transformed weights are 1.8x larger.  It is the default for every 3x3
  * stride-1 and 5x5 stride-2 kernel (see gpunet_wino_new for the measurements).
  * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
- * its input (Winograd on the polyphase decomposition): 4 x 36 multiply-adds per 4x4 tile
- * instead of 16 x 25, 2.8x fewer.  A 3x3 stride-2 one likewise becomes a 2x2 kernel over
- * the phases, run as F(4x4, 2x2) (5x5 input tiles, points 0, 1, -1, 2): 4 x 25 instead of
- * 16 x 9, 1.44x fewer.
+ * its input (Winograd on the polyphase decomposition), with F(6x6, 3x3): 225 multiply-adds
+ * per 6x6 tile instead of 36 x 25, 4x fewer (the odd phases' kernels have 2 taps down or
+ * across, not 3, so their transformed kernels are zero in the last row or column of the
+ * 8x8 and those products are skipped: 225 of 4 x 64).  A 3x3 stride-2 one likewise becomes
+ * a 2x2 kernel over the phases, run as F(4x4, 2x2) (5x5 input tiles, points 0, 1, -1, 2):
+ * 81 of 4 x 25 products per 4x4 tile instead of 16 x 9, 1.78x fewer.
  * The weight transform is done once in double precision; the input and output transforms
  * in float, 16 channels per vector. */
 #include <stdint.h>
@@ -72,12 +74,17 @@ struct gpunet_wino {
    * channel-stacked (virtual channel phase * cp + c, so icp = 4 cp), and the 5x5 (3x3)
    * stride-2 kernel as a 3x3 (2x2) stride-1 "valid" kernel over them. */
   int stride, pad, ih, iw, cp;
-  /* the GEMMs reduce over the first kn channels of each of segs equal segments of icp: kn
-   * = cin in one segment with stride 1, in the 4 phases with stride 2 where cin < cp, and
-   * all icp in one with stride 2 where cin = cp (the padding lanes of each segment's last
-   * block are zero in U: GPUNet-D1's 33 -> 33 layers reduce over 33, not 48, GPUNet-1's
-   * 24 -> 96 stride-2 layer over 4 x 24, not 4 x 32) */
-  int kn, segs;
+  /* The GEMM of transform element e reduces over nrng[e] ranges of the icp (virtual)
+   * channels, [rng[e][2 j], rng[e][2 j + 1]): the first cin channels of each phase (stride
+   * 1: one phase), merged where contiguous (cin = cp), leaving out the padding lanes
+   * (GPUNet-D1's 33 -> 33 layers reduce over 33, not 48, GPUNet-1's 24 -> 96 stride-2 layer
+   * over 4 x 24, not 4 x 32), and leaving out, at the elements of the last row (column) of
+   * U, the phases whose virtual kernel has no last row (column): a 5x5 stride-2 kernel's
+   * odd phases have 2 of the 3 taps, a 3x3 stride-2 one's 1 of 2, and G's last row (the
+   * point at infinity) takes the last tap alone, so U is exactly zero there.  5x5 stride 2:
+   * 225 of the 4 x 64 (element, phase) products, 3x3 stride 2: 81 of 4 x 25. */
+  int nrng[64];
+  int rng[64][8];
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
   int borrowed;      /* a twin (gpunet_wino_twin): u and bias belong to another plan */
   int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
@@ -249,14 +256,26 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
-    .pad = pad, .ih = ih, .iw = iw, .cp = cp, .kn = cin, .segs = 1 };
-  /* phase by phase only where the phases have padding lanes: on GPUNet-2's 32 -> 192 5x5
-   * stride-2 layer (none) four reductions of 32 ran 2-10% slower than one of 128 (isolated
-   * calls, four alternating rounds) */
-  if (stride == 2 && cin == cp)
-    p->kn = icp;
-  else if (stride == 2)
-    p->segs = 4;
+    .pad = pad, .ih = ih, .iw = iw, .cp = cp };
+  const int phases = stride == 1 ? 1 : 4;
+  for (int e = 0; e < p->ne; e++) {
+    int nr = 0;
+    for (int ph = 0; ph < phases; ph++) {
+      /* the input tap of the virtual kernel's last row (column) in this phase */
+      const int last_y = stride * (r - 1) + ph / 2, last_x = stride * (r - 1) + ph % 2;
+      if ((e / alpha == alpha - 1 && last_y >= k) || (e % alpha == alpha - 1 && last_x >= k))
+        continue;
+      const int lo = ph * cp, hi = ph * cp + cin;
+      if (nr && p->rng[e][2 * nr - 1] == lo)
+        p->rng[e][2 * nr - 1] = hi;
+      else {
+        p->rng[e][2 * nr] = lo;
+        p->rng[e][2 * nr + 1] = hi;
+        nr++;
+      }
+    }
+    p->nrng[e] = nr;
+  }
   int rows = (int) (wino_l2_budget () / ((size_t) p->ne * 4 * (icp + p->ocb)));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
@@ -270,7 +289,6 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   }
   if (bias)
     memcpy (p->bias, bias, sizeof (float) * (size_t) cout);
-  const int phases = stride == 1 ? 1 : 4;
   for (int o = 0; o < cout; o++)
     for (int ph = 0; ph < phases; ph++)
       for (int i = 0; i < cin; i++) {

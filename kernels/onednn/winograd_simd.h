@@ -121,11 +121,12 @@ FN (wino_gemm_step) (VEC c[WINO_ROWS][4], const float *v, int icp, const float *
 }
 
 /* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (icp x nv*VW, row stride
- * ocp: V_OCB for the blocked weights) over the first kn input channels of each of the segs
- * equal segments of icp (the rest, channel padding, are zero in U); mr <= WINO_ROWS. */
+ * ocp: V_OCB for the blocked weights), reduced over the nr ranges of input channels
+ * [rng[2 j], rng[2 j + 1]) (the rest are zero in U: channel padding, or phases whose
+ * transformed kernel is zero at this element, see gpunet_wino_new); mr <= WINO_ROWS. */
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_t) (const float *v, int icp, int kn, int segs, const float *u, int ocp, float *m,
-    const int mr, const int nv)
+FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *u, int ocp,
+    float *m, const int mr, const int nv)
 {
   VEC c[WINO_ROWS][4];
 #pragma GCC unroll 6
@@ -133,13 +134,9 @@ FN (wino_gemm_t) (const float *v, int icp, int kn, int segs, const float *u, int
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       c[r][j] = V_ZERO ();
-  if (segs == 1)
-    for (int i = 0; i < kn; i++)
+  for (int j = 0; j < nr; j++)
+    for (int i = rng[2 * j]; i < rng[2 * j + 1]; i++)
       FN (wino_gemm_step) (c, v, icp, u, ocp, i, mr, nv);
-  else
-    for (int s0 = 0; s0 < icp; s0 += icp / segs)
-      for (int i = s0; i < s0 + kn; i++)
-        FN (wino_gemm_step) (c, v, icp, u, ocp, i, mr, nv);
 #pragma GCC unroll 6
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
@@ -147,15 +144,16 @@ FN (wino_gemm_t) (const float *v, int icp, int kn, int segs, const float *u, int
       V_STORE (m + (size_t) r * VW * nv + VW * j, c[r][j]);
 }
 
-typedef void (*FN (wino_gemm_fn)) (const float *, int, int, int, const float *, int, float *);
+typedef void (*FN (wino_gemm_fn)) (const float *, int, const int *, int, const float *, int,
+    float *);
 
 /* FN (wino_gemm_MRxNV): one function per row count MR (1..6) and vector count NV (1..4) */
 #define WINO_GEMM_DEF(MR, NV) \
   static void \
-  FN (wino_gemm_##MR##x##NV) (const float *v, int icp, int kn, int segs, const float *u, \
-      int ocp, float *m) \
+  FN (wino_gemm_##MR##x##NV) (const float *v, int icp, const int *rng, int nr, \
+      const float *u, int ocp, float *m) \
   { \
-    FN (wino_gemm_t) (v, icp, kn, segs, u, ocp, m, MR, NV); \
+    FN (wino_gemm_t) (v, icp, rng, nr, u, ocp, m, MR, NV); \
   }
 #define WINO_GEMM_ROW(MR) \
   WINO_GEMM_DEF (MR, 1) WINO_GEMM_DEF (MR, 2) WINO_GEMM_DEF (MR, 3) WINO_GEMM_DEF (MR, 4)
@@ -344,8 +342,8 @@ FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int c
  * would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
  * latency). */
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_rows) (const float *v, int icp, int kn, int segs, const float *u, float *m, int cnt,
-    int nv)
+FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const float *u, float *m,
+    int cnt, int nv)
 {
   const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
   int full = 0;
@@ -353,12 +351,12 @@ FN (wino_gemm_rows) (const float *v, int icp, int kn, int segs, const float *u, 
     full += WINO_ROWS;
   const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
   for (int r = 0; r < full; r += WINO_ROWS)
-    gemm (v + (size_t) r * icp, icp, kn, segs, u, V_OCB, m + (size_t) r * VW * nv);
+    gemm (v + (size_t) r * icp, icp, rng, nr, u, V_OCB, m + (size_t) r * VW * nv);
   if (ra)
-    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, kn, segs, u, V_OCB,
+    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, rng, nr, u, V_OCB,
         m + (size_t) full * VW * nv);
   if (rb)
-    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, kn, segs, u, V_OCB,
+    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, rng, nr, u, V_OCB,
         m + (size_t) (full + ra) * VW * nv);
 }
 
@@ -401,7 +399,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++)
-      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->kn, p->segs,
+      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
           ut + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
           M + (size_t) e * m_es, cnt, nv);
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
