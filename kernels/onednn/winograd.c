@@ -66,8 +66,9 @@ struct gpunet_wino {
                       * channels per GEMM pass (4 or 2 vectors) */
   int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 8 for F(6x6, 3x3), 5 for
                       * F(4x4, 2x2); ne = alpha^2 */
-  float *u;          /* transformed weights [ocp / ocb][ne][icp][ocb] (ocp rounded up to
-                      * ocb): each GEMM pass reads one contiguous slice; zero in padding */
+  float *u;          /* transformed weights [ocp / ocb][urows][ocb] (ocp rounded up to ocb;
+                      * rows: element e's reduction channels from uoff[e] on): each GEMM
+                      * pass reads one contiguous slice; zero in padding */
   float *bias;       /* [ocp], zero padded */
   /* Input geometry.  Stride 1: the 3x3 kernel reads input rows oy - pad .. oy - pad + 2.
    * Stride 2: the input is seen as 4 phase images (even/odd rows x even/odd columns),
@@ -85,6 +86,10 @@ struct gpunet_wino {
    * 225 of the 4 x 64 (element, phase) products, 3x3 stride 2: 81 of 4 x 25. */
   int nrng[64];
   int rng[64][8];
+  /* U holds only those channels' rows: element e's at row uoff[e] of each block of output
+   * channels, urows in all (the zero rows are not stored, nor streamed) */
+  int uoff[64];
+  int urows;
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
   int borrowed;      /* a twin (gpunet_wino_twin): u and bias belong to another plan */
   int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
@@ -275,12 +280,15 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
       }
     }
     p->nrng[e] = nr;
+    p->uoff[e] = p->urows;
+    for (int j = 0; j < nr; j++)
+      p->urows += p->rng[e][2 * j + 1] - p->rng[e][2 * j];
   }
   int rows = (int) (wino_l2_budget () / ((size_t) p->ne * 4 * (icp + p->ocb)));
   rows = rows / WINO_ROWS * WINO_ROWS;
   p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
   const size_t n_ocb = (size_t) (ocp + p->ocb - 1) / p->ocb;
-  p->usize = n_ocb * p->ne * icp * p->ocb;
+  p->usize = n_ocb * p->urows * p->ocb;
   p->u = gpunet_blk_alloc (p->usize);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
   if (!p->u || !p->bias) {
@@ -317,8 +325,13 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
           }
         const int vi = ph * cp + i;   /* virtual input channel */
         for (int e = 0; e < p->ne; e++)
-          p->u[(((size_t) (o / p->ocb) * p->ne + e) * icp + vi) * p->ocb + o % p->ocb] =
-              (float) u[e / alpha][e % alpha];
+          for (int j = 0, row = p->uoff[e]; j < p->nrng[e]; j++) {
+            const int lo = p->rng[e][2 * j], hi = p->rng[e][2 * j + 1];
+            if (vi >= lo && vi < hi)
+              p->u[((size_t) (o / p->ocb) * p->urows + row + vi - lo) * p->ocb + o % p->ocb] =
+                  (float) u[e / alpha][e % alpha];
+            row += hi - lo;
+          }
       }
   return p;
 }

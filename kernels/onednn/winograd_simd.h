@@ -120,10 +120,11 @@ FN (wino_gemm_step) (VEC c[WINO_ROWS][4], const float *v, int icp, const float *
   }
 }
 
-/* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (icp x nv*VW, row stride
- * ocp: V_OCB for the blocked weights), reduced over the nr ranges of input channels
- * [rng[2 j], rng[2 j + 1]) (the rest are zero in U: channel padding, or phases whose
- * transformed kernel is zero at this element, see gpunet_wino_new); mr <= WINO_ROWS. */
+/* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (nv*VW columns, row
+ * stride ocp: V_OCB for the blocked weights), reduced over the nr ranges of input channels
+ * [rng[2 j], rng[2 j + 1]) of V, whose rows U holds one range after the other (the other
+ * channels' products are zero: channel padding, or phases whose transformed kernel is zero
+ * at this element, see gpunet_wino_new); mr <= WINO_ROWS. */
 static inline __attribute__((always_inline)) void
 FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *u, int ocp,
     float *m, const int mr, const int nv)
@@ -134,9 +135,13 @@ FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *
 #pragma GCC unroll 4
     for (int j = 0; j < nv; j++)
       c[r][j] = V_ZERO ();
-  for (int j = 0; j < nr; j++)
-    for (int i = rng[2 * j]; i < rng[2 * j + 1]; i++)
-      FN (wino_gemm_step) (c, v, icp, u, ocp, i, mr, nv);
+  for (int j = 0; j < nr; j++) {
+    /* this range's rows of U follow the previous ranges' */
+    const float *vj = v + rng[2 * j];
+    for (int i = 0; i < rng[2 * j + 1] - rng[2 * j]; i++)
+      FN (wino_gemm_step) (c, vj, icp, u, ocp, i, mr, nv);
+    u += (size_t) (rng[2 * j + 1] - rng[2 * j]) * ocp;
+  }
 #pragma GCC unroll 6
   for (int r = 0; r < mr; r++)
 #pragma GCC unroll 4
@@ -400,7 +405,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++)
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
-          ut + ((size_t) (oc0 / V_OCB) * p->ne + e) * p->icp * V_OCB,
+          ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB,
           M + (size_t) e * m_es, cnt, nv);
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
   }
