@@ -834,8 +834,10 @@ test_pw_direct (void)
     { 7, 16, 1 }, { 100, 64, 49 }, { 48, 80, 529 },
     /* shapes one level of Strassen takes (halves of whole 16-channel blocks): odd and even
      * pixel counts, a bottom half without a block of its own (hw 13: 7 + 6 pixels), a
-     * narrower last chunk per half (n2 80 = 64 + 16) */
+     * narrower last chunk per half (n2 80 = 64 + 16); halves of 25 over 24, 50 and 10
+     * pixels (a last block of 1, 2 or 4) */
     { 64, 64, 13 }, { 96, 160, 7 }, { 256, 384, 23 }, { 192, 64, 12 }, { 32, 32, 2 },
+    { 64, 96, 49 }, { 96, 64, 100 }, { 32, 64, 20 },
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
     for (int n = 1; n <= 3; n += 2) {
