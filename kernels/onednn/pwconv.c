@@ -46,6 +46,10 @@
  * most this many bytes, read from L2 for every chunk of output channels */
 #define PW_STRASSEN_MAX_OPERAND ((size_t) 512 << 10)
 #define PW_STRASSEN_MIN_H1 36      /* and at least this many pixels per half */
+/* Software prefetch of the next chunk (pw_prefetch_lines) where a chunk's weights are at
+ * most this many bytes and at least this many blocks of pixels use each in turn */
+#define PW_PREFETCH_MAX_CHUNK ((size_t) 384 << 10)
+#define PW_PREFETCH_MIN_BLOCKS 6
 
 struct gpunet_pw {
   int cin, cout, cp, ocp, act;
@@ -66,6 +70,7 @@ struct gpunet_pw {
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
   int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
+  int prefetch;   /* fetch the next chunk's weights during this one's blocks (pw_prefetch) */
   int borrowed;   /* a twin (gpunet_pw_twin): w, t and bias belong to another plan */
   int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
   float *wx;      /* of w, thread t's at wx + (t - 1) * nch * cp * 64; else NULL */
@@ -249,6 +254,14 @@ pw_flush_sums (void)
   return !(e && !strcmp (e, "0")) && gpunet_blk_can_flush ();
 }
 
+/* GPUNET_CPU_PW_PREFETCH=0: no software prefetch of the next chunk's weights (benchmarks) */
+static int
+getenv_prefetch (void)
+{
+  const char *e = getenv ("GPUNET_CPU_PW_PREFETCH");
+  return !(e && !strcmp (e, "0"));
+}
+
 /* GPUNET_CPU_PW_BLOCKS=6: blocks of 6 pixels only, a short one last (tests, benchmarks) */
 static int
 getenv_blocks (void)
@@ -269,7 +282,8 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
   if (!p)
     return NULL;
   *p = (gpunet_pw) { .cin = cin, .cout = cout, .cp = cp, .ocp = ocp, .act = act, .hw = hw,
-    .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR };
+    .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR,
+    .prefetch = getenv_prefetch () };
   /* blocks of 6 and 5 where every block can have 5 or more (pw_block), else of 6 */
   p->nbig = hw >= (PW_MR - 1) * p->npb && getenv_blocks () ? hw - (PW_MR - 1) * p->npb : p->npb;
   p->strassen = strassen != GPUNET_PW_STRASSEN_OFF
@@ -356,12 +370,15 @@ pw_channel (__m512 acc[PW_MR][4], const float *ip, const float *wq, int c, const
 
 /* The reduction of the micro-kernels: ncb whole channel blocks (stride floats apart in
  * the input, 16 x NJ vectors each in the packed weights w), then the rem real channels of
- * a last, partly padded block (zero weights beyond them). */
+ * a last, partly padded block (zero weights beyond them).  With each whole block, pfn
+ * cache lines from pf on are prefetched (pw_prefetch_lines; pfn 0: none). */
 static inline __attribute__((always_inline)) void
 pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, int ncb,
-    int rem, const int R, const int NJ)
+    int rem, const char *pf, int pfn, const int R, const int NJ)
 {
   for (int cb = 0; cb < ncb; cb++) {
+    for (int i = 0; i < pfn; i++)
+      _mm_prefetch (pf + ((size_t) cb * pfn + i) * 64, _MM_HINT_T0);
     const float *ip = in + (size_t) cb * stride;
     const float *wq = w + (size_t) cb * 16 * NJ * 16;
 #pragma GCC unroll 16
@@ -372,6 +389,26 @@ pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, i
   const float *wq = w + (size_t) ncb * 16 * NJ * 16;
   for (int c = 0; c < rem; c++)
     pw_channel (acc, ip, wq, c, R, NJ);
+}
+
+/* Software prefetch of the next chunk's weights.  The first block of pixels to use a chunk
+ * reads its weights (up to 180 KB at 704 input channels) from memory at the rate of the
+ * FMAs, several times what memory gives a core, and the later blocks find them in L2: a
+ * burst the hardware prefetcher does not smooth.  So block blk of nblk fetches its share
+ * of the next chunk's `lines` cache lines (from next on), *pfn per input channel block of
+ * its ncb; the range returned stays inside those lines.  Measured (AVX-512, 2 threads,
+ * weights from memory, medians of 320 calls): GPUNet-P1's 704 -> 5632 at 7x7 1.78-1.86 ->
+ * 1.71-1.72 ms, its FMA floor 1.66; no gain where a chunk outgrows L2 (5632 -> 704) and a
+ * loss with 3 blocks a chunk (704 -> 1984 at 4x4 0.22 -> 0.30): see pw_prefetches. */
+static inline const char *
+pw_prefetch_lines (const float *next, long lines, long blk, long nblk, int ncb, int *pfn)
+{
+  const long n = (lines + nblk * ncb - 1) / (nblk * ncb);
+  long l0 = lines * blk / nblk;
+  if (l0 + n * ncb > lines)
+    l0 = lines - n * ncb;
+  *pfn = (int) n;
+  return (const char *) next + l0 * 64;
 }
 
 /* The accumulators into tmp (vector r * 4 + j), for the epilogues that work from memory */
@@ -391,7 +428,7 @@ pw_spill (float *tmp, __m512 acc[PW_MR][4], const int R, const int NJ)
  * output block.  act none / relu applied in registers, swish from a spill to memory. */
 static inline __attribute__((always_inline)) void
 pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const float *bias,
-    float *out, int act, int res, const int R, const int NJ)
+    float *out, int act, int res, const char *pf, int pfn, const int R, const int NJ)
 {
   __m512 acc[PW_MR][4];
 #pragma GCC unroll 4
@@ -401,7 +438,7 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const flo
     for (int r = 0; r < R; r++)
       acc[r][j] = b;
   }
-  pw_reduce (acc, in, hw * 16, w, ncb, rem, R, NJ);
+  pw_reduce (acc, in, hw * 16, w, ncb, rem, pf, pfn, R, NJ);
   if (act == GPUNET_EPI_SWISH) {
     /* a rare epilogue out of line: the accumulators go through memory to it */
     float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
@@ -435,11 +472,11 @@ pw_kernel (const float *in, long hw, const float *w, int ncb, int rem, const flo
 }
 
 typedef void (*pw_fn) (const float *, long, const float *, int, int, const float *, float *,
-    int, int);
+    int, int, const char *, int);
 #define PW_DEF(R, J) \
   static void pw_k##R##x##J (const float *in, long hw, const float *w, int ncb, int rem, \
-      const float *bias, float *out, int act, int res) \
-  { pw_kernel (in, hw, w, ncb, rem, bias, out, act, res, R, J); }
+      const float *bias, float *out, int act, int res, const char *pf, int pfn) \
+  { pw_kernel (in, hw, w, ncb, rem, bias, out, act, res, pf, pfn, R, J); }
 #define PW_DEF_ROW(R) PW_DEF (R, 1) PW_DEF (R, 2) PW_DEF (R, 3) PW_DEF (R, 4)
 PW_DEF_ROW (1) PW_DEF_ROW (2) PW_DEF_ROW (3) PW_DEF_ROW (4) PW_DEF_ROW (5) PW_DEF_ROW (6)
 #define PW_ROW(R) { pw_k##R##x1, pw_k##R##x2, pw_k##R##x3, pw_k##R##x4 }
@@ -480,7 +517,7 @@ pws_update (const float *tmp, float *d, long stride, int rows, int op, const flo
 static inline __attribute__((always_inline)) void
 pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, int op0,
     int rows0, const float *b0, float *d1, int op1, int rows1, const float *b1, long d_stride,
-    int act, const int R, const int NJ)
+    int act, const char *pf, int pfn, const int R, const int NJ)
 {
   __m512 acc[PW_MR][4];
 #pragma GCC unroll 4
@@ -488,7 +525,7 @@ pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, i
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
       acc[r][j] = _mm512_setzero_ps ();
-  pw_reduce (acc, a, a_stride, w, ncb, 0, R, NJ);
+  pw_reduce (acc, a, a_stride, w, ncb, 0, pf, pfn, R, NJ);
   float tmp[PW_MR * 4 * 16] __attribute__((aligned (64)));
   pw_spill (tmp, acc, R, NJ);
   if (op0 && rows0 > 0)
@@ -498,13 +535,13 @@ pws_kernel (const float *a, long a_stride, const float *w, int ncb, float *d0, i
 }
 
 typedef void (*pws_fn) (const float *, long, const float *, int, float *, int, int,
-    const float *, float *, int, int, const float *, long, int);
+    const float *, float *, int, int, const float *, long, int, const char *, int);
 #define PWS_DEF(R, J) \
   static void pws_k##R##x##J (const float *a, long a_stride, const float *w, int ncb, \
       float *d0, int op0, int rows0, const float *b0, float *d1, int op1, int rows1, \
-      const float *b1, long d_stride, int act) \
+      const float *b1, long d_stride, int act, const char *pf, int pfn) \
   { pws_kernel (a, a_stride, w, ncb, d0, op0, rows0, b0, d1, op1, rows1, b1, d_stride, act, \
-      R, J); }
+      pf, pfn, R, J); }
 #define PWS_DEF_ROW(R) PWS_DEF (R, 1) PWS_DEF (R, 2) PWS_DEF (R, 3) PWS_DEF (R, 4)
 PWS_DEF_ROW (1) PWS_DEF_ROW (2) PWS_DEF_ROW (3) PWS_DEF_ROW (4) PWS_DEF_ROW (5)
 PWS_DEF_ROW (6)
@@ -597,6 +634,8 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
   const int kb = p->k2 / 16, nb2 = p->n2 / 16;
   const long units = (long) p->nch2 * npb1;
   const size_t tsize = (size_t) p->nch2 * p->k2 * PW_NR, ss = (size_t) h1 * p->k2;
+  const int prefetch = p->prefetch && npb1 >= PW_PREFETCH_MIN_BLOCKS
+      && (size_t) p->k2 * PW_NR * sizeof (float) <= PW_PREFETCH_MAX_CHUNK;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
@@ -631,6 +670,16 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
             as = hw * 16;
           }
           int op0 = pw_products[k].op0, op1 = pw_products[k].op1;
+          /* the chunk this thread takes next: this product's next one, else the next
+           * product's first (pw_prefetch_lines) */
+          const char *pf = NULL;
+          int pfn = 0;
+          if (prefetch && (((long) ch + 1) * npb1 < u1 || k < 6)) {
+            const int last = ((long) ch + 1) * npb1 >= u1;
+            const int nk = last ? k + 1 : k, nc = last ? (int) (u0 / npb1) : ch + 1;
+            pf = pw_prefetch_lines (p->t + pw_products[nk].t * tsize + (size_t) nc * p->k2 * PW_NR,
+                (long) p->k2 * pw_chunk_vectors (p->n2, nc), pb, npb1, kb, &pfn);
+          }
           if (residual_in_dst) {   /* the residual is in the output: add to it */
             op0 = (op0 & 3) == PW_ST ? (op0 & PW_FIN) | PW_ADD : op0;
             op1 = (op1 & 3) == PW_ST ? (op1 & PW_FIN) | PW_ADD : op1;
@@ -641,7 +690,7 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
               p->t + pw_products[k].t * tsize + (size_t) ch * p->k2 * PW_NR, kb,
               PW_ZQ (q0), op0, r0, p->bias + (q0 % 2) * p->n2 + ch * PW_NR,
               q1 >= 0 ? PW_ZQ (q1) : NULL, q1 >= 0 ? op1 : 0, r1,
-              p->bias + (q1 >= 0 ? q1 % 2 : 0) * p->n2 + ch * PW_NR, hw * 16, p->act);
+              p->bias + (q1 >= 0 ? q1 % 2 : 0) * p->n2 + ch * PW_NR, hw * 16, p->act, pf, pfn);
 #undef PW_ZQ
         }
       /* the sums of the next image overwrite the scratch */
@@ -669,6 +718,9 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   const long units = per_img * n;
   /* whole blocks of real input channels, then the rest of a padded last block */
   const int ncb = p->cin / 16, rem = p->cin % 16;
+  /* chunk-major with whole chunks of weights that fit L2 several times over */
+  const int prefetch = p->prefetch && !p->pixel_major && ncb > 0
+      && (size_t) p->cp * PW_NR * sizeof (float) <= PW_PREFETCH_MAX_CHUNK;
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
@@ -678,6 +730,8 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
       const long img = u / per_img, v = u % per_img;
       long pb;
       int ch;
+      const char *pf = NULL;
+      int pfn = 0;
       if (p->pixel_major) {
         pb = v / p->nch;
         ch = (int) (v % p->nch);
@@ -688,6 +742,13 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
         const long w = v - g0 * p->nch;
         ch = (int) (w / len);
         pb = g0 + w % len;
+        /* the chunk this thread takes next: the next one of the group, else the first of
+         * the next group or image */
+        if (prefetch && len >= PW_PREFETCH_MIN_BLOCKS && u + len - (pb - g0) < u1) {
+          const int nx = (ch + 1) % p->nch;
+          pf = pw_prefetch_lines (wt + (size_t) nx * p->cp * PW_NR,
+              (long) p->cp * pw_chunk_vectors (p->ocp, nx), pb - g0, len, ncb, &pfn);
+        }
       }
       const int nj = pw_chunk_vectors (p->ocp, ch);
       long px;
@@ -697,7 +758,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
       pw_kernels[rows - 1][nj - 1] (in + (size_t) img * p->cp * hw + (size_t) px * 16,
           hw, wt + (size_t) ch * p->cp * PW_NR, ncb, rem, p->bias + ch * PW_NR,
           out + (size_t) img * p->ocp * hw + ((size_t) ch * 4 * hw + (size_t) px) * 16,
-          p->act, residual_in_dst);
+          p->act, residual_in_dst, pf, pfn);
     }
   }
 }
