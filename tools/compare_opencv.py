@@ -12,7 +12,9 @@ weights and realistic BatchNorm statistics as tools/compare_pytorch.py, and then
   * compares OpenCV's logits with PyTorch float32's on one seeded random input (max |diff|);
   * benchmarks OpenCV (batch 1, warmup 5, median and min of 30 runs) against
     tools/gpunet-bench on the saved state_dict with the same threads, interleaved
-    (OpenCV, ours, OpenCV, ours, ...) for --rounds rounds in one session.
+    (OpenCV, ours, OpenCV, ours, ...) for --rounds rounds in one session; ours is planned
+    once per model and kept between rounds (gpunet-bench --stdin-runs, as in
+    tools/compare_pytorch.py).
 
 It prints a markdown table.  Needs torch, numpy and cv2 (Debian: python3-opencv) for
 /usr/bin/python3; NVIDIA's code needs a small `timm` shim on PYTHONPATH where timm is not
@@ -35,7 +37,7 @@ import torch
 import cv2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_pytorch import MODELS, load_json, randomise, bench_ours  # noqa: E402
+from compare_pytorch import MODELS, load_json, randomise, OursServer  # noqa: E402
 
 
 def export_onnx(model, res, path, opset):
@@ -118,13 +120,17 @@ def main():
                    "top1_same": bool(np.argmax(y_ocv) == np.argmax(y_torch))}
 
             om, omin, um, umin = [], [], [], []
-            for r in range(args.rounds):
-                a, b = bench_opencv(net, x, args.runs, args.warmup)
-                om.append(a)
-                omin.append(b)
-                a, b = bench_ours(args.build, name, ckpt, args.threads, args.runs, args.warmup)
-                um.append(a)
-                umin.append(b)
+            ours = OursServer(args.build, name, ckpt, args.threads, args.warmup)
+            try:
+                for r in range(args.rounds):
+                    a, b = bench_opencv(net, x, args.runs, args.warmup)
+                    om.append(a)
+                    omin.append(b)
+                    t = ours.run(args.runs)
+                    um.append(statistics.median(t))
+                    umin.append(min(t))
+            finally:
+                ours.close()
             row.update({"ocv_ms": statistics.median(om), "ocv_min_ms": min(omin),
                         "ours_ms": statistics.median(um), "ours_min_ms": min(umin),
                         "ocv_rounds": om, "ours_rounds": um})
