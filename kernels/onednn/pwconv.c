@@ -70,7 +70,7 @@ struct gpunet_pw {
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
   int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
-  int prefetch;   /* fetch the next chunk's weights during this one's blocks (pw_prefetch) */
+  int prefetch;   /* fetch the next chunk's weights during this one's (pw_prefetch_lines) */
   int borrowed;   /* a twin (gpunet_pw_twin): w, t and bias belong to another plan */
   int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
   float *wx;      /* of w, thread t's at wx + (t - 1) * nch * cp * 64; else NULL */
@@ -399,7 +399,8 @@ pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, i
  * its ncb; the range returned stays inside those lines.  Measured (AVX-512, 2 threads,
  * weights from memory, medians of 320 calls): GPUNet-P1's 704 -> 5632 at 7x7 1.78-1.86 ->
  * 1.71-1.72 ms, its FMA floor 1.66; no gain where a chunk outgrows L2 (5632 -> 704) and a
- * loss with 3 blocks a chunk (704 -> 1984 at 4x4 0.22 -> 0.30): see pw_prefetches. */
+ * loss with 3 blocks a chunk (704 -> 1984 at 4x4 0.22 -> 0.30): hence PW_PREFETCH_MAX_CHUNK
+ * and PW_PREFETCH_MIN_BLOCKS. */
 static inline const char *
 pw_prefetch_lines (const float *next, long lines, long blk, long nblk, int ncb, int *pfn)
 {
@@ -718,7 +719,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   const long units = per_img * n;
   /* whole blocks of real input channels, then the rest of a padded last block */
   const int ncb = p->cin / 16, rem = p->cin % 16;
-  /* chunk-major with whole chunks of weights that fit L2 several times over */
+  /* chunk-major, with chunks small enough for this one and the next to share L2 */
   const int prefetch = p->prefetch && !p->pixel_major && ncb > 0
       && (size_t) p->cp * PW_NR * sizeof (float) <= PW_PREFETCH_MAX_CHUNK;
 #pragma omp parallel num_threads(nt)
