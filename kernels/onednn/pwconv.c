@@ -675,8 +675,8 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
            * product's first (pw_prefetch_lines) */
           const char *pf = NULL;
           int pfn = 0;
-          if (prefetch && (((long) ch + 1) * npb1 < u1 || k < 6)) {
-            const int last = ((long) ch + 1) * npb1 >= u1;
+          const int last = ((long) ch + 1) * npb1 >= u1;   /* this thread's last chunk */
+          if (prefetch && !(last && k == 6)) {
             const int nk = last ? k + 1 : k, nc = last ? (int) (u0 / npb1) : ch + 1;
             pf = pw_prefetch_lines (p->t + pw_products[nk].t * tsize + (size_t) nc * p->k2 * PW_NR,
                 (long) p->k2 * pw_chunk_vectors (p->n2, nc), pb, npb1, kb, &pfn);
