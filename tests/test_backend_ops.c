@@ -899,6 +899,18 @@ test_pw_direct (void)
                 if ((i / ((size_t) hw * 16) * 16 + i % 16) % ocp >= (size_t) cout && y[i] != 0.0f)
                   pad_ok = 0;
               CHECK_MSG (pad_ok, "pw direct %d->%d: a padding lane is not zero", cin, cout);
+              if (gpunet_pw_is_strassen (q)) {
+                /* the sums by cached stores, kept (gpunet_pw_set_sums_cached): the same bits */
+                float *yc = rand_floats_aligned (out_len, 0.0f);
+                for (size_t i = 0; i < out_len; i++)
+                  yc[i] = res ? r[i] : 12345.0f;
+                gpunet_pw_set_sums_cached (q, 1);
+                gpunet_pw_run (q, x, yc, n, res, scratch, nt);
+                gpunet_pw_set_sums_cached (q, 0);
+                CHECK_MSG (!memcmp (y, yc, sizeof (float) * out_len), "pw direct %d->%d hw %ld "
+                    "act %d res %d batch %d threads %d: Strassen's cached sums change the "
+                    "results", cin, cout, hw, act, res, n, nt);
+              }
               if (!gpunet_pw_is_strassen (q) && nt == 2) {
                 /* blocks of 6 only (pwconv.c: pw_block): the same bits */
                 setenv ("GPUNET_CPU_PW_BLOCKS", "6", 1);
@@ -1197,6 +1209,67 @@ test_stream_out (void)
   unsetenv ("GPUNET_CPU_WINOGRAD");
 }
 
+/* Strassen's input sums kept cached (GPUNET_CPU_PW_SUMS=cached), streamed and evicted
+ * (stream), or as the tuner chooses (unset) change no bit of the logits. */
+static void
+test_pw_sums (void)
+{
+  const char *fixtures[] = { "tiny-a", "tiny-d" };
+  static const char *const vals[3] = { "stream", "cached", NULL };
+  static const char *const what[3] = { "", "cached Strassen sums", "the tuner choosing" };
+  setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
+  for (int i = 0; i < 2; i++) {
+    int c[3];
+    same_bits_3 (fixtures[i], 41 + i, "GPUNET_CPU_PW_SUMS", vals, NULL, NULL, what, 0, c);
+  }
+  unsetenv ("GPUNET_CPU_PW_STRASSEN");
+}
+
+/* The tuner tries both ways of both knobs within 40 passes (its period), and every pass
+ * gives the same logits. */
+static void
+test_tuner (void)
+{
+  setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
+  setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
+  gpunet_model *m = random_fixture ("tiny-a", 51);
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = 1;
+  params.n_threads = 2;
+  void *sf = NULL;
+  char *err = NULL;
+  gpunet_status st = m ? gpunet_backend_cpu_fast.plan (gpunet_model_graph (m), &params, &sf,
+      &err) : GPUNET_ERR_INVALID_ARGUMENT;
+  unsetenv ("GPUNET_CPU_PW_STRASSEN");
+  unsetenv ("GPUNET_CPU_WINOGRAD");
+  CHECK_MSG (st == GPUNET_OK, "tuner: plan failed: %s", err ? err : "");
+  if (st == GPUNET_OK) {
+    const gpunet_graph *g = gpunet_model_graph (m);
+    const gpunet_tensor_desc *ti = &g->tensors[g->input];
+    const size_t len = (size_t) g->tensors[g->output].c;
+    const float *x = rand_floats ((size_t) ti->c * ti->h * ti->w, 1.0f);
+    float *first = calloc (len, sizeof (float)), *out = calloc (len, sizeof (float));
+    int same = 1;
+    for (int k = 0; k < 40 && st == GPUNET_OK; k++) {
+      st = gpunet_backend_cpu_fast.forward (sf, x, 1, k ? out : first, NULL, NULL, &err);
+      same = same && (k == 0 || !memcmp (first, out, sizeof (float) * len));
+    }
+    CHECK_MSG (st == GPUNET_OK && same, "tuner: %s", st != GPUNET_OK ? err
+        : "the logits changed between passes");
+    for (int k = 0; k < 2; k++)
+      CHECK_MSG (gpunet_onednn_tuned_passes (sf, k, 0) >= 5
+          && gpunet_onednn_tuned_passes (sf, k, 1) >= 5, "tuner: knob %d tried %ld and %ld "
+          "passes its two ways, expected 5 or more each", k, gpunet_onednn_tuned_passes (sf, k, 0),
+          gpunet_onednn_tuned_passes (sf, k, 1));
+    free (first);
+    free (out);
+    gpunet_backend_cpu_fast.destroy (sf);
+  }
+  free (err);
+  gpunet_model_unref (m);
+}
+
 /* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins; weight
  * copies: plan_far_copies) run when forced, change no bit of the logits, and are planned
  * only where asked. */
@@ -1326,6 +1399,8 @@ main (void)
   test_flush_inputs ();
   test_far_twins ();
   test_stream_out ();
+  test_pw_sums ();
+  test_tuner ();
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();

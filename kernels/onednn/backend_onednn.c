@@ -35,12 +35,26 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 #define PROBE_LINES 2048   /* cores_far */
 #define PROBE_FAR_NS 15.0
 #define PROBE_EVERY 4
-/* The streaming tuner (tune_choice): every TUNE_PERIOD passes, the last TUNE_RUN run the
- * other choice; it becomes the choice when the median of those is under TUNE_GAIN times the
- * median of the TUNE_RUN passes before them. */
+/* The tuner (tune_choice): every TUNE_PERIOD passes, TUNE_RUN in a row run the other
+ * choice of one knob (the knob's own window of passes); it becomes the choice when the
+ * median of those is under TUNE_GAIN times the median of the last TUNE_RUN passes run with
+ * both knobs at their choices. */
 #define TUNE_PERIOD 40
 #define TUNE_RUN 5
 #define TUNE_GAIN 0.98
+/* The knobs, and where their windows start in a period */
+enum { TUNE_STREAM, TUNE_SUMS, TUNE_KNOBS };
+static const int tune_window[TUNE_KNOBS] = { TUNE_PERIOD - TUNE_RUN, TUNE_PERIOD / 2 - TUNE_RUN };
+
+/* One of the tuner's knobs: two ways to run some ops that give the same results */
+typedef struct {
+  int forced;                  /* 0 or 1: always that way, no trials; -1: tried both ways
+                                * as the passes run; -2: no op to set */
+  int now;                     /* the way the plans are set now */
+  int best;                    /* the way outside the knob's trials */
+  double t[2][TUNE_RUN];       /* per way, the last TUNE_RUN per-image pass times */
+  long n[2];                   /* per way, how many were recorded (mod TUNE_RUN) */
+} tune_knob;
 
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
@@ -108,14 +122,12 @@ typedef struct {
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   int chain_rows;              /* the chains by bands of tile rows, not columns */
-  /* whether our Winograd ops write their outputs with streaming stores
-   * (gpunet_wino_set_stream) now (streaming) and outside the trials (stream_best):
-   * stream_forced 0 or 1 by GPUNET_CPU_STREAM_OUT, -1 tried both ways as the passes run
-   * (tune_choice), -2 no Winograd ops */
-  int stream_forced, streaming, stream_best;
+  /* TUNE_STREAM: whether our Winograd ops write their outputs with streaming stores
+   * (gpunet_wino_set_stream; forced by GPUNET_CPU_STREAM_OUT); TUNE_SUMS: whether the
+   * Strassen 1x1 ops store their input sums cached and keep them (gpunet_pw_set_sums_cached;
+   * forced by GPUNET_CPU_PW_SUMS) */
+  tune_knob knob[TUNE_KNOBS];
   long tune_passes;            /* passes timed for the tuner */
-  double tune_t[2][TUNE_RUN];  /* per choice, the last TUNE_RUN per-image pass times */
-  long tune_n[2];              /* per choice, how many were recorded (mod TUNE_RUN) */
   double *profile;
 } fast_state;
 
@@ -1024,18 +1036,21 @@ chain_buffers_ok (const fast_state *s, int i, int len)
   return 1;
 }
 
-/* Sets whether every Winograd plan (twins included) writes its outputs with streaming
- * stores. */
+/* Sets knob k of the tuner (TUNE_STREAM or TUNE_SUMS) to way on every plan it acts on
+ * (twins included). */
 static void
-set_stream (fast_state *s, int on)
+set_knob (fast_state *s, int k, int way)
 {
   for (int i = 0; i < s->g->n_ops; i++) {
-    if (s->wino[i])
-      gpunet_wino_set_stream (s->wino[i], on);
-    if (s->wino_far[i])
-      gpunet_wino_set_stream (s->wino_far[i], on);
+    if (k == TUNE_STREAM) {
+      if (s->wino[i])
+        gpunet_wino_set_stream (s->wino[i], way);
+      if (s->wino_far[i])
+        gpunet_wino_set_stream (s->wino_far[i], way);
+    } else if (s->pw[i] && gpunet_pw_is_strassen (s->pw[i]))
+      gpunet_pw_set_sums_cached (s->pw[i], way);
   }
-  s->streaming = on;
+  s->knob[k].now = way;
 }
 
 static double
@@ -1052,47 +1067,94 @@ median_of (const double *v, int n)
   return w[n / 2];
 }
 
-/* Streaming stores for the Winograd outputs (winograd.h) write the same values and skip
- * reading the lines they overwrite, but leave them in no cache.  Which is faster depends
- * on the moment: GPUNet-2 ran 1.1% slower with them in a phase where it took 52.5 ms a
- * pass, 3% faster where it took 57-58 (the same placement by the write test; GPUNet-0 and
- * -1 5% faster there; docs/performance.md).  So the passes try both: before a pass, the
- * choice for it (the other one for the last TUNE_RUN of every TUNE_PERIOD); after it,
- * tune_record. */
+/* Whether pass number `pass` of the tuner falls in knob k's window */
 static int
-tune_choice (const fast_state *s)
+tune_in_window (long pass, int k)
 {
-  if (s->stream_forced >= 0)
-    return s->stream_forced;
-  return s->tune_passes % TUNE_PERIOD >= TUNE_PERIOD - TUNE_RUN ? !s->stream_best
-      : s->stream_best;
+  const long q = pass % TUNE_PERIOD;
+  return q >= tune_window[k] && q < tune_window[k] + TUNE_RUN;
+}
+
+/* Whether some knob is tried both ways as the passes run */
+static int
+tune_any (const fast_state *s)
+{
+  for (int k = 0; k < TUNE_KNOBS; k++)
+    if (s->knob[k].forced == -1)
+      return 1;
+  return 0;
+}
+
+/* Two knobs whose ways write the same values, and where the faster way depends on the
+ * machine and the moment, so the passes try both:
+ *   - TUNE_STREAM: streaming stores for the Winograd outputs (winograd.h) skip reading the
+ *     lines they overwrite, but leave them in no cache.  On Zen 4 GPUNet-2 ran 1.1% slower
+ *     with them in a phase where it took 52.5 ms a pass, 3% faster where it took 57-58
+ *     (the same placement by the write test; GPUNet-0 and -1 5% faster there).
+ *   - TUNE_SUMS: the Strassen 1x1 ops' input sums by cached stores, kept in the caches,
+ *     instead of streaming stores and an eviction after each op (pwconv.c): on Zen 4 the
+ *     streaming was faster (0.990-0.997 with the cores sharing an L3, 0.97 far apart), on
+ *     a 2-vCPU Intel Xeon (2 MB L2 per core, a 480 MB L3) the cached stores (GPUNet-2 in
+ *     0.973 of the time, 30 alternating turns).
+ * (docs/performance.md).  Before a pass, tune_choose sets each knob: its best way, the
+ * other one in its window of TUNE_RUN passes of every TUNE_PERIOD; after it,
+ * tune_record. */
+static void
+tune_choose (fast_state *s)
+{
+  for (int k = 0; k < TUNE_KNOBS; k++) {
+    tune_knob *kn = &s->knob[k];
+    if (kn->forced != -1)
+      continue;
+    const int way = tune_in_window (s->tune_passes, k) ? !kn->best : kn->best;
+    if (way != kn->now)
+      set_knob (s, k, way);
+  }
 }
 
 static void
-tune_record (fast_state *s, int choice, double per_image)
+tune_record (fast_state *s, double per_image)
 {
-  if (s->stream_forced >= 0)
-    return;
-  s->tune_t[choice][s->tune_n[choice]++ % TUNE_RUN] = per_image;
-  if (++s->tune_passes % TUNE_PERIOD == 0 && s->tune_n[0] >= TUNE_RUN
-      && s->tune_n[1] >= TUNE_RUN && choice != s->stream_best
-      && median_of (s->tune_t[choice], TUNE_RUN)
-          < TUNE_GAIN * median_of (s->tune_t[s->stream_best], TUNE_RUN))
-    s->stream_best = choice;
+  const long pass = s->tune_passes++;
+  int trial = 0;   /* whether some knob ran its other way */
+  for (int k = 0; k < TUNE_KNOBS; k++)
+    trial |= s->knob[k].forced == -1 && tune_in_window (pass, k);
+  for (int k = 0; k < TUNE_KNOBS; k++) {
+    tune_knob *kn = &s->knob[k];
+    if (kn->forced != -1 || (trial && !tune_in_window (pass, k)))
+      continue;
+    kn->t[kn->now][kn->n[kn->now]++ % TUNE_RUN] = per_image;
+    /* the window's last pass */
+    if (pass % TUNE_PERIOD == tune_window[k] + TUNE_RUN - 1 && kn->n[0] >= TUNE_RUN
+        && kn->n[1] >= TUNE_RUN && kn->now != kn->best
+        && median_of (kn->t[kn->now], TUNE_RUN)
+            < TUNE_GAIN * median_of (kn->t[kn->best], TUNE_RUN))
+      kn->best = kn->now;
+  }
 }
 
-/* After plan_winograd: the streaming tuner's starting state (tune_choice).
- * GPUNET_CPU_STREAM_OUT=0 or 1: never or always streaming, no trials (tests, benchmarks).
- * Read at each plan. */
+/* After plan_winograd: the tuner's starting state (tune_choose): no streaming Winograd
+ * outputs, streamed Strassen sums.  GPUNET_CPU_STREAM_OUT=0 or 1: never or always
+ * streaming Winograd outputs, GPUNET_CPU_PW_SUMS=stream or cached: Strassen's sums always
+ * so, without trials (tests, benchmarks).  Read at each plan. */
 static void
-plan_stream (fast_state *s)
+plan_tuner (fast_state *s)
 {
-  const char *e = getenv ("GPUNET_CPU_STREAM_OUT");
-  int any = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    any |= s->wino[i] != NULL;
-  s->stream_forced = !any ? -2 : e && !strcmp (e, "0") ? 0 : e && !strcmp (e, "1") ? 1 : -1;
-  s->streaming = s->stream_best = 0;
+  const char *e = getenv ("GPUNET_CPU_STREAM_OUT"), *m = getenv ("GPUNET_CPU_PW_SUMS");
+  int wino = 0, strassen = 0;
+  for (int i = 0; i < s->g->n_ops; i++) {
+    wino |= s->wino[i] != NULL;
+    strassen |= s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
+  }
+  memset (s->knob, 0, sizeof s->knob);
+  s->knob[TUNE_STREAM].forced = !wino ? -2
+      : e && !strcmp (e, "0") ? 0 : e && !strcmp (e, "1") ? 1 : -1;
+  s->knob[TUNE_SUMS].forced = !strassen ? -2
+      : m && !strcmp (m, "stream") ? 0 : m && !strcmp (m, "cached") ? 1 : -1;
+  s->tune_passes = 0;
+  for (int k = 0; k < TUNE_KNOBS; k++)
+    if (s->knob[k].forced >= 0)
+      set_knob (s, k, s->knob[k].forced);
 }
 
 /* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
@@ -1258,7 +1320,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK && (plan_far_copies (s) != 0 || plan_probe (s) != 0))
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   if (st == GPUNET_OK)
-    plan_stream (s);
+    plan_tuner (s);
   if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
@@ -1285,10 +1347,9 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   if (s->probe && s->forwards++ % PROBE_EVERY == 0)
     s->far = cores_far (s);
   /* the tuner times the untraced passes */
-  const int tune = !trace && s->stream_forced != -2;
-  const int choice = tune ? tune_choice (s) : s->streaming;
-  if (choice != s->streaming)
-    set_stream (s, choice);
+  const int tune = !trace && tune_any (s);
+  if (tune)
+    tune_choose (s);
   const double pass_t0 = tune ? now_s () : 0.0;
   int op_index = -1;
   for (int i = 0; i < g->n_ops; i++) {
@@ -1402,7 +1463,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   gpunet_blk_relayout (tensor_ptr (s, g->output, input), tout->blk, tout->cp, logits, 1, o->c,
       n, o->c, (long) o->h * o->w, 1);
   if (tune)
-    tune_record (s, choice, (now_s () - pass_t0) / n);
+    tune_record (s, (now_s () - pass_t0) / n);
 out:
   return st;
 }
@@ -1462,6 +1523,15 @@ gpunet_onednn_far_twins (const void *state)
   for (int i = 0; i < s->g->n_ops; i++)
     n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL) + (s->wino_far[i] != NULL);
   return n;
+}
+
+long
+gpunet_onednn_tuned_passes (const void *state, int k, int way)
+{
+  const fast_state *s = state;
+  if (k < 0 || k >= TUNE_KNOBS || way < 0 || way > 1 || s->knob[k].forced != -1)
+    return -1;
+  return s->knob[k].n[way];
 }
 
 const gpunet_backend gpunet_backend_cpu_fast = {

@@ -28,4 +28,9 @@ int gpunet_onednn_flushed_inputs (const void *state);
  * (plan_far_twins in backend_onednn.c), 0 when none do. */
 int gpunet_onednn_far_twins (const void *state);
 
+/* Tests: how many passes the tuner recorded with knob k (0: streaming Winograd outputs,
+ * 1: cached Strassen sums; backend_onednn.c, tune_choose) set to way (0 or 1); -1 when
+ * the knob is not tried both ways (forced, or no op it acts on). */
+long gpunet_onednn_tuned_passes (const void *state, int k, int way);
+
 #endif

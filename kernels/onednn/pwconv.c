@@ -70,6 +70,7 @@ struct gpunet_pw {
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
   int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
+  int sums_cached; /* gpunet_pw_set_sums_cached: the sums by cached stores, never evicted */
   int prefetch;   /* fetch the next chunk's weights during this one's (pw_prefetch_lines) */
   int borrowed;   /* a twin (gpunet_pw_twin): w, t and bias belong to another plan */
   int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
@@ -171,6 +172,12 @@ int
 gpunet_pw_is_strassen (const gpunet_pw *p)
 {
   return p->strassen;
+}
+
+void
+gpunet_pw_set_sums_cached (gpunet_pw *p, int on)
+{
+  p->sums_cached = on != 0;
 }
 
 size_t
@@ -552,14 +559,16 @@ static const pws_fn pws_kernels[PW_MR][4] = {
 
 /* The input sums of kernel blocks cb0 .. cb1 - 1 of one image: S1 = X11 + X22,
  * S2 = X21 + X22, S5 = X11 + X12, S6 = X21 - X11, S7 = X12 - X22, each [k2 / 16][h1][16]
- * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero.  Written with
- * streaming stores (the caller fences them before its barrier): the sums' lines were
- * evicted after the last op's products (pw_run_strassen), and writing them through the
- * caches first read each from memory, or from the other core where the eviction missed
- * it.  GPUNet-2, alternating turns against cached stores: near 0.990 and 0.997 (129 and
- * 142 turns), far apart 0.974 and 0.970 (21 and 8 turns; docs/performance.md). */
-static void
-pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
+ * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero.  By default
+ * written with streaming stores (the caller fences them before its barrier): the sums'
+ * lines were evicted after the last op's products (pw_run_strassen), and writing them
+ * through the caches first read each from memory, or from the other core where the
+ * eviction missed it.  Zen 4, GPUNet-2, alternating turns against cached stores: cores
+ * sharing an L3 0.990 and 0.997 (129 and 142 turns), far apart 0.974 and 0.970 (21 and 8
+ * turns).  With sums_cached (gpunet_pw_set_sums_cached) cached stores instead, and no
+ * eviction: the lines stay in the caches from one Strassen op to the next. */
+static inline __attribute__((always_inline)) void
+pws_sums_t (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1, const int cached)
 {
   const long hw = p->hw, h1 = p->h1, h2 = p->h2;
   const int kb = p->k2 / 16;
@@ -572,13 +581,25 @@ pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
       const __m512 x21 = px < h2 ? _mm512_load_ps (x1 + (h1 + px) * 16) : _mm512_setzero_ps ();
       const __m512 x22 = px < h2 ? _mm512_load_ps (x2 + (h1 + px) * 16) : _mm512_setzero_ps ();
       float *q = o + px * 16;
-      _mm512_stream_ps (q, _mm512_add_ps (x11, x22));
-      _mm512_stream_ps (q + ss, _mm512_add_ps (x21, x22));
-      _mm512_stream_ps (q + 2 * ss, _mm512_add_ps (x11, x12));
-      _mm512_stream_ps (q + 3 * ss, _mm512_sub_ps (x21, x11));
-      _mm512_stream_ps (q + 4 * ss, _mm512_sub_ps (x12, x22));
+      const __m512 v[PW_NS] = { _mm512_add_ps (x11, x22), _mm512_add_ps (x21, x22),
+        _mm512_add_ps (x11, x12), _mm512_sub_ps (x21, x11), _mm512_sub_ps (x12, x22) };
+#pragma GCC unroll 5
+      for (int i = 0; i < PW_NS; i++)
+        if (cached)
+          _mm512_store_ps (q + i * ss, v[i]);
+        else
+          _mm512_stream_ps (q + i * ss, v[i]);
     }
   }
+}
+
+static void
+pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
+{
+  if (p->sums_cached)
+    pws_sums_t (p, in, s, cb0, cb1, 1);
+  else
+    pws_sums_t (p, in, s, cb0, cb1, 0);
 }
 
 /* The seven products in the order they run, so that every quadrant's first contribution
@@ -697,7 +718,7 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
       /* the sums of the next image overwrite the scratch */
 #pragma omp barrier
     }
-    if (p->flush_sums) {
+    if (p->flush_sums && !p->sums_cached) {
       const long lines = (long) (5 * ss / 16);
       gpunet_blk_flush_lines (scratch, lines * t / team, lines * (t + 1) / team - lines * t / team);
     }

@@ -48,6 +48,11 @@ int gpunet_pw_pixel_major (gpunet_pw *p);
 /* 1 when the plan runs one level of Strassen. */
 int gpunet_pw_is_strassen (const gpunet_pw *p);
 
+/* For a Strassen plan's next runs: on 1, the sums of input quadrants go to the scratch
+ * by cached stores and stay in the caches; on 0 (the default), by streaming stores,
+ * evicted after the products (pwconv.c).  The same values either way.  Between runs. */
+void gpunet_pw_set_sums_cached (gpunet_pw *p, int on);
+
 /* Floats of scratch gpunet_pw_run needs (any batch, any thread count); 0 without Strassen. */
 size_t gpunet_pw_scratch_floats (const gpunet_pw *p);
 
