@@ -24,6 +24,7 @@
  * pw_run_strassen). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <omp.h>
 
@@ -47,8 +48,8 @@
 #define PW_STRASSEN_MAX_OPERAND ((size_t) 512 << 10)
 #define PW_STRASSEN_MIN_H1 36      /* and at least this many pixels per half */
 /* Software prefetch of the next chunk (pw_prefetch_lines) where a chunk's weights are at
- * most this many bytes and at least this many blocks of pixels use each in turn */
-#define PW_PREFETCH_MAX_CHUNK ((size_t) 384 << 10)
+ * most pw_prefetch_max_chunk () bytes and at least this many blocks of pixels use each in
+ * turn */
 #define PW_PREFETCH_MIN_BLOCKS 6
 
 struct gpunet_pw {
@@ -92,6 +93,28 @@ pw_block (const gpunet_pw *p, long pb, long *px, int *rows)
     *px = p->nbig * PW_MR + (pb - p->nbig) * (PW_MR - 1);
     *rows = PW_MR - 1;
   }
+}
+
+/* The largest chunk of weights whose next one is prefetched (pw_prefetch_lines): 3/8 of
+ * the L2, so that this chunk and the next share it with room for the input.  On Zen 4
+ * (1 MB L2) 384 KB: larger chunks there were measured only beyond the L2 (P1's 5632 -> 704,
+ * 1.4 MB: no gain).  On a 2-vCPU Intel Xeon (2 MB L2; its L3 gives a core only about 30
+ * GB/s) 768 KB: GPUNet-2's plain 1664 -> 832 at 12x12 (426 KB chunks; weights from the
+ * L3, medians of 300 calls) 1.10 -> 0.97 ms, whole passes P0 0.958, D1 0.984, P1 and D2
+ * 0.99 (30 alternating turns, docs/performance.md).  384 KB where the C library does not
+ * know the L2's size. */
+static size_t
+pw_prefetch_max_chunk (void)
+{
+  static size_t max;   /* a race here writes the same value */
+  if (!max) {
+    long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    l2 = sysconf (_SC_LEVEL2_CACHE_SIZE);
+#endif
+    max = l2 > 0 ? (size_t) l2 / 8 * 3 : (size_t) 384 << 10;
+  }
+  return max;
 }
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */
@@ -406,7 +429,7 @@ pw_reduce (__m512 acc[PW_MR][4], const float *in, long stride, const float *w, i
  * its ncb; the range returned stays inside those lines.  Measured (AVX-512, 2 threads,
  * weights from memory, medians of 320 calls): GPUNet-P1's 704 -> 5632 at 7x7 1.78-1.86 ->
  * 1.71-1.72 ms, its FMA floor 1.66; no gain where a chunk outgrows L2 (5632 -> 704) and a
- * loss with 3 blocks a chunk (704 -> 1984 at 4x4 0.22 -> 0.30): hence PW_PREFETCH_MAX_CHUNK
+ * loss with 3 blocks a chunk (704 -> 1984 at 4x4 0.22 -> 0.30): hence pw_prefetch_max_chunk
  * and PW_PREFETCH_MIN_BLOCKS. */
 static inline const char *
 pw_prefetch_lines (const float *next, long lines, long blk, long nblk, int ncb, int *pfn)
@@ -657,7 +680,7 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
   const long units = (long) p->nch2 * npb1;
   const size_t tsize = (size_t) p->nch2 * p->k2 * PW_NR, ss = (size_t) h1 * p->k2;
   const int prefetch = p->prefetch && npb1 >= PW_PREFETCH_MIN_BLOCKS
-      && (size_t) p->k2 * PW_NR * sizeof (float) <= PW_PREFETCH_MAX_CHUNK;
+      && (size_t) p->k2 * PW_NR * sizeof (float) <= pw_prefetch_max_chunk ();
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
@@ -742,7 +765,7 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   const int ncb = p->cin / 16, rem = p->cin % 16;
   /* chunk-major, with chunks small enough for this one and the next to share L2 */
   const int prefetch = p->prefetch && !p->pixel_major && ncb > 0
-      && (size_t) p->cp * PW_NR * sizeof (float) <= PW_PREFETCH_MAX_CHUNK;
+      && (size_t) p->cp * PW_NR * sizeof (float) <= pw_prefetch_max_chunk ();
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
