@@ -1225,13 +1225,15 @@ test_pw_sums (void)
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
 }
 
-/* The tuner tries both ways of both knobs within 40 passes (its period), and every pass
- * gives the same logits. */
+/* The tuner tries both ways of both knobs within 40 passes (its period) where the cores
+ * are not far apart (far 0), and every pass gives the same logits; far apart, the
+ * Strassen sums are not tried. */
 static void
-test_tuner (void)
+test_tuner_far (int far)
 {
   setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
   setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
+  setenv ("GPUNET_CPU_FAR", far ? "1" : "0", 1);
   gpunet_model *m = random_fixture ("tiny-a", 51);
   gpunet_session_params params;
   gpunet_session_params_init (&params);
@@ -1243,6 +1245,7 @@ test_tuner (void)
       &err) : GPUNET_ERR_INVALID_ARGUMENT;
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
   unsetenv ("GPUNET_CPU_WINOGRAD");
+  unsetenv ("GPUNET_CPU_FAR");
   CHECK_MSG (st == GPUNET_OK, "tuner: plan failed: %s", err ? err : "");
   if (st == GPUNET_OK) {
     const gpunet_graph *g = gpunet_model_graph (m);
@@ -1257,17 +1260,29 @@ test_tuner (void)
     }
     CHECK_MSG (st == GPUNET_OK && same, "tuner: %s", st != GPUNET_OK ? err
         : "the logits changed between passes");
-    for (int k = 0; k < 2; k++)
-      CHECK_MSG (gpunet_onednn_tuned_passes (sf, k, 0) >= 5
-          && gpunet_onednn_tuned_passes (sf, k, 1) >= 5, "tuner: knob %d tried %ld and %ld "
-          "passes its two ways, expected 5 or more each", k, gpunet_onednn_tuned_passes (sf, k, 0),
-          gpunet_onednn_tuned_passes (sf, k, 1));
+    for (int k = 0; k < 2; k++) {
+      const long n0 = gpunet_onednn_tuned_passes (sf, k, 0);
+      const long n1 = gpunet_onednn_tuned_passes (sf, k, 1);
+      if (far && k == 1)
+        CHECK_MSG (n0 == 0 && n1 == 0, "tuner, far apart: Strassen's sums tried %ld and %ld "
+            "passes their two ways, expected none", n0, n1);
+      else
+        CHECK_MSG (n0 >= 5 && n1 >= 5, "tuner%s: knob %d tried %ld and %ld passes its two "
+            "ways, expected 5 or more each", far ? ", far apart" : "", k, n0, n1);
+    }
     free (first);
     free (out);
     gpunet_backend_cpu_fast.destroy (sf);
   }
   free (err);
   gpunet_model_unref (m);
+}
+
+static void
+test_tuner (void)
+{
+  test_tuner_far (0);
+  test_tuner_far (1);
 }
 
 /* The far-state twins (pixel-major 1x1 ops, depthwise ops by rows: plan_far_twins; weight

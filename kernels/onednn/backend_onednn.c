@@ -929,17 +929,20 @@ plan_far_copies (fast_state *s)
 }
 
 /* After plan_far_twins, plan_far_copies and plan_flush_inputs: the probe (cores_far)
- * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1: no probe,
- * always as if far apart (tests, benchmarks).  -1 when out of memory. */
+ * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1 or
+ * GPUNET_CPU_FAR=1: no probe, always as if far apart; GPUNET_CPU_FAR=0: no probe, never
+ * (tests, benchmarks).  -1 when out of memory. */
 static int
 plan_probe (fast_state *s)
 {
-  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
+  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS"), *f = getenv ("GPUNET_CPU_FAR");
   int any = 0;
   for (int i = 0; i < s->g->n_ops; i++)
     any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL
         || s->wino_far[i] != NULL;
-  if (any && e && !strcmp (e, "1"))
+  if (f && (!strcmp (f, "0") || !strcmp (f, "1")))
+    s->far = any && !strcmp (f, "1");
+  else if (any && e && !strcmp (e, "1"))
     s->far = 1;
   else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
     return -1;
@@ -1075,6 +1078,14 @@ tune_in_window (long pass, int k)
   return q >= tune_window[k] && q < tune_window[k] + TUNE_RUN;
 }
 
+/* Whether knob k is tried both ways in this pass: not forced, and for Strassen's sums not
+ * while cores_far says far (there they are streamed: 3% faster on Zen 4, pwconv.c) */
+static int
+tune_active (const fast_state *s, int k)
+{
+  return s->knob[k].forced == -1 && !(k == TUNE_SUMS && s->far);
+}
+
 /* Whether some knob is tried both ways as the passes run */
 static int
 tune_any (const fast_state *s)
@@ -1097,8 +1108,8 @@ tune_any (const fast_state *s)
  *     a 2-vCPU Intel Xeon (2 MB L2 per core, a 480 MB L3) the cached stores (GPUNet-2 in
  *     0.973 of the time, 30 alternating turns).
  * (docs/performance.md).  Before a pass, tune_choose sets each knob: its best way, the
- * other one in its window of TUNE_RUN passes of every TUNE_PERIOD; after it,
- * tune_record. */
+ * other one in its window of TUNE_RUN passes of every TUNE_PERIOD (Strassen's sums
+ * streamed, untried, while the cores are far apart); after it, tune_record. */
 static void
 tune_choose (fast_state *s)
 {
@@ -1106,7 +1117,8 @@ tune_choose (fast_state *s)
     tune_knob *kn = &s->knob[k];
     if (kn->forced != -1)
       continue;
-    const int way = tune_in_window (s->tune_passes, k) ? !kn->best : kn->best;
+    const int way = !tune_active (s, k) ? 0
+        : tune_in_window (s->tune_passes, k) ? !kn->best : kn->best;
     if (way != kn->now)
       set_knob (s, k, way);
   }
@@ -1118,10 +1130,10 @@ tune_record (fast_state *s, double per_image)
   const long pass = s->tune_passes++;
   int trial = 0;   /* whether some knob ran its other way */
   for (int k = 0; k < TUNE_KNOBS; k++)
-    trial |= s->knob[k].forced == -1 && tune_in_window (pass, k);
+    trial |= tune_active (s, k) && tune_in_window (pass, k);
   for (int k = 0; k < TUNE_KNOBS; k++) {
     tune_knob *kn = &s->knob[k];
-    if (kn->forced != -1 || (trial && !tune_in_window (pass, k)))
+    if (!tune_active (s, k) || (trial && !tune_in_window (pass, k)))
       continue;
     kn->t[kn->now][kn->n[kn->now]++ % TUNE_RUN] = per_image;
     /* the window's last pass */
