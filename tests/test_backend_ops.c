@@ -16,6 +16,7 @@
 #include "onednn/blocked_ops.h"
 #include "onednn/dwconv.h"
 #include "onednn/pwconv.h"
+#include "onednn/linear.h"
 #include "onednn/se.h"
 #include "onednn/winograd.h"
 #include "onednn/backend_onednn.h"
@@ -1027,6 +1028,68 @@ test_pool_linear (void)
   compare_batches ("avgpool + conv head + linear", &tg.g);
 }
 
+/* The vector fully connected layer (linear.h) against double precision: input lengths
+ * around its vector steps, output counts around its groups of 4, with and without bias,
+ * every activation, batches 1 and 3 (a padded input stride), 1 to 3 threads; each thread
+ * count gives the same bits. */
+static void
+test_linear_direct (int blk)
+{
+  static const int cins[] = { 1, 7, 16, 31, 32, 33, 100, 1280 };
+  static const int couts[] = { 1, 3, 4, 5, 37 };
+  for (size_t a = 0; a < sizeof cins / sizeof cins[0]; a++)
+    for (size_t c = 0; c < sizeof couts / sizeof couts[0]; c++)
+      for (int act = GPUNET_EPI_NONE; act <= GPUNET_EPI_SWISH; act++)
+        for (int n = 1; n <= 3; n += 2) {
+          const int cin = cins[a], cout = couts[c], in_cp = cin + 5, bias = (act + n) % 2;
+          const size_t len = (size_t) n * cout;
+          const gpunet_linear_params p = { cin, cout, act, rand_floats ((size_t) cout * cin, 0.3f),
+            bias ? rand_floats ((size_t) cout, 0.5f) : NULL };
+          const float *x = rand_floats ((size_t) n * in_cp, 1.0f);
+          float *want = malloc (sizeof (float) * len), *first = malloc (sizeof (float) * len);
+          float *y = malloc (sizeof (float) * len);
+          double *mag = malloc (sizeof (double) * len);   /* sum of |terms| per output */
+          if (!want || !first || !y || !mag) {
+            CHECK_MSG (0, "linear: out of memory");
+            free (want), free (first), free (y), free (mag);
+            return;
+          }
+          for (int b = 0; b < n; b++)
+            for (int o = 0; o < cout; o++) {
+              double v = bias ? p.bias[o] : 0.0, m = fabs (v);
+              for (int i = 0; i < cin; i++) {
+                const double t = (double) p.weight[(size_t) o * cin + i] * x[(size_t) b * in_cp + i];
+                v += t;
+                m += fabs (t);
+              }
+              want[(size_t) b * cout + o] = (float) (act == GPUNET_EPI_RELU ? (v > 0.0 ? v : 0.0)
+                  : act == GPUNET_EPI_SWISH ? v / (1.0 + exp (-v)) : v);
+              mag[(size_t) b * cout + o] = m;
+            }
+          for (int nt = 1; nt <= 3; nt++) {
+            float *o = nt == 1 ? first : y;
+            for (size_t i = 0; i < len; i++)
+              o[i] = NAN;   /* every output written */
+            gpunet_linear_run (&p, x, in_cp, o, n, blk, nt);
+            /* error against the magnitude of the terms (a sum may cancel to near zero) */
+            double e = 0.0;
+            for (size_t i = 0; i < len; i++) {
+              const double d = fabs ((double) o[i] - want[i]) / (mag[i] + 1e-30);
+              e = d <= e ? e : isnan (d) ? INFINITY : d;
+            }
+            CHECK_MSG (e <= 1e-6, "linear blk %d %d -> %d act %d batch %d threads %d: error "
+                "%.3g of the terms' magnitude", blk, cin, cout, act, n, nt, e);
+            if (nt > 1)
+              CHECK_MSG (!memcmp (y, first, sizeof (float) * len), "linear blk %d %d -> %d "
+                  "batch %d: %d threads change the results", blk, cin, cout, n, nt);
+          }
+          free (want);
+          free (first);
+          free (y);
+          free (mag);
+        }
+}
+
 /* A small random network mixing every op, like one GPUNet stage. */
 static void
 test_random_network (unsigned seed)
@@ -1398,6 +1461,7 @@ main (void)
       test_se_direct (atoi (blocks[i]));
       test_dw_row_split (atoi (blocks[i]));
       test_weight_copies (atoi (blocks[i]));
+      test_linear_direct (atoi (blocks[i]));
     }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",

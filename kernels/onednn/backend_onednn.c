@@ -20,6 +20,7 @@
 #include "blocked_ops.h"
 #include "dwconv.h"
 #include "eltwise.h"
+#include "linear.h"
 #include "pwconv.h"
 #include "se.h"
 #include "winograd.h"
@@ -127,6 +128,7 @@ typedef struct {
    * Strassen 1x1 ops store their input sums cached and keep them (gpunet_pw_set_sums_cached;
    * forced by GPUNET_CPU_PW_SUMS) */
   tune_knob knob[TUNE_KNOBS];
+  int own_linear;              /* fully connected ops by gpunet_linear_run (plan_linear) */
   long tune_passes;            /* passes timed for the tuner */
   double *profile;
 } fast_state;
@@ -1169,6 +1171,15 @@ plan_tuner (fast_state *s)
       set_knob (s, k, s->knob[k].forced);
 }
 
+/* The fully connected ops by our vector kernel (linear.h) where the CPU has one, else by
+ * gpunet_blk_linear; GPUNET_CPU_LINEAR=plain: always the latter (tests, benchmarks). */
+static void
+plan_linear (fast_state *s)
+{
+  const char *l = getenv ("GPUNET_CPU_LINEAR");
+  s->own_linear = gpunet_wino_available (s->blk) && !(l && !strcmp (l, "plain"));
+}
+
 /* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
  * their transformed weights and one scratch buffer for them, the depthwise ones and the
  * Strassen 1x1 ones (plan_batch then leaves these ops to us). */
@@ -1334,6 +1345,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK)
     plan_tuner (s);
   if (st == GPUNET_OK)
+    plan_linear (s);
+  if (st == GPUNET_OK)
     plan_post_swish (s);
   if (st == GPUNET_OK)
     st = plan_batch (s, s->max_batch, err);
@@ -1456,7 +1469,11 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
             out, n, nt);
         break;
       case GPUNET_OP_LINEAR:
-        gpunet_blk_linear (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n, nt);
+        if (s->own_linear)
+          gpunet_linear_run (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n,
+              s->blk, nt);
+        else
+          gpunet_blk_linear (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n, nt);
         break;
     }
     if (s->profile)
