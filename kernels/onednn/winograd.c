@@ -98,7 +98,16 @@ struct gpunet_wino {
   float *ux;         /* copy of u, thread t's at ux + (t - 1) usize; else NULL */
   size_t usize;      /* floats of u */
   int stream;        /* outputs written with streaming stores (gpunet_wino_set_stream) */
+  int prefetch;      /* the next slice of U prefetched during each GEMM pass (wino_gemm_rows;
+                      * GPUNET_CPU_WINO_PREFETCH=0: not) */
 };
+
+/* Rows of U of transform element e (its reduction channels) */
+static inline int
+wino_urows (const gpunet_wino *p, int e)
+{
+  return (e + 1 < p->ne ? p->uoff[e + 1] : p->urows) - p->uoff[e];
+}
 
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
  * an odd number of them.  A stride of a multiple of 2 lines maps the planes' lines to a
@@ -264,6 +273,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
     .pad = pad, .ih = ih, .iw = iw, .cp = cp };
+  const char *pe = getenv ("GPUNET_CPU_WINO_PREFETCH");
+  p->prefetch = !(pe && !strcmp (pe, "0"));
   const int phases = stride == 1 ? 1 : 4;
   for (int e = 0; e < p->ne; e++) {
     int nr = 0;

@@ -127,7 +127,7 @@ FN (wino_gemm_step) (VEC c[WINO_ROWS][4], const float *v, int icp, const float *
  * at this element, see gpunet_wino_new); mr <= WINO_ROWS. */
 static inline __attribute__((always_inline)) void
 FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *u, int ocp,
-    float *m, const int mr, const int nv)
+    float *m, const char *pf, int pfn, const int mr, const int nv)
 {
   VEC c[WINO_ROWS][4];
 #pragma GCC unroll 6
@@ -138,8 +138,12 @@ FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *
   for (int j = 0; j < nr; j++) {
     /* this range's rows of U follow the previous ranges' */
     const float *vj = v + rng[2 * j];
-    for (int i = 0; i < rng[2 * j + 1] - rng[2 * j]; i++)
+    for (int i = 0; i < rng[2 * j + 1] - rng[2 * j]; i++) {
+      /* pfn lines of the prefetch range with each row of U (wino_gemm_rows) */
+      for (int q = 0; q < pfn; q++, pf += 64)
+        _mm_prefetch (pf, _MM_HINT_T0);
       FN (wino_gemm_step) (c, vj, icp, u, ocp, i, mr, nv);
+    }
     u += (size_t) (rng[2 * j + 1] - rng[2 * j]) * ocp;
   }
 #pragma GCC unroll 6
@@ -150,15 +154,15 @@ FN (wino_gemm_t) (const float *v, int icp, const int *rng, int nr, const float *
 }
 
 typedef void (*FN (wino_gemm_fn)) (const float *, int, const int *, int, const float *, int,
-    float *);
+    float *, const char *, int);
 
 /* FN (wino_gemm_MRxNV): one function per row count MR (1..6) and vector count NV (1..4) */
 #define WINO_GEMM_DEF(MR, NV) \
   static void \
   FN (wino_gemm_##MR##x##NV) (const float *v, int icp, const int *rng, int nr, \
-      const float *u, int ocp, float *m) \
+      const float *u, int ocp, float *m, const char *pf, int pfn) \
   { \
-    FN (wino_gemm_t) (v, icp, rng, nr, u, ocp, m, MR, NV); \
+    FN (wino_gemm_t) (v, icp, rng, nr, u, ocp, m, pf, pfn, MR, NV); \
   }
 #define WINO_GEMM_ROW(MR) \
   WINO_GEMM_DEF (MR, 1) WINO_GEMM_DEF (MR, 2) WINO_GEMM_DEF (MR, 3) WINO_GEMM_DEF (MR, 4)
@@ -340,29 +344,52 @@ FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int c
   FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5);
 }
 
-/* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u: in calls
- * of WINO_ROWS rows, the rest in at most two calls of 3 to 5 (7 = 4 + 3, 8 = 4 + 4,
- * 9 = 5 + 4).  The padding rows of V and M are never computed (a block of 14 tiles costs
- * 6 + 4 + 4 rows, not 18), and no call but a block's only one gets 1 or 2 rows, which
- * would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
- * latency). */
+/* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
+ * rows): in calls of WINO_ROWS rows, the rest in at most two calls of 3 to 5 (7 = 4 + 3,
+ * 8 = 4 + 4, 9 = 5 + 4).  The padding rows of V and M are never computed (a block of 14
+ * tiles costs 6 + 4 + 4 rows, not 18), and no call but a block's only one gets 1 or 2 rows,
+ * which would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
+ * latency).  Meanwhile, with WINO_PREFETCH_MIN_CALLS calls or more, the `lines` cache
+ * lines from next on (the next slice of U, NULL: none) are prefetched, an equal share in
+ * each call, spread over its rows of U: the first call to use a slice would otherwise read
+ * it from the L3 or memory at the rate of the FMAs (as in pwconv.c's pw_prefetch_lines,
+ * whose limit of 6 blocks this follows: with 3 a chunk it lost on Zen 4).  On a 2-vCPU
+ * Intel Xeon (blocks of 36 tiles, 6 calls a slice; transformed weights from memory,
+ * medians of 200 calls) GPUNet-2's 112 -> 336 at 46x46 1.69-1.81 -> 1.19-1.34 ms, its 5x5
+ * stride-2 32 -> 192 3.49 -> 2.96; whole GPUNet-2 passes 0.952 (docs/performance.md). */
+#ifndef WINO_PREFETCH_MIN_CALLS
+#define WINO_PREFETCH_MIN_CALLS 6
+#endif
 static inline __attribute__((always_inline)) void
-FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const float *u, float *m,
-    int cnt, int nv)
+FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const float *u, int ku,
+    float *m, int cnt, int nv, const char *next, long lines)
 {
   const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
   int full = 0;
   while (cnt - full >= WINO_ROWS + 4 || cnt - full == WINO_ROWS)
     full += WINO_ROWS;
   const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
-  for (int r = 0; r < full; r += WINO_ROWS)
-    gemm (v + (size_t) r * icp, icp, rng, nr, u, V_OCB, m + (size_t) r * VW * nv);
-  if (ra)
+  const int calls = full / WINO_ROWS + (ra > 0) + (rb > 0);
+  /* per row of U in each call; call c from line c * pfn * ku, the last ones clipped */
+  const int pfn = next && ku > 0 && calls >= WINO_PREFETCH_MIN_CALLS
+      ? (int) ((lines + (long) calls * ku - 1) / ((long) calls * ku)) : 0;
+  int call = 0;
+#define WINO_PF(c) (pfn ? next + 64 * (((long) (c) + 1) * pfn * ku <= lines \
+    ? (long) (c) * pfn * ku : lines - (long) pfn * ku > 0 ? lines - (long) pfn * ku : 0) : next)
+#define WINO_PFN(c) (pfn && (long) pfn * ku <= lines ? pfn : 0)
+  for (int r = 0; r < full; r += WINO_ROWS, call++)
+    gemm (v + (size_t) r * icp, icp, rng, nr, u, V_OCB, m + (size_t) r * VW * nv, WINO_PF (call),
+        WINO_PFN (call));
+  if (ra) {
     FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, rng, nr, u, V_OCB,
-        m + (size_t) full * VW * nv);
+        m + (size_t) full * VW * nv, WINO_PF (call), WINO_PFN (call));
+    call++;
+  }
   if (rb)
     FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, rng, nr, u, V_OCB,
-        m + (size_t) (full + ra) * VW * nv);
+        m + (size_t) (full + ra) * VW * nv, WINO_PF (call), WINO_PFN (call));
+#undef WINO_PF
+#undef WINO_PFN
 }
 
 static void
@@ -403,10 +430,16 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
-    for (int e = 0; e < p->ne; e++)
+    for (int e = 0; e < p->ne; e++) {
+      /* the slice of U after this one: the next element's, else the next block's first */
+      const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + V_OCB;
+      const float *next = p->prefetch && on < p->ocp
+          ? ut + ((size_t) (on / V_OCB) * p->urows + p->uoff[en]) * V_OCB : NULL;
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
-          ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB,
-          M + (size_t) e * m_es, cnt, nv);
+          ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB, wino_urows (p, e),
+          M + (size_t) e * m_es, cnt, nv, (const char *) next,
+          (long) wino_urows (p, en) * V_OCB * (long) sizeof (float) / 64);
+    }
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
   }
 }
