@@ -2,6 +2,7 @@
  * channel-blocked tensors (see blocked_ops.h).  The 16- and 8-channel blocks are written
  * with a constant inner width so the compiler keeps each block in one vector register. */
 #include <string.h>
+#include <unistd.h>
 
 #include <omp.h>
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
@@ -12,6 +13,20 @@
 #include "blocked_ops.h"
 
 #define PARALLEL_MIN GPUNET_BLK_PARALLEL_MIN
+
+size_t
+gpunet_blk_l2_bytes (void)
+{
+  static long l2;   /* a race here writes the same value */
+  if (!l2) {
+    long v = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    v = sysconf (_SC_LEVEL2_CACHE_SIZE);
+#endif
+    l2 = v > 0 ? v : -1;
+  }
+  return l2 > 0 ? (size_t) l2 : 0;
+}
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 int

@@ -78,6 +78,9 @@ void gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db,
 /* 1 when this CPU has CLFLUSHOPT (gpunet_blk_flush does something). */
 int gpunet_blk_can_flush (void);
 
+/* The size of a core's L2 cache in bytes (sysconf), 0 where the C library does not know it. */
+size_t gpunet_blk_l2_bytes (void);
+
 /* Evicts lines [first, first + lines) of the 64-byte lines from floats (64-byte aligned) from
  * every core's caches with CLFLUSHOPT, issued back to back; contents unchanged.  Nothing
  * without CLFLUSHOPT.  For data both cores have read and that will be overwritten next:

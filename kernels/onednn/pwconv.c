@@ -24,7 +24,6 @@
  * pw_run_strassen). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <omp.h>
 
@@ -106,15 +105,8 @@ pw_block (const gpunet_pw *p, long pb, long *px, int *rows)
 static size_t
 pw_prefetch_max_chunk (void)
 {
-  static size_t max;   /* a race here writes the same value */
-  if (!max) {
-    long l2 = -1;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    l2 = sysconf (_SC_LEVEL2_CACHE_SIZE);
-#endif
-    max = l2 > 0 ? (size_t) l2 / 8 * 3 : (size_t) 384 << 10;
-  }
-  return max;
+  const size_t l2 = gpunet_blk_l2_bytes ();
+  return l2 ? l2 / 8 * 3 : (size_t) 384 << 10;
 }
 
 /* Vectors of 16 output channels in chunk ch: 4, or fewer in a last, narrower chunk. */

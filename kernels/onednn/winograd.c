@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <omp.h>
 
@@ -44,17 +43,10 @@
 static size_t
 wino_l2_budget (void)
 {
-  static size_t budget;   /* a race here writes the same value */
-  if (!budget) {
-    long l2 = -1;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    l2 = sysconf (_SC_LEVEL2_CACHE_SIZE);
-#endif
-    size_t b = l2 > 0 ? (size_t) l2 / 8 * 7 : (size_t) 600 << 10;
-    budget = b < ((size_t) 256 << 10) ? (size_t) 256 << 10
-        : b > ((size_t) 1792 << 10) ? (size_t) 1792 << 10 : b;
-  }
-  return budget;
+  const size_t l2 = gpunet_blk_l2_bytes ();
+  const size_t b = l2 ? l2 / 8 * 7 : (size_t) 600 << 10;
+  return b < ((size_t) 256 << 10) ? (size_t) 256 << 10
+      : b > ((size_t) 1792 << 10) ? (size_t) 1792 << 10 : b;
 }
 
 struct gpunet_wino {
