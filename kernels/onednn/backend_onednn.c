@@ -36,7 +36,7 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 #define PROBE_LINES 2048   /* cores_far */
 #define PROBE_FAR_NS 15.0
 #define PROBE_EVERY 4
-/* The tuner (tune_choice): every TUNE_PERIOD passes, TUNE_RUN in a row run the other
+/* The tuner (tune_choose): every TUNE_PERIOD passes, TUNE_RUN in a row run the other
  * choice of one knob (the knob's own window of passes); it becomes the choice when the
  * median of those is under TUNE_GAIN times the median of the last TUNE_RUN passes run with
  * both knobs at their choices. */

@@ -356,7 +356,7 @@ FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int c
  * whose limit of 6 blocks this follows: with 3 a chunk it lost on Zen 4).  On a 2-vCPU
  * Intel Xeon (blocks of 36 tiles, 6 calls a slice; transformed weights from memory,
  * medians of 200 calls) GPUNet-2's 112 -> 336 at 46x46 1.69-1.81 -> 1.19-1.34 ms, its 5x5
- * stride-2 32 -> 192 3.49 -> 2.96; whole GPUNet-2 passes 0.952 (docs/performance.md). */
+ * stride-2 32 -> 192 3.49 -> 2.96; whole GPUNet-2 passes 0.937-0.952 (docs/performance.md). */
 #ifndef WINO_PREFETCH_MIN_CALLS
 #define WINO_PREFETCH_MIN_CALLS 6
 #endif
