@@ -489,18 +489,25 @@ test_wino_chain_direct (int blk)
           }
 }
 
+/* Plans g on the fast backend for batches up to max_batch on 2 threads (*sf: the state). */
+static gpunet_status
+plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
+{
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.max_batch = max_batch;
+  params.n_threads = 2;
+  return gpunet_backend_cpu_fast.plan (g, &params, sf, err);
+}
+
 /* The number of ops the fast backend plans to run in Winograd chains for g */
 static int
 chained_ops (const gpunet_graph *g)
 {
-  gpunet_session_params params;
-  gpunet_session_params_init (&params);
-  params.max_batch = 3;
-  params.n_threads = 2;
   void *sf = NULL;
   char *err = NULL;
   int n = -1;
-  if (gpunet_backend_cpu_fast.plan (g, &params, &sf, &err) == GPUNET_OK) {
+  if (plan_fast (g, 3, &sf, &err) == GPUNET_OK) {
     n = gpunet_onednn_chained_ops (sf);
     gpunet_backend_cpu_fast.destroy (sf);
   }
@@ -1170,10 +1177,6 @@ static float *
 fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
     const char *value, const char *env2, const char *value2, int *flushed, int *twins)
 {
-  gpunet_session_params params;
-  gpunet_session_params_init (&params);
-  params.max_batch = n;
-  params.n_threads = 2;
   const size_t out_len = (size_t) n * g->tensors[g->output].c;
   float *out = calloc (out_len, sizeof (float));
   void *sf = NULL;
@@ -1182,7 +1185,7 @@ fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *
     setenv (env, value, 1);
   if (env2 && value2)
     setenv (env2, value2, 1);
-  gpunet_status st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
+  gpunet_status st = plan_fast (g, n, &sf, &err);
   unsetenv (env);
   if (env2)
     unsetenv (env2);
@@ -1298,14 +1301,10 @@ test_tuner_far (int far)
   setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
   setenv ("GPUNET_CPU_FAR", far ? "1" : "0", 1);
   gpunet_model *m = random_fixture ("tiny-a", 51);
-  gpunet_session_params params;
-  gpunet_session_params_init (&params);
-  params.max_batch = 1;
-  params.n_threads = 2;
   void *sf = NULL;
   char *err = NULL;
-  gpunet_status st = m ? gpunet_backend_cpu_fast.plan (gpunet_model_graph (m), &params, &sf,
-      &err) : GPUNET_ERR_INVALID_ARGUMENT;
+  gpunet_status st = m ? plan_fast (gpunet_model_graph (m), 1, &sf, &err)
+      : GPUNET_ERR_INVALID_ARGUMENT;
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
   unsetenv ("GPUNET_CPU_WINOGRAD");
   unsetenv ("GPUNET_CPU_FAR");
@@ -1391,14 +1390,10 @@ test_golden (void)
   CHECK (input && want);
   const int classes = gpunet_model_num_classes (m);
   if (input && want && want_size == 2 * classes * sizeof (float)) {
-    gpunet_session_params params;
-    gpunet_session_params_init (&params);
-    params.max_batch = 2;
-    params.n_threads = 2;
     void *sf = NULL;
     float got[2 * 64];
     err = NULL;
-    st = gpunet_backend_cpu_fast.plan (gpunet_model_graph (m), &params, &sf, &err);
+    st = plan_fast (gpunet_model_graph (m), 2, &sf, &err);
     if (st == GPUNET_OK && classes <= 64)
       st = gpunet_backend_cpu_fast.forward (sf, input, 2, got, NULL, NULL, &err);
     CHECK_MSG (st == GPUNET_OK, "tiny-a fast: %s", err ? err : "");
