@@ -1,9 +1,10 @@
 /* classify.c: the image side of the engine API: checks gpunet_image and preprocess
  * arguments, runs the fused preprocess (kernels/cpu/preprocess.c) into the session's input
  * buffer, one forward pass for the batch and softmax/top-k per image; device images go
- * to the backend's classify_device slot with the session's cached preprocess plan, and
- * host images to its classify_host slot when it has one (the CUDA backend: upload, then
- * the device preprocess) and the batch is of one size. */
+ * to the backend's classify_device slot with the session's cached preprocess plan (one
+ * call per frame geometry), and host images to its classify_host slot when it has one
+ * (the CUDA backend: upload, then the device preprocess) and the batch is of one size.
+ * Plans are cached per geometry, so batches mixing frame sizes replan nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,81 +99,179 @@ check_params (const gpunet_model *model, const gpunet_preprocess_params *pre,
   return GPUNET_OK;
 }
 
-/* Rebuilds `plan` when the frame's geometry differs from the one it was built for. */
+/* The session's cached plan for this frame geometry, built (in the least recently used
+ * slot) when none matches. */
 static gpunet_status
-ensure_plan (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
-    gpunet_resize_mode mode, float crop_pct, char **error_text)
+session_plan (gpunet_session *s, const gpunet_image *img, int R, gpunet_resize_mode mode,
+    float crop_pct, gpunet_preprocess_plan **out, char **error_text)
 {
-  if (!gpunet_preprocess_plan_matches (plan, img->width, img->height, R, mode, crop_pct)) {
-    gpunet_preprocess_plan_clear (plan);
-    gpunet_status st = gpunet_preprocess_plan_init (plan, img->width, img->height, R, mode,
-        crop_pct);
-    if (st != GPUNET_OK)
-      return gpunet_fail (error_text, st, "cannot plan the preprocess of a %dx%d frame to %dx%d%s",
-          img->width, img->height, R, R, st == GPUNET_ERR_NO_MEMORY ? ": out of memory" : "");
+  int slot = 0;
+  for (int i = 0; i < GPUNET_SESSION_PLANS; i++) {
+    if (s->plan_used[i] && gpunet_preprocess_plan_matches (&s->plans[i], img->width,
+            img->height, R, mode, crop_pct)) {
+      s->plan_used[i] = ++s->plan_clock;
+      *out = &s->plans[i];
+      return GPUNET_OK;
+    }
+    if (s->plan_used[i] < s->plan_used[slot])
+      slot = i;
   }
+  gpunet_preprocess_plan *plan = &s->plans[slot];
+  gpunet_preprocess_plan_clear (plan);
+  s->plan_used[slot] = 0;
+  gpunet_status st = gpunet_preprocess_plan_init (plan, img->width, img->height, R, mode,
+      crop_pct);
+  if (st != GPUNET_OK)
+    return gpunet_fail (error_text, st, "cannot plan the preprocess of a %dx%d frame to %dx%d%s",
+        img->width, img->height, R, R, st == GPUNET_ERR_NO_MEMORY ? ": out of memory" : "");
+  s->plan_used[slot] = ++s->plan_clock;
+  *out = plan;
   return GPUNET_OK;
 }
 
-/* Preprocesses host image `img` into `out` with `plan` (rebuilt when needed). */
-static gpunet_status
-run_preprocess (gpunet_preprocess_plan *plan, const gpunet_image *img, int R,
-    gpunet_resize_mode mode, float crop_pct, float *out, char **error_text)
+/* Resolved preprocess parameters of one image. */
+typedef struct {
+  gpunet_resize_mode mode;
+  float crop_pct;
+} resolved_pre;
+
+/* Non-zero when images a and b can share one device-preprocess call. */
+static int
+same_geometry (const gpunet_image *a, const resolved_pre *pa, const gpunet_image *b,
+    const resolved_pre *pb)
 {
-  gpunet_status st = ensure_plan (plan, img, R, mode, crop_pct, error_text);
-  if (st == GPUNET_OK)
-    gpunet_cpu_preprocess (plan, img, out);
+  return a->memory == b->memory && a->width == b->width && a->height == b->height
+      && pa->mode == pb->mode && pa->crop_pct == pb->crop_pct;
+}
+
+/* n host images: one preprocess each (the backend's own device preprocess when it has
+ * one and the images share one geometry), one forward pass, top-k per image. */
+static gpunet_status
+classify_host_images (gpunet_session *s, const gpunet_image *images, const resolved_pre *rp,
+    int n, int k, gpunet_class_score *out, char **error_text)
+{
+  const int R = gpunet_model_resolution (s->model);
+  const int classes = gpunet_model_num_classes (s->model);
+  gpunet_preprocess_plan *plan = NULL;
+  gpunet_status st;
+  int uniform = 1;
+  for (int i = 1; i < n; i++)
+    uniform = uniform && same_geometry (&images[0], &rp[0], &images[i], &rp[i]);
+  if (s->backend->classify_host && uniform) {
+    st = session_plan (s, &images[0], R, rp[0].mode, rp[0].crop_pct, &plan, error_text);
+    if (st != GPUNET_OK)
+      return st;
+    return s->backend->classify_host (s->state, images, n, plan, k, out, error_text);
+  }
+  const size_t per_image = (size_t) 3 * R * R;
+  for (int i = 0; i < n; i++) {
+    st = session_plan (s, &images[i], R, rp[i].mode, rp[i].crop_pct, &plan, error_text);
+    if (st != GPUNET_OK)
+      return st;
+    gpunet_cpu_preprocess (plan, &images[i], s->input + i * per_image);
+  }
+  st = gpunet_session_forward (s, s->input, n, s->logits, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  for (int i = 0; i < n; i++)
+    gpunet_topk_softmax (s->logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_session_check_images (const gpunet_session *s, const gpunet_image *images, int n,
+    const gpunet_preprocess_params *pre, int k, char **error_text)
+{
+  if (!s || !images)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "a classify request needs a session and images");
+  const int classes = gpunet_model_num_classes (s->model);
+  if (n < 1)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "a classify request needs at least one image (%d given)", n);
+  if (k < 1 || k > classes)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "top-k of %d asked, the model has %d classes (1 to %d)", k, classes, classes);
+  gpunet_resize_mode mode;
+  float crop_pct;
+  gpunet_status st = check_params (s->model, pre, &mode, &crop_pct, error_text);
+  for (int i = 0; i < n && st == GPUNET_OK; i++) {
+    char what[32];
+    snprintf (what, sizeof what, "image %d", i);
+    st = check_image (&images[i], what, error_text);
+    if (st == GPUNET_OK && images[i].memory == GPUNET_MEMORY_CUDA
+        && !s->backend->classify_device)
+      st = gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED,
+          "image %d is in CUDA device memory, but the session runs the %s backend, which "
+          "reads host memory only: use the CUDA backend or copy the frames to host memory",
+          i, s->backend->name);
+  }
   return st;
 }
 
-/* A batch of device images: the backend's classify_device slot does all of it. */
-static gpunet_status
-classify_device (gpunet_session *s, const gpunet_image *images, int n, int R,
-    gpunet_resize_mode mode, float crop_pct, int k, gpunet_class_score *out, char **error_text)
+gpunet_status
+gpunet_session_classify_each (gpunet_session *s, const gpunet_image *images,
+    const gpunet_preprocess_params *pres, int n, int k, gpunet_class_score *out,
+    char **error_text)
 {
-  if (!s->backend->classify_device)
-    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED,
-        "the images are in CUDA device memory, but the session runs the %s backend, which "
-        "reads host memory only: use the CUDA backend or copy the frames to host memory",
-        s->backend->name);
-  for (int i = 1; i < n; i++)
-    if (images[i].memory != GPUNET_MEMORY_CUDA || images[i].width != images[0].width
-        || images[i].height != images[0].height)
-      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-          "image %d (%dx%d, %s memory) differs from image 0 (%dx%d, CUDA memory): a batch of "
-          "device images must be all in CUDA memory and of one size", i, images[i].width,
-          images[i].height, images[i].memory == GPUNET_MEMORY_CUDA ? "CUDA" : "host",
-          images[0].width, images[0].height);
-  gpunet_status st = ensure_plan (&s->pre_plan, &images[0], R, mode, crop_pct, error_text);
-  if (st != GPUNET_OK)
-    return st;
-  return s->backend->classify_device (s->state, images, n, &s->pre_plan, k, out, error_text);
-}
-
-/* A batch of host images on a backend with classify_host: the backend uploads the frames
- * and preprocesses them itself.  Only for batches of one size (the caller checks). */
-static gpunet_status
-classify_host (gpunet_session *s, const gpunet_image *images, int n, int R,
-    gpunet_resize_mode mode, float crop_pct, int k, gpunet_class_score *out, char **error_text)
-{
-  gpunet_status st = ensure_plan (&s->pre_plan, &images[0], R, mode, crop_pct, error_text);
-  if (st != GPUNET_OK)
-    return st;
-  return s->backend->classify_host (s->state, images, n, &s->pre_plan, k, out, error_text);
-}
-
-/* Non-zero when the backend takes this batch through classify_host: all images in host
- * memory and of image 0's size (every pixel format is read by the device preprocess). */
-static int
-use_classify_host (const gpunet_session *s, const gpunet_image *images, int n)
-{
-  if (!s->backend->classify_host)
-    return 0;
-  for (int i = 0; i < n; i++)
-    if (images[i].memory != GPUNET_MEMORY_HOST || images[i].width != images[0].width
-        || images[i].height != images[0].height)
-      return 0;
-  return 1;
+  if (n < 1 || n > s->params.max_batch)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "batch of %d images, but the session was created for 1 to %d", n, s->params.max_batch);
+  resolved_pre *rp = malloc (sizeof *rp * (size_t) n);
+  if (!rp)
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
+  gpunet_status st = GPUNET_OK;
+  int any_device = 0;
+  for (int i = 0; i < n && st == GPUNET_OK; i++) {
+    st = check_params (s->model, &pres[i], &rp[i].mode, &rp[i].crop_pct, error_text);
+    any_device |= images[i].memory == GPUNET_MEMORY_CUDA;
+  }
+  if (st == GPUNET_OK && !any_device) {
+    st = classify_host_images (s, images, rp, n, k, out, error_text);
+  } else if (st == GPUNET_OK) {
+    /* device images: one backend call per run of one geometry and memory kind (the
+     * device preprocess reads one frame size per call) */
+    const int R = gpunet_model_resolution (s->model);
+    gpunet_image *group = malloc (sizeof *group * (size_t) n);
+    resolved_pre *group_rp = malloc (sizeof *group_rp * (size_t) n);
+    int *index = malloc (sizeof *index * (size_t) n);
+    char *done = calloc ((size_t) n, 1);
+    gpunet_class_score *group_out = malloc (sizeof *group_out * (size_t) n * (size_t) k);
+    if (!group || !group_rp || !index || !done || !group_out)
+      st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
+    for (int first = 0; first < n && st == GPUNET_OK; first++) {
+      if (done[first])
+        continue;
+      int m = 0;
+      for (int i = first; i < n; i++)
+        if (!done[i] && same_geometry (&images[first], &rp[first], &images[i], &rp[i])) {
+          group[m] = images[i];
+          group_rp[m] = rp[i];
+          index[m++] = i;
+          done[i] = 1;
+        }
+      if (images[first].memory == GPUNET_MEMORY_CUDA) {
+        gpunet_preprocess_plan *plan;
+        st = session_plan (s, &group[0], R, group_rp[0].mode, group_rp[0].crop_pct, &plan,
+            error_text);
+        if (st == GPUNET_OK)
+          st = s->backend->classify_device (s->state, group, m, plan, k, group_out,
+              error_text);
+      } else {
+        st = classify_host_images (s, group, group_rp, m, k, group_out, error_text);
+      }
+      for (int j = 0; j < m && st == GPUNET_OK; j++)
+        memcpy (out + (size_t) index[j] * k, group_out + (size_t) j * k,
+            sizeof *out * (size_t) k);
+    }
+    free (group);
+    free (group_rp);
+    free (index);
+    free (done);
+    free (group_out);
+  }
+  free (rp);
+  return st;
 }
 
 gpunet_status
@@ -192,12 +291,16 @@ gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
     st = check_params (model, pre, &mode, &crop_pct, error_text);
   if (st != GPUNET_OK)
     return st;
+  const int R = gpunet_model_resolution (model);
   gpunet_preprocess_plan plan;
   memset (&plan, 0, sizeof plan);
-  st = run_preprocess (&plan, image, gpunet_model_resolution (model), mode, crop_pct, out_chw,
-      error_text);
+  st = gpunet_preprocess_plan_init (&plan, image->width, image->height, R, mode, crop_pct);
+  if (st != GPUNET_OK)
+    return gpunet_fail (error_text, st, "cannot plan the preprocess of a %dx%d frame to %dx%d%s",
+        image->width, image->height, R, R, st == GPUNET_ERR_NO_MEMORY ? ": out of memory" : "");
+  gpunet_cpu_preprocess (&plan, image, out_chw);
   gpunet_preprocess_plan_clear (&plan);
-  return st;
+  return GPUNET_OK;
 }
 
 gpunet_status
@@ -207,44 +310,22 @@ gpunet_session_classify (gpunet_session *s, const gpunet_image *images, int n,
   if (!s || !images || !out)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "gpunet_session_classify needs a session, images and an output array");
-  const int classes = gpunet_model_num_classes (s->model);
-  const int R = gpunet_model_resolution (s->model);
   if (n < 1 || n > s->params.max_batch)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "batch of %d images, but the session was created for 1 to %d", n, s->params.max_batch);
-  if (k < 1 || k > classes)
-    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-        "top-k of %d asked, the model has %d classes (1 to %d)", k, classes, classes);
-  gpunet_resize_mode mode;
-  float crop_pct;
-  gpunet_status st = check_params (s->model, pre, &mode, &crop_pct, error_text);
-  for (int i = 0; i < n && st == GPUNET_OK; i++) {
-    char what[32];
-    snprintf (what, sizeof what, "image %d", i);
-    st = check_image (&images[i], what, error_text);
+  gpunet_status st = gpunet_session_check_images (s, images, n, pre, k, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  gpunet_preprocess_params *pres = malloc (sizeof *pres * (size_t) n);
+  if (!pres)
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
+  for (int i = 0; i < n; i++) {
+    if (pre)
+      pres[i] = *pre;
+    else
+      memset (&pres[i], 0, sizeof pres[i]);
   }
-  if (st != GPUNET_OK)
-    return st;
-  if (images[0].memory == GPUNET_MEMORY_CUDA)
-    return classify_device (s, images, n, R, mode, crop_pct, k, out, error_text);
-  if (use_classify_host (s, images, n))
-    return classify_host (s, images, n, R, mode, crop_pct, k, out, error_text);
-
-  /* the session keeps its plan: rebuilt only when the frame size or mode changes */
-  const size_t per_image = (size_t) 3 * R * R;
-  for (int i = 0; i < n && st == GPUNET_OK; i++)
-    st = images[i].memory != GPUNET_MEMORY_HOST ? gpunet_fail (error_text,
-        GPUNET_ERR_INVALID_ARGUMENT, "image %d is in CUDA memory but image 0 in host memory: "
-        "a batch must be all host or all device images", i)
-        : run_preprocess (&s->pre_plan, &images[i], R, mode, crop_pct, s->input + i * per_image,
-        error_text);
-  if (st != GPUNET_OK)
-    return st;
-
-  st = gpunet_session_forward (s, s->input, n, s->logits, error_text);
-  if (st != GPUNET_OK)
-    return st;
-  for (int i = 0; i < n; i++)
-    gpunet_topk_softmax (s->logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
-  return GPUNET_OK;
+  st = gpunet_session_classify_each (s, images, pres, n, k, out, error_text);
+  free (pres);
+  return st;
 }

@@ -20,6 +20,7 @@ gpunet_status_string (gpunet_status status)
     case GPUNET_ERR_BACKEND_UNAVAILABLE: return "backend unavailable";
     case GPUNET_ERR_BACKEND: return "backend failure";
     case GPUNET_ERR_UNSUPPORTED: return "unsupported";
+    case GPUNET_ERR_CANCELLED: return "cancelled";
   }
   return "unknown status";
 }

@@ -26,7 +26,8 @@ typedef enum {
   GPUNET_ERR_NO_MEMORY,
   GPUNET_ERR_BACKEND_UNAVAILABLE, /* backend not built in, or no usable device */
   GPUNET_ERR_BACKEND,           /* a backend call failed at run time */
-  GPUNET_ERR_UNSUPPORTED        /* a valid request this build cannot serve */
+  GPUNET_ERR_UNSUPPORTED,       /* a valid request this build cannot serve */
+  GPUNET_ERR_CANCELLED          /* an engine request was withdrawn before it ran */
 } gpunet_status;
 
 /* A short constant English name for a status ("checkpoint does not match"). */
@@ -165,6 +166,66 @@ gpunet_status gpunet_preprocess_image (const gpunet_model *model, const gpunet_i
 
 /* Softmax over `n` logits and the k best (ids ascending among equal scores). */
 void gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score *out);
+
+/* ---- engines: one session shared by many producers, batched, asynchronous ------- */
+
+/* A gpunet_engine owns one session and one worker thread.  Any number of threads
+ * submit requests (one or more images each); the worker gathers the queued images
+ * of all requests, up to max_batch, into one preprocess + forward pass, and calls
+ * each request's completion function once all its images are classified.  Requests
+ * complete in submission order.  Results do not depend on what else shares a pass
+ * (the CPU backends give the same bits at every batch size). */
+typedef struct gpunet_engine gpunet_engine;
+
+typedef struct {
+  gpunet_session_params session;  /* backend, precision, threads, device; max_batch is
+                                   * the most images per forward pass */
+  int64_t batch_timeout_us;       /* how long a partial batch may wait for more images
+                                   * after its first one was queued; 0 = run what is
+                                   * queued as soon as the worker is free */
+  /* Called on the worker thread around every session call (and around creating and
+   * freeing the session): e.g. push and pop a CUDA context.  Both may be NULL. */
+  void (*enter) (void *user);
+  void (*leave) (void *user);
+  void *hook_user;
+} gpunet_engine_params;
+
+void gpunet_engine_params_init (gpunet_engine_params *params);
+
+/* Called once per request, on the worker thread (or on the thread of
+ * gpunet_engine_cancel for a cancelled request).  On GPUNET_OK `scores` holds n x k
+ * results (image i at scores[i * k]), valid during the call only; otherwise
+ * `error_text` says why (it may be NULL) and scores is NULL. */
+typedef void (*gpunet_engine_done_func) (void *user, gpunet_status status,
+    const char *error_text, const gpunet_class_score *scores, int n, int k);
+
+/* Creates an engine on `model` (it keeps a reference) and starts its worker. */
+gpunet_status gpunet_engine_new (gpunet_model *model, const gpunet_engine_params *params,
+    gpunet_engine **out, char **error_text);
+
+/* Queues n images (any sizes, formats and memory kinds the session reads; a request
+ * larger than max_batch is spread over several passes).  The image planes must stay
+ * valid until `done` runs.  The images and parameters are checked here, so a bad frame
+ * fails its own submission and never a pass shared with others.  `tag` groups
+ * requests for gpunet_engine_cancel.  Thread safe. */
+gpunet_status gpunet_engine_submit (gpunet_engine *engine, const gpunet_image *images,
+    int n, const gpunet_preprocess_params *pre, int k, const void *tag,
+    gpunet_engine_done_func done, void *user, char **error_text);
+
+/* Withdraws every queued request submitted with `tag` (their `done` runs here with
+ * GPUNET_ERR_CANCELLED) and waits until none of them is running.  Thread safe; not
+ * from a done function. */
+void gpunet_engine_cancel (gpunet_engine *engine, const void *tag);
+
+/* Runs what is queued, stops the worker and frees the engine. */
+void gpunet_engine_free (gpunet_engine *engine);
+
+const char *gpunet_engine_backend_name (const gpunet_engine *engine);
+const gpunet_model *gpunet_engine_model (const gpunet_engine *engine);
+int gpunet_engine_max_batch (const gpunet_engine *engine);
+
+/* Counters since creation: forward passes run and images classified (tests, tools). */
+void gpunet_engine_stats (gpunet_engine *engine, int64_t *passes, int64_t *images);
 
 /* ---- labels ------------------------------------------------------------------- */
 

@@ -101,7 +101,8 @@ gpunet_session_free (gpunet_session *s)
     s->backend->destroy (s->state);
   gpunet_model_unref (s->model);
   free (s->fallback_reason);
-  gpunet_preprocess_plan_clear (&s->pre_plan);
+  for (int i = 0; i < GPUNET_SESSION_PLANS; i++)
+    gpunet_preprocess_plan_clear (&s->plans[i]);
   free (s->logits);
   free (s->input);
   free (s);

@@ -7,6 +7,8 @@
 #include "../kernels/backend.h"
 #include "../kernels/cpu/preprocess.h"
 
+#define GPUNET_SESSION_PLANS 8
+
 struct gpunet_session {
   gpunet_model *model;
   gpunet_session_params params;
@@ -15,8 +17,25 @@ struct gpunet_session {
   char *fallback_reason;  /* why auto did not pick CUDA, or NULL */
   float *input;           /* max_batch x 3 x R x R, preprocess output */
   float *logits;          /* max_batch x classes */
-  gpunet_preprocess_plan pre_plan;  /* cached across frames of the same size */
+  /* preprocess plans cached by geometry (frame size, resize mode, crop), so frames of
+   * several sizes (streams sharing an engine, region crops) keep their own; the least
+   * recently used one is rebuilt when a new geometry comes */
+  gpunet_preprocess_plan plans[GPUNET_SESSION_PLANS];
+  uint64_t plan_used[GPUNET_SESSION_PLANS];
+  uint64_t plan_clock;
 };
+
+/* Checks a classify request (k, preprocess parameters, every image, and that the
+ * session can read the images' memory) without running it. */
+gpunet_status gpunet_session_check_images (const gpunet_session *session,
+    const gpunet_image *images, int n, const gpunet_preprocess_params *pre, int k,
+    char **error_text);
+
+/* gpunet_session_classify with one set of preprocess parameters per image (pres[i]),
+ * images of any sizes; the request must have passed gpunet_session_check_images. */
+gpunet_status gpunet_session_classify_each (gpunet_session *session,
+    const gpunet_image *images, const gpunet_preprocess_params *pres, int n, int k,
+    gpunet_class_score *out, char **error_text);
 
 /* The CPU backend sessions use (the fast one when built, else the reference). */
 const gpunet_backend *gpunet_backend_cpu_get (void);
