@@ -1,8 +1,10 @@
-/* gstgpunetclassify.c: the gpunetclassify element. Loads a GPUNet model in start(),
- * chooses the frame-to-engine format mapping in set_info(), classifies frames and/or
- * their region metas in place (the data is never modified) and attaches the results
- * (GstGpunetClassificationMeta, region parameter structures), optionally also posting
- * them on the bus and writing them to a JSON lines file. */
+/* gstgpunetclassify.c: the gpunetclassify element.  The sink pad's chain function
+ * maps each frame, queues it in the element's FIFO (with the serialized events around
+ * it) and hands its images to a shared, batching engine (gstgpunetpool.c,
+ * models/engine.c); the source pad's task pushes the FIFO in order once each frame's
+ * results are in, attaching them (GstGpunetClassificationMeta, region parameter
+ * structures), optionally posting them on the bus and writing them to a JSON lines
+ * file.  Interval carry-over, smoothing and label changes are decided in that order. */
 
 /**
  * SECTION:element-gpunetclassify
@@ -29,8 +31,7 @@
  * frame, in place, also for frames in CUDA memory. The record is added to that
  * region meta as a parameter structure named `GstGpunetClassificationMeta`
  * (gst_video_region_of_interest_meta_get_param()) with `roi-id` = the meta's
- * id. Crops of one size are classified together, up to
- * #GstGpunetClassify:batch-size per engine call. With
+ * id. A buffer's crops go to the engine together (any sizes). With
  * #GstGpunetClassify:interval, a region's result is carried over by roi-id to
  * the frames between (a region whose id is new, or shared by several regions
  * of the buffer, is classified on the frame it appears on).
@@ -63,11 +64,17 @@
  * gst-launch-1.0 v4l2src ! videoconvert ! video/x-raw,format=NV12 ! \
  *     gpunetclassify checkpoint=0.65ms.pth.tar threshold=0.2 ! fakesink
  * ]| Classifies a camera's frames, listing only classes scoring at least 0.2.
- * With #GstGpunetClassify:batch-size N > 1, frames are queued and classified N at
- * a time in one engine call (better throughput, especially on a GPU); up to N-1
- * frames are held back, so it suits offline work rather than live pipelines. The
- * queue is classified early at EOS, on a caps change and before any other
- * serialized event (frames and events keep their order), and dropped on a flush.
+ * Many streams, one engine: elements of one process with the same model,
+ * checkpoint file, backend, precision and device share one engine (one copy of the
+ * weights, one session, one thread pool; #GstGpunetClassify:share-engine). The
+ * streaming thread hands each frame to the engine and returns; the frame is pushed,
+ * with its metadata, from the element's own thread once its result is in, in input
+ * order, with serialized events kept in place. The engine runs up to
+ * #GstGpunetClassify:batch-size queued frames (of all its streams) in one pass,
+ * waiting at most #GstGpunetClassify:batch-timeout microseconds for a partial batch
+ * (0: no wait). #GstGpunetClassify:max-in-flight bounds the frames an element has in
+ * the engine before it blocks upstream. Flushing drops what is queued; EOS pushes
+ * it all first.
  *
  * |[
  * gst-launch-1.0 filesrc location=clip.mp4 ! parsebin ! nvh264dec ! \
@@ -88,12 +95,15 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
 #include "gstgpunetclassify.h"
 #include "gstgpunetcuda.h"
 #include "gstgpunetmeta.h"
+#include "gstgpunetpool.h"
+#include "gstgpunetroi.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_classify_debug);
 #define GST_CAT_DEFAULT gst_gpunet_classify_debug
@@ -118,7 +128,13 @@ enum
   PROP_BATCH_SIZE,
   PROP_ROI_MODE,
   PROP_ROI_TYPES,
-  PROP_JSON_OUTPUT
+  PROP_JSON_OUTPUT,
+  PROP_SHARE_ENGINE,
+  PROP_BATCH_TIMEOUT,
+  PROP_MAX_IN_FLIGHT,
+  PROP_SMOOTHING,
+  PROP_LABEL_HOLD,
+  PROP_ENGINE_ID
 };
 
 #define DEFAULT_MODEL "gpunet-0"
@@ -138,53 +154,190 @@ enum
 #define DEFAULT_ROI_MODE GST_GPUNET_ROI_MODE_FRAME
 #define DEFAULT_ROI_TYPES NULL
 #define DEFAULT_JSON_OUTPUT NULL
+#define DEFAULT_SHARE_ENGINE TRUE
+#define DEFAULT_BATCH_TIMEOUT 0
+#define MAX_BATCH_TIMEOUT 10000000
+#define DEFAULT_MAX_IN_FLIGHT 4
+#define DEFAULT_SMOOTHING 0.0f
+#define DEFAULT_LABEL_HOLD 1
+
+#define LABEL_CHANGED_MESSAGE "gpunetclassify-label-changed"
+#define MODEL_CHANGED_MESSAGE "gpunetclassify-model-changed"
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
-/* the CUDA glue's state (gstgpunetcuda.c) */
+/* A loaded model as frames use it: the shared engine and the labels.  Reference
+ * counted: queued frames keep the one they were classified with across a swap. */
 typedef struct
 {
+  gint refs;
+  GstGpunetShared *shared;
+  gchar *name;                  /* the records' `model` */
+  gint num_classes;
+  guint k;                      /* results per image: min (classes, MAX_TOP_K) */
+  gchar **labels;               /* num_classes entries, never NULL entries */
+} ModelCtx;
+
+/* What the records of one buffer share, fixed when it arrived. */
+typedef struct
+{
+  guint top_k;
+  gfloat threshold;
+  gboolean post;
+  guint64 frame_no;
+  GstClockTime running_time;
+} RecordSettings;
+
+typedef enum
+{
+  ITEM_BUFFER,
+  ITEM_EVENT,
+  ITEM_QUERY
+} ItemKind;
+
+/* One entry of the element's FIFO: a buffer waiting for its results, or a
+ * serialized event or query keeping its place between buffers. */
+typedef struct
+{
+  ItemKind kind;
+  GstGpunetClassify *owner;     /* the element (on_results wakes its task) */
+  GstEvent *event;
+  GstQuery *query;
+  gboolean query_result;
+  gboolean query_done;
+
+  GstBuffer *buf;
+  ModelCtx *ctx;
+  RecordSettings rs;
+  gboolean frame_record;        /* a record for the whole frame */
+  gboolean frame_inferred;      /* ... classified now (else carried) */
+  gboolean cycle_start;         /* interval: carried results are dropped here */
+  gboolean model_switch;        /* first frame of a model swapped in */
+  gchar *old_model;             /* model_switch: the name before */
+  GArray *rois;                 /* GstGpunetRoi; scores NULL = carried by roi-id */
+  gint *roi_image;              /* per roi: its image in the request, or -1 */
+  GstVideoFrame vframe;
+  gboolean mapped;
+  gint n_images;
+  gpunet_class_score *scores;   /* n_images x ctx->k once ready */
+  gboolean ready;
+  gpunet_status status;
+  gchar *error;
+} Item;
+
+/* Smoothing and label-change state of one stream position (frame or roi-id). */
+typedef struct
+{
+  gfloat *probs;                /* num_classes smoothed probabilities */
+  gboolean have;
+  gint shown;                   /* the label last announced, -1 none */
+  gint candidate;               /* the smoothed top-1 of the last frames */
+  guint candidate_frames;
+  guint64 last_frame;           /* the frame it was last updated on */
+} Track;
+
+struct _GstGpunetClassify
+{
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties, under the object lock */
+  gchar *model_name;
+  gchar *checkpoint;
+  gchar *labels_path;
+  guint top_k;
+  gfloat threshold;
+  GstGpunetBackend backend;
+  GstGpunetResizeMode resize_mode;
+  gfloat crop_pct;
+  guint interval;
+  gboolean post_messages;
+  guint n_threads;
+  gint precision;
+  guint batch_size;
+  GstGpunetRoiMode roi_mode;
+  gchar *roi_types;
+  GArray *roi_type_quarks;      /* parsed roi_types (GQuark), NULL = all */
+  gchar *json_output;
+  gboolean share_engine;
+  guint64 batch_timeout;
+  guint max_in_flight;
+  gfloat smoothing;
+  guint label_hold;
+
   GstGpunetCuda *cuda;
-  gint precision;               /* PROP_PRECISION, a gpunet_precision */
-} GstGpunetClassifyPrivate;
+
+  /* set at READY->PAUSED, dropped at PAUSED->READY */
+  ModelCtx *ctx;                /* the model new frames use (streaming thread) */
+  gpunet_preprocess_params pre;
+  GstGpunetRoiMode mode;        /* roi-mode as started */
+  FILE *json_file;              /* json-output, NULL when off (src task) */
+  gchar *json_path;
+  GString *json_lines;
+
+  /* model swap while playing: the loader thread and what it made (lock) */
+  GThread *loader;
+  ModelCtx *pending_ctx;
+  gchar *pending_old;           /* loader: nothing; chain: previous name */
+
+  /* the FIFO between chain and the src task */
+  GMutex lock;
+  GCond cond;
+  GQueue items;
+  guint in_flight;              /* buffers in `items` */
+  guint in_flight_limit;        /* max-in-flight as started */
+  gboolean flushing;
+  GstFlowReturn srcresult;
+
+  /* streaming thread (chain, sink events) */
+  GstVideoInfo info;
+  gboolean have_caps;
+  gpunet_image image_template;
+  GstSegment segment;
+  guint64 frame_count;
+  gboolean have_last;           /* interval: a frame was classified in this cycle */
+  guint carried;
+  GHashTable *cycle_rois;       /* interval: roi ids classified in this cycle */
+
+  /* src task */
+  gpunet_class_score last[MAX_TOP_K];
+  guint last_n;
+  gboolean push_have_last;
+  GstGpunetRoiCache *roi_cache;
+  guint roi_cache_k;
+  GHashTable *tracks;           /* roi-id -> Track (smoothing, label changes) */
+  gchar *stream_id;
+  const gchar *track_model;     /* the model the tracks hold (pointer identity) */
+};
 
 #define gst_gpunet_classify_parent_class parent_class
-G_DEFINE_TYPE_WITH_PRIVATE (GstGpunetClassify, gst_gpunet_classify,
-    GST_TYPE_BASE_TRANSFORM);
-#define CUDA(self) (((GstGpunetClassifyPrivate *) \
-    gst_gpunet_classify_get_instance_private (self))->cuda)
-#define PRECISION(self) (((GstGpunetClassifyPrivate *) \
-    gst_gpunet_classify_get_instance_private (self))->precision)
+G_DEFINE_TYPE (GstGpunetClassify, gst_gpunet_classify, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (gpunetclassify, "gpunetclassify", GST_RANK_NONE,
     GST_TYPE_GPUNET_CLASSIFY);
+
 
 static void gst_gpunet_classify_finalize (GObject * object);
 static void gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec);
 static void gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     GValue * value, GParamSpec * pspec);
-static gboolean gst_gpunet_classify_start (GstBaseTransform * trans);
-static gboolean gst_gpunet_classify_stop (GstBaseTransform * trans);
-static gboolean gst_gpunet_classify_set_caps (GstBaseTransform * trans,
-    GstCaps * incaps, GstCaps * outcaps);
-static GstFlowReturn gst_gpunet_classify_transform_ip (GstBaseTransform *
-    trans, GstBuffer * buf);
+static GstStateChangeReturn gst_gpunet_classify_change_state (GstElement *
+    element, GstStateChange transition);
 static void gst_gpunet_classify_set_context (GstElement * element,
     GstContext * context);
-static gboolean gst_gpunet_classify_query (GstBaseTransform * trans,
-    GstPadDirection direction, GstQuery * query);
-static GstCaps *gst_gpunet_classify_transform_caps (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, GstCaps * filter);
-static GstFlowReturn gst_gpunet_classify_submit_input_buffer (GstBaseTransform *
-    trans, gboolean is_discont, GstBuffer * buf);
-static GstFlowReturn gst_gpunet_classify_generate_output (GstBaseTransform *
-    trans, GstBuffer ** outbuf);
-static gboolean gst_gpunet_classify_sink_event (GstBaseTransform * trans,
-    GstEvent * event);
-static gboolean gst_gpunet_classify_propose_allocation (GstBaseTransform *
-    trans, GstQuery * decide_query, GstQuery * query);
-static GstFlowReturn classify_frames (gpointer user, GstBuffer ** bufs, guint n,
-    guint k, gpunet_class_score * out);
+static GstFlowReturn gst_gpunet_classify_chain (GstPad * pad,
+    GstObject * parent, GstBuffer * buf);
+static gboolean gst_gpunet_classify_sink_event (GstPad * pad,
+    GstObject * parent, GstEvent * event);
+static gboolean gst_gpunet_classify_sink_query (GstPad * pad,
+    GstObject * parent, GstQuery * query);
+static gboolean gst_gpunet_classify_src_query (GstPad * pad,
+    GstObject * parent, GstQuery * query);
+static gboolean gst_gpunet_classify_src_activate_mode (GstPad * pad,
+    GstObject * parent, GstPadMode mode, gboolean active);
+static gboolean gst_gpunet_classify_sink_activate_mode (GstPad * pad,
+    GstObject * parent, GstPadMode mode, gboolean active);
+static void gst_gpunet_classify_loop (GstGpunetClassify * self);
 
 /* ---- enum types ---------------------------------------------------------------- */
 
@@ -280,7 +433,6 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  GstBaseTransformClass *trans_class = GST_BASE_TRANSFORM_CLASS (klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   GstCaps *caps;
 
@@ -296,12 +448,15 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "Built-in architecture (gpunet-0, gpunet-1, gpunet-2, gpunet-p0, "
           "gpunet-p1, gpunet-d1, gpunet-d2, or a latency name such as 0.65ms) "
           "or the path of an architecture JSON in NVIDIA's format",
-          DEFAULT_MODEL, rw | GST_PARAM_MUTABLE_READY));
+          DEFAULT_MODEL, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_CHECKPOINT,
       g_param_spec_string ("checkpoint", "Checkpoint",
           "Weights file matching the model (required): NVIDIA's .pth.tar/.pth "
-          "checkpoint or a .safetensors file",
-          DEFAULT_CHECKPOINT, rw | GST_PARAM_MUTABLE_READY));
+          "checkpoint or a .safetensors file. Setting model or checkpoint while "
+          "playing loads the new model beside the running one and switches to "
+          "it at a frame boundary (message gpunetclassify-model-changed); a "
+          "load that fails keeps the old model and posts a warning",
+          DEFAULT_CHECKPOINT, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_LABELS,
       g_param_spec_string ("labels", "Labels",
           "Text file with one class label per line, as many lines as the model "
@@ -357,19 +512,15 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   /**
    * GstGpunetClassify:batch-size:
    *
-   * Frames classified together in one engine call. With N > 1 the element
-   * holds up to N-1 frames back (latency) until N have arrived; EOS, a caps
-   * change and other serialized events classify a partial batch, a flush drops
-   * it. Frames leave in order, with their timestamps and flags. Region crops
-   * of one size go through the engine up to N at a time; with
-   * roi-mode=regions no frame is held back.
+   * The most images (frames and region crops, of every element sharing the
+   * engine) the engine classifies in one pass. Frames are never held back to
+   * fill a batch unless #GstGpunetClassify:batch-timeout says so: a pass takes
+   * what is queued when the engine becomes free.
    */
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
-          "Frames classified together; >1 holds up to N-1 frames back "
-          "(latency) and suits offline work. Also the most region crops of "
-          "one size per engine call (roi-mode=regions holds no frame back)",
-          1, MAX_BATCH_SIZE,
+          "Most images (frames, region crops; of all elements sharing the "
+          "engine) per engine pass", 1, MAX_BATCH_SIZE,
           DEFAULT_BATCH_SIZE, rw | GST_PARAM_MUTABLE_READY));
   /**
    * GstGpunetClassify:roi-mode:
@@ -379,8 +530,6 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
    * type is in #GstGpunetClassify:roi-types (a parameter structure on that
    * meta; the frame gets no record), `both` the two. A region is cropped to
    * the frame, skipped when empty; NV12/I420 crops start at even coordinates.
-   * With `regions`, batch-size only bounds the crops per engine call and no
-   * frame is held back.
    */
   g_object_class_install_property (gobject_class, PROP_ROI_MODE,
       g_param_spec_enum ("roi-mode", "ROI mode",
@@ -404,6 +553,43 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "start, flushed after every buffer; empty = off", DEFAULT_JSON_OUTPUT,
           rw | GST_PARAM_MUTABLE_READY));
 
+  g_object_class_install_property (gobject_class, PROP_SHARE_ENGINE,
+      g_param_spec_boolean ("share-engine", "Share engine",
+          "Share one engine (weights, session, threads, batches) with the "
+          "other elements of this process that use the same model, "
+          "checkpoint file, backend, precision and device; results are the "
+          "same either way", DEFAULT_SHARE_ENGINE,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_BATCH_TIMEOUT,
+      g_param_spec_uint64 ("batch-timeout", "Batch timeout",
+          "Microseconds a partial batch may wait for more frames before the "
+          "engine runs it (0 = run what is queued as soon as the engine is "
+          "free: no added latency)", 0, MAX_BATCH_TIMEOUT,
+          DEFAULT_BATCH_TIMEOUT, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_MAX_IN_FLIGHT,
+      g_param_spec_uint ("max-in-flight", "Max in flight",
+          "Frames this element may have queued in the engine before it blocks "
+          "upstream (bounds memory; upstream pools are asked for this many "
+          "more buffers)", 1, 256, DEFAULT_MAX_IN_FLIGHT,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_SMOOTHING,
+      g_param_spec_float ("smoothing", "Smoothing",
+          "0 = off; else the weight of the past in an exponential moving "
+          "average of each stream's class probabilities (per roi-id), applied "
+          "before top-k; the frame's own top-1 stays in the record as "
+          "raw-label, raw-label-id, raw-confidence", 0.0f, 0.99f,
+          DEFAULT_SMOOTHING, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_LABEL_HOLD,
+      g_param_spec_uint ("label-hold", "Label hold",
+          "Classified frames the (smoothed) top-1 must hold before a "
+          "gpunetclassify-label-changed message announces it", 1, 10000,
+          DEFAULT_LABEL_HOLD, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
+      g_param_spec_uint ("engine-id", "Engine id",
+          "Serial number of the engine this element uses (elements sharing "
+          "one show the same number; 0 = none)", 0, G_MAXUINT, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+
   gst_element_class_set_static_metadata (element_class,
       "GPUNet classifier", "Filter/Analyzer/Video",
       "Classifies video frames with an NVIDIA GPUNet model and attaches the "
@@ -418,24 +604,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   gst_caps_unref (caps);
   element_class->set_context =
       GST_DEBUG_FUNCPTR (gst_gpunet_classify_set_context);
-
-  trans_class->start = GST_DEBUG_FUNCPTR (gst_gpunet_classify_start);
-  trans_class->stop = GST_DEBUG_FUNCPTR (gst_gpunet_classify_stop);
-  trans_class->set_caps = GST_DEBUG_FUNCPTR (gst_gpunet_classify_set_caps);
-  trans_class->transform_ip =
-      GST_DEBUG_FUNCPTR (gst_gpunet_classify_transform_ip);
-  trans_class->query = GST_DEBUG_FUNCPTR (gst_gpunet_classify_query);
-  trans_class->transform_caps =
-      GST_DEBUG_FUNCPTR (gst_gpunet_classify_transform_caps);
-  trans_class->submit_input_buffer =
-      GST_DEBUG_FUNCPTR (gst_gpunet_classify_submit_input_buffer);
-  trans_class->generate_output =
-      GST_DEBUG_FUNCPTR (gst_gpunet_classify_generate_output);
-  trans_class->sink_event = GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_event);
-  trans_class->propose_allocation =
-      GST_DEBUG_FUNCPTR (gst_gpunet_classify_propose_allocation);
-  trans_class->passthrough_on_same_caps = FALSE;
-  trans_class->transform_ip_on_passthrough = FALSE;
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_change_state);
 
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_BACKEND, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_RESIZE_MODE, 0);
@@ -446,6 +616,30 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
 static void
 gst_gpunet_classify_init (GstGpunetClassify * self)
 {
+  GstElementClass *klass = GST_ELEMENT_GET_CLASS (self);
+
+  self->sinkpad = gst_pad_new_from_template
+      (gst_element_class_get_pad_template (klass, "sink"), "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_query));
+  gst_pad_set_activatemode_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_activate_mode));
+  GST_PAD_SET_PROXY_ALLOCATION (self->sinkpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_template
+      (gst_element_class_get_pad_template (klass, "src"), "src");
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_src_query));
+  gst_pad_set_activatemode_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_gpunet_classify_src_activate_mode));
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
   self->model_name = g_strdup (DEFAULT_MODEL);
   self->checkpoint = g_strdup (DEFAULT_CHECKPOINT);
   self->labels_path = g_strdup (DEFAULT_LABELS);
@@ -457,18 +651,25 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->interval = DEFAULT_INTERVAL;
   self->post_messages = DEFAULT_POST_MESSAGES;
   self->n_threads = DEFAULT_N_THREADS;
+  self->precision = DEFAULT_PRECISION;
   self->batch_size = DEFAULT_BATCH_SIZE;
   self->roi_mode = DEFAULT_ROI_MODE;
   self->roi_types = g_strdup (DEFAULT_ROI_TYPES);
   self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
   self->json_output = g_strdup (DEFAULT_JSON_OUTPUT);
-  PRECISION (self) = DEFAULT_PRECISION;
-  CUDA (self) = gst_gpunet_cuda_new ();
+  self->share_engine = DEFAULT_SHARE_ENGINE;
+  self->batch_timeout = DEFAULT_BATCH_TIMEOUT;
+  self->max_in_flight = DEFAULT_MAX_IN_FLIGHT;
+  self->smoothing = DEFAULT_SMOOTHING;
+  self->label_hold = DEFAULT_LABEL_HOLD;
+  self->cuda = gst_gpunet_cuda_new ();
 
-  /* metadata is written to every buffer: in place, never passthrough (that
-   * would skip transform_ip); basetransform makes the buffer writable */
-  gst_base_transform_set_in_place (GST_BASE_TRANSFORM (self), TRUE);
-  gst_base_transform_set_passthrough (GST_BASE_TRANSFORM (self), FALSE);
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  g_queue_init (&self->items);
+  self->flushing = TRUE;
+  self->srcresult = GST_FLOW_FLUSHING;
+  gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
 static void
@@ -482,97 +683,117 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->roi_types);
   g_clear_pointer (&self->roi_type_quarks, g_array_unref);
   g_free (self->json_output);
-  gst_gpunet_cuda_free (CUDA (self));
+  gst_gpunet_cuda_free (self->cuda);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
-/* Properties that need a reload only take effect at the next start(). */
-static gboolean
-check_ready_mutable (GstGpunetClassify * self, GParamSpec * pspec)
-{
-  if (GST_STATE (self) > GST_STATE_READY) {
-    GST_WARNING_OBJECT (self, "property '%s' can only be changed in the NULL "
-        "or READY state; ignored", pspec->name);
-    return FALSE;
-  }
-  return TRUE;
-}
+static void start_model_swap (GstGpunetClassify * self);
 
 static void
 gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+  gboolean ignored = FALSE, swap = FALSE;
 
   GST_OBJECT_LOCK (self);
   if ((pspec->flags & GST_PARAM_MUTABLE_READY)
-      && !check_ready_mutable (self, pspec)) {
-    GST_OBJECT_UNLOCK (self);
-    return;
-  }
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_free (self->model_name);
-      self->model_name = g_value_dup_string (value);
-      break;
-    case PROP_CHECKPOINT:
-      g_free (self->checkpoint);
-      self->checkpoint = g_value_dup_string (value);
-      break;
-    case PROP_LABELS:
-      g_free (self->labels_path);
-      self->labels_path = g_value_dup_string (value);
-      break;
-    case PROP_TOP_K:
-      self->top_k = g_value_get_uint (value);
-      break;
-    case PROP_THRESHOLD:
-      self->threshold = g_value_get_float (value);
-      break;
-    case PROP_BACKEND:
-      self->backend = g_value_get_enum (value);
-      break;
-    case PROP_RESIZE_MODE:
-      self->resize_mode = g_value_get_enum (value);
-      break;
-    case PROP_CROP_PCT:
-      self->crop_pct = g_value_get_float (value);
-      break;
-    case PROP_INTERVAL:
-      self->interval = g_value_get_uint (value);
-      break;
-    case PROP_POST_MESSAGES:
-      self->post_messages = g_value_get_boolean (value);
-      break;
-    case PROP_N_THREADS:
-      self->n_threads = g_value_get_uint (value);
-      break;
-    case PROP_PRECISION:
-      PRECISION (self) = g_value_get_enum (value);
-      break;
-    case PROP_BATCH_SIZE:
-      self->batch_size = g_value_get_uint (value);
-      break;
-    case PROP_ROI_MODE:
-      self->roi_mode = g_value_get_enum (value);
-      break;
-    case PROP_ROI_TYPES:
-      g_free (self->roi_types);
-      self->roi_types = g_value_dup_string (value);
-      /* the streaming thread holds its own reference while it uses a list */
-      g_clear_pointer (&self->roi_type_quarks, g_array_unref);
-      self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
-      break;
-    case PROP_JSON_OUTPUT:
-      g_free (self->json_output);
-      self->json_output = g_value_dup_string (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+      && GST_STATE (self) > GST_STATE_READY) {
+    ignored = TRUE;
+  } else {
+    switch (prop_id) {
+      case PROP_MODEL:
+        g_free (self->model_name);
+        self->model_name = g_value_dup_string (value);
+        swap = GST_STATE (self) > GST_STATE_READY;
+        break;
+      case PROP_CHECKPOINT:
+        g_free (self->checkpoint);
+        self->checkpoint = g_value_dup_string (value);
+        swap = GST_STATE (self) > GST_STATE_READY;
+        break;
+      case PROP_LABELS:
+        g_free (self->labels_path);
+        self->labels_path = g_value_dup_string (value);
+        break;
+      case PROP_TOP_K:
+        self->top_k = g_value_get_uint (value);
+        break;
+      case PROP_THRESHOLD:
+        self->threshold = g_value_get_float (value);
+        break;
+      case PROP_BACKEND:
+        self->backend = g_value_get_enum (value);
+        break;
+      case PROP_RESIZE_MODE:
+        self->resize_mode = g_value_get_enum (value);
+        break;
+      case PROP_CROP_PCT:
+        self->crop_pct = g_value_get_float (value);
+        break;
+      case PROP_INTERVAL:
+        self->interval = g_value_get_uint (value);
+        break;
+      case PROP_POST_MESSAGES:
+        self->post_messages = g_value_get_boolean (value);
+        break;
+      case PROP_N_THREADS:
+        self->n_threads = g_value_get_uint (value);
+        break;
+      case PROP_PRECISION:
+        self->precision = g_value_get_enum (value);
+        break;
+      case PROP_BATCH_SIZE:
+        self->batch_size = g_value_get_uint (value);
+        break;
+      case PROP_ROI_MODE:
+        self->roi_mode = g_value_get_enum (value);
+        break;
+      case PROP_ROI_TYPES:
+        g_free (self->roi_types);
+        self->roi_types = g_value_dup_string (value);
+        /* the streaming thread holds its own reference while it uses a list */
+        g_clear_pointer (&self->roi_type_quarks, g_array_unref);
+        self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
+        break;
+      case PROP_JSON_OUTPUT:
+        g_free (self->json_output);
+        self->json_output = g_value_dup_string (value);
+        break;
+      case PROP_SHARE_ENGINE:
+        self->share_engine = g_value_get_boolean (value);
+        break;
+      case PROP_BATCH_TIMEOUT:
+        self->batch_timeout = g_value_get_uint64 (value);
+        break;
+      case PROP_MAX_IN_FLIGHT:
+        self->max_in_flight = g_value_get_uint (value);
+        break;
+      case PROP_SMOOTHING:
+        self->smoothing = g_value_get_float (value);
+        break;
+      case PROP_LABEL_HOLD:
+        self->label_hold = g_value_get_uint (value);
+        break;
+      default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+        break;
+    }
   }
   GST_OBJECT_UNLOCK (self);
+
+  /* where a user sees it: a bus warning, never a silent drop */
+  if (ignored)
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("Property '%s' can only be changed in the NULL or READY state; the "
+            "new value is ignored until the element is stopped and started "
+            "again", pspec->name), ("set while %s",
+            gst_element_state_get_name (GST_STATE (self))));
+  if (swap)
+    start_model_swap (self);
 }
 
 static void
@@ -617,7 +838,7 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
       g_value_set_uint (value, self->n_threads);
       break;
     case PROP_PRECISION:
-      g_value_set_enum (value, PRECISION (self));
+      g_value_set_enum (value, self->precision);
       break;
     case PROP_BATCH_SIZE:
       g_value_set_uint (value, self->batch_size);
@@ -631,6 +852,27 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     case PROP_JSON_OUTPUT:
       g_value_set_string (value, self->json_output);
       break;
+    case PROP_SHARE_ENGINE:
+      g_value_set_boolean (value, self->share_engine);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      g_value_set_uint64 (value, self->batch_timeout);
+      break;
+    case PROP_MAX_IN_FLIGHT:
+      g_value_set_uint (value, self->max_in_flight);
+      break;
+    case PROP_SMOOTHING:
+      g_value_set_float (value, self->smoothing);
+      break;
+    case PROP_LABEL_HOLD:
+      g_value_set_uint (value, self->label_hold);
+      break;
+    case PROP_ENGINE_ID:
+      /* the streaming thread swaps ctx under the FIFO lock */
+      g_mutex_lock (&self->lock);
+      g_value_set_uint (value, self->ctx ? self->ctx->shared->id : 0);
+      g_mutex_unlock (&self->lock);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -638,13 +880,13 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 }
 
-/* ---- start / stop ---------------------------------------------------------------- */
+/* ---- models: load, share, swap ------------------------------------------------- */
 
-/* Posts an engine failure as an element error: the engine's sentence is the
- * message, the status and the context go to the debug string. Takes `text`. */
+/* An engine failure as an element error: the engine's sentence is the message, the
+ * status and the context go to the debug string. */
 static void
-post_engine_error (GstGpunetClassify * self, gpunet_status status, char *text,
-    const gchar * context)
+post_engine_error (GstGpunetClassify * self, gpunet_status status,
+    const gchar * text, const gchar * context)
 {
   const gchar *sentence = text ? text : gpunet_status_string (status);
 
@@ -667,83 +909,249 @@ post_engine_error (GstGpunetClassify * self, gpunet_status status, char *text,
           ("%s: %s", context, gpunet_status_string (status)));
       break;
   }
-  free (text);
 }
 
-/* Fills self->labels from `path` (one per line) or the defaults. Posts the error
- * and returns FALSE when the file cannot be read or has the wrong count. */
-static gboolean
-load_labels (GstGpunetClassify * self, const gchar * path)
+static ModelCtx *
+model_ctx_ref (ModelCtx * c)
 {
-  gint n = self->num_classes, i;
+  g_atomic_int_inc (&c->refs);
+  return c;
+}
 
-  self->labels = g_new0 (gchar *, n + 1);
+static void
+model_ctx_unref (ModelCtx * c)
+{
+  if (c == NULL || !g_atomic_int_dec_and_test (&c->refs))
+    return;
+  gst_gpunet_pool_release (c->shared);
+  g_free (c->name);
+  g_strfreev (c->labels);
+  g_free (c);
+}
+
+/* The labels of a `n`-class model from `path` (one per line) or the defaults; NULL
+ * and *error when the file is not a readable regular file or has the wrong count. */
+static gchar **
+load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
+{
+  gchar **labels = g_new0 (gchar *, n + 1);
+  gchar *contents = NULL, **lines;
+  GError *err = NULL;
+  GStatBuf st;
+  guint n_lines;
+  gint i;
 
   if (path == NULL || *path == '\0') {
     for (i = 0; i < n; i++) {
       const char *l = n == 1000 ? gpunet_imagenet_label (i) : NULL;
-      self->labels[i] = l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
+      labels[i] = l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
     }
-    return TRUE;
-  } else {
-    gchar *contents = NULL;
-    gchar **lines;
-    GError *err = NULL;
-    guint n_lines;
-
-    if (!g_file_get_contents (path, &contents, NULL, &err)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Cannot read the labels file '%s': %s", path, err->message),
-          ("labels property"));
-      g_clear_error (&err);
-      return FALSE;
-    }
-    lines = g_strsplit (contents, "\n", -1);
-    g_free (contents);
-    n_lines = g_strv_length (lines);
-    /* a final newline leaves one empty string: not a label */
-    if (n_lines > 0 && lines[n_lines - 1][0] == '\0')
-      n_lines--;
-    if ((gint) n_lines != n) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("The labels file '%s' has %u labels, but model '%s' has %d classes",
-              path, n_lines, self->model_display_name, n),
-          ("one label per line is expected"));
-      g_strfreev (lines);
-      return FALSE;
-    }
-    for (i = 0; i < n; i++) {
-      gchar *l = g_strstrip (lines[i]);
-      self->labels[i] = *l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
-    }
-    g_strfreev (lines);
-    return TRUE;
+    return labels;
   }
+  /* a FIFO or a device would block or never end: regular files only */
+  if (g_stat (path, &st) == 0 && !S_ISREG (st.st_mode)) {
+    *error = g_strdup_printf ("The labels file '%s' is not a regular file (a "
+        "FIFO, device or directory): set labels to a text file with one label "
+        "per line", path);
+    g_strfreev (labels);
+    return NULL;
+  }
+  if (!g_file_get_contents (path, &contents, NULL, &err)) {
+    *error = g_strdup_printf ("Cannot read the labels file '%s': %s", path,
+        err->message);
+    g_clear_error (&err);
+    g_strfreev (labels);
+    return NULL;
+  }
+  lines = g_strsplit (contents, "\n", -1);
+  g_free (contents);
+  n_lines = g_strv_length (lines);
+  /* a final newline leaves one empty string: not a label */
+  if (n_lines > 0 && lines[n_lines - 1][0] == '\0')
+    n_lines--;
+  if ((gint) n_lines != n) {
+    *error = g_strdup_printf ("The labels file '%s' has %u labels, but model "
+        "'%s' has %d classes", path, n_lines, model, n);
+    g_strfreev (lines);
+    g_strfreev (labels);
+    return NULL;
+  }
+  for (i = 0; i < n; i++) {
+    gchar *l = g_strstrip (lines[i]);
+    labels[i] = *l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
+  }
+  g_strfreev (lines);
+  return labels;
 }
 
-static gboolean
-gst_gpunet_classify_start (GstBaseTransform * trans)
+/* What loading a model needs, copied from the properties under the object lock. */
+typedef struct
 {
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  gchar *model_name, *checkpoint, *labels_path, *context, *json_path;
-  GstGpunetBackend backend;
-  gpunet_session_params params;
-  gpunet_status st;
-  char *text = NULL;
-  gboolean ok = FALSE, pushed, roi_types_set;
-  guint batch_size;
+  gchar *model, *checkpoint, *labels;
+  GstGpunetEngineRequest req;
+} LoadArgs;
 
+static void
+load_args_get (GstGpunetClassify * self, LoadArgs * a)
+{
+  memset (a, 0, sizeof *a);
   GST_OBJECT_LOCK (self);
-  model_name = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
-  checkpoint = g_strdup (self->checkpoint);
-  labels_path = g_strdup (self->labels_path);
-  backend = self->backend;
-  gpunet_session_params_init (&params);
-  params.backend = (gpunet_backend_kind) backend;
-  params.n_threads = (int) self->n_threads;
-  batch_size = self->batch_size;
-  params.max_batch = (int) batch_size;
-  params.precision = (gpunet_precision) PRECISION (self);
+  a->model = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
+  a->checkpoint = g_strdup (self->checkpoint);
+  a->labels = g_strdup (self->labels_path);
+  a->req.backend = (gpunet_backend_kind) self->backend;
+  a->req.precision = (gpunet_precision) self->precision;
+  a->req.n_threads = self->n_threads;
+  a->req.batch_size = self->batch_size;
+  a->req.batch_timeout_us = (gint64) self->batch_timeout;
+  a->req.share = self->share_engine;
+  GST_OBJECT_UNLOCK (self);
+  a->req.model = a->model;
+  a->req.checkpoint = a->checkpoint;
+}
+
+static void
+load_args_clear (LoadArgs * a)
+{
+  g_free (a->model);
+  g_free (a->checkpoint);
+  g_free (a->labels);
+}
+
+/* Gets the engine for `a` from the pool and the labels.  NULL on failure with the
+ * sentence in *error, the status in *status (or RESOURCE/SETTINGS for labels) and
+ * whether it is a labels error in *labels_error. */
+static ModelCtx *
+model_ctx_new (GstGpunetClassify * self, LoadArgs * a, gpunet_status * status,
+    gchar ** error, gboolean * labels_error)
+{
+  gchar *note = NULL;
+  GstGpunetShared *sh;
+  ModelCtx *c;
+
+  *labels_error = FALSE;
+  if (a->checkpoint == NULL || *a->checkpoint == '\0') {
+    *status = GPUNET_ERR_INVALID_ARGUMENT;
+    *error = g_strdup_printf ("No checkpoint is set: set the 'checkpoint' "
+        "property to the GPUNet weights file for model '%s' (e.g. "
+        "gpunetclassify checkpoint=/path/to/0.65ms.pth.tar)", a->model);
+    return NULL;
+  }
+  sh = gst_gpunet_pool_acquire (&a->req, status, error, &note);
+  if (sh == NULL) {
+    if (*status == GPUNET_ERR_BACKEND_UNAVAILABLE && a->req.backend ==
+        GPUNET_BACKEND_CUDA && (*error == NULL || **error == '\0'
+            || g_strcmp0 (*error, gpunet_status_string (*status)) == 0)) {
+      g_free (*error);
+      *error = g_strdup ("backend=cuda was requested, but the CUDA backend is "
+          "not built in or no usable GPU is present; use backend=cpu or auto");
+    }
+    return NULL;
+  }
+  if (note != NULL) {
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS, ("%s", note), ("%s", note));
+    g_free (note);
+  }
+  c = g_new0 (ModelCtx, 1);
+  c->refs = 1;
+  c->shared = sh;
+  c->name = g_strdup (gpunet_model_name (sh->model));
+  c->num_classes = gpunet_model_num_classes (sh->model);
+  c->k = MIN (c->num_classes, MAX_TOP_K);
+  c->labels = load_labels (a->labels, c->num_classes, c->name, error);
+  if (c->labels == NULL) {
+    *labels_error = TRUE;
+    *status = GPUNET_ERR_INVALID_ARGUMENT;
+    model_ctx_unref (c);
+    return NULL;
+  }
+  return c;
+}
+
+/* The model swap's loader thread: loads, then leaves the new model for the
+ * streaming thread to take at the next frame, or warns and keeps the old one. */
+static gpointer
+swap_thread (gpointer data)
+{
+  GstGpunetClassify *self = data;
+  LoadArgs a;
+  gpunet_status st;
+  gchar *error = NULL;
+  gboolean labels_error;
+  ModelCtx *c, *old = NULL;
+
+  load_args_get (self, &a);
+  a.req.cuda_context = gst_gpunet_cuda_context_ref (self->cuda);
+  c = model_ctx_new (self, &a, &st, &error, &labels_error);
+  if (a.req.cuda_context != NULL)
+    gst_object_unref (a.req.cuda_context);
+  if (c == NULL) {
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("Cannot switch to model '%s' with checkpoint '%s': %s. The current "
+            "model keeps running", a.model, a.checkpoint ? a.checkpoint :
+            "(none)", error), ("model swap while playing: %s",
+            gpunet_status_string (st)));
+  } else {
+    g_mutex_lock (&self->lock);
+    old = self->pending_ctx;
+    self->pending_ctx = c;
+    g_mutex_unlock (&self->lock);
+    GST_INFO_OBJECT (self, "model %s loaded (engine %u); switching at the next "
+        "frame", c->name, c->shared->id);
+  }
+  model_ctx_unref (old);
+  g_free (error);
+  load_args_clear (&a);
+  gst_object_unref (self);
+  return NULL;
+}
+
+/* model/checkpoint set while started: load beside the running model. */
+static void
+start_model_swap (GstGpunetClassify * self)
+{
+  GThread *prev;
+
+  g_mutex_lock (&self->lock);
+  prev = self->loader;
+  self->loader = NULL;
+  g_mutex_unlock (&self->lock);
+  /* one load at a time, in the order they were asked for */
+  if (prev != NULL)
+    g_thread_join (prev);
+  g_mutex_lock (&self->lock);
+  self->loader = g_thread_new ("gpunet-swap", swap_thread,
+      gst_object_ref (self));
+  g_mutex_unlock (&self->lock);
+}
+
+static void
+join_loader (GstGpunetClassify * self)
+{
+  GThread *t;
+
+  g_mutex_lock (&self->lock);
+  t = self->loader;
+  self->loader = NULL;
+  g_mutex_unlock (&self->lock);
+  if (t != NULL)
+    g_thread_join (t);
+}
+
+/* READY->PAUSED: the model, the labels, the JSON file. Posts the error and returns
+ * FALSE when something cannot be set up. */
+static gboolean
+gst_gpunet_classify_start (GstGpunetClassify * self)
+{
+  LoadArgs a;
+  gpunet_status st;
+  gchar *error = NULL, *json_path;
+  gboolean labels_error, ok = FALSE, roi_types_set;
+  ModelCtx *c = NULL;
+  gint device = 0;
+
+  load_args_get (self, &a);
+  GST_OBJECT_LOCK (self);
   self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
   self->pre.crop_pct = self->crop_pct;
   self->mode = self->roi_mode;
@@ -751,22 +1159,16 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
   json_path = g_strdup (self->json_output);
   GST_OBJECT_UNLOCK (self);
 
-  if (checkpoint == NULL || *checkpoint == '\0') {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("No checkpoint is set: set the 'checkpoint' property to the GPUNet "
-            "weights file for model '%s' (e.g. gpunetclassify "
-            "checkpoint=/path/to/0.65ms.pth.tar)", model_name),
-        ("the checkpoint property is required"));
-    goto done;
-  }
-  if (roi_types_set && self->mode == GST_GPUNET_ROI_MODE_FRAME)
+  if (a.checkpoint != NULL && *a.checkpoint != '\0' && roi_types_set
+      && self->mode == GST_GPUNET_ROI_MODE_FRAME)
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("roi-types is set, but roi-mode is 'frame', so no region is "
             "classified: set roi-mode=regions (or both), or clear roi-types"),
         ("roi-types is only read with roi-mode regions or both"));
 
   /* before the model: a wrong path fails fast */
-  if (json_path != NULL && *json_path != '\0') {
+  if (a.checkpoint != NULL && *a.checkpoint != '\0' && json_path != NULL
+      && *json_path != '\0') {
     self->json_file = g_fopen (json_path, "wb");
     if (self->json_file == NULL) {
       gint err = errno;
@@ -779,96 +1181,144 @@ gst_gpunet_classify_start (GstBaseTransform * trans)
           ("json-output property: fopen failed, errno %d", err));
       goto done;
     }
-    self->json_path = g_steal_pointer (&json_path);
+    self->json_path = g_strdup (json_path);
     self->json_lines = g_string_new (NULL);
   }
 
-  context = g_strdup_printf ("loading model '%s' with checkpoint '%s'",
-      model_name, checkpoint);
-  st = gpunet_model_load (model_name, checkpoint, &self->model, &text);
-  if (st != GPUNET_OK) {
-    post_engine_error (self, st, text, context);
-    g_free (context);
-    goto done;
+  /* a CUDA engine lives in the GstCudaContext shared with the neighbours */
+  if (a.req.backend != GPUNET_BACKEND_CPU
+      && gst_gpunet_cuda_open (self->cuda, GST_ELEMENT (self), &device)) {
+    a.req.device = device;
+    a.req.cuda_context = gst_gpunet_cuda_context_ref (self->cuda);
   }
-  g_free (context);
+  c = model_ctx_new (self, &a, &st, &error, &labels_error);
+  if (a.req.cuda_context != NULL)
+    gst_object_unref (a.req.cuda_context);
+  if (c == NULL) {
+    if (labels_error)
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error),
+          ("labels property"));
+    else if (a.checkpoint == NULL || *a.checkpoint == '\0')
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error),
+          ("the checkpoint property is required"));
+    else {
+      gchar *context = g_strdup_printf ("loading model '%s' with checkpoint "
+          "'%s'", a.model, a.checkpoint);
 
-  self->num_classes = gpunet_model_num_classes (self->model);
-  self->model_display_name = g_strdup (gpunet_model_name (self->model));
-  if (!load_labels (self, labels_path))
-    goto done;
-
-  /* a CUDA session lives in the GstCudaContext shared with the neighbours */
-  if (backend != GST_GPUNET_BACKEND_CPU)
-    gst_gpunet_cuda_open (CUDA (self), GST_ELEMENT (self), &params.device);
-  pushed = gst_gpunet_cuda_push (CUDA (self));
-  st = gpunet_session_new (self->model, &params, &self->session, &text);
-  gst_gpunet_cuda_pop (CUDA (self), pushed);
-  if (st != GPUNET_OK) {
-    if (text == NULL && st == GPUNET_ERR_BACKEND_UNAVAILABLE)
-      text = strdup ("backend=cuda was requested, but the CUDA backend is not "
-          "built in or no usable GPU is present; use backend=cpu or auto");
-    post_engine_error (self, st, text, "creating a session");
+      post_engine_error (self, st, error, context);
+      g_free (context);
+    }
     goto done;
   }
 
-  if (backend == GST_GPUNET_BACKEND_AUTO
-      && g_strcmp0 (gpunet_session_backend_name (self->session), "cuda") != 0) {
+  if (a.req.backend == GPUNET_BACKEND_AUTO
+      && g_strcmp0 (gpunet_engine_backend_name (c->shared->engine),
+          "cuda") != 0) {
+    /* gst-launch prints an INFO message's debug string: the sentence goes in both */
     GST_ELEMENT_INFO (self, RESOURCE, SETTINGS,
         ("backend=auto: CUDA is not available, using the %s backend",
-            gpunet_session_backend_name (self->session)), (NULL));
+            gpunet_engine_backend_name (c->shared->engine)),
+        ("backend=auto: CUDA is not available, using the %s backend",
+            gpunet_engine_backend_name (c->shared->engine)));
   }
-  gst_gpunet_cuda_set_device_path (CUDA (self),
-      g_strcmp0 (gpunet_session_backend_name (self->session), "cuda") == 0);
-  GST_INFO_OBJECT (self, "model %s (%d classes, %dx%d input, weights from %s) "
-      "on the %s backend", self->model_display_name, self->num_classes,
-      gpunet_model_resolution (self->model),
-      gpunet_model_resolution (self->model),
-      gpunet_model_weights_source (self->model),
-      gpunet_session_backend_name (self->session));
+  gst_gpunet_cuda_set_device_path (self->cuda,
+      g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
+  GST_INFO_OBJECT (self, "model %s (%d classes, weights from %s) on the %s "
+      "backend, engine %u", c->name, c->num_classes,
+      gpunet_model_weights_source (c->shared->model),
+      gpunet_engine_backend_name (c->shared->engine), c->shared->id);
 
-  /* with regions only, no frame waits: batch-size bounds the crops per call */
-  self->max_batch = batch_size;
-  if (batch_size > 1 && self->mode != GST_GPUNET_ROI_MODE_REGIONS)
-    self->batch = gst_gpunet_batch_new (batch_size,
-        MIN (self->num_classes, MAX_TOP_K), classify_frames, self);
-  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
-    self->roi_cache = gst_gpunet_roi_cache_new (MIN (self->num_classes,
-            MAX_TOP_K));
-    self->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
-  }
+  g_mutex_lock (&self->lock);
+  self->ctx = c;
+  /* a swap that finished after the last stop belongs to no stream */
+  c = g_steal_pointer (&self->pending_ctx);
+  g_mutex_unlock (&self->lock);
+  model_ctx_unref (c);
+  c = NULL;
+  self->roi_cache_k = MAX_TOP_K;
+  self->roi_cache = gst_gpunet_roi_cache_new (MAX_TOP_K);
+  self->cycle_rois = g_hash_table_new_full (g_int64_hash, g_int64_equal,
+      g_free, NULL);
+  GST_OBJECT_LOCK (self);
+  self->in_flight_limit = self->max_in_flight;
+  GST_OBJECT_UNLOCK (self);
+  self->tracks = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
+      NULL);
   self->frame_count = 0;
   self->have_last = FALSE;
+  self->push_have_last = FALSE;
   self->carried = 0;
+  self->have_caps = FALSE;
+  gst_segment_init (&self->segment, GST_FORMAT_TIME);
   ok = TRUE;
 
 done:
-  g_free (model_name);
-  g_free (checkpoint);
-  g_free (labels_path);
-  g_free (json_path);
+  if (!ok && self->json_file != NULL) {
+    fclose (self->json_file);
+    self->json_file = NULL;
+    g_clear_pointer (&self->json_path, g_free);
+    if (self->json_lines)
+      g_string_free (g_steal_pointer (&self->json_lines), TRUE);
+  }
   if (!ok)
-    gst_gpunet_classify_stop (trans);
+    gst_gpunet_cuda_close (self->cuda);
+  g_free (error);
+  g_free (json_path);
+  load_args_clear (&a);
   return ok;
 }
 
-static gboolean
-gst_gpunet_classify_stop (GstBaseTransform * trans)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  gboolean pushed;
+static void item_free (Item * it);
+static void clear_tracks (GstGpunetClassify * self);
 
-  /* queued frames go first: the streaming thread has stopped */
-  g_clear_pointer (&self->batch, gst_gpunet_batch_free);
-  pushed = gst_gpunet_cuda_push (CUDA (self));
-  g_clear_pointer (&self->session, gpunet_session_free);
-  gst_gpunet_cuda_pop (CUDA (self), pushed);
-  gst_gpunet_cuda_close (CUDA (self));
-  g_clear_pointer (&self->model, gpunet_model_unref);
-  g_clear_pointer (&self->labels, g_strfreev);
-  g_clear_pointer (&self->model_display_name, g_free);
+/* Withdraws this element's frames from the engines they are in (no callback runs
+ * after this) and drops the FIFO. */
+static void
+drop_queued (GstGpunetClassify * self)
+{
+  GList *ctxs = NULL, *l;
+  Item *it;
+
+  g_mutex_lock (&self->lock);
+  for (l = self->items.head; l; l = l->next) {
+    it = l->data;
+    if (it->ctx != NULL && !g_list_find (ctxs, it->ctx))
+      ctxs = g_list_prepend (ctxs, model_ctx_ref (it->ctx));
+  }
+  g_mutex_unlock (&self->lock);
+  for (l = ctxs; l; l = l->next)
+    gpunet_engine_cancel (((ModelCtx *) l->data)->shared->engine, self);
+  g_list_free_full (ctxs, (GDestroyNotify) model_ctx_unref);
+  g_mutex_lock (&self->lock);
+  while ((it = g_queue_pop_head (&self->items)) != NULL)
+    item_free (it);
+  self->in_flight = 0;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+/* PAUSED->READY, after the pads stopped: nothing of ours runs any more. */
+static void
+gst_gpunet_classify_stop (GstGpunetClassify * self)
+{
+  ModelCtx *c, *p;
+
+  join_loader (self);
+  drop_queued (self);
+  g_mutex_lock (&self->lock);
+  c = g_steal_pointer (&self->ctx);
+  p = g_steal_pointer (&self->pending_ctx);
+  g_mutex_unlock (&self->lock);
+  model_ctx_unref (c);
+  model_ctx_unref (p);
+  gst_gpunet_cuda_close (self->cuda);
   g_clear_pointer (&self->roi_cache, gst_gpunet_roi_cache_free);
-  g_clear_pointer (&self->rois, g_array_unref);
+  g_clear_pointer (&self->cycle_rois, g_hash_table_unref);
+  if (self->tracks != NULL) {
+    clear_tracks (self);
+    g_clear_pointer (&self->tracks, g_hash_table_unref);
+  }
+  g_clear_pointer (&self->stream_id, g_free);
   if (self->json_file != NULL && fclose (self->json_file) != 0)
     GST_ELEMENT_WARNING (self, RESOURCE, CLOSE,
         ("Closing the JSON output file '%s' failed: %s; its last records may "
@@ -877,36 +1327,98 @@ gst_gpunet_classify_stop (GstBaseTransform * trans)
   g_clear_pointer (&self->json_path, g_free);
   if (self->json_lines != NULL)
     g_string_free (g_steal_pointer (&self->json_lines), TRUE);
-  self->num_classes = 0;
-  self->have_last = FALSE;
-  return TRUE;
+}
+
+static GstStateChangeReturn
+gst_gpunet_classify_change_state (GstElement * element,
+    GstStateChange transition)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (element);
+  GstStateChangeReturn ret;
+
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED
+      && !gst_gpunet_classify_start (self))
+    return GST_STATE_CHANGE_FAILURE;
+  ret = GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE) {
+    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED)
+      gst_gpunet_classify_stop (self);
+    return ret;
+  }
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_gpunet_classify_stop (self);
+  return ret;
 }
 
 /* ---- caps ------------------------------------------------------------------------ */
 
-static gboolean
-gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
-    GstCaps * outcaps)
+/* The caps this element takes, given `caps` on the other side: the same caps, without
+ * CUDA memory unless the engine reads it, within the pad template. */
+static GstCaps *
+allowed_caps (GstGpunetClassify * self, GstPad * pad, GstCaps * other,
+    GstCaps * filter)
 {
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
+  GstCaps *templ = gst_pad_get_pad_template_caps (pad);
+  GstCaps *caps = other ? gst_caps_intersect_full (other, templ,
+      GST_CAPS_INTERSECT_FIRST) : gst_caps_ref (templ);
+  GstCaps *ret = gst_gpunet_cuda_filter_caps (self->cuda, caps);
+
+  gst_caps_unref (caps);
+  gst_caps_unref (templ);
+  if (filter != NULL) {
+    GstCaps *tmp = gst_caps_intersect_full (filter, ret,
+        GST_CAPS_INTERSECT_FIRST);
+
+    gst_caps_unref (ret);
+    ret = tmp;
+  }
+  return ret;
+}
+
+/* Answers a caps query on `pad` from the peer of the other pad. */
+static gboolean
+query_caps (GstGpunetClassify * self, GstPad * pad, GstQuery * query)
+{
+  GstPad *other = pad == self->sinkpad ? self->srcpad : self->sinkpad;
+  GstCaps *filter, *peer, *caps, *pf = NULL;
+
+  gst_query_parse_caps (query, &filter);
+  if (filter != NULL)
+    pf = gst_gpunet_cuda_filter_caps (self->cuda, filter);
+  peer = gst_pad_peer_query_caps (other, pf);
+  if (pf != NULL)
+    gst_caps_unref (pf);
+  caps = allowed_caps (self, pad, peer, filter);
+  gst_caps_unref (peer);
+  gst_query_set_caps_result (query, caps);
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+/* CAPS event: the frame-to-engine mapping.  FALSE (error posted) when the caps
+ * cannot be classified. */
+static gboolean
+set_caps (GstGpunetClassify * self, GstCaps * caps)
+{
   gpunet_image *img = &self->image_template;
   GstVideoInfo info;
+  gboolean cuda_engine;
 
-  (void) outcaps;
-
-  if (!gst_video_info_from_caps (&info, incaps)) {
-    GST_ERROR_OBJECT (self, "invalid caps %" GST_PTR_FORMAT, incaps);
+  if (!gst_video_info_from_caps (&info, caps)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Cannot classify video with caps %" GST_PTR_FORMAT, caps),
+        ("gst_video_info_from_caps failed"));
     return FALSE;
   }
-  if (gst_gpunet_cuda_caps_are_cuda (incaps) && (self->session == NULL
-          || g_strcmp0 (gpunet_session_backend_name (self->session),
-              "cuda") != 0)) {
+  g_mutex_lock (&self->lock);
+  cuda_engine = self->ctx != NULL && g_strcmp0 (gpunet_engine_backend_name
+      (self->ctx->shared->engine), "cuda") == 0;
+  g_mutex_unlock (&self->lock);
+  if (gst_gpunet_cuda_caps_are_cuda (caps) && !cuda_engine) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("CUDA memory frames need the CUDA backend, but this session runs on "
-            "the %s backend: set backend=cuda, or put cudadownload before "
-            "gpunetclassify", self->session ?
-            gpunet_session_backend_name (self->session) : "no"),
-        ("caps %" GST_PTR_FORMAT, incaps));
+        ("CUDA memory frames need the CUDA backend, but this element runs on "
+            "the CPU: set backend=cuda, or put cudadownload before "
+            "gpunetclassify"), ("caps %" GST_PTR_FORMAT, caps));
     return FALSE;
   }
 
@@ -937,8 +1449,10 @@ gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
       img->format = GPUNET_FORMAT_BGR;
       break;
     default:
-      GST_ERROR_OBJECT (self, "unsupported format %s",
-          GST_VIDEO_INFO_NAME (&info));
+      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+          ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
+              "; put videoconvert before it", GST_VIDEO_INFO_NAME (&info)),
+          (NULL));
       return FALSE;
   }
   img->width = GST_VIDEO_INFO_WIDTH (&info);
@@ -956,10 +1470,10 @@ gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   img->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
 
   self->info = info;
+  self->have_caps = TRUE;
   /* a new stream shape: the next frame is classified again */
   self->have_last = FALSE;
   self->carried = 0;
-
   GST_DEBUG_OBJECT (self, "%s %dx%d, matrix %s, %s range",
       GST_VIDEO_INFO_NAME (&info), img->width, img->height,
       img->matrix == GPUNET_MATRIX_BT709 ? "BT.709" : "BT.601",
@@ -967,254 +1481,684 @@ gst_gpunet_classify_set_caps (GstBaseTransform * trans, GstCaps * incaps,
   return TRUE;
 }
 
-/* ---- per frame ------------------------------------------------------------------- */
+/* ---- the FIFO ---------------------------------------------------------------------- */
 
-/* Maps `buf` for the engine (device pointers for CUDA memory of our context,
- * else host memory) into `frame` and `img`; posts the error and returns FALSE
- * when it cannot. */
-static gboolean
-map_frame (GstGpunetClassify * self, GstBuffer * buf, GstVideoFrame * frame,
-    gpunet_image * img)
+static void
+item_free (Item * it)
 {
-  *img = self->image_template;
-  if (!gst_gpunet_cuda_map_frame (CUDA (self), GST_ELEMENT (self), buf,
-          &self->info, frame, img)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
-        (NULL));
+  if (it->mapped)
+    gst_video_frame_unmap (&it->vframe);
+  if (it->event)
+    gst_event_unref (it->event);
+  if (it->buf)
+    gst_buffer_unref (it->buf);
+  if (it->rois)
+    g_array_unref (it->rois);
+  g_free (it->roi_image);
+  g_free (it->scores);
+  g_free (it->error);
+  g_free (it->old_model);
+  model_ctx_unref (it->ctx);
+  g_free (it);
+}
+
+/* Queues an item; the src task pushes it when it is at the head and ready. */
+static void
+enqueue (GstGpunetClassify * self, Item * it)
+{
+  g_queue_push_tail (&self->items, it);
+  if (it->kind == ITEM_BUFFER)
+    self->in_flight++;
+  g_cond_broadcast (&self->cond);
+}
+
+/* gpunet_engine_done_func: the results of one buffer's images. */
+static void
+on_results (void *user, gpunet_status status, const char *text,
+    const gpunet_class_score * scores, int n, int k)
+{
+  Item *it = user;
+  GstGpunetClassify *self = it->owner;
+
+  g_mutex_lock (&self->lock);
+  it->status = status;
+  if (status == GPUNET_OK)
+    memcpy (it->scores, scores, sizeof (gpunet_class_score) * (gsize) n * k);
+  else
+    it->error = g_strdup (text ? text : gpunet_status_string (status));
+  it->ready = TRUE;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
+/* Waits until the FIFO is empty (serialized queries go after the buffers before
+ * them); FALSE when flushing. */
+static gboolean
+wait_drained (GstGpunetClassify * self)
+{
+  gboolean ok;
+
+  g_mutex_lock (&self->lock);
+  while (!self->flushing && self->items.length > 0)
+    g_cond_wait (&self->cond, &self->lock);
+  ok = !self->flushing;
+  g_mutex_unlock (&self->lock);
+  return ok;
+}
+
+/* ---- per frame (streaming thread) ----------------------------------------------- */
+
+static gint64
+roi_key (gint id, GQuark type)
+{
+  return ((gint64) type << 32) | (guint32) id;
+}
+
+static GstFlowReturn
+gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
+  GArray *types = NULL;
+  guint interval, i;
+  gboolean infer_frame, cycle_start;
+  GstFlowReturn ret;
+  ModelCtx *swapped = NULL;
+  gpunet_image *images = NULL;
+  gchar *text = NULL;
+  gpunet_status st;
+  Item *it;
+  gint n = 0;
+
+  (void) pad;
+  if (G_UNLIKELY (!self->have_caps)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("No caps before the first "
+            "buffer"), (NULL));
+    return GST_FLOW_NOT_NEGOTIATED;
+  }
+
+  it = g_new0 (Item, 1);
+  it->kind = ITEM_BUFFER;
+  GST_OBJECT_LOCK (self);
+  it->rs.top_k = self->top_k;
+  it->rs.threshold = self->threshold;
+  it->rs.post = self->post_messages;
+  interval = self->interval;
+  /* roi-types may be replaced while we use it */
+  if (self->roi_type_quarks != NULL)
+    types = g_array_ref (self->roi_type_quarks);
+  GST_OBJECT_UNLOCK (self);
+  it->rs.frame_no = self->frame_count++;
+  it->rs.running_time = gst_segment_to_running_time (&self->segment,
+      GST_FORMAT_TIME, GST_BUFFER_PTS (buf));
+
+  /* room in the engine, a swapped-in model at this frame boundary */
+  g_mutex_lock (&self->lock);
+  while (!self->flushing && self->srcresult == GST_FLOW_OK
+      && self->in_flight >= self->in_flight_limit)
+    g_cond_wait (&self->cond, &self->lock);
+  ret = self->flushing ? GST_FLOW_FLUSHING : self->srcresult;
+  if (ret == GST_FLOW_OK && self->pending_ctx != NULL) {
+    swapped = self->ctx;
+    self->ctx = g_steal_pointer (&self->pending_ctx);
+    it->model_switch = TRUE;
+    it->old_model = g_strdup (swapped ? swapped->name : "");
+  }
+  if (ret == GST_FLOW_OK)
+    it->ctx = model_ctx_ref (self->ctx);
+  g_mutex_unlock (&self->lock);
+  model_ctx_unref (swapped);
+  if (ret != GST_FLOW_OK) {
+    GST_DEBUG_OBJECT (self, "dropping a buffer: %s", gst_flow_get_name (ret));
+    gst_buffer_unref (buf);
+    g_free (it);
+    if (types)
+      g_array_unref (types);
+    return ret;
+  }
+  if (it->model_switch) {
+    self->have_last = FALSE;
+    self->carried = 0;
+  }
+
+  /* metadata is added to the buffer: it must be ours to write */
+  it->buf = gst_buffer_make_writable (buf);
+
+  /* interval: classify one frame, carry its results to the next `interval` */
+  infer_frame = !(self->have_last && self->carried < interval);
+  if (infer_frame) {
+    self->have_last = TRUE;
+    self->carried = 0;
+  } else {
+    self->carried++;
+  }
+  cycle_start = infer_frame;
+  it->cycle_start = cycle_start;
+  it->frame_record = self->mode != GST_GPUNET_ROI_MODE_REGIONS;
+  it->frame_inferred = it->frame_record && infer_frame;
+
+  /* regions: new ids (or every region at a cycle start) are classified */
+  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
+    gboolean even = self->image_template.format == GPUNET_FORMAT_NV12
+        || self->image_template.format == GPUNET_FORMAT_I420;
+    guint skipped;
+
+    if (cycle_start)
+      g_hash_table_remove_all (self->cycle_rois);
+    it->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
+    skipped = gst_gpunet_roi_collect (it->buf, types,
+        self->image_template.width, self->image_template.height, even,
+        it->rois);
+    if (skipped > 0)
+      GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u empty or outside "
+          "regions skipped", it->rs.frame_no, skipped);
+    it->roi_image = g_new (gint, MAX (it->rois->len, 1));
+  }
+  n = it->frame_inferred ? 1 : 0;
+  for (i = 0; it->rois && i < it->rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (it->rois, GstGpunetRoi, i);
+    gint64 key = roi_key (r->meta->id, r->meta->roi_type);
+
+    if (!cycle_start && r->unique_id && interval > 0
+        && g_hash_table_contains (self->cycle_rois, &key)) {
+      it->roi_image[i] = -1;    /* carried by roi-id at push time */
+    } else {
+      it->roi_image[i] = n++;
+      if (interval > 0 && r->unique_id) {
+        gint64 *k = g_new (gint64, 1);
+
+        *k = key;
+        g_hash_table_add (self->cycle_rois, k);
+      }
+    }
+  }
+  if (types)
+    g_array_unref (types);
+
+  it->n_images = n;
+  it->owner = self;
+
+  if (n > 0) {
+    gpunet_image frame_img = self->image_template;
+
+    if (!gst_gpunet_cuda_map_frame (self->cuda, GST_ELEMENT (self), it->buf,
+            &self->info, &it->vframe, &frame_img)) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
+              "%" G_GUINT64_FORMAT, it->rs.frame_no), (NULL));
+      item_free (it);
+      return GST_FLOW_ERROR;
+    }
+    it->mapped = TRUE;
+    images = g_new (gpunet_image, n);
+    if (it->frame_inferred)
+      images[0] = frame_img;
+    for (i = 0; it->rois && i < it->rois->len; i++) {
+      GstGpunetRoi *r = &g_array_index (it->rois, GstGpunetRoi, i);
+
+      if (it->roi_image[i] >= 0)
+        gst_gpunet_roi_crop_image (&frame_img, r->x, r->y, r->width,
+            r->height, &images[it->roi_image[i]]);
+    }
+    it->scores = g_new0 (gpunet_class_score, (gsize) n * it->ctx->k);
+  } else {
+    it->ready = TRUE;
+  }
+
+  g_mutex_lock (&self->lock);
+  enqueue (self, it);
+  g_mutex_unlock (&self->lock);
+  if (n == 0)
+    return GST_FLOW_OK;
+
+  st = gpunet_engine_submit (it->ctx->shared->engine, images, n, &self->pre,
+      (int) it->ctx->k, self, on_results, it, &text);
+  g_free (images);
+  if (st != GPUNET_OK) {
+    /* this frame cannot be classified: it fails this element only */
+    g_mutex_lock (&self->lock);
+    it->status = st;
+    it->error = g_strdup (text ? text : gpunet_status_string (st));
+    it->ready = TRUE;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+  }
+  free (text);
+  return GST_FLOW_OK;
+}
+
+/* ---- events and queries ---------------------------------------------------------- */
+
+static gboolean
+gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
+  Item *it;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_FLUSH_START:
+      /* not serialized: wake and stop the task, then tell downstream */
+      g_mutex_lock (&self->lock);
+      self->flushing = TRUE;
+      self->srcresult = GST_FLOW_FLUSHING;
+      g_cond_broadcast (&self->cond);
+      g_mutex_unlock (&self->lock);
+      gst_pad_push_event (self->srcpad, event);
+      gst_pad_pause_task (self->srcpad);
+      return TRUE;
+    case GST_EVENT_FLUSH_STOP:
+      /* the streaming thread is ours again: drop what is queued, restart */
+      drop_queued (self);
+      self->have_last = FALSE;
+      self->carried = 0;
+      self->push_have_last = FALSE;
+      if (self->cycle_rois)
+        g_hash_table_remove_all (self->cycle_rois);
+      if (self->roi_cache)
+        gst_gpunet_roi_cache_clear (self->roi_cache);
+      clear_tracks (self);
+      gst_pad_push_event (self->srcpad, event);
+      g_mutex_lock (&self->lock);
+      self->flushing = FALSE;
+      self->srcresult = GST_FLOW_OK;
+      g_mutex_unlock (&self->lock);
+      return gst_pad_start_task (self->srcpad,
+          (GstTaskFunction) gst_gpunet_classify_loop, self, NULL);
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+
+      gst_event_parse_caps (event, &caps);
+      if (!set_caps (self, caps)) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      break;
+    }
+    case GST_EVENT_SEGMENT:
+      gst_event_copy_segment (event, &self->segment);
+      break;
+    default:
+      break;
+  }
+  if (!GST_EVENT_IS_SERIALIZED (event))
+    return gst_pad_event_default (pad, parent, event);
+
+  /* serialized: after the buffers before it */
+  g_mutex_lock (&self->lock);
+  if (self->flushing) {
+    g_mutex_unlock (&self->lock);
+    gst_event_unref (event);
     return FALSE;
+  }
+  if (self->srcresult != GST_FLOW_OK && GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
+    /* the task stopped (not linked, EOS, error): EOS still goes downstream */
+    g_mutex_unlock (&self->lock);
+    return gst_pad_push_event (self->srcpad, event);
+  }
+  it = g_new0 (Item, 1);
+  it->kind = ITEM_EVENT;
+  it->owner = self;
+  it->event = event;
+  it->ready = TRUE;
+  enqueue (self, it);
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+/* Pools upstream allocates from must hold the frames this element keeps in the
+ * engine: max-in-flight more buffers. */
+static void
+add_in_flight_buffers (GstGpunetClassify * self, GstQuery * query)
+{
+  guint extra, i, size, min, max;
+  GstBufferPool *pool;
+
+  GST_OBJECT_LOCK (self);
+  extra = self->max_in_flight;
+  GST_OBJECT_UNLOCK (self);
+  if (gst_query_get_n_allocation_pools (query) == 0) {
+    GstCaps *caps;
+    GstVideoInfo info;
+
+    gst_query_parse_allocation (query, &caps, NULL);
+    if (caps != NULL && gst_video_info_from_caps (&info, caps))
+      gst_query_add_allocation_pool (query, NULL, info.size, extra + 1, 0);
+    return;
+  }
+  for (i = 0; i < gst_query_get_n_allocation_pools (query); i++) {
+    gst_query_parse_nth_allocation_pool (query, i, &pool, &size, &min, &max);
+    gst_query_set_nth_allocation_pool (query, i, pool, size, min + extra,
+        max == 0 ? 0 : max + extra);
+    if (pool)
+      gst_object_unref (pool);
+  }
+}
+
+static gboolean
+gst_gpunet_classify_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
+  gboolean ret;
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:
+      return query_caps (self, pad, query);
+    case GST_QUERY_ACCEPT_CAPS:{
+      GstCaps *caps, *allowed;
+
+      gst_query_parse_accept_caps (query, &caps);
+      allowed = allowed_caps (self, pad, NULL, NULL);
+      gst_query_set_accept_caps_result (query,
+          gst_caps_can_intersect (caps, allowed));
+      gst_caps_unref (allowed);
+      return TRUE;
+    }
+    case GST_QUERY_CONTEXT:
+      if (gst_gpunet_cuda_handle_query (self->cuda, GST_ELEMENT (self), query))
+        return TRUE;
+      return gst_pad_query_default (pad, parent, query);
+    case GST_QUERY_ALLOCATION:
+      /* serialized: downstream answers once the buffers before it left */
+      if (!wait_drained (self))
+        return FALSE;
+      ret = gst_pad_peer_query (self->srcpad, query);
+      add_in_flight_buffers (self, query);
+      return TRUE;
+    default:
+      if (GST_QUERY_IS_SERIALIZED (query) && !wait_drained (self))
+        return FALSE;
+      ret = gst_pad_query_default (pad, parent, query);
+      return ret;
+  }
+}
+
+static gboolean
+gst_gpunet_classify_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:
+      return query_caps (self, pad, query);
+    case GST_QUERY_CONTEXT:
+      if (gst_gpunet_cuda_handle_query (self->cuda, GST_ELEMENT (self), query))
+        return TRUE;
+      return gst_pad_query_default (pad, parent, query);
+    case GST_QUERY_LATENCY:{
+      gboolean live;
+      GstClockTime min, max, wait, held;
+      guint limit;
+
+      if (!gst_pad_peer_query (self->sinkpad, query))
+        return FALSE;
+      gst_query_parse_latency (query, &live, &min, &max);
+      GST_OBJECT_LOCK (self);
+      wait = self->batch_timeout * GST_USECOND;
+      limit = self->max_in_flight;
+      GST_OBJECT_UNLOCK (self);
+      /* a frame may wait for a batch to fill; up to max-in-flight frames are
+       * held while the engine works */
+      held = wait;
+      if (self->info.fps_n > 0)
+        held += gst_util_uint64_scale_int (limit * GST_SECOND, self->info.fps_d,
+            self->info.fps_n);
+      min += wait;
+      if (GST_CLOCK_TIME_IS_VALID (max))
+        max += held;
+      gst_query_set_latency (query, live, min, max);
+      return TRUE;
+    }
+    default:
+      return gst_pad_query_default (pad, parent, query);
+  }
+}
+
+static void
+gst_gpunet_classify_set_context (GstElement * element, GstContext * context)
+{
+  gst_gpunet_cuda_set_context (GST_GPUNET_CLASSIFY (element)->cuda, element,
+      context);
+  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
+}
+
+static gboolean
+gst_gpunet_classify_sink_activate_mode (GstPad * pad, GstObject * parent,
+    GstPadMode mode, gboolean active)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
+
+  (void) pad;
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (!active) {
+    /* a chain waiting for room returns */
+    g_mutex_lock (&self->lock);
+    self->flushing = TRUE;
+    self->srcresult = GST_FLOW_FLUSHING;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
   }
   return TRUE;
 }
 
-/* Classifies the mapped frame `img` into self->last. */
-static GstFlowReturn
-classify_frame (GstGpunetClassify * self, const gpunet_image * img)
+static gboolean
+gst_gpunet_classify_src_activate_mode (GstPad * pad, GstObject * parent,
+    GstPadMode mode, gboolean active)
 {
-  gpunet_status st;
-  char *text = NULL;
-  gboolean pushed;
-  gint k = MIN (self->num_classes, MAX_TOP_K);
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
 
-  /* always the largest k: top-k may grow while a result is carried; the
-   * engine returns once the GPU is done with the frame */
-  pushed = gst_gpunet_cuda_push (CUDA (self));
-  st = gpunet_session_classify (self->session, img, 1, &self->pre, k,
-      self->last, &text);
-  gst_gpunet_cuda_pop (CUDA (self), pushed);
-
-  if (st != GPUNET_OK) {
-    post_engine_error (self, st, text, "classifying a frame");
-    return GST_FLOW_ERROR;
-  }
-  self->last_n = k;
-  return GST_FLOW_OK;
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  g_mutex_lock (&self->lock);
+  self->flushing = !active;
+  self->srcresult = active ? GST_FLOW_OK : GST_FLOW_FLUSHING;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  if (active)
+    return gst_pad_start_task (pad, (GstTaskFunction) gst_gpunet_classify_loop,
+        self, NULL);
+  return gst_pad_stop_task (pad);
 }
 
-/* What the records of one buffer share. */
-typedef struct
-{
-  GstBuffer *buf;
-  guint64 frame_no;
-  guint top_k;
-  gfloat threshold;
-  guint interval;
-  gboolean post;
-} RecordContext;
+/* ---- records (src task) ------------------------------------------------------------ */
 
-/* Builds one record from the `n_scores` best classes `scores` (top-k and
- * threshold applied) and attaches it: to the buffer as the frame's meta when
- * `roi` is NULL, else to that region meta. Posts it on the bus and appends its
- * JSON line when asked. */
 static void
-emit_record (GstGpunetClassify * self, const RecordContext * rc,
-    GstVideoRegionOfInterestMeta * roi, const gpunet_class_score * scores,
-    guint n_scores, gboolean inferred)
+track_free (gpointer data)
 {
+  Track *t = data;
+
+  g_free (t->probs);
+  g_free (t);
+}
+
+static void
+clear_tracks (GstGpunetClassify * self)
+{
+  GHashTableIter iter;
+  gpointer v;
+
+  if (self->tracks == NULL)
+    return;
+  g_hash_table_iter_init (&iter, self->tracks);
+  while (g_hash_table_iter_next (&iter, NULL, &v))
+    track_free (v);
+  g_hash_table_remove_all (self->tracks);
+}
+
+/* compare for sorting class scores best first, ids ascending among equals */
+static int
+compare_scores (const void *a, const void *b)
+{
+  const gpunet_class_score *x = a, *y = b;
+
+  if (x->score != y->score)
+    return x->score > y->score ? -1 : 1;
+  return x->id - y->id;
+}
+
+/* Smoothing and label changes of one record at `roi_id`: with smoothing > 0,
+ * replaces `scores` (k results) by the top-k of the moving average, updated with
+ * this frame's k probabilities (classes outside them count as 0).  Posts
+ * gpunetclassify-label-changed when the (smoothed) top-1 differs from the one last
+ * announced and has held for label-hold classified frames. */
+static void
+track_update (GstGpunetClassify * self, ModelCtx * ctx, gint roi_id,
+    gpunet_class_score * scores, guint k, gfloat smoothing, guint hold,
+    GstBuffer * buf, guint64 frame_no)
+{
+  Track *t = g_hash_table_lookup (self->tracks, GINT_TO_POINTER (roi_id));
+  gint top;
+  guint i;
+
+  /* regions come and go: forget those not seen for a while */
+  if (t == NULL && g_hash_table_size (self->tracks) >= 1024) {
+    GHashTableIter iter;
+    gpointer v;
+
+    g_hash_table_iter_init (&iter, self->tracks);
+    while (g_hash_table_iter_next (&iter, NULL, &v))
+      if (((Track *) v)->last_frame + 300 < frame_no) {
+        track_free (v);
+        g_hash_table_iter_remove (&iter);
+      }
+  }
+  if (t == NULL) {
+    t = g_new0 (Track, 1);
+    t->shown = -1;
+    t->candidate = -1;
+    g_hash_table_insert (self->tracks, GINT_TO_POINTER (roi_id), t);
+  }
+  if (smoothing > 0.0f) {
+    gint c, n = ctx->num_classes;
+    gpunet_class_score *all;
+
+    if (t->probs == NULL)
+      t->probs = g_new0 (gfloat, n);
+    if (!t->have) {
+      memset (t->probs, 0, sizeof (gfloat) * n);
+      for (i = 0; i < k; i++)
+        t->probs[scores[i].id] = scores[i].score;
+    } else {
+      for (c = 0; c < n; c++)
+        t->probs[c] *= smoothing;
+      for (i = 0; i < k; i++)
+        t->probs[scores[i].id] += (1.0f - smoothing) * scores[i].score;
+    }
+    all = g_new (gpunet_class_score, n);
+    for (c = 0; c < n; c++) {
+      all[c].id = c;
+      all[c].score = t->probs[c];
+    }
+    qsort (all, n, sizeof *all, compare_scores);
+    memcpy (scores, all, sizeof *scores * k);
+    g_free (all);
+  }
+  t->have = TRUE;
+  t->last_frame = frame_no;
+
+  top = scores[0].id;
+  if (top == t->candidate)
+    t->candidate_frames++;
+  else {
+    t->candidate = top;
+    t->candidate_frames = 1;
+  }
+  if (top != t->shown && t->candidate_frames >= hold) {
+    GstStructure *s = gst_structure_new (LABEL_CHANGED_MESSAGE,
+        "stream-id", G_TYPE_STRING, self->stream_id,
+        "roi-id", G_TYPE_INT, roi_id,
+        "pts", G_TYPE_UINT64, (guint64) GST_BUFFER_PTS (buf),
+        "model", G_TYPE_STRING, ctx->name,
+        "old-label", G_TYPE_STRING, t->shown >= 0 ? ctx->labels[t->shown] : "",
+        "old-label-id", G_TYPE_INT, t->shown,
+        "new-label", G_TYPE_STRING, ctx->labels[top],
+        "new-label-id", G_TYPE_INT, top,
+        "confidence", G_TYPE_DOUBLE, (gdouble) scores[0].score, NULL);
+
+    t->shown = top;
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self), s));
+  }
+}
+
+/* Builds one record from the k best classes `scores` (top-k and threshold
+ * applied) and attaches it: to the buffer as the frame's meta when `roi` is NULL,
+ * else to that region meta.  Posts it on the bus and appends its JSON line when
+ * asked.  `raw` (smoothing) is the frame's own top-1. */
+static void
+emit_record (GstGpunetClassify * self, const Item * it,
+    GstVideoRegionOfInterestMeta * roi, const gpunet_class_score * scores,
+    guint n_scores, gboolean inferred, const gpunet_class_score * raw)
+{
+  const ModelCtx *ctx = it->ctx;
   GstGpunetClassification c;
   gint ids[MAX_TOP_K];
   gdouble values[MAX_TOP_K];
   const gchar *labels[MAX_TOP_K];
   guint i, n = 0;
 
-  for (i = 0; i < n_scores && i < rc->top_k; i++) {
+  for (i = 0; i < n_scores && i < it->rs.top_k; i++) {
     const gpunet_class_score *r = &scores[i];
 
-    if (r->score < rc->threshold)
+    if (r->score < it->rs.threshold)
       break;                    /* sorted: nothing later passes */
     ids[n] = r->id;
     values[n] = r->score;
-    labels[n] = (r->id >= 0 && r->id < self->num_classes) ?
-        self->labels[r->id] : "class-unknown";
+    labels[n] = (r->id >= 0 && r->id < ctx->num_classes) ?
+        ctx->labels[r->id] : "class-unknown";
     n++;
   }
 
-  c.model = self->model_display_name;
-  c.num_classes = self->num_classes;
+  memset (&c, 0, sizeof c);
+  c.model = ctx->name;
+  c.num_classes = ctx->num_classes;
   c.roi_id = roi ? roi->id : -1;
   c.inferred = inferred;
   c.best_id = scores[0].id;
   c.best_score = scores[0].score;
-  c.best_label = (c.best_id >= 0 && c.best_id < self->num_classes) ?
-      self->labels[c.best_id] : "class-unknown";
+  c.best_label = (c.best_id >= 0 && c.best_id < ctx->num_classes) ?
+      ctx->labels[c.best_id] : "class-unknown";
   c.n = n;
   c.ids = ids;
   c.scores = values;
   c.labels = labels;
+  if (raw != NULL) {
+    c.has_raw = TRUE;
+    c.raw_id = raw->id;
+    c.raw_score = raw->score;
+    c.raw_label = (raw->id >= 0 && raw->id < ctx->num_classes) ?
+        ctx->labels[raw->id] : "class-unknown";
+  }
 
   if (roi != NULL)
     gst_gpunet_classification_add_to_roi (roi, &c);
-  else if (gst_buffer_add_gpunet_classification_meta (rc->buf, &c) == NULL)
+  else if (gst_buffer_add_gpunet_classification_meta (it->buf, &c) == NULL)
     GST_WARNING_OBJECT (self, "could not add the classification meta");
 
   GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ", roi %d: %s (%d) %.4f%s",
-      rc->frame_no, c.roi_id, c.best_label, c.best_id, c.best_score,
+      it->rs.frame_no, c.roi_id, c.best_label, c.best_id, c.best_score,
       inferred ? "" : " (carried)");
 
-  if (rc->post) {
+  if (it->rs.post) {
     GstStructure *s = gst_structure_new_empty (GPUNET_MESSAGE_NAME);
-    GstClockTime ts = GST_BUFFER_PTS (rc->buf);
-    GstClockTime rt =
-        gst_segment_to_running_time (&GST_BASE_TRANSFORM (self)->segment,
-        GST_FORMAT_TIME, ts);
 
     gst_gpunet_classification_to_structure (&c, s);
     gst_structure_set (s,
-        "timestamp", G_TYPE_UINT64, (guint64) ts,
-        "running-time", G_TYPE_UINT64, (guint64) rt,
-        "frame", G_TYPE_UINT64, rc->frame_no, NULL);
+        "timestamp", G_TYPE_UINT64, (guint64) GST_BUFFER_PTS (it->buf),
+        "running-time", G_TYPE_UINT64, (guint64) it->rs.running_time,
+        "frame", G_TYPE_UINT64, it->rs.frame_no, NULL);
     gst_element_post_message (GST_ELEMENT (self),
         gst_message_new_element (GST_OBJECT (self), s));
   }
   if (self->json_lines != NULL)
-    gst_gpunet_classification_to_json (&c, GST_BUFFER_PTS (rc->buf),
-        rc->frame_no, self->json_lines);
-}
-
-/* qsort: regions by crop size, so that crops of one size are neighbours. */
-static int
-compare_crop_size (const void *a, const void *b)
-{
-  const GstGpunetRoi *ra = *(GstGpunetRoi * const *) a;
-  const GstGpunetRoi *rb = *(GstGpunetRoi * const *) b;
-
-  if (ra->width != rb->width)
-    return ra->width < rb->width ? -1 : 1;
-  if (ra->height != rb->height)
-    return ra->height < rb->height ? -1 : 1;
-  return 0;
-}
-
-/* Classifies the crops of the `n` regions `rois` (reordered) of the mapped
- * frame `img`: crops of one size together, up to the session's max_batch per
- * engine call (a CUDA batch must be of one size). Writes k results per region
- * to `out` and points each region's scores at its own. */
-static GstFlowReturn
-classify_crops (GstGpunetClassify * self, const gpunet_image * img,
-    GstGpunetRoi ** rois, guint n, guint k, gpunet_class_score * out)
-{
-  gpunet_image *crops = g_new (gpunet_image, MIN (n, self->max_batch));
-  gpunet_status st = GPUNET_OK;
-  char *text = NULL;
-  gboolean pushed;
-  guint start, end, i;
-
-  qsort (rois, n, sizeof (GstGpunetRoi *), compare_crop_size);
-  pushed = gst_gpunet_cuda_push (CUDA (self));
-  for (start = 0; start < n && st == GPUNET_OK; start = end) {
-    for (end = start + 1; end < n && end - start < self->max_batch
-        && compare_crop_size (&rois[start], &rois[end]) == 0; end++);
-    for (i = start; i < end; i++) {
-      GstGpunetRoi *r = rois[i];
-
-      gst_gpunet_roi_crop_image (img, r->x, r->y, r->width, r->height,
-          &crops[i - start]);
-      r->scores = out + (gsize) i * k;
-      r->inferred = TRUE;
-    }
-    st = gpunet_session_classify (self->session, crops, (int) (end - start),
-        &self->pre, (int) k, out + (gsize) start * k, &text);
-  }
-  gst_gpunet_cuda_pop (CUDA (self), pushed);
-  g_free (crops);
-
-  if (st != GPUNET_OK) {
-    post_engine_error (self, st, text, "classifying region crops");
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
-}
-
-/* roi-mode regions/both: selects the buffer's regions into self->rois (`types`,
- * NULL = all), takes the results carried by roi-id within an interval cycle
- * (not at `cycle_start`) and classifies the other crops; their results go to
- * *scores (free it once the records are attached). Maps the buffer into
- * `frame`/`img` unless *mapped says it is. */
-static GstFlowReturn
-classify_regions (GstGpunetClassify * self, const RecordContext * rc,
-    gboolean cycle_start, const GArray * types, GstVideoFrame * frame,
-    gpunet_image * img, gboolean * mapped, gpunet_class_score ** scores)
-{
-  GArray *rois = self->rois;
-  GstGpunetRoi **todo = NULL;
-  guint k = MIN (self->num_classes, MAX_TOP_K), n_todo = 0, skipped, i;
-  gboolean even = self->image_template.format == GPUNET_FORMAT_NV12
-      || self->image_template.format == GPUNET_FORMAT_I420;
-  GstFlowReturn ret = GST_FLOW_OK;
-
-  *scores = NULL;
-  if (cycle_start)
-    gst_gpunet_roi_cache_clear (self->roi_cache);
-  g_array_set_size (rois, 0);
-  skipped = gst_gpunet_roi_collect (rc->buf, types, self->image_template.width,
-      self->image_template.height, even, rois);
-  if (skipped > 0)
-    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u empty or outside "
-        "regions skipped", rc->frame_no, skipped);
-  if (rois->len == 0)
-    return GST_FLOW_OK;
-
-  /* a region can be recognised on a later frame only by an id of its own */
-  todo = g_new (GstGpunetRoi *, rois->len);
-  for (i = 0; i < rois->len; i++) {
-    GstGpunetRoi *r = &g_array_index (rois, GstGpunetRoi, i);
-
-    if (!cycle_start && r->unique_id)
-      r->scores = gst_gpunet_roi_cache_lookup (self->roi_cache, r->meta->id,
-          r->meta->roi_type);
-    r->inferred = FALSE;
-    if (r->scores == NULL)
-      todo[n_todo++] = r;
-  }
-
-  if (n_todo > 0) {
-    if (!*mapped) {
-      if (!map_frame (self, rc->buf, frame, img)) {
-        ret = GST_FLOW_ERROR;
-        goto done;
-      }
-      *mapped = TRUE;
-    }
-    *scores = g_new (gpunet_class_score, (gsize) n_todo * k);
-    ret = classify_crops (self, img, todo, n_todo, k, *scores);
-    if (ret != GST_FLOW_OK)
-      goto done;
-    if (rc->interval > 0) {
-      for (i = 0; i < n_todo; i++)
-        if (todo[i]->unique_id)
-          gst_gpunet_roi_cache_store (self->roi_cache, todo[i]->meta->id,
-              todo[i]->meta->roi_type, todo[i]->scores);
-    }
-  }
-
-done:
-  g_free (todo);
-  if (ret != GST_FLOW_OK)
-    g_array_set_size (rois, 0);
-  return ret;
+    gst_gpunet_classification_to_json (&c, GST_BUFFER_PTS (it->buf),
+        it->rs.frame_no, self->json_lines);
 }
 
 /* json-output: writes the buffer's records and flushes them to the file. */
-static GstFlowReturn
+static gboolean
 write_json_lines (GstGpunetClassify * self)
 {
   GString *lines = self->json_lines;
@@ -1230,324 +2174,159 @@ write_json_lines (GstGpunetClassify * self)
         ("Cannot write to the JSON output file '%s': %s. Free space on its "
             "disk, or set json-output to another file", self->json_path,
             g_strerror (err)), ("json-output property"));
-    return GST_FLOW_ERROR;
-  }
-  return GST_FLOW_OK;
-}
-
-static GstFlowReturn
-gst_gpunet_classify_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  RecordContext rc;
-  GArray *types = NULL;
-  GstVideoFrame frame;
-  gpunet_image img;
-  gpunet_class_score *roi_scores = NULL;
-  gboolean mapped = FALSE, cycle_start;
-  GstFlowReturn ret = GST_FLOW_OK;
-
-  if (G_UNLIKELY (self->session == NULL)) {
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, ("The element is not started"),
-        (NULL));
-    return GST_FLOW_NOT_NEGOTIATED;
-  }
-
-  rc.buf = buf;
-  GST_OBJECT_LOCK (self);
-  rc.top_k = self->top_k;
-  rc.threshold = self->threshold;
-  rc.interval = self->interval;
-  rc.post = self->post_messages;
-  /* roi-types may be replaced while we use it */
-  if (self->roi_type_quarks != NULL)
-    types = g_array_ref (self->roi_type_quarks);
-  GST_OBJECT_UNLOCK (self);
-
-  rc.frame_no = self->frame_count++;
-  if (self->batch != NULL) {
-    /* classified in a batch; generate_output put the result in `last` */
-    cycle_start = self->batch_inferred;
-  } else if (self->have_last && self->carried < rc.interval) {
-    self->carried++;
-    cycle_start = FALSE;
-  } else {
-    if (self->mode != GST_GPUNET_ROI_MODE_REGIONS) {
-      if (!map_frame (self, buf, &frame, &img)) {
-        ret = GST_FLOW_ERROR;
-        goto done;
-      }
-      mapped = TRUE;
-      ret = classify_frame (self, &img);
-      if (ret != GST_FLOW_OK)
-        goto done;
-    }
-    /* with regions only, the cycle of `interval` runs all the same */
-    self->have_last = TRUE;
-    self->carried = 0;
-    cycle_start = TRUE;
-  }
-
-  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
-    ret = classify_regions (self, &rc, cycle_start, types, &frame, &img,
-        &mapped, &roi_scores);
-    if (ret != GST_FLOW_OK)
-      goto done;
-  }
-  /* a mapped frame holds a reference: the buffer is writable again after */
-  if (mapped) {
-    gst_video_frame_unmap (&frame);
-    mapped = FALSE;
-  }
-
-  if (self->mode != GST_GPUNET_ROI_MODE_REGIONS)
-    emit_record (self, &rc, NULL, self->last, self->last_n, cycle_start);
-  if (self->mode != GST_GPUNET_ROI_MODE_FRAME) {
-    guint i, k = MIN (self->num_classes, MAX_TOP_K);
-
-    for (i = 0; i < self->rois->len; i++) {
-      GstGpunetRoi *r = &g_array_index (self->rois, GstGpunetRoi, i);
-
-      emit_record (self, &rc, r->meta, r->scores, k, r->inferred);
-    }
-    g_array_set_size (self->rois, 0);
-  }
-  if (self->json_lines != NULL)
-    ret = write_json_lines (self);
-
-done:
-  if (mapped)
-    gst_video_frame_unmap (&frame);
-  g_free (roi_scores);
-  if (self->json_lines != NULL)
-    g_string_truncate (self->json_lines, 0);
-  if (types != NULL)
-    g_array_unref (types);
-  return ret;
-}
-
-/* ---- batch-size > 1 (the queue is gstgpunetbatch.c) ------------------------------ */
-
-/* GstGpunetBatchClassifyFunc: maps all `n` frames as classify_frame maps one,
- * classifies them in one engine call and unmaps them after. */
-static GstFlowReturn
-classify_frames (gpointer user, GstBuffer ** bufs, guint n, guint k,
-    gpunet_class_score * out)
-{
-  GstGpunetClassify *self = user;
-  GstVideoFrame *frames = g_new0 (GstVideoFrame, n);
-  gpunet_image *imgs = g_new0 (gpunet_image, n);
-  gpunet_status st = GPUNET_OK;
-  GstFlowReturn ret = GST_FLOW_OK;
-  char *text = NULL;
-  gboolean pushed;
-  guint mapped, start, i;
-
-  for (mapped = 0; mapped < n; mapped++) {
-    imgs[mapped] = self->image_template;
-    if (!gst_gpunet_cuda_map_frame (CUDA (self), GST_ELEMENT (self),
-            bufs[mapped], &self->info, &frames[mapped], &imgs[mapped])) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame"),
-          (NULL));
-      ret = GST_FLOW_ERROR;
-      goto done;
-    }
-  }
-  /* one engine call per run of frames in the same memory (a frame of a
-   * foreign CUDA context is mapped to host memory) */
-  pushed = gst_gpunet_cuda_push (CUDA (self));
-  for (start = 0; start < n && st == GPUNET_OK; start = i) {
-    for (i = start + 1; i < n && imgs[i].memory == imgs[start].memory; i++);
-    st = gpunet_session_classify (self->session, imgs + start,
-        (int) (i - start), &self->pre, (int) k, out + (gsize) start * k, &text);
-  }
-  gst_gpunet_cuda_pop (CUDA (self), pushed);
-  if (st != GPUNET_OK) {
-    post_engine_error (self, st, text, "classifying a batch of frames");
-    ret = GST_FLOW_ERROR;
-  }
-
-done:
-  for (i = 0; i < mapped; i++)
-    gst_video_frame_unmap (&frames[i]);
-  g_free (frames);
-  g_free (imgs);
-  return ret;
-}
-
-/* With a batch: queues the buffer (after basetransform's own checks) and
- * decides there whether it needs inference (interval), as transform_ip would. */
-static GstFlowReturn
-gst_gpunet_classify_submit_input_buffer (GstBaseTransform * trans,
-    gboolean is_discont, GstBuffer * buf)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  GstFlowReturn ret;
-  gboolean infer;
-  guint interval;
-
-  ret = GST_BASE_TRANSFORM_CLASS (parent_class)->submit_input_buffer (trans,
-      is_discont, buf);
-  if (self->batch == NULL || ret != GST_FLOW_OK || trans->queued_buf == NULL)
-    return ret;
-
-  GST_OBJECT_LOCK (self);
-  interval = self->interval;
-  GST_OBJECT_UNLOCK (self);
-  infer = !(self->have_last && self->carried < interval);
-  if (infer) {
-    self->have_last = TRUE;
-    self->carried = 0;
-  } else {
-    self->carried++;
-  }
-  return gst_gpunet_batch_add (self->batch,
-      g_steal_pointer (&trans->queued_buf), infer);
-}
-
-/* With a batch: hands the oldest classified buffer to the default code (which
- * makes it writable and calls transform_ip); NULL while a batch fills. */
-static GstFlowReturn
-gst_gpunet_classify_generate_output (GstBaseTransform * trans,
-    GstBuffer ** outbuf)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  GstBuffer *buf;
-
-  if (self->batch != NULL && trans->queued_buf == NULL) {
-    buf = gst_gpunet_batch_pop (self->batch, &self->batch_inferred,
-        self->last);
-    if (buf == NULL) {
-      *outbuf = NULL;
-      return GST_FLOW_OK;
-    }
-    if (self->batch_inferred)
-      self->last_n = MIN (self->num_classes, MAX_TOP_K);
-    trans->queued_buf = buf;
-  }
-  return GST_BASE_TRANSFORM_CLASS (parent_class)->generate_output (trans,
-      outbuf);
-}
-
-/* Classifies what the batch holds and pushes it all, in order. */
-static GstFlowReturn
-drain_batch (GstGpunetClassify * self)
-{
-  GstBaseTransform *trans = GST_BASE_TRANSFORM (self);
-  GstFlowReturn ret = gst_gpunet_batch_drain (self->batch);
-  GstBuffer *out;
-
-  while (ret == GST_FLOW_OK) {
-    out = NULL;
-    ret = gst_gpunet_classify_generate_output (trans, &out);
-    if (out == NULL)
-      break;
-    if (ret == GST_FLOW_OK)
-      ret = gst_pad_push (trans->srcpad, out);
-    else
-      gst_buffer_unref (out);
-  }
-  if (ret != GST_FLOW_OK)
-    GST_DEBUG_OBJECT (self, "draining the batch: %s", gst_flow_get_name (ret));
-  return ret;
-}
-
-/* With a batch: frames queued before a serialized event (EOS, caps, segment,
- * ...) leave before it, classified with the caps they came with; a flush drops
- * them. FLUSH_START is not serialized with the streaming thread, so the queue
- * is dropped at the FLUSH_STOP that always follows it. */
-static gboolean
-gst_gpunet_classify_sink_event (GstBaseTransform * trans, GstEvent * event)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-
-  if (self->batch != NULL) {
-    if (GST_EVENT_TYPE (event) == GST_EVENT_FLUSH_STOP) {
-      gst_gpunet_batch_clear (self->batch);
-      self->have_last = FALSE;
-      self->carried = 0;
-    } else if (GST_EVENT_IS_SERIALIZED (event)) {
-      drain_batch (self);
-    }
-  }
-  return GST_BASE_TRANSFORM_CLASS (parent_class)->sink_event (trans, event);
-}
-
-/* With a batch, upstream must be able to let batch-size - 1 more buffers wait
- * here: asks for that many more in its pools. */
-static gboolean
-gst_gpunet_classify_propose_allocation (GstBaseTransform * trans,
-    GstQuery * decide_query, GstQuery * query)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (trans);
-  guint extra, i, size, min, max;
-  GstBufferPool *pool;
-  gboolean ret;
-
-  ret = GST_BASE_TRANSFORM_CLASS (parent_class)->propose_allocation (trans,
-      decide_query, query);
-  if (self->batch == NULL)
-    return ret;
-  GST_OBJECT_LOCK (self);
-  extra = self->batch_size - 1;
-  GST_OBJECT_UNLOCK (self);
-  if (gst_query_get_n_allocation_pools (query) == 0) {
-    GstCaps *caps;
-    GstVideoInfo info;
-
-    gst_query_parse_allocation (query, &caps, NULL);
-    if (caps != NULL && gst_video_info_from_caps (&info, caps))
-      gst_query_add_allocation_pool (query, NULL, info.size, extra + 1, 0);
-    return TRUE;
-  }
-  for (i = 0; i < gst_query_get_n_allocation_pools (query); i++) {
-    gst_query_parse_nth_allocation_pool (query, i, &pool, &size, &min, &max);
-    gst_query_set_nth_allocation_pool (query, i, pool, size, min + extra,
-        max == 0 ? 0 : max + extra);
-    if (pool)
-      gst_object_unref (pool);
+    return FALSE;
   }
   return TRUE;
 }
 
-/* ---- CUDA context sharing and caps (the work is in gstgpunetcuda.c) -------------- */
-
-static void
-gst_gpunet_classify_set_context (GstElement * element, GstContext * context)
-{
-  gst_gpunet_cuda_set_context (CUDA (GST_GPUNET_CLASSIFY (element)), element,
-      context);
-  GST_ELEMENT_CLASS (parent_class)->set_context (element, context);
-}
-
+/* The records of a buffer whose results are in, in stream order.  FALSE (error
+ * posted) when the frame could not be classified or the JSON write failed. */
 static gboolean
-gst_gpunet_classify_query (GstBaseTransform * trans, GstPadDirection direction,
-    GstQuery * query)
+finish_buffer (GstGpunetClassify * self, Item * it)
 {
-  if (gst_gpunet_cuda_handle_query (CUDA (GST_GPUNET_CLASSIFY (trans)),
-          GST_ELEMENT (trans), query))
-    return TRUE;
-  return GST_BASE_TRANSFORM_CLASS (parent_class)->query (trans, direction,
-      query);
+  gfloat smoothing;
+  guint hold, i, k = it->ctx->k;
+
+  if (it->mapped) {
+    gst_video_frame_unmap (&it->vframe);
+    it->mapped = FALSE;
+  }
+  if (it->status != GPUNET_OK) {
+    post_engine_error (self, it->status, it->error, "classifying a frame");
+    return FALSE;
+  }
+  GST_OBJECT_LOCK (self);
+  smoothing = self->smoothing;
+  hold = self->label_hold;
+  GST_OBJECT_UNLOCK (self);
+
+  if (it->model_switch) {
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_element (GST_OBJECT (self),
+            gst_structure_new (MODEL_CHANGED_MESSAGE,
+                "old-model", G_TYPE_STRING, it->old_model,
+                "model", G_TYPE_STRING, it->ctx->name,
+                "engine-id", G_TYPE_UINT, it->ctx->shared->id,
+                "pts", G_TYPE_UINT64, (guint64) GST_BUFFER_PTS (it->buf),
+                "frame", G_TYPE_UINT64, it->rs.frame_no, NULL)));
+    self->push_have_last = FALSE;
+    gst_gpunet_roi_cache_clear (self->roi_cache);
+  }
+  /* classes differ between models: the averages restart with a new model */
+  if (self->track_model != it->ctx->name) {
+    clear_tracks (self);
+    self->track_model = it->ctx->name;
+  }
+  if (it->cycle_start)
+    gst_gpunet_roi_cache_clear (self->roi_cache);
+
+  if (it->frame_record) {
+    if (it->frame_inferred) {
+      gpunet_class_score raw = it->scores[0];
+
+      memcpy (self->last, it->scores, sizeof (gpunet_class_score) * k);
+      self->last_n = k;
+      self->push_have_last = TRUE;
+      track_update (self, it->ctx, -1, self->last, k, smoothing, hold, it->buf,
+          it->rs.frame_no);
+      emit_record (self, it, NULL, self->last, k, TRUE,
+          smoothing > 0.0f ? &raw : NULL);
+    } else if (self->push_have_last) {
+      emit_record (self, it, NULL, self->last, self->last_n, FALSE, NULL);
+    }
+  }
+  for (i = 0; it->rois && i < it->rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (it->rois, GstGpunetRoi, i);
+    gint img = it->roi_image[i];
+
+    if (img >= 0) {
+      gpunet_class_score *s = it->scores + (gsize) img * k;
+      gpunet_class_score raw = s[0];
+
+      if (r->unique_id)
+        track_update (self, it->ctx, r->meta->id, s, k, smoothing, hold,
+            it->buf, it->rs.frame_no);
+      if (r->unique_id)
+        gst_gpunet_roi_cache_store (self->roi_cache, r->meta->id,
+            r->meta->roi_type, s);
+      emit_record (self, it, r->meta, s, k, TRUE,
+          smoothing > 0.0f && r->unique_id ? &raw : NULL);
+    } else {
+      const gpunet_class_score *s = gst_gpunet_roi_cache_lookup
+          (self->roi_cache, r->meta->id, r->meta->roi_type);
+
+      if (s != NULL)
+        emit_record (self, it, r->meta, s, k, FALSE, NULL);
+      else
+        GST_WARNING_OBJECT (self, "region %d: no result to carry",
+            r->meta->id);
+    }
+  }
+  if (self->json_lines != NULL && !write_json_lines (self))
+    return FALSE;
+  return TRUE;
 }
 
-/* Same caps on both pads; CUDA memory only while the session can read it. */
-static GstCaps *
-gst_gpunet_classify_transform_caps (GstBaseTransform * trans,
-    GstPadDirection direction, GstCaps * caps, GstCaps * filter)
+/* The src pad's task: pushes the FIFO's head once it is ready. */
+static void
+gst_gpunet_classify_loop (GstGpunetClassify * self)
 {
-  GstCaps *ret = gst_gpunet_cuda_filter_caps (CUDA (GST_GPUNET_CLASSIFY (trans)),
-      caps);
+  GstFlowReturn ret = GST_FLOW_OK;
+  Item *it;
 
-  (void) direction;
-  if (filter != NULL) {
-    GstCaps *tmp = gst_caps_intersect_full (filter, ret,
-        GST_CAPS_INTERSECT_FIRST);
-
-    gst_caps_unref (ret);
-    ret = tmp;
+  g_mutex_lock (&self->lock);
+  while (!self->flushing && (self->items.length == 0
+          || !((Item *) g_queue_peek_head (&self->items))->ready))
+    g_cond_wait (&self->cond, &self->lock);
+  if (self->flushing) {
+    g_mutex_unlock (&self->lock);
+    gst_pad_pause_task (self->srcpad);
+    return;
   }
-  return ret;
+  it = g_queue_pop_head (&self->items);
+  if (it->kind == ITEM_BUFFER)
+    self->in_flight--;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+
+  if (it->kind == ITEM_EVENT) {
+    GstEvent *ev = g_steal_pointer (&it->event);
+
+    if (GST_EVENT_TYPE (ev) == GST_EVENT_STREAM_START) {
+      const gchar *sid = NULL;
+
+      gst_event_parse_stream_start (ev, &sid);
+      g_free (self->stream_id);
+      self->stream_id = g_strdup (sid);
+    }
+    gst_pad_push_event (self->srcpad, ev);
+  } else {
+    GstBuffer *buf;
+
+    if (!finish_buffer (self, it))
+      ret = GST_FLOW_ERROR;
+    buf = g_steal_pointer (&it->buf);
+    if (ret == GST_FLOW_OK)
+      ret = gst_pad_push (self->srcpad, buf);
+    else
+      gst_buffer_unref (buf);
+  }
+  item_free (it);
+
+  if (ret != GST_FLOW_OK) {
+    g_mutex_lock (&self->lock);
+    if (self->srcresult == GST_FLOW_OK || ret != GST_FLOW_FLUSHING)
+      self->srcresult = ret;
+    g_cond_broadcast (&self->cond);
+    g_mutex_unlock (&self->lock);
+    if (ret == GST_FLOW_NOT_LINKED || ret < GST_FLOW_EOS) {
+      if (ret != GST_FLOW_ERROR)
+        GST_ELEMENT_FLOW_ERROR (self, ret);
+      gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    }
+    GST_DEBUG_OBJECT (self, "pausing the task: %s", gst_flow_get_name (ret));
+    gst_pad_pause_task (self->srcpad);
+  }
 }
 
 gboolean

@@ -1,18 +1,13 @@
-/* gstgpunetclassify.h: the gpunetclassify element (GstBaseTransform, in place):
- * its instance struct and the backend / resize-mode / roi-mode enum types of its
- * properties. */
+/* gstgpunetclassify.h: the gpunetclassify element (a GstElement that hands frames
+ * to a shared, batching engine and pushes them when their results are in): its type
+ * and the backend / resize-mode / roi-mode enum types of its properties. */
 #ifndef __GST_GPUNET_CLASSIFY_H__
 #define __GST_GPUNET_CLASSIFY_H__
 
-#include <stdio.h>
-
 #include <gst/gst.h>
-#include <gst/base/gstbasetransform.h>
 #include <gst/video/video.h>
 
 #include "gpunet.h"
-#include "gstgpunetbatch.h"
-#include "gstgpunetroi.h"
 
 G_BEGIN_DECLS
 
@@ -47,58 +42,9 @@ GType gst_gpunet_roi_mode_get_type (void);
 
 #define GST_TYPE_GPUNET_CLASSIFY (gst_gpunet_classify_get_type ())
 G_DECLARE_FINAL_TYPE (GstGpunetClassify, gst_gpunet_classify,
-    GST, GPUNET_CLASSIFY, GstBaseTransform)
+    GST, GPUNET_CLASSIFY, GstElement)
 
-struct _GstGpunetClassify
-{
-  GstBaseTransform parent;
-
-  /* properties, under the object lock */
-  gchar *model_name;
-  gchar *checkpoint;
-  gchar *labels_path;
-  guint top_k;
-  gfloat threshold;
-  GstGpunetBackend backend;
-  GstGpunetResizeMode resize_mode;
-  gfloat crop_pct;
-  guint interval;
-  gboolean post_messages;
-  guint n_threads;
-  guint batch_size;
-  GstGpunetRoiMode roi_mode;
-  gchar *roi_types;
-  GArray *roi_type_quarks;      /* parsed roi_types (GQuark), NULL = all */
-  gchar *json_output;
-
-  /* set in start(), freed in stop(); used by the streaming thread only */
-  gpunet_model *model;
-  gpunet_session *session;
-  gchar *model_display_name;
-  gint num_classes;
-  gchar **labels;               /* num_classes entries, never NULL entries */
-  gpunet_preprocess_params pre;
-  GstGpunetBatch *batch;        /* batch-size > 1, frames classified; else NULL */
-  guint max_batch;              /* the session's: images per engine call */
-  GstGpunetRoiMode mode;        /* roi-mode as started */
-  GstGpunetRoiCache *roi_cache; /* roi-mode regions/both: carried results */
-  GArray *rois;                 /* GstGpunetRoi, scratch of one buffer */
-  FILE *json_file;              /* json-output, NULL when off */
-  gchar *json_path;
-  GString *json_lines;          /* the records of one buffer, before writing */
-
-  /* set in set_caps(), streaming thread */
-  GstVideoInfo info;
-  gpunet_image image_template;  /* format, size, matrix, range; no planes */
-
-  /* per-stream state (streaming thread) */
-  guint64 frame_count;
-  guint carried;                /* frames that reused `last` since it was made */
-  gboolean have_last;            /* with a batch: an inferred frame was queued */
-  gboolean batch_inferred;      /* the buffer leaving the batch was classified */
-  guint last_n;
-  gpunet_class_score last[100];
-};
+/* The element's instance is private to gstgpunetclassify.c. */
 
 GST_ELEMENT_REGISTER_DECLARE (gpunetclassify);
 

@@ -169,6 +169,40 @@ gst_gpunet_cuda_pop (GstGpunetCuda * cuda, gboolean pushed)
 #endif
 }
 
+GstObject *
+gst_gpunet_cuda_context_ref (GstGpunetCuda * cuda)
+{
+#ifdef HAVE_GST_CUDA
+  if (cuda->context != NULL)
+    return gst_object_ref (GST_OBJECT (cuda->context));
+#else
+  (void) cuda;
+#endif
+  return NULL;
+}
+
+void
+gst_gpunet_cuda_enter (void *context)
+{
+#ifdef HAVE_GST_CUDA
+  if (context != NULL && !gst_cuda_context_push (GST_CUDA_CONTEXT (context)))
+    GST_WARNING ("cannot make the CUDA context current on the engine thread");
+#else
+  (void) context;
+#endif
+}
+
+void
+gst_gpunet_cuda_leave (void *context)
+{
+#ifdef HAVE_GST_CUDA
+  if (context != NULL)
+    gst_cuda_context_pop (NULL);
+#else
+  (void) context;
+#endif
+}
+
 gboolean
 gst_gpunet_cuda_caps_are_cuda (GstCaps * caps)
 {

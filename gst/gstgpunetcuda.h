@@ -53,6 +53,15 @@ void gst_gpunet_cuda_close (GstGpunetCuda * cuda);
 gboolean gst_gpunet_cuda_push (GstGpunetCuda * cuda);
 void gst_gpunet_cuda_pop (GstGpunetCuda * cuda, gboolean pushed);
 
+/* A new reference to our GstCudaContext (as a GstObject), or NULL without one:
+ * kept by a shared engine whose worker thread pushes it (gst_gpunet_cuda_enter). */
+GstObject *gst_gpunet_cuda_context_ref (GstGpunetCuda * cuda);
+
+/* gpunet_engine hooks: make `context` (a GstCudaContext or NULL) current on the
+ * calling thread, and pop it again. */
+void gst_gpunet_cuda_enter (void *context);
+void gst_gpunet_cuda_leave (void *context);
+
 /* transform_caps: `caps` without its CUDAMemory structures unless the device path is
  * on.  Returns a new reference. */
 GstCaps *gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps);

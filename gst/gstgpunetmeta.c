@@ -90,6 +90,11 @@ gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
       "num-classes", G_TYPE_INT, c->num_classes,
       "roi-id", G_TYPE_INT, c->roi_id,
       "inferred", G_TYPE_BOOLEAN, c->inferred, NULL);
+  if (c->has_raw)
+    gst_structure_set (s,
+        "raw-label", G_TYPE_STRING, c->raw_label,
+        "raw-label-id", G_TYPE_INT, c->raw_id,
+        "raw-confidence", G_TYPE_DOUBLE, c->raw_score, NULL);
   gst_structure_take_value (s, "ids", &ids);
   gst_structure_take_value (s, "labels", &labels);
   gst_structure_take_value (s, "scores", &scores);
@@ -163,6 +168,14 @@ gst_gpunet_classification_to_json (const GstGpunetClassification * c,
       g_string_append_c (out, ',');
     gpunet_json_write_number (out, c->scores[i], "%.9g");
   }
-  g_string_append_printf (out, "],\"inferred\":%s}\n",
+  g_string_append_printf (out, "],\"inferred\":%s",
       c->inferred ? "true" : "false");
+  if (c->has_raw) {
+    g_string_append (out, ",\"raw-label\":");
+    gpunet_json_write_string (out, c->raw_label);
+    g_string_append_printf (out, ",\"raw-label-id\":%d,\"raw-confidence\":",
+        c->raw_id);
+    gpunet_json_write_number (out, c->raw_score, "%.9g");
+  }
+  g_string_append (out, "}\n");
 }

@@ -799,11 +799,11 @@ check_copy (FrameCopy * c, GstBuffer * out)
 
 /* Classifies frames seed 0..n-1 of `caps` with `props` ("batch-size=4 ..."),
  * switching to caps2 (when set) before frame `switch_at`; pushes EOS at the
- * end. Checks outputs appear only in whole batches of `batch` until EOS, and
- * returns the n records in order (g_strfreev). */
+ * end. Frames leave asynchronously: checks they all leave, in order, unchanged,
+ * with the EOS after them, and returns the n records in order (g_strfreev). */
 static gchar **
-run_frames (const gchar * props, guint batch, const gchar * caps,
-    const gchar * caps2, guint switch_at, guint n)
+run_frames (const gchar * props, const gchar * caps, const gchar * caps2,
+    guint switch_at, guint n)
 {
   gchar *model = data_path ("fixtures/tiny-a.json");
   gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
@@ -812,41 +812,34 @@ run_frames (const gchar * props, guint batch, const gchar * caps,
   GstHarness *h = gst_harness_new_parse (desc);
   FrameCopy *copies = g_new0 (FrameCopy, n);
   gchar **recs = g_new0 (gchar *, n + 1);
-  guint i, pulled = 0, pending = 0;
+  GstEvent *ev;
+  guint i;
 
   gst_harness_set_src_caps_str (h, caps);
   for (i = 0; i < n; i++) {
     const gchar *c = caps2 && i >= switch_at ? caps2 : caps;
     GstBuffer *in;
 
-    if (caps2 && i == switch_at) {
-      /* the caps change classifies and pushes what waits, with the old caps */
+    if (caps2 && i == switch_at)
       gst_harness_set_src_caps_str (h, caps2);
-      pending = 0;
-    }
-    fail_unless_equals_int (gst_harness_buffers_in_queue (h), i - pulled -
-        pending);
     in = make_frame (h, c, i * 5 + 3);
     frame_copy_of (&copies[i], in);
     fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
-    pending = (pending + 1) % batch;
-    while (gst_harness_buffers_in_queue (h) > 0) {
-      GstBuffer *out = gst_harness_pull (h);
-
-      recs[pulled] = check_copy (&copies[pulled], out);
-      gst_buffer_unref (out);
-      pulled++;
-    }
-    fail_unless_equals_int (pulled, i + 1 - pending);
   }
   fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
-  for (; pulled < n; pulled++) {
-    GstBuffer *out = gst_harness_try_pull (h);
+  for (i = 0; i < n; i++) {
+    GstBuffer *out = gst_harness_pull (h);
 
-    fail_unless (out != NULL, "frame %u did not leave at EOS", pulled);
-    recs[pulled] = check_copy (&copies[pulled], out);
+    fail_unless (out != NULL, "frame %u did not leave", i);
+    recs[i] = check_copy (&copies[i], out);
     gst_buffer_unref (out);
   }
+  /* EOS leaves after every frame */
+  while ((ev = gst_harness_pull_event (h)) != NULL
+      && GST_EVENT_TYPE (ev) != GST_EVENT_EOS)
+    gst_event_unref (ev);
+  fail_unless (ev != NULL, "no EOS");
+  gst_event_unref (ev);
   fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
   gst_harness_teardown (h);
   g_free (copies);
@@ -890,8 +883,8 @@ check_same_records (gchar ** a, gchar ** b, guint n)
 GST_START_TEST (test_batch)
 {
   const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
-  gchar **one = run_frames ("", 1, caps, NULL, 0, 10);
-  gchar **four = run_frames ("batch-size=4", 4, caps, NULL, 0, 10);
+  gchar **one = run_frames ("", caps, NULL, 0, 10);
+  gchar **four = run_frames ("batch-size=4 batch-timeout=20000", caps, NULL, 0, 10);
   guint i, distinct = 0;
 
   /* varied frames: the records differ, and batching changes none of them */
@@ -903,8 +896,9 @@ GST_START_TEST (test_batch)
   g_strfreev (four);
 
   /* a batch of 1 frame */
-  one = run_frames ("", 1, caps, NULL, 0, 1);
-  four = run_frames ("batch-size=64", 64, caps, NULL, 0, 1);
+  one = run_frames ("", caps, NULL, 0, 1);
+  four = run_frames ("batch-size=64 batch-timeout=1000 max-in-flight=16",
+      caps, NULL, 0, 1);
   check_same_records (one, four, 1);
   g_strfreev (one);
   g_strfreev (four);
@@ -916,8 +910,8 @@ GST_START_TEST (test_batch_caps_change)
 {
   const gchar *a = "video/x-raw,format=RGB,width=96,height=96";
   const gchar *b = "video/x-raw,format=NV12,width=33,height=18";
-  gchar **one = run_frames ("", 1, a, b, 6, 9);
-  gchar **four = run_frames ("batch-size=4", 4, a, b, 6, 9);
+  gchar **one = run_frames ("", a, b, 6, 9);
+  gchar **four = run_frames ("batch-size=4 batch-timeout=20000", a, b, 6, 9);
 
   check_same_records (one, four, 9);
   g_strfreev (one);
@@ -929,9 +923,11 @@ GST_END_TEST;
 GST_START_TEST (test_batch_interval)
 {
   const gchar *caps = "video/x-raw,format=I420,width=40,height=30";
-  gchar **one = run_frames ("interval=2", 1, caps, NULL, 0, 11);
-  gchar **four = run_frames ("interval=2 batch-size=4", 4, caps, NULL, 0, 11);
-  gchar **three = run_frames ("interval=4 batch-size=3", 3, caps, NULL, 0, 11);
+  gchar **one = run_frames ("interval=2", caps, NULL, 0, 11);
+  gchar **four = run_frames ("interval=2 batch-size=4 batch-timeout=20000",
+      caps, NULL, 0, 11);
+  gchar **three = run_frames ("interval=4 batch-size=3 max-in-flight=1", caps,
+      NULL, 0, 11);
   guint i;
 
   check_same_records (one, four, 11);
@@ -952,18 +948,21 @@ GST_START_TEST (test_batch_interval)
 
 GST_END_TEST;
 
-/* A flush drops the queued frames (the leaks tracer checks they are freed) and
- * the next frame is classified afresh. */
+/* A flush drops the frames waiting in the engine (a 10 s batch timeout keeps
+ * two frames there; the leaks tracer checks they are freed) and the next frame
+ * is classified afresh. */
 GST_START_TEST (test_batch_flush)
 {
   const gchar *caps = "video/x-raw,format=BGRx,width=24,height=16";
   gchar *model = data_path ("fixtures/tiny-a.json");
   gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
   gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" "
-      "checkpoint=\"%s\" batch-size=3 interval=10", model, ckpt);
+      "checkpoint=\"%s\" batch-size=3 batch-timeout=10000000 interval=10",
+      model, ckpt);
   GstHarness *h = gst_harness_new_parse (desc);
   GstSegment segment;
   GstElement *el;
+  GstBuffer *out;
   guint i, bs = 0;
 
   el = gst_harness_find_element (h, "gpunetclassify");
@@ -971,25 +970,32 @@ GST_START_TEST (test_batch_flush)
   gst_object_unref (el);
   fail_unless_equals_int (bs, 3);
   gst_harness_set_src_caps_str (h, caps);
+  /* frame 0 is classified (it waits for a batch); frame 1 carries its result
+   * and waits behind it */
   for (i = 0; i < 2; i++)
     fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, i)),
         GST_FLOW_OK);
+  g_usleep (100000);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
   fail_unless_equals_int (gst_harness_buffers_in_queue (h), 0);
   gst_segment_init (&segment, GST_FORMAT_TIME);
   fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  /* three classified frames fill a batch: no waiting */
+  el = gst_harness_find_element (h, "gpunetclassify");
+  g_object_set (el, "interval", 0, NULL);
+  gst_object_unref (el);
   for (i = 0; i < 3; i++)
     fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, i)),
         GST_FLOW_OK);
-  fail_unless_equals_int (gst_harness_buffers_in_queue (h), 3);
   for (i = 0; i < 3; i++) {
-    GstBuffer *out = gst_harness_pull (h);
-
-    check_record (out_record (out), i == 0);
+    out = gst_harness_pull (h);
+    fail_unless (out != NULL);
+    check_record (out_record (out), TRUE);
     gst_buffer_unref (out);
   }
-  /* stop() with frames queued */
+  /* stop with a frame in the engine */
   fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 9)),
       GST_FLOW_OK);
   gst_harness_teardown (h);
@@ -1420,8 +1426,7 @@ GST_START_TEST (test_regions_batch)
     add_rois (in, rois, G_N_ELEMENTS (rois));
     fail_unless_equals_int (gst_harness_push (three, in), GST_FLOW_OK);
   }
-  /* the batch of 3 frames left together, each with all its records */
-  fail_unless_equals_int (gst_harness_buffers_in_queue (three), 3);
+  /* the 3 frames leave in order, each with all its records */
   for (f = 0; f < 3; f++) {
     out = gst_harness_pull (three);
     check_same_result (out_record (out), out_record (ref[f]), 1e-4);
@@ -1682,9 +1687,10 @@ GST_START_TEST (test_error_json_write)
       caps);
   bus = gst_bus_new ();
   gst_element_set_bus (h->element, bus);
+  /* the write happens when the frame leaves: a later push returns the error */
   fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 1)),
-      GST_FLOW_ERROR);
-  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+      GST_FLOW_OK);
+  msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
   fail_unless (msg != NULL, "no error message posted");
   gst_message_parse_error (msg, &err, NULL);
   fail_unless (err->domain == GST_RESOURCE_ERROR);
@@ -1692,6 +1698,8 @@ GST_START_TEST (test_error_json_write)
   assert_contains (err->message, g_strerror (ENOSPC));
   g_clear_error (&err);
   gst_message_unref (msg);
+  fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 2)),
+      GST_FLOW_ERROR);
   gst_element_set_bus (h->element, NULL);
   gst_object_unref (bus);
   gst_harness_teardown (h);
