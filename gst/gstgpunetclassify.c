@@ -277,6 +277,7 @@ struct _GstGpunetClassify
 
   /* model swap while playing: the loader thread and what it made (lock) */
   GThread *loader;
+  guint swap_serial;            /* model/checkpoint sets while started */
   ModelCtx *pending_ctx;
   gchar *pending_old;           /* loader: nothing; chain: previous name */
 
@@ -1079,25 +1080,39 @@ swap_thread (gpointer data)
   gchar *error = NULL;
   gboolean labels_error;
   ModelCtx *c, *old = NULL;
+  guint serial;
 
+  /* model and checkpoint are usually set together (g_object_set): let both
+   * arrive before reading them */
+  g_usleep (20000);
+  g_mutex_lock (&self->lock);
+  serial = self->swap_serial;
+  g_mutex_unlock (&self->lock);
   load_args_get (self, &a);
   a.req.cuda_context = gst_gpunet_cuda_context_ref (self->cuda);
   c = model_ctx_new (self, &a, &st, &error, &labels_error);
   if (a.req.cuda_context != NULL)
     gst_object_unref (a.req.cuda_context);
-  if (c == NULL) {
-    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-        ("Cannot switch to model '%s' with checkpoint '%s': %s. The current "
-            "model keeps running", a.model, a.checkpoint ? a.checkpoint :
-            "(none)", error), ("model swap while playing: %s",
-            gpunet_status_string (st)));
-  } else {
-    g_mutex_lock (&self->lock);
+  g_mutex_lock (&self->lock);
+  if (serial != self->swap_serial) {
+    /* superseded: the load that follows decides */
+    g_mutex_unlock (&self->lock);
+    GST_DEBUG_OBJECT (self, "model swap superseded by a newer one");
+    model_ctx_unref (c);
+    c = NULL;
+  } else if (c != NULL) {
     old = self->pending_ctx;
     self->pending_ctx = c;
     g_mutex_unlock (&self->lock);
     GST_INFO_OBJECT (self, "model %s loaded (engine %u); switching at the next "
         "frame", c->name, c->shared->id);
+  } else {
+    g_mutex_unlock (&self->lock);
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("Cannot switch to model '%s' with checkpoint '%s': %s. The current "
+            "model keeps running", a.model, a.checkpoint ? a.checkpoint :
+            "(none)", error), ("model swap while playing: %s",
+            gpunet_status_string (st)));
   }
   model_ctx_unref (old);
   g_free (error);
@@ -1113,6 +1128,7 @@ start_model_swap (GstGpunetClassify * self)
   GThread *prev;
 
   g_mutex_lock (&self->lock);
+  self->swap_serial++;
   prev = self->loader;
   self->loader = NULL;
   g_mutex_unlock (&self->lock);

@@ -759,13 +759,14 @@ test_classify_host_dispatch (void)
   CHECK (gpunet_session_classify (staged, mixed, 2, NULL, K, got, &err) == GPUNET_OK);
   CHECK (fake_calls == 2);
   CHECK (memcmp (want, got, sizeof (gpunet_class_score) * 2 * K) == 0);
-  /* a host image then a CUDA one: still the engine's error, not the slot */
+  /* a host image then a CUDA one on a backend without a device slot: the engine
+   * refuses the CUDA image before any slot runs */
   gpunet_image bad[2] = { f[0], f[0] };
   bad[1].memory = GPUNET_MEMORY_CUDA;
   free (err);
   err = NULL;
-  CHECK (gpunet_session_classify (staged, bad, 2, NULL, K, got, &err) == GPUNET_ERR_INVALID_ARGUMENT);
-  CHECK_CONTAINS (err, "a batch must be all host or all device images");
+  CHECK (gpunet_session_classify (staged, bad, 2, NULL, K, got, &err) == GPUNET_ERR_UNSUPPORTED);
+  CHECK_CONTAINS (err, "image 1 is in CUDA device memory");
   CHECK (fake_calls == 2);
   staged->backend = fake_inner;
   for (int i = 0; i < 4; i++)
