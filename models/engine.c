@@ -43,6 +43,8 @@ struct gpunet_engine {
   int stopping;
   request *head, *tail;        /* queued or partly taken, oldest first */
   request *active;             /* requests of the pass being run, in pass order */
+  const void **completing;     /* tags of the requests whose done runs now */
+  int n_completing;
   int64_t passes, images;
 
   /* the pass's scratch: worker only */
@@ -221,20 +223,24 @@ worker_main (void *arg)
       if (i == 0 || e->batch_req[i] != e->batch_req[i - 1])
         e->batch_req[i]->running--;
     request *done_list = NULL, **done_tail = &done_list;
+    e->n_completing = 0;
     while (e->active && e->active->finished == e->active->n && e->active->running == 0) {
       request *d = e->active;
       e->active = d->next;
       d->next = NULL;
       *done_tail = d;
       done_tail = &d->next;
+      e->completing[e->n_completing++] = d->tag;
     }
     pthread_mutex_unlock (&e->lock);
+    /* cancel() waits for these tags until their done functions returned */
     while (done_list) {
       request *d = done_list;
       done_list = d->next;
       request_complete (d);
     }
     pthread_mutex_lock (&e->lock);
+    e->n_completing = 0;
     pthread_cond_broadcast (&e->idle);
   }
   pthread_mutex_unlock (&e->lock);
@@ -276,16 +282,19 @@ gpunet_engine_new (gpunet_model *model, const gpunet_engine_params *params,
   e->batch_out = calloc ((size_t) e->max_batch * (size_t) e->k_max, sizeof *e->batch_out);
   e->batch_req = calloc ((size_t) e->max_batch, sizeof *e->batch_req);
   e->batch_idx = calloc ((size_t) e->max_batch, sizeof *e->batch_idx);
+  /* a pass completes at most max_batch requests */
+  e->completing = calloc ((size_t) e->max_batch + 1, sizeof *e->completing);
   pthread_mutex_init (&e->lock, NULL);
   pthread_cond_init (&e->wake, NULL);
   pthread_cond_init (&e->idle, NULL);
   if (!e->batch || !e->batch_pre || !e->batch_out || !e->batch_req || !e->batch_idx
-      || pthread_create (&e->worker, NULL, worker_main, e) != 0) {
+      || !e->completing || pthread_create (&e->worker, NULL, worker_main, e) != 0) {
     free (e->batch);
     free (e->batch_pre);
     free (e->batch_out);
     free (e->batch_req);
     free (e->batch_idx);
+    free (e->completing);
     enter (e);
     gpunet_session_free (e->session);
     leave (e);
@@ -374,6 +383,8 @@ gpunet_engine_cancel (gpunet_engine *e, const void *tag)
       busy = r->tag == tag;
     for (request *r = e->active; r && !busy; r = r->next)
       busy = r->tag == tag;
+    for (int i = 0; i < e->n_completing && !busy; i++)
+      busy = e->completing[i] == tag;
     if (!busy)
       break;
     pthread_cond_wait (&e->idle, &e->lock);
@@ -408,6 +419,7 @@ gpunet_engine_free (gpunet_engine *e)
   free (e->batch_out);
   free (e->batch_req);
   free (e->batch_idx);
+  free (e->completing);
   free (e);
 }
 
