@@ -1,0 +1,47 @@
+"""gpunet-streams on the tiny-a fixture: every stream's frames come through, the
+last line has the documented fields, streams share one engine unless --no-share,
+and the tool finds the plugin of its build tree without GST_PLUGIN_PATH."""
+import os
+import re
+import subprocess
+import sys
+
+tool, data = sys.argv[1], sys.argv[2]
+failed = 0
+
+
+def check(cond, what):
+    global failed
+    if not cond:
+        failed += 1
+        print("FAIL:", what)
+
+
+env = dict(os.environ)
+env.pop("GST_PLUGIN_PATH", None)
+env.pop("GST_PLUGIN_PATH_1_0", None)
+base = [tool, "--model", f"{data}/fixtures/tiny-a.json",
+        "--checkpoint", f"{data}/fixtures/tiny-a/tiny-a.pth.tar",
+        "--width", "64", "--height", "48", "--frames", "5", "--n-threads", "1"]
+line = re.compile(r"^streams=(\d+) frames=(\d+) fps=([\d.]+) p50_ms=([\d.]+) "
+                  r"p99_ms=([\d.]+) engines=(\d+) rss_mb=(\d+)$")
+for extra, engines in ((["--streams", "3", "--batch-size", "3",
+                         "--batch-timeout", "2000"], 1),
+                       (["--streams", "3", "--no-share"], 3)):
+    r = subprocess.run(base + extra, capture_output=True, text=True, env=env)
+    check(r.returncode == 0, f"{extra}: exit {r.returncode}: {r.stderr}")
+    lines = r.stdout.strip().splitlines()
+    m = line.match(lines[-1]) if lines else None
+    check(m is not None, f"{extra}: last line {lines[-1:]}")
+    if m:
+        check(int(m.group(1)) == 3 and int(m.group(2)) == 15,
+              f"{extra}: {lines[-1]}")
+        check(int(m.group(6)) == engines, f"{extra}: engines in {lines[-1]}")
+    check(sum(1 for l in lines if re.match(r"stream \d: 5 frames$", l)) == 3,
+          f"{extra}: per-stream counts {lines}")
+r = subprocess.run([tool, "--streams", "2"], capture_output=True, text=True,
+                   env=env)
+check(r.returncode == 2 and "--checkpoint" in r.stderr,
+      f"no checkpoint: {r.returncode} {r.stderr}")
+print(f"{'0 failed' if not failed else f'{failed} failed'}")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,312 @@
+/* gpunet-streams: N video streams through gpunetclassify in one process, the way an
+ * NVR or a DeepStream-style app runs them: synthetic videotestsrc patterns (one
+ * pattern per stream) or the files/URIs given, each into its own element, the
+ * elements sharing one engine unless --no-share.  Prints per-stream counts and a
+ * last line
+ *   streams=N frames=T fps=X p50_ms=A p99_ms=B engines=E rss_mb=R
+ * where latency is a buffer entering the element to leaving it, fps counts frames
+ * of all streams over the wall time from PLAYING to the last EOS, engines counts
+ * distinct engine-id values and rss_mb is the process's peak resident size.
+ * Exit: 0 ok, 1 a stream failed, 2 usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <gst/gst.h>
+
+typedef struct
+{
+  GMutex lock;
+  GHashTable *entered;          /* PTS -> entry time (us), per stream */
+  GArray *latencies;            /* gdouble ms, all streams */
+  guint64 frames;
+} Stats;
+
+typedef struct
+{
+  Stats *stats;
+  GHashTable *entered;
+  guint64 out;
+} StreamProbe;
+
+static GstPadProbeReturn
+on_enter (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  StreamProbe *sp = user;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  gint64 *t = g_new (gint64, 1);
+
+  (void) pad;
+  *t = g_get_monotonic_time ();
+  g_mutex_lock (&sp->stats->lock);
+  g_hash_table_insert (sp->entered, GUINT_TO_POINTER (GST_BUFFER_PTS (buf) + 1),
+      t);
+  g_mutex_unlock (&sp->stats->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_leave (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  StreamProbe *sp = user;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  gint64 now = g_get_monotonic_time (), *t;
+  gpointer key = GUINT_TO_POINTER (GST_BUFFER_PTS (buf) + 1);
+
+  (void) pad;
+  g_mutex_lock (&sp->stats->lock);
+  t = g_hash_table_lookup (sp->entered, key);
+  if (t != NULL) {
+    gdouble ms = (now - *t) / 1000.0;
+
+    g_array_append_val (sp->stats->latencies, ms);
+    g_hash_table_remove (sp->entered, key);
+  }
+  sp->stats->frames++;
+  sp->out++;
+  g_mutex_unlock (&sp->stats->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static int
+compare_double (const void *a, const void *b)
+{
+  gdouble x = *(const gdouble *) a, y = *(const gdouble *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static const gchar *patterns[] = { "smpte", "ball", "snow", "checkers-8",
+  "circular", "zone-plate", "gradient", "pinwheel", "spokes", "colors",
+  "smpte75", "bar"
+};
+
+int
+main (int argc, char **argv)
+{
+  gint streams = 8, frames = 24, width = 640, height = 480, batch = 1,
+      in_flight = 0, threads = 0;
+  guint64 timeout = 0;
+  gboolean no_share = FALSE, live = FALSE;
+  gchar *format = NULL, *model = NULL, *checkpoint = NULL, *backend = NULL;
+  gchar **inputs = NULL;
+  GOptionEntry entries[] = {
+    {"streams", 0, 0, G_OPTION_ARG_INT, &streams, "Streams (default 8)", "N"},
+    {"frames", 0, 0, G_OPTION_ARG_INT, &frames,
+        "Frames per synthetic stream (default 24)", "F"},
+    {"width", 0, 0, G_OPTION_ARG_INT, &width, "Width (default 640)", "W"},
+    {"height", 0, 0, G_OPTION_ARG_INT, &height, "Height (default 480)", "H"},
+    {"format", 0, 0, G_OPTION_ARG_STRING, &format,
+        "Pixel format (default NV12)", "FMT"},
+    {"model", 0, 0, G_OPTION_ARG_STRING, &model,
+        "Built-in model or architecture JSON (default gpunet-0)", "NAME"},
+    {"checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
+        "Weights file (required)", "FILE"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend,
+        "auto, cpu or cuda (default auto)", "B"},
+    {"n-threads", 0, 0, G_OPTION_ARG_INT, &threads,
+        "CPU threads of each engine (0 = all cores)", "T"},
+    {"batch-size", 0, 0, G_OPTION_ARG_INT, &batch,
+        "Most images per engine pass (default 1)", "N"},
+    {"batch-timeout", 0, 0, G_OPTION_ARG_INT64, &timeout,
+        "Microseconds a partial batch may wait (default 0)", "US"},
+    {"max-in-flight", 0, 0, G_OPTION_ARG_INT, &in_flight,
+        "Frames per element queued in the engine (default: the element's)",
+        "N"},
+    {"no-share", 0, 0, G_OPTION_ARG_NONE, &no_share,
+        "One engine per element (share-engine=false), for comparison", NULL},
+    {"live", 0, 0, G_OPTION_ARG_NONE, &live,
+        "Synthetic sources at 30 frames/s on the clock (latency at camera rate)",
+        NULL},
+    {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
+        "Video files or URIs (one stream each; default: synthetic)", NULL},
+    {NULL}
+  };
+  GOptionContext *ctx = g_option_context_new ("[FILE-OR-URI...]");
+  GError *err = NULL;
+  GString *desc = g_string_new (NULL);
+  GstElement *pipe;
+  GstBus *bus;
+  StreamProbe *probes;
+  Stats stats;
+  GHashTable *engines;
+  gint64 t0, t1;
+  gint i, n, failed = 0, eos = 0;
+  struct rusage ru;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
+    fprintf (stderr, "gpunet-streams: %s (see --help)\n", err->message);
+    return 2;
+  }
+  g_option_context_free (ctx);
+  n = inputs ? (gint) g_strv_length (inputs) : streams;
+  if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
+      || height < 1 || batch < 1 || batch > 64) {
+    fprintf (stderr, "gpunet-streams: --checkpoint is required; --streams 1..256, "
+        "--frames, --width, --height >= 1, --batch-size 1..64\n");
+    return 2;
+  }
+#ifdef GPUNET_BUILD_PLUGIN_DIR
+  /* the plugin of the build tree this tool was built in, before any installed one */
+  gst_registry_scan_path (gst_registry_get (), GPUNET_BUILD_PLUGIN_DIR);
+#endif
+  {
+    GstElementFactory *f = gst_element_factory_find ("gpunetclassify");
+
+    if (f != NULL)
+      gst_object_unref (f);
+    else
+      n = -1;
+  }
+  if (n < 0) {
+    fprintf (stderr, "gpunet-streams: the GStreamer element 'gpunetclassify' "
+        "is not available: install the gpunet plugin or set GST_PLUGIN_PATH to "
+        "its directory\n");
+    return 2;
+  }
+
+  for (i = 0; i < n; i++) {
+    if (inputs) {
+      gchar *uri = gst_uri_is_valid (inputs[i]) ? g_strdup (inputs[i]) :
+          gst_filename_to_uri (inputs[i], NULL);
+
+      g_string_append_printf (desc, "uridecodebin uri=\"%s\" caps=video/x-raw "
+          "expose-all-streams=false ! videoconvert ! video/x-raw,format=%s ! ",
+          uri, format ? format : "NV12");
+      g_free (uri);
+    } else {
+      g_string_append_printf (desc, "videotestsrc num-buffers=%d pattern=%s "
+          "is-live=%s ! video/x-raw,format=%s,width=%d,height=%d,"
+          "framerate=30/1 ! ", frames, patterns[i % G_N_ELEMENTS (patterns)],
+          live ? "true" : "false", format ? format : "NV12", width, height);
+    }
+    g_string_append_printf (desc, "gpunetclassify name=c%d model=\"%s\" "
+        "checkpoint=\"%s\" backend=%s n-threads=%d", i,
+        model ? model : "gpunet-0", checkpoint, backend ? backend : "auto",
+        threads);
+    /* only what was asked, so the tool also drives older elements */
+    if (batch != 1)
+      g_string_append_printf (desc, " batch-size=%d", batch);
+    if (timeout != 0)
+      g_string_append_printf (desc, " batch-timeout=%" G_GUINT64_FORMAT,
+          timeout);
+    if (in_flight > 0)
+      g_string_append_printf (desc, " max-in-flight=%d", in_flight);
+    if (no_share)
+      g_string_append (desc, " share-engine=false");
+    g_string_append_printf (desc, " ! fakesink name=k%d sync=%s ", i,
+        live ? "true" : "false");
+  }
+  pipe = gst_parse_launch (desc->str, &err);
+  if (pipe == NULL) {
+    fprintf (stderr, "gpunet-streams: cannot build the pipeline: %s\n",
+        err->message);
+    return 2;
+  }
+
+  g_mutex_init (&stats.lock);
+  stats.latencies = g_array_new (FALSE, FALSE, sizeof (gdouble));
+  stats.frames = 0;
+  probes = g_new0 (StreamProbe, n);
+  for (i = 0; i < n; i++) {
+    gchar name[16];
+    GstElement *c;
+    GstPad *pad;
+
+    g_snprintf (name, sizeof name, "c%d", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    probes[i].stats = &stats;
+    probes[i].entered = g_hash_table_new_full (g_direct_hash, g_direct_equal,
+        NULL, g_free);
+    pad = gst_element_get_static_pad (c, "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_enter, &probes[i],
+        NULL);
+    gst_object_unref (pad);
+    pad = gst_element_get_static_pad (c, "src");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_leave, &probes[i],
+        NULL);
+    gst_object_unref (pad);
+    gst_object_unref (c);
+  }
+
+  if (gst_element_set_state (pipe, GST_STATE_PAUSED) ==
+      GST_STATE_CHANGE_FAILURE) {
+    failed = 1;
+  }
+  engines = g_hash_table_new (g_direct_hash, g_direct_equal);
+  for (i = 0; i < n && !failed; i++) {
+    gchar name[16];
+    GstElement *c;
+    guint id = 0;
+
+    g_snprintf (name, sizeof name, "c%d", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    if (g_object_class_find_property (G_OBJECT_GET_CLASS (c), "engine-id")) {
+      g_object_get (c, "engine-id", &id, NULL);
+      g_hash_table_add (engines, GUINT_TO_POINTER (id));
+    } else {
+      /* an element without engines: one session each */
+      g_hash_table_add (engines, GUINT_TO_POINTER (i + 1000000));
+    }
+    gst_object_unref (c);
+  }
+
+  t0 = g_get_monotonic_time ();
+  t1 = t0;
+  if (!failed)
+    gst_element_set_state (pipe, GST_STATE_PLAYING);
+  bus = gst_element_get_bus (pipe);
+  /* every stream's EOS: fakesinks post none of their own, the pipeline's comes
+   * once all sinks have one */
+  while (!failed && !eos) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gchar *dbg = NULL;
+
+      gst_message_parse_error (msg, &e, &dbg);
+      fprintf (stderr, "gpunet-streams: %s: %s\n",
+          GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), e->message);
+      g_clear_error (&e);
+      g_free (dbg);
+      failed = 1;
+    } else {
+      eos = 1;
+    }
+    gst_message_unref (msg);
+    t1 = g_get_monotonic_time ();
+  }
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (bus);
+
+  for (i = 0; i < n; i++)
+    printf ("stream %d: %" G_GUINT64_FORMAT " frames\n", i, probes[i].out);
+  {
+    GArray *l = stats.latencies;
+    gdouble p50 = 0, p99 = 0, secs = (t1 - t0) / 1e6;
+
+    if (l->len > 0) {
+      qsort (l->data, l->len, sizeof (gdouble), compare_double);
+      p50 = g_array_index (l, gdouble, (l->len - 1) / 2);
+      p99 = g_array_index (l, gdouble, (guint) ((l->len - 1) * 0.99));
+    }
+    getrusage (RUSAGE_SELF, &ru);
+    printf ("streams=%d frames=%" G_GUINT64_FORMAT " fps=%.1f p50_ms=%.2f "
+        "p99_ms=%.2f engines=%u rss_mb=%.0f\n", n, stats.frames,
+        secs > 0 ? stats.frames / secs : 0.0, p50, p99,
+        g_hash_table_size (engines), ru.ru_maxrss / 1024.0);
+  }
+  for (i = 0; i < n; i++)
+    g_hash_table_unref (probes[i].entered);
+  g_free (probes);
+  g_hash_table_unref (engines);
+  g_array_unref (stats.latencies);
+  gst_object_unref (pipe);
+  g_string_free (desc, TRUE);
+  return failed ? 1 : 0;
+}
