@@ -98,6 +98,18 @@ gpunet_meta_inferred (const GstStructure * s)
   return inferred;
 }
 
+/* FALSE when the record's logits held NaN or Inf (an fp16 overflow, a bad
+ * checkpoint): its scores are then not probabilities.  TRUE when absent. */
+static inline gboolean
+gpunet_meta_finite (const GstStructure * s)
+{
+  gboolean finite = TRUE;
+
+  if (s != NULL)
+    gst_structure_get_boolean (s, "finite", &finite);
+  return finite;
+}
+
 /* Number of top-k entries (those at or above the element's threshold; may be 0). */
 static inline guint
 gpunet_meta_n_results (const GstStructure * s)

@@ -94,6 +94,7 @@
 #endif
 
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -309,6 +310,7 @@ struct _GstGpunetClassify
   GHashTable *tracks;           /* roi-id -> Track (smoothing, label changes) */
   gchar *stream_id;
   const gchar *track_model;     /* the model the tracks hold (pointer identity) */
+  guint nonfinite_warned;
 };
 
 #define gst_gpunet_classify_parent_class parent_class
@@ -1261,6 +1263,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   self->tracks = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
       NULL);
   self->frame_count = 0;
+  self->nonfinite_warned = 0;
   self->have_last = FALSE;
   self->push_have_last = FALSE;
   self->carried = 0;
@@ -2028,6 +2031,12 @@ track_update (GstGpunetClassify * self, ModelCtx * ctx, gint roi_id,
   gint top;
   guint i;
 
+  /* NaN or Inf would poison the average for good: such a frame (its record
+   * is marked finite=false) leaves the track as it was */
+  for (i = 0; i < k; i++)
+    if (!isfinite (scores[i].score))
+      return;
+
   /* regions come and go: forget those not seen for a while */
   if (t == NULL && g_hash_table_size (self->tracks) >= 1024) {
     GHashTableIter iter;
@@ -2140,6 +2149,21 @@ emit_record (GstGpunetClassify * self, const Item * it,
   c.ids = ids;
   c.scores = values;
   c.labels = labels;
+  c.finite = TRUE;
+  for (i = 0; i < n_scores; i++)
+    c.finite = c.finite && isfinite (scores[i].score);
+  if (!c.finite && inferred) {
+    if (self->nonfinite_warned < 10)
+      GST_ELEMENT_WARNING (self, STREAM, DECODE,
+          ("Frame %" G_GUINT64_FORMAT " (pts %" GST_TIME_FORMAT ")%s: the "
+              "model's outputs are NaN or infinite (a checkpoint with broken "
+              "weights, or an fp16 overflow: try precision=fp32); the record "
+              "is marked finite=false%s", it->rs.frame_no,
+              GST_TIME_ARGS (GST_BUFFER_PTS (it->buf)), roi ? ", a region" : "",
+              self->nonfinite_warned == 9 ? "; further frames like this are "
+              "not warned about" : ""), (NULL));
+    self->nonfinite_warned++;
+  }
   if (raw != NULL) {
     c.has_raw = TRUE;
     c.raw_id = raw->id;
@@ -2173,6 +2197,18 @@ emit_record (GstGpunetClassify * self, const Item * it,
         it->rs.frame_no, self->json_lines);
 }
 
+/* From the task, before it posts an error: the next chain returns it (so a
+ * producer that sees the message also sees the flow). */
+static void
+set_flow_error (GstGpunetClassify * self)
+{
+  g_mutex_lock (&self->lock);
+  if (self->srcresult == GST_FLOW_OK)
+    self->srcresult = GST_FLOW_ERROR;
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+}
+
 /* json-output: writes the buffer's records and flushes them to the file. */
 static gboolean
 write_json_lines (GstGpunetClassify * self)
@@ -2186,6 +2222,7 @@ write_json_lines (GstGpunetClassify * self)
     err = errno ? errno : EIO;
   g_string_truncate (lines, 0);
   if (err != 0) {
+    set_flow_error (self);
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE,
         ("Cannot write to the JSON output file '%s': %s. Free space on its "
             "disk, or set json-output to another file", self->json_path,
@@ -2208,6 +2245,7 @@ finish_buffer (GstGpunetClassify * self, Item * it)
     it->mapped = FALSE;
   }
   if (it->status != GPUNET_OK) {
+    set_flow_error (self);
     post_engine_error (self, it->status, it->error, "classifying a frame");
     return FALSE;
   }

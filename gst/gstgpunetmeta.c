@@ -89,7 +89,8 @@ gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
       "confidence", G_TYPE_DOUBLE, c->best_score,
       "num-classes", G_TYPE_INT, c->num_classes,
       "roi-id", G_TYPE_INT, c->roi_id,
-      "inferred", G_TYPE_BOOLEAN, c->inferred, NULL);
+      "inferred", G_TYPE_BOOLEAN, c->inferred,
+      "finite", G_TYPE_BOOLEAN, c->finite, NULL);
   if (c->has_raw)
     gst_structure_set (s,
         "raw-label", G_TYPE_STRING, c->raw_label,
@@ -170,6 +171,8 @@ gst_gpunet_classification_to_json (const GstGpunetClassification * c,
   }
   g_string_append_printf (out, "],\"inferred\":%s",
       c->inferred ? "true" : "false");
+  if (!c->finite)
+    g_string_append (out, ",\"finite\":false");
   if (c->has_raw) {
     g_string_append (out, ",\"raw-label\":");
     gpunet_json_write_string (out, c->raw_label);

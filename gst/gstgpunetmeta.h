@@ -27,6 +27,7 @@ typedef struct
   const gint *ids;
   const gdouble *scores;
   const gchar *const *labels;
+  gboolean finite;              /* FALSE: the logits held NaN or Inf */
   /* smoothing: the frame's own top-1 before the moving average (has_raw) */
   gboolean has_raw;
   gint raw_id;
@@ -38,7 +39,7 @@ typedef struct
 const GstMetaInfo *gst_gpunet_classification_meta_get_info (void);
 
 /* Sets the record's fields (model, label, label-id, confidence, ids, labels, scores,
- * num-classes, roi-id, inferred; raw-label, raw-label-id, raw-confidence with
+ * num-classes, roi-id, inferred, finite; raw-label, raw-label-id, raw-confidence with
  * smoothing) on `s`, replacing fields of the same name. */
 void gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
     GstStructure * s);
@@ -55,8 +56,9 @@ void gst_gpunet_classification_add_to_roi (GstVideoRegionOfInterestMeta * roi,
 
 /* Appends `c` to `out` as one JSON object and a newline: pts (nanoseconds, or
  * null when `pts` is GST_CLOCK_TIME_NONE), frame, roi-id, model, label,
- * label-id, confidence, ids, labels, scores, inferred (and raw-label, raw-label-id,
- * raw-confidence with smoothing). */
+ * label-id, confidence, ids, labels, scores, inferred (then "finite": false when
+ * the logits were not finite, and raw-label, raw-label-id, raw-confidence with
+ * smoothing). */
 void gst_gpunet_classification_to_json (const GstGpunetClassification * c,
     GstClockTime pts, guint64 frame, GString * out);
 

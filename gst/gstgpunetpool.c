@@ -84,12 +84,29 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
       p.hook_user = req->cuda_context;
     }
     st = gpunet_engine_new (model, &p, &engine, &text);
+    /* a batch the device cannot plan (memory): smaller ones, with a note */
+    while (st != GPUNET_OK && p.session.max_batch > 1
+        && (st == GPUNET_ERR_NO_MEMORY || st == GPUNET_ERR_BACKEND)
+        && req->backend != GPUNET_BACKEND_CPU) {
+      gint tried = p.session.max_batch;
+
+      p.session.max_batch /= 2;
+      g_free (*note);
+      *note = g_strdup_printf ("batch-size=%d cannot be planned on the %s "
+          "backend (%s); using batch-size=%d", tried,
+          req->backend == GPUNET_BACKEND_CUDA ? "cuda" : "chosen",
+          text ? text : gpunet_status_string (st), p.session.max_batch);
+      free (text);
+      text = NULL;
+      st = gpunet_engine_new (model, &p, &engine, &text);
+    }
     if (st == GPUNET_OK) {
       sh = g_new0 (GstGpunetShared, 1);
       sh->engine = engine;
       sh->model = model;
       sh->id = ++pool_serial;
       sh->batch_size = req->batch_size;
+      sh->max_batch = (guint) p.session.max_batch;
       sh->batch_timeout_us = req->batch_timeout_us;
       sh->n_threads = req->n_threads;
       sh->users = 1;

@@ -33,7 +33,9 @@ typedef struct
   gpunet_engine *engine;
   gpunet_model *model;
   guint id;                     /* serial number, 1, 2, ... in this process */
-  guint batch_size;             /* as created (the first element's) */
+  guint batch_size;             /* as asked by the first element */
+  guint max_batch;              /* as planned (smaller when the device could
+                                 * not plan batch_size) */
   gint64 batch_timeout_us;
   guint n_threads;
   /* private */
@@ -44,7 +46,8 @@ typedef struct
 
 /* The shared engine for `req`: an existing one (a new user) or one made now.  On
  * failure NULL, *status and *error (g_free) say why.  When an existing engine was
- * made with other batch-size, batch-timeout or n-threads, *note (g_free) says so. */
+ * made with other batch-size, batch-timeout or n-threads, or a device backend could
+ * not plan batch-size and got a smaller batch, *note (g_free) says so. */
 GstGpunetShared *gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     gpunet_status * status, gchar ** error, gchar ** note);
 

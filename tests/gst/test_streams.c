@@ -6,6 +6,9 @@
  * the old model; smoothing and label changes on a scripted sequence; state cycles
  * with 4 streams leak nothing (the leaks tracer). */
 #include <math.h>
+#include <stdio.h>
+
+#include <glib/gstdio.h>
 
 #include <gst/app/gstappsink.h>
 #include <gst/app/gstappsrc.h>
@@ -574,6 +577,101 @@ GST_START_TEST (test_state_cycles_four_streams)
 
 GST_END_TEST;
 
+
+/* A checkpoint whose classifier bias is NaN (written into a safetensors copy of
+ * tiny-a made with gpunet-convert): every record is marked finite=false, in the
+ * meta and the JSON line, and a warning names the frame. */
+static gchar *
+nan_checkpoint (const gchar * dir)
+{
+  const gchar *convert = g_getenv ("GPUNET_CONVERT");
+  gchar *ckpt = data_path (TINY_A_CKPT);
+  gchar *out = g_build_filename (dir, "nan.safetensors", NULL);
+  gchar *argv[] = { (gchar *) convert, (gchar *) "--checkpoint", ckpt,
+    (gchar *) "--output", out, NULL
+  };
+  gchar *data = NULL, *bias, *offs;
+  gsize len = 0;
+  guint64 hlen, a, b, i;
+  gint status = 1;
+
+  fail_unless (convert != NULL, "GPUNET_CONVERT is not set");
+  fail_unless (g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL,
+          NULL, NULL, NULL, &status, NULL) && status == 0);
+  fail_unless (g_file_get_contents (out, &data, &len, NULL));
+  memcpy (&hlen, data, 8);
+  /* tiny-a's classifier (the head's linear layer) */
+  bias = g_strstr_len (data + 8, hlen, "layer17.net.6.bias");
+  fail_unless (bias != NULL, "no classifier bias in the safetensors header");
+  offs = strstr (bias, "data_offsets");
+  fail_unless (offs != NULL && sscanf (strchr (offs, '[') + 1,
+          "%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT, &a, &b) == 2);
+  for (i = 8 + hlen + a; i + 4 <= 8 + hlen + b; i += 4) {
+    const guint32 nan_bits = 0x7fc00000;
+
+    memcpy (data + i, &nan_bits, 4);
+  }
+  fail_unless (g_file_set_contents (out, data, len, NULL));
+  g_free (data);
+  g_free (ckpt);
+  return out;
+}
+
+GST_START_TEST (test_non_finite)
+{
+  gchar *dir = g_dir_make_tmp ("gpunet-nan-XXXXXX", NULL);
+  gchar *ckpt = nan_checkpoint (dir), *json = data_path (TINY_A_JSON);
+  gchar *jsonl = g_build_filename (dir, "out.jsonl", NULL);
+  gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" checkpoint=\"%s\" "
+      "json-output=\"%s\" smoothing=0.5", json, ckpt, jsonl);
+  GstHarness *h = gst_harness_new_parse (desc);
+  GstElement *el = gst_harness_find_element (h, "gpunetclassify");
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+  gchar *lines = NULL;
+  GstBuffer *out;
+  const GstStructure *s;
+  guint i;
+
+  gst_element_set_bus (el, bus);
+  gst_harness_set_src_caps_str (h, "video/x-raw,format=RGB,width=32,height=24");
+  for (i = 0; i < 2; i++) {
+    fail_unless_equals_int (gst_harness_push (h, gst_harness_create_buffer (h,
+                32 * 24 * 3)), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    s = gpunet_meta_get_structure (gpunet_meta_get (out));
+    fail_unless (s != NULL);
+    fail_if (gpunet_meta_finite (s));
+    gst_buffer_unref (out);
+  }
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning for NaN outputs");
+  gst_message_parse_warning (msg, &err, NULL);
+  fail_unless (strstr (err->message, "Frame 0") != NULL, "%s", err->message);
+  fail_unless (strstr (err->message, "finite=false") != NULL);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (bus);
+  gst_object_unref (el);
+  gst_harness_teardown (h);
+  fail_unless (g_file_get_contents (jsonl, &lines, NULL, NULL));
+  fail_unless (strstr (lines, "\"finite\":false") != NULL, "%s", lines);
+  fail_unless (strstr (lines, "NaN") == NULL && strstr (lines, "nan") == NULL);
+  g_free (lines);
+  g_unlink (jsonl);
+  g_unlink (ckpt);
+  g_rmdir (dir);
+  g_free (jsonl);
+  g_free (desc);
+  g_free (json);
+  g_free (ckpt);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 static Suite *
 streams_suite (void)
 {
@@ -590,6 +688,7 @@ streams_suite (void)
   tcase_add_test (tc, test_model_swap);
   tcase_add_test (tc, test_smoothing_and_label_changes);
   tcase_add_test (tc, test_state_cycles_four_streams);
+  tcase_add_test (tc, test_non_finite);
   return s;
 }
 
