@@ -135,7 +135,8 @@ enum
   PROP_MAX_IN_FLIGHT,
   PROP_SMOOTHING,
   PROP_LABEL_HOLD,
-  PROP_ENGINE_ID
+  PROP_ENGINE_ID,
+  PROP_DEVICE_ID
 };
 
 #define DEFAULT_MODEL "gpunet-0"
@@ -161,6 +162,7 @@ enum
 #define DEFAULT_MAX_IN_FLIGHT 4
 #define DEFAULT_SMOOTHING 0.0f
 #define DEFAULT_LABEL_HOLD 1
+#define DEFAULT_DEVICE_ID -1
 
 #define LABEL_CHANGED_MESSAGE "gpunetclassify-label-changed"
 #define MODEL_CHANGED_MESSAGE "gpunetclassify-model-changed"
@@ -265,6 +267,7 @@ struct _GstGpunetClassify
   guint max_in_flight;
   gfloat smoothing;
   guint label_hold;
+  gint device_id;
 
   GstGpunetCuda *cuda;
 
@@ -587,6 +590,13 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "Classified frames the (smoothed) top-1 must hold before a "
           "gpunetclassify-label-changed message announces it", 1, 10000,
           DEFAULT_LABEL_HOLD, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device id",
+          "CUDA device: -1 = the CUDA context the neighbouring elements share "
+          "(else device 0); N = GPU N (a neighbour's context on another device "
+          "is not used, with a warning, and its frames are copied through "
+          "system memory)", -1, 1024, DEFAULT_DEVICE_ID,
+          rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -665,6 +675,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->max_in_flight = DEFAULT_MAX_IN_FLIGHT;
   self->smoothing = DEFAULT_SMOOTHING;
   self->label_hold = DEFAULT_LABEL_HOLD;
+  self->device_id = DEFAULT_DEVICE_ID;
   self->cuda = gst_gpunet_cuda_new ();
 
   g_mutex_init (&self->lock);
@@ -781,6 +792,9 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
       case PROP_LABEL_HOLD:
         self->label_hold = g_value_get_uint (value);
         break;
+      case PROP_DEVICE_ID:
+        self->device_id = g_value_get_int (value);
+        break;
       default:
         G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
         break;
@@ -869,6 +883,9 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
       break;
     case PROP_LABEL_HOLD:
       g_value_set_uint (value, self->label_hold);
+      break;
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, self->device_id);
       break;
     case PROP_ENGINE_ID:
       /* the streaming thread swaps ctx under the FIFO lock */
@@ -1008,6 +1025,7 @@ load_args_get (GstGpunetClassify * self, LoadArgs * a)
   a->req.batch_size = self->batch_size;
   a->req.batch_timeout_us = (gint64) self->batch_timeout;
   a->req.share = self->share_engine;
+  a->req.device = self->device_id > 0 ? self->device_id : 0;
   GST_OBJECT_UNLOCK (self);
   a->req.model = a->model;
   a->req.checkpoint = a->checkpoint;
@@ -1166,7 +1184,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   gchar *error = NULL, *json_path;
   gboolean labels_error, ok = FALSE, roi_types_set;
   ModelCtx *c = NULL;
-  gint device = 0;
+  gint device = 0, device_id;
 
   load_args_get (self, &a);
   GST_OBJECT_LOCK (self);
@@ -1175,6 +1193,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   self->mode = self->roi_mode;
   roi_types_set = self->roi_type_quarks != NULL;
   json_path = g_strdup (self->json_output);
+  device_id = self->device_id;
   GST_OBJECT_UNLOCK (self);
 
   if (a.checkpoint != NULL && *a.checkpoint != '\0' && roi_types_set
@@ -1205,7 +1224,8 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 
   /* a CUDA engine lives in the GstCudaContext shared with the neighbours */
   if (a.req.backend != GPUNET_BACKEND_CPU
-      && gst_gpunet_cuda_open (self->cuda, GST_ELEMENT (self), &device)) {
+      && gst_gpunet_cuda_open (self->cuda, GST_ELEMENT (self), device_id,
+          &device)) {
     a.req.device = device;
     a.req.cuda_context = gst_gpunet_cuda_context_ref (self->cuda);
   }

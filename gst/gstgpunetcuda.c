@@ -25,6 +25,7 @@ struct _GstGpunetCuda
 #endif
   gint device_path;             /* atomic: the session runs on CUDA in our context */
   gboolean warned_foreign;      /* streaming thread */
+  gint device_id;               /* device-id as started: -1 = the neighbours' */
 };
 
 GstGpunetCuda *
@@ -37,7 +38,12 @@ gst_gpunet_cuda_new (void)
         "gpunetclassify CUDA memory and context handling");
     g_once_init_leave (&once, 1);
   }
-  return g_new0 (GstGpunetCuda, 1);
+  {
+    GstGpunetCuda *cuda = g_new0 (GstGpunetCuda, 1);
+
+    cuda->device_id = -1;
+    return cuda;
+  }
 }
 
 void
@@ -68,7 +74,9 @@ gst_gpunet_cuda_set_context (GstGpunetCuda * cuda, GstElement * element,
     GstContext * context)
 {
 #ifdef HAVE_GST_CUDA
-  gst_cuda_handle_set_context (element, context, -1, &cuda->context);
+  /* a neighbour's context on another device than device-id is not taken */
+  gst_cuda_handle_set_context (element, context, cuda->device_id,
+      &cuda->context);
 #else
   (void) cuda;
   (void) element;
@@ -92,10 +100,27 @@ gst_gpunet_cuda_handle_query (GstGpunetCuda * cuda, GstElement * element,
 }
 
 gboolean
-gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element, gint * device)
+gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element,
+    gint device_id, gint * device)
 {
 #ifdef HAVE_GST_CUDA
   guint id = 0;
+
+  cuda->device_id = device_id;
+  /* a context adopted earlier (set_context) on another device than asked */
+  if (cuda->context != NULL && device_id >= 0) {
+    g_object_get (cuda->context, "cuda-device-id", &id, NULL);
+    if ((gint) id != device_id) {
+      GST_ELEMENT_WARNING (element, RESOURCE, SETTINGS,
+          ("device-id=%d, but the CUDA context shared by the neighbouring "
+              "elements is on device %u: this element uses its own context on "
+              "device %d, and CUDA frames from upstream are copied through "
+              "system memory. Set device-id=-1 to use the neighbours' device, "
+              "or put the upstream elements on device %d", device_id, id,
+              device_id, device_id), (NULL));
+      gst_clear_object (&cuda->context);
+    }
+  }
 
   /* the library asserts when used before it found the driver (libcuda) */
   if (!gst_cuda_load_library ()) {
@@ -103,7 +128,7 @@ gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element, gint * device)
         "driver (no NVIDIA driver here): CUDA memory caps are not offered");
     return FALSE;
   }
-  if (!gst_cuda_ensure_element_context (element, -1, &cuda->context)) {
+  if (!gst_cuda_ensure_element_context (element, device_id, &cuda->context)) {
     GST_INFO_OBJECT (element, "no CUDA context (no driver or GPU for GStreamer's "
         "CUDA library): CUDA memory caps are not offered");
     return FALSE;
@@ -116,6 +141,7 @@ gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element, gint * device)
 #else
   (void) cuda;
   (void) element;
+  (void) device_id;
   (void) device;
   return FALSE;
 #endif
@@ -265,10 +291,16 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
     if (cmem->context == cuda->context) {
       flags |= GST_MAP_CUDA;
       device = TRUE;
+#if GST_CHECK_VERSION(1, 24, 0)
+      /* 1.24+: decoders and converters hand over memory that may still be
+       * written on their stream and leave the wait to the consumer */
+      gst_cuda_memory_sync (cmem);
+#endif
     } else if (!cuda->warned_foreign) {
       GST_ELEMENT_WARNING (element, STREAM, FORMAT,
-          ("The CUDA frames belong to another CUDA context than the element's; "
-              "they are copied to system memory for classification"),
+          ("The CUDA frames belong to another CUDA context (or device) than "
+              "the element's; they are copied to system memory for "
+              "classification. Set device-id=-1 to share upstream's context"),
           ("upstream context %" GST_PTR_FORMAT ", ours %" GST_PTR_FORMAT,
               cmem->context, cuda->context));
       cuda->warned_foreign = TRUE;

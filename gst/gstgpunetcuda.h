@@ -35,11 +35,14 @@ void gst_gpunet_cuda_set_context (GstGpunetCuda * cuda, GstElement * element,
 gboolean gst_gpunet_cuda_handle_query (GstGpunetCuda * cuda, GstElement * element,
     GstQuery * query);
 
-/* start(): finds or creates the GstCudaContext (neighbours first).  TRUE and the
- * context's device in *device when there is one; FALSE (logged, not an error) when
- * CUDA cannot start here.  The engine session is then created inside it. */
+/* start(): finds or creates the GstCudaContext on `device_id` (-1: the
+ * neighbours' context, else device 0; N: device N, with a warning when the
+ * neighbours' context is on another device).  TRUE and the context's device in
+ * *device when there is one; FALSE (logged, not an error) when CUDA cannot start
+ * here.  The engine session is then created inside it.  On 1.24+ mapping waits on
+ * the memory's stream (gst_cuda_memory_sync). */
 gboolean gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element,
-    gint * device);
+    gint device_id, gint * device);
 
 /* Records whether the session runs on the CUDA backend inside our context: only then
  * are CUDA caps offered and device frames handed to the engine. */

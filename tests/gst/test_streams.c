@@ -191,6 +191,25 @@ GST_START_TEST (test_no_share)
 
 GST_END_TEST;
 
+/* device-id is a property (gst-inspect shows it), -1 by default. */
+GST_START_TEST (test_device_id_property)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  GParamSpec *p;
+  gint id = 0;
+
+  fail_unless (el != NULL);
+  p = g_object_class_find_property (G_OBJECT_GET_CLASS (el), "device-id");
+  fail_unless (p != NULL && G_PARAM_SPEC_VALUE_TYPE (p) == G_TYPE_INT);
+  g_object_get (el, "device-id", &id, NULL);
+  fail_unless_equals_int (id, -1);
+  g_object_set (el, "device-id", 1, NULL);
+  g_object_get (el, "device-id", &id, NULL);
+  fail_unless_equals_int (id, 1);
+  gst_object_unref (el);
+
+GST_END_TEST;
+
 /* Buffers and serialized events leave in the order they came, though buffers
  * wait for the engine (a 30 ms batch timeout) and events do not. */
 static GstPadProbeReturn
@@ -683,6 +702,7 @@ streams_suite (void)
   tcase_add_test (tc, test_four_streams);
   tcase_add_test (tc, test_eight_streams);
   tcase_add_test (tc, test_no_share);
+  tcase_add_test (tc, test_device_id_property);
   tcase_add_test (tc, test_event_order);
   tcase_add_test (tc, test_one_stream_fails);
   tcase_add_test (tc, test_model_swap);
