@@ -207,6 +207,7 @@ GST_START_TEST (test_device_id_property)
   g_object_get (el, "device-id", &id, NULL);
   fail_unless_equals_int (id, 1);
   gst_object_unref (el);
+}
 
 GST_END_TEST;
 
