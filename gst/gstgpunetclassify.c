@@ -1571,16 +1571,18 @@ on_results (void *user, gpunet_status status, const char *text,
 }
 
 /* Waits until the FIFO is empty (serialized queries go after the buffers before
- * them); FALSE when flushing. */
+ * them); FALSE when flushing or when the src task stopped on a flow error. */
 static gboolean
 wait_drained (GstGpunetClassify * self)
 {
   gboolean ok;
 
   g_mutex_lock (&self->lock);
-  while (!self->flushing && self->items.length > 0)
+  /* a task paused by a flow error never drains: give up then */
+  while (!self->flushing && self->srcresult == GST_FLOW_OK
+      && self->items.length > 0)
     g_cond_wait (&self->cond, &self->lock);
-  ok = !self->flushing;
+  ok = !self->flushing && self->srcresult == GST_FLOW_OK;
   g_mutex_unlock (&self->lock);
   return ok;
 }
