@@ -686,6 +686,8 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
+static void model_ctx_unref (ModelCtx * c);
+
 static void
 gst_gpunet_classify_finalize (GObject * object)
 {
@@ -697,6 +699,10 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->roi_types);
   g_clear_pointer (&self->roi_type_quarks, g_array_unref);
   g_free (self->json_output);
+  /* the loader may hold the last reference and run this: never join it here */
+  if (self->loader != NULL)
+    g_thread_unref (self->loader);
+  model_ctx_unref (self->pending_ctx);
   gst_gpunet_cuda_free (self->cuda);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
