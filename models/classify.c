@@ -1,9 +1,9 @@
 /* classify.c: the image side of the engine API: checks gpunet_image and preprocess
  * arguments, runs the fused preprocess (kernels/cpu/preprocess.c) into the session's input
  * buffer, one forward pass for the batch and softmax/top-k per image; device images go
- * to the backend's classify_device slot with the session's cached preprocess plan (one
- * call per frame geometry), and host images to its classify_host slot when it has one
- * (the CUDA backend: upload, then the device preprocess) and the batch is of one size.
+ * to the backend's classify_device slot, and host images to its classify_host slot when
+ * it has one (the CUDA backend: upload, then the device preprocess), in one call with
+ * one cached plan per image, whatever the mix of sizes and preprocess parameters.
  * Plans are cached per geometry, so batches mixing frame sizes replan nothing. */
 #include <math.h>
 #include <stdio.h>
@@ -100,13 +100,15 @@ check_params (const gpunet_model *model, const gpunet_preprocess_params *pre,
 }
 
 /* The session's cached plan for this frame geometry, built (in the least recently used
- * slot) when none matches. */
+ * slot) when none matches.  The plans fetched for one slot call must all survive until
+ * it returns: a call carries at most n_plans geometries (see split_geometries), and the
+ * least recently used slot is then always one the call has not fetched. */
 static gpunet_status
 session_plan (gpunet_session *s, const gpunet_image *img, int R, gpunet_resize_mode mode,
     float crop_pct, gpunet_preprocess_plan **out, char **error_text)
 {
   int slot = 0;
-  for (int i = 0; i < GPUNET_SESSION_PLANS; i++) {
+  for (int i = 0; i < s->n_plans; i++) {
     if (s->plan_used[i] && gpunet_preprocess_plan_matches (&s->plans[i], img->width,
             img->height, R, mode, crop_pct)) {
       s->plan_used[i] = ++s->plan_clock;
@@ -135,35 +137,84 @@ typedef struct {
   float crop_pct;
 } resolved_pre;
 
-/* Non-zero when images a and b can share one device-preprocess call. */
+/* Non-zero when images a and b have one preprocess plan. */
 static int
 same_geometry (const gpunet_image *a, const resolved_pre *pa, const gpunet_image *b,
     const resolved_pre *pb)
 {
-  return a->memory == b->memory && a->width == b->width && a->height == b->height
-      && pa->mode == pb->mode && pa->crop_pct == pb->crop_pct;
+  return a->width == b->width && a->height == b->height && pa->mode == pb->mode
+      && pa->crop_pct == pb->crop_pct;
 }
 
-/* n host images: one preprocess each (the backend's own device preprocess when it has
- * one and the images share one geometry), one forward pass, top-k per image. */
+/* The end of the longest run of images from `first` with at most `most` distinct
+ * geometries. */
+static int
+split_geometries (const gpunet_image *images, const resolved_pre *rp, int first, int n,
+    int most)
+{
+  if (n - first <= most)
+    return n;
+  int seen[GPUNET_BACKEND_GEOMETRIES_MAX], distinct = 0, i;
+  for (i = first; i < n; i++) {
+    int j = 0;
+    while (j < distinct && !same_geometry (&images[seen[j]], &rp[seen[j]], &images[i], &rp[i]))
+      j++;
+    if (j == distinct) {
+      if (distinct == most)
+        break;
+      seen[distinct++] = i;
+    }
+  }
+  return i;
+}
+
+typedef gpunet_status (*classify_slot) (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text);
+
+/* n images of one memory kind through the backend's classify_device or classify_host
+ * slot, with each image's plan: one call (one forward pass) for any mix of sizes and
+ * preprocess parameters up to the session's plan count of geometries.  A request with
+ * more (only past GPUNET_BACKEND_GEOMETRIES_MAX images) is split into calls of at most
+ * that many.  Why a cap and not one plan per image: each plan keeps tables and scratch
+ * rows of its frame width (about 1 MB at 1080p), so a session of max_batch 4096 would
+ * keep gigabytes; 64 geometries per pass covers region crops of realistic batches. */
+static gpunet_status
+classify_on_slot (gpunet_session *s, classify_slot slot, const gpunet_image *images,
+    const resolved_pre *rp, int n, int k, gpunet_class_score *out, char **error_text)
+{
+  const int R = gpunet_model_resolution (s->model);
+  gpunet_preprocess_plan **plans = malloc (sizeof *plans * (size_t) n);
+  if (!plans)
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
+  gpunet_status st = GPUNET_OK;
+  for (int first = 0; first < n && st == GPUNET_OK;) {
+    const int end = split_geometries (images, rp, first, n, s->n_plans);
+    for (int i = first; i < end && st == GPUNET_OK; i++)
+      st = session_plan (s, &images[i], R, rp[i].mode, rp[i].crop_pct, &plans[i], error_text);
+    if (st == GPUNET_OK)
+      st = slot (s->state, images + first, end - first,
+          (const gpunet_preprocess_plan *const *) plans + first, k, out + (size_t) first * k,
+          error_text);
+    first = end;
+  }
+  free (plans);
+  return st;
+}
+
+/* n host images: the backend's own device preprocess when it has one (any mix of
+ * sizes), else one CPU preprocess each, one forward pass, top-k per image. */
 static gpunet_status
 classify_host_images (gpunet_session *s, const gpunet_image *images, const resolved_pre *rp,
     int n, int k, gpunet_class_score *out, char **error_text)
 {
+  if (s->backend->classify_host)
+    return classify_on_slot (s, s->backend->classify_host, images, rp, n, k, out, error_text);
   const int R = gpunet_model_resolution (s->model);
   const int classes = gpunet_model_num_classes (s->model);
+  const size_t per_image = (size_t) 3 * R * R;
   gpunet_preprocess_plan *plan = NULL;
   gpunet_status st;
-  int uniform = 1;
-  for (int i = 1; i < n; i++)
-    uniform = uniform && same_geometry (&images[0], &rp[0], &images[i], &rp[i]);
-  if (s->backend->classify_host && uniform) {
-    st = session_plan (s, &images[0], R, rp[0].mode, rp[0].crop_pct, &plan, error_text);
-    if (st != GPUNET_OK)
-      return st;
-    return s->backend->classify_host (s->state, images, n, plan, k, out, error_text);
-  }
-  const size_t per_image = (size_t) 3 * R * R;
   for (int i = 0; i < n; i++) {
     st = session_plan (s, &images[i], R, rp[i].mode, rp[i].crop_pct, &plan, error_text);
     if (st != GPUNET_OK)
@@ -176,6 +227,39 @@ classify_host_images (gpunet_session *s, const gpunet_image *images, const resol
   for (int i = 0; i < n; i++)
     gpunet_topk_softmax (s->logits + (size_t) i * classes, classes, k, out + (size_t) i * k);
   return GPUNET_OK;
+}
+
+/* The images of memory kind `memory` among n through their path (results in order). */
+static gpunet_status
+classify_memory_kind (gpunet_session *s, gpunet_memory memory, const gpunet_image *images,
+    const resolved_pre *rp, int n, int k, gpunet_class_score *out, char **error_text)
+{
+  gpunet_image *group = malloc (sizeof *group * (size_t) n);
+  resolved_pre *group_rp = malloc (sizeof *group_rp * (size_t) n);
+  int *index = malloc (sizeof *index * (size_t) n);
+  gpunet_class_score *group_out = malloc (sizeof *group_out * (size_t) n * (size_t) k);
+  gpunet_status st = GPUNET_OK;
+  if (!group || !group_rp || !index || !group_out)
+    st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
+  int m = 0;
+  for (int i = 0; i < n && st == GPUNET_OK; i++)
+    if (images[i].memory == memory) {
+      group[m] = images[i];
+      group_rp[m] = rp[i];
+      index[m++] = i;
+    }
+  if (st == GPUNET_OK && m > 0)
+    st = memory == GPUNET_MEMORY_CUDA
+        ? classify_on_slot (s, s->backend->classify_device, group, group_rp, m, k, group_out,
+            error_text)
+        : classify_host_images (s, group, group_rp, m, k, group_out, error_text);
+  for (int j = 0; j < m && st == GPUNET_OK; j++)
+    memcpy (out + (size_t) index[j] * k, group_out + (size_t) j * k, sizeof *out * (size_t) k);
+  free (group);
+  free (group_rp);
+  free (index);
+  free (group_out);
+  return st;
 }
 
 gpunet_status
@@ -221,55 +305,22 @@ gpunet_session_classify_each (gpunet_session *s, const gpunet_image *images,
   if (!rp)
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
   gpunet_status st = GPUNET_OK;
-  int any_device = 0;
+  int any_device = 0, any_host = 0;
   for (int i = 0; i < n && st == GPUNET_OK; i++) {
     st = check_params (s->model, &pres[i], &rp[i].mode, &rp[i].crop_pct, error_text);
     any_device |= images[i].memory == GPUNET_MEMORY_CUDA;
+    any_host |= images[i].memory != GPUNET_MEMORY_CUDA;
   }
-  if (st == GPUNET_OK && !any_device) {
+  /* all images of one memory kind: one slot call (or the CPU path) with every image's
+   * plan; host and device images mixed: one of each */
+  if (st == GPUNET_OK && !any_device)
     st = classify_host_images (s, images, rp, n, k, out, error_text);
-  } else if (st == GPUNET_OK) {
-    /* device images: one backend call per run of one geometry and memory kind (the
-     * device preprocess reads one frame size per call) */
-    const int R = gpunet_model_resolution (s->model);
-    gpunet_image *group = malloc (sizeof *group * (size_t) n);
-    resolved_pre *group_rp = malloc (sizeof *group_rp * (size_t) n);
-    int *index = malloc (sizeof *index * (size_t) n);
-    char *done = calloc ((size_t) n, 1);
-    gpunet_class_score *group_out = malloc (sizeof *group_out * (size_t) n * (size_t) k);
-    if (!group || !group_rp || !index || !done || !group_out)
-      st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory classifying %d images", n);
-    for (int first = 0; first < n && st == GPUNET_OK; first++) {
-      if (done[first])
-        continue;
-      int m = 0;
-      for (int i = first; i < n; i++)
-        if (!done[i] && same_geometry (&images[first], &rp[first], &images[i], &rp[i])) {
-          group[m] = images[i];
-          group_rp[m] = rp[i];
-          index[m++] = i;
-          done[i] = 1;
-        }
-      if (images[first].memory == GPUNET_MEMORY_CUDA) {
-        gpunet_preprocess_plan *plan;
-        st = session_plan (s, &group[0], R, group_rp[0].mode, group_rp[0].crop_pct, &plan,
-            error_text);
-        if (st == GPUNET_OK)
-          st = s->backend->classify_device (s->state, group, m, plan, k, group_out,
-              error_text);
-      } else {
-        st = classify_host_images (s, group, group_rp, m, k, group_out, error_text);
-      }
-      for (int j = 0; j < m && st == GPUNET_OK; j++)
-        memcpy (out + (size_t) index[j] * k, group_out + (size_t) j * k,
-            sizeof *out * (size_t) k);
-    }
-    free (group);
-    free (group_rp);
-    free (index);
-    free (done);
-    free (group_out);
-  }
+  else if (st == GPUNET_OK && !any_host)
+    st = classify_on_slot (s, s->backend->classify_device, images, rp, n, k, out, error_text);
+  else if (st == GPUNET_OK)
+    st = classify_memory_kind (s, GPUNET_MEMORY_CUDA, images, rp, n, k, out, error_text);
+  if (st == GPUNET_OK && any_device && any_host)
+    st = classify_memory_kind (s, GPUNET_MEMORY_HOST, images, rp, n, k, out, error_text);
   free (rp);
   return st;
 }

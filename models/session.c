@@ -84,7 +84,10 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   s->logits = malloc (sizeof (float) * (size_t) p.max_batch * (size_t) gpunet_model_num_classes (model));
   s->input = malloc (sizeof (float) * (size_t) p.max_batch * 3 * (size_t) gpunet_model_resolution (model)
       * (size_t) gpunet_model_resolution (model));
-  if (!s->logits || !s->input) {
+  s->n_plans = gpunet_backend_call_geometries (p.max_batch);
+  s->plans = calloc ((size_t) s->n_plans, sizeof *s->plans);
+  s->plan_used = calloc ((size_t) s->n_plans, sizeof *s->plan_used);
+  if (!s->logits || !s->input || !s->plans || !s->plan_used) {
     gpunet_session_free (s);
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory creating a session");
   }
@@ -101,8 +104,10 @@ gpunet_session_free (gpunet_session *s)
     s->backend->destroy (s->state);
   gpunet_model_unref (s->model);
   free (s->fallback_reason);
-  for (int i = 0; i < GPUNET_SESSION_PLANS; i++)
+  for (int i = 0; s->plans && i < s->n_plans; i++)
     gpunet_preprocess_plan_clear (&s->plans[i]);
+  free (s->plans);
+  free (s->plan_used);
   free (s->logits);
   free (s->input);
   free (s);

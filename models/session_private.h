@@ -7,8 +7,6 @@
 #include "../kernels/backend.h"
 #include "../kernels/cpu/preprocess.h"
 
-#define GPUNET_SESSION_PLANS 8
-
 struct gpunet_session {
   gpunet_model *model;
   gpunet_session_params params;
@@ -19,9 +17,11 @@ struct gpunet_session {
   float *logits;          /* max_batch x classes */
   /* preprocess plans cached by geometry (frame size, resize mode, crop), so frames of
    * several sizes (streams sharing an engine, region crops) keep their own; the least
-   * recently used one is rebuilt when a new geometry comes */
-  gpunet_preprocess_plan plans[GPUNET_SESSION_PLANS];
-  uint64_t plan_used[GPUNET_SESSION_PLANS];
+   * recently used one is rebuilt when a new geometry comes.  n_plans =
+   * gpunet_backend_call_geometries (max_batch): every geometry of one backend call */
+  gpunet_preprocess_plan *plans;
+  uint64_t *plan_used;
+  int n_plans;
   uint64_t plan_clock;
 };
 

@@ -2,7 +2,9 @@
  * of kernels/cuda/cuda_math.h (what the kernels compute per thread) against the reference
  * CPU ops, the fp16 conversions of kernels/common/half.h against a slow reference and the
  * fp16-storage variants against the float ones, the host-frame packing of classify_host
- * (kernels/cuda/cuda_upload.h) through the CPU preprocess, the per-op byte counts of
+ * (kernels/cuda/cuda_upload.h) through the CPU preprocess, the engine's dispatch of mixed
+ * sizes to the classify slots (one call, a plan per image) and the table-cache bookkeeping
+ * (cuda_pre_cache.h), the per-op byte counts of
  * gpunet-bench (kernels/cuda/cuda_cost.h), the CUDA graph capture policy
  * (cuda_graph_state.h), the classes of cuDNN statuses (cuda_status_class.h), and the
  * module loader: with no GPU (or no
@@ -19,6 +21,7 @@
 #include "cuda/cuda_cost.h"
 #include "cuda/cuda_graph_state.h"
 #include "cuda/cuda_math.h"
+#include "cuda/cuda_pre_cache.h"
 #include "cuda/cuda_status_class.h"
 #include "cuda/cuda_upload.h"
 #include "half.h"
@@ -659,26 +662,64 @@ test_upload_pack (void)
   free (got);
 }
 
-/* The engine's dispatch to classify_host, with a stand-in backend that does on the CPU
- * what the CUDA one does on the device: pack each frame (cuda_upload.h), preprocess the
- * packed copy with the plan the engine passes, forward, top-k.  Its results must equal
- * the CPU session's bit for bit; batches of one size go to the slot, others do not. */
+/* The engine's dispatch to classify_host and classify_device, with a stand-in backend
+ * that does on the CPU what the CUDA one does on the device: pack each host frame
+ * (cuda_upload.h; device frames are read in place), preprocess it with the plan the
+ * engine passes for that image, one forward pass for the call, top-k.  Its results must
+ * equal the CPU session's bit for bit; any mix of sizes and preprocess parameters is one
+ * slot call per memory kind.  Each call also checks the slot contract: one plan per
+ * image, of the image's size, still intact during the call (a plan evicted and rebuilt
+ * for another image of the call would no longer match its first image), distinct
+ * geometries on distinct plans, and no more than the contract allows. */
 static const gpunet_backend *fake_inner;
-static int fake_calls;
+static int fake_calls, fake_device_calls;
+static int fake_classes = 1000;
+static int fake_most_geometries = GPUNET_BACKEND_GEOMETRIES_MIN;
+static int fake_dry;          /* no forward: result j of image i is (width, height) */
+static int fake_last_n, fake_last_plans;
 
 static gpunet_status
-fake_classify_host (void *state, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+fake_classify (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    gpunet_memory memory, char **error_text)
 {
-  fake_calls++;
-  const int R = pre->out_size, classes = 1000;
+  const int R = plans[0]->out_size, classes = fake_classes;
+  int distinct = 0;
+  for (int i = 0; i < n; i++) {
+    CHECK (images[i].memory == memory);
+    CHECK_MSG (plans[i] && plans[i]->in_w == images[i].width
+        && plans[i]->in_h == images[i].height && plans[i]->out_size == R,
+        "image %d of %d (%dx%d) has a plan for %dx%d", i, n, images[i].width,
+        images[i].height, plans[i] ? plans[i]->in_w : 0, plans[i] ? plans[i]->in_h : 0);
+    int first_use = 1;
+    for (int j = 0; j < i; j++)
+      if (plans[j] == plans[i])
+        first_use = 0;
+      else
+        CHECK (!gpunet_preprocess_plan_matches (plans[j], plans[i]->in_w, plans[i]->in_h,
+            plans[i]->out_size, plans[i]->mode, plans[i]->crop_pct));
+    distinct += first_use;
+  }
+  CHECK_MSG (distinct <= fake_most_geometries, "%d geometries in one call, at most %d",
+      distinct, fake_most_geometries);
+  fake_last_n = n;
+  fake_last_plans = distinct;
+  if (fake_dry) {
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < k; j++)
+        out[(size_t) i * k + j] = (gpunet_class_score) { images[i].width, (float) images[i].height };
+    return GPUNET_OK;
+  }
   float *input = calloc (3 * (size_t) R * R * (size_t) n, sizeof (float));
   float *logits = malloc (sizeof (float) * (size_t) classes * (size_t) n);
   gpunet_status st = input && logits ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
   for (int i = 0; i < n && st == GPUNET_OK; i++) {
+    float *dst = input + (size_t) i * 3 * R * R;
+    if (memory == GPUNET_MEMORY_CUDA) {
+      gpunet_cpu_preprocess ((gpunet_preprocess_plan *) plans[i], &images[i], dst);
+      continue;
+    }
     gpunet_frame_layout l;
-    CHECK (images[i].memory == GPUNET_MEMORY_HOST);
-    CHECK (images[i].width == pre->in_w && images[i].height == pre->in_h);
     if (gpunet_frame_layout_init (&l, images[i].format, images[i].width, images[i].height)) {
       st = GPUNET_ERR_INVALID_ARGUMENT;
       break;
@@ -690,7 +731,7 @@ fake_classify_host (void *state, const gpunet_image *images, int n,
     }
     gpunet_frame_pack (&l, &images[i], packed);
     const gpunet_image view = gpunet_frame_view (&l, &images[i], packed, GPUNET_MEMORY_HOST);
-    gpunet_cpu_preprocess ((gpunet_preprocess_plan *) pre, &view, input + (size_t) i * 3 * R * R);
+    gpunet_cpu_preprocess ((gpunet_preprocess_plan *) plans[i], &view, dst);
     free (packed);
   }
   if (st == GPUNET_OK)
@@ -700,6 +741,24 @@ fake_classify_host (void *state, const gpunet_image *images, int n,
   free (input);
   free (logits);
   return st;
+}
+
+static gpunet_status
+fake_classify_host (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
+{
+  fake_calls++;
+  return fake_classify (state, images, n, plans, k, out, GPUNET_MEMORY_HOST, error_text);
+}
+
+static gpunet_status
+fake_classify_device (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
+{
+  fake_device_calls++;
+  return fake_classify (state, images, n, plans, k, out, GPUNET_MEMORY_CUDA, error_text);
 }
 
 static void
@@ -753,11 +812,11 @@ test_classify_host_dispatch (void)
   CHECK (gpunet_session_classify (staged, &f[3], 1, NULL, K, got, &err) == GPUNET_OK);
   CHECK (fake_calls == 2);
   CHECK (memcmp (want, got, sizeof (gpunet_class_score) * K) == 0);
-  /* mixed sizes: the CPU preprocess path, not the slot */
+  /* mixed sizes: through the slot too, in one call with a plan each */
   const gpunet_image mixed[2] = { f[0], f[3] };
   CHECK (gpunet_session_classify (plain, mixed, 2, NULL, K, want, &err) == GPUNET_OK);
   CHECK (gpunet_session_classify (staged, mixed, 2, NULL, K, got, &err) == GPUNET_OK);
-  CHECK (fake_calls == 2);
+  CHECK (fake_calls == 3 && fake_last_n == 2 && fake_last_plans == 2);
   CHECK (memcmp (want, got, sizeof (gpunet_class_score) * 2 * K) == 0);
   /* a host image then a CUDA one on a backend without a device slot: the engine
    * refuses the CUDA image before any slot runs */
@@ -767,7 +826,7 @@ test_classify_host_dispatch (void)
   err = NULL;
   CHECK (gpunet_session_classify (staged, bad, 2, NULL, K, got, &err) == GPUNET_ERR_UNSUPPORTED);
   CHECK_CONTAINS (err, "image 1 is in CUDA device memory");
-  CHECK (fake_calls == 2);
+  CHECK (fake_calls == 3);
   staged->backend = fake_inner;
   for (int i = 0; i < 4; i++)
     free (mem[i]);
@@ -775,6 +834,266 @@ test_classify_host_dispatch (void)
   gpunet_session_free (staged);
   gpunet_model_unref (model);
   free (err);
+}
+
+/* A random-weight model of tests/data/fixtures/tiny-a.json (96 x 96 input, 16 classes). */
+static gpunet_model *
+tiny_model (void)
+{
+  char arch[1024];
+  snprintf (arch, sizeof arch, "%s/fixtures/tiny-a.json", check_data_dir ());
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  CHECK_MSG (gpunet_model_new_random (arch, 5, &m, &err) == GPUNET_OK, "tiny model: %s",
+      err ? err : "?");
+  free (err);
+  return m;
+}
+
+/* Two CPU sessions of `model`: `plain`, and `staged` with the fake slots in place. */
+static int
+fake_sessions (gpunet_model *model, int max_batch, gpunet_session **plain,
+    gpunet_session **staged)
+{
+  static gpunet_backend fake;
+  gpunet_session_params params;
+  gpunet_session_params_init (&params);
+  params.backend = GPUNET_BACKEND_CPU;
+  params.max_batch = max_batch;
+  params.n_threads = 1;
+  char *err = NULL;
+  *plain = *staged = NULL;
+  CHECK (gpunet_session_new (model, &params, plain, &err) == GPUNET_OK);
+  CHECK (gpunet_session_new (model, &params, staged, &err) == GPUNET_OK);
+  free (err);
+  if (!*plain || !*staged) {
+    gpunet_session_free (*plain);
+    gpunet_session_free (*staged);
+    return 0;
+  }
+  fake_inner = (*staged)->backend;
+  fake = *fake_inner;
+  fake.classify_host = fake_classify_host;
+  fake.classify_device = fake_classify_device;
+  (*staged)->backend = &fake;
+  fake_classes = gpunet_model_num_classes (model);
+  fake_most_geometries = gpunet_backend_call_geometries (max_batch);
+  fake_calls = fake_device_calls = 0;
+  return 1;
+}
+
+static void
+fake_sessions_free (gpunet_session *plain, gpunet_session *staged)
+{
+  staged->backend = fake_inner;
+  gpunet_session_free (plain);
+  gpunet_session_free (staged);
+}
+
+/* Results of n images against the same images classified one by one on `plain` (each
+ * with its own parameters): same ids, scores within float rounding of the batched
+ * forward pass. */
+static void
+check_one_by_one (gpunet_session *plain, const gpunet_image *images,
+    const gpunet_preprocess_params *pres, int n, int k, const gpunet_class_score *got,
+    const char *what)
+{
+  gpunet_class_score one[16];
+  char *err = NULL;
+  double worst = 0.0;
+  int same_ids = 1;
+  for (int i = 0; i < n; i++) {
+    CHECK (gpunet_session_classify_each (plain, &images[i], &pres[i], 1, k, one, &err)
+        == GPUNET_OK);
+    for (int j = 0; j < k; j++) {
+      same_ids &= one[j].id == got[(size_t) i * k + j].id;
+      worst = fmax (worst, fabs ((double) one[j].score - got[(size_t) i * k + j].score));
+    }
+  }
+  CHECK_MSG (same_ids && worst <= 1e-6, "%s: ids %s the one-by-one results, max score "
+      "difference %.3g", what, same_ids ? "equal" : "differ from", worst);
+  free (err);
+}
+
+/* One request mixing frame sizes, formats, resize modes and crops (and frames sharing a
+ * geometry): one slot call with a plan per image, results as one by one; on device
+ * frames, one classify_device call; host and device frames mixed: one call of each. */
+static void
+test_classify_mixed (void)
+{
+  gpunet_model *model = tiny_model ();
+  gpunet_session *plain, *staged;
+  if (!model || !fake_sessions (model, 6, &plain, &staged)) {
+    gpunet_model_unref (model);
+    return;
+  }
+  enum { N = 6, K = 4 };
+  uint8_t *mem[N] = { NULL };
+  gpunet_image f[N];
+  gpunet_preprocess_params pres[N];
+  memset (pres, 0, sizeof pres);
+  f[0] = upload_frame (GPUNET_FORMAT_NV12, 641, 359, 19, &mem[0]);
+  f[1] = upload_frame (GPUNET_FORMAT_BGR, 100, 80, 3, &mem[1]);
+  pres[1].resize_mode = GPUNET_RESIZE_STRETCH;
+  f[2] = upload_frame (GPUNET_FORMAT_RGBA, 37, 53, 0, &mem[2]);   /* a region crop */
+  pres[2].resize_mode = GPUNET_RESIZE_LETTERBOX;
+  f[3] = upload_frame (GPUNET_FORMAT_I420, 641, 359, 0, &mem[3]); /* f[0]'s size, */
+  pres[3].crop_pct = 0.95f;                                       /* another crop */
+  f[4] = upload_frame (GPUNET_FORMAT_RGBX, 5, 3, 7, &mem[4]);
+  f[5] = upload_frame (GPUNET_FORMAT_NV12, 641, 359, 2, &mem[5]); /* f[0]'s geometry */
+  char *err = NULL;
+  gpunet_class_score want[N * K], got[N * K];
+  int ok = 1;
+  for (int i = 0; i < N; i++)
+    ok &= mem[i] != NULL;
+  if (ok) {
+    /* host frames: one classify_host call, 5 plans for 6 images */
+    CHECK (gpunet_session_classify_each (plain, f, pres, N, K, want, &err) == GPUNET_OK);
+    CHECK (gpunet_session_classify_each (staged, f, pres, N, K, got, &err) == GPUNET_OK);
+    CHECK_MSG (fake_calls == 1 && fake_device_calls == 0 && fake_last_n == N
+        && fake_last_plans == 5, "host: %d call(s), last of %d images and %d plans",
+        fake_calls, fake_last_n, fake_last_plans);
+    CHECK (memcmp (want, got, sizeof want) == 0);
+    check_one_by_one (plain, f, pres, N, K, got, "mixed host frames");
+
+    /* the same frames as device frames (the fake reads them in place): one
+     * classify_device call */
+    gpunet_image dev[N];
+    for (int i = 0; i < N; i++) {
+      dev[i] = f[i];
+      dev[i].memory = GPUNET_MEMORY_CUDA;
+    }
+    memset (got, 0, sizeof got);
+    CHECK (gpunet_session_classify_each (staged, dev, pres, N, K, got, &err) == GPUNET_OK);
+    CHECK_MSG (fake_calls == 1 && fake_device_calls == 1 && fake_last_n == N
+        && fake_last_plans == 5, "device: %d call(s), last of %d images and %d plans",
+        fake_device_calls, fake_last_n, fake_last_plans);
+    CHECK (memcmp (want, got, sizeof want) == 0);
+
+    /* host and device frames in one request: one call of each, results in order */
+    dev[1].memory = dev[3].memory = GPUNET_MEMORY_HOST;
+    memset (got, 0, sizeof got);
+    CHECK (gpunet_session_classify_each (staged, dev, pres, N, K, got, &err) == GPUNET_OK);
+    CHECK (fake_calls == 2 && fake_device_calls == 2);
+    check_one_by_one (plain, f, pres, N, K, got, "host and device frames");
+  } else {
+    CHECK_MSG (0, "out of memory");
+  }
+  for (int i = 0; i < N; i++)
+    free (mem[i]);
+  fake_sessions_free (plain, staged);
+  gpunet_model_unref (model);
+  free (err);
+}
+
+/* More geometries in one request than one call may carry: split into calls of at most
+ * that many, every plan intact during its call (checked by the fake), results in order. */
+static void
+test_classify_many_geometries (void)
+{
+  gpunet_model *model = tiny_model ();
+  gpunet_session *plain, *staged;
+  enum { N = GPUNET_BACKEND_GEOMETRIES_MAX + 6 };
+  if (!model || !fake_sessions (model, N, &plain, &staged)) {
+    gpunet_model_unref (model);
+    return;
+  }
+  CHECK (fake_most_geometries == GPUNET_BACKEND_GEOMETRIES_MAX);
+  CHECK (gpunet_backend_call_geometries (1) == GPUNET_BACKEND_GEOMETRIES_MIN);
+  CHECK (gpunet_backend_call_geometries (20) == 20);
+  static uint8_t px[3 * 3 * (N + 8)];
+  gpunet_image img[N];
+  gpunet_class_score out[N];
+  memset (img, 0, sizeof img);
+  for (int i = 0; i < N; i++) {
+    img[i].format = GPUNET_FORMAT_RGB;
+    img[i].width = 4 + i;   /* every image its own geometry */
+    img[i].height = 3;
+    img[i].planes[0] = px;
+    img[i].strides[0] = 3 * (N + 8);
+  }
+  char *err = NULL;
+  fake_dry = 1;
+  for (int memory = 0; memory < 2; memory++) {
+    for (int i = 0; i < N; i++)
+      img[i].memory = memory ? GPUNET_MEMORY_CUDA : GPUNET_MEMORY_HOST;
+    const int before = memory ? fake_device_calls : fake_calls;
+    CHECK (gpunet_session_classify (staged, img, N, NULL, 1, out, &err) == GPUNET_OK);
+    const int calls = (memory ? fake_device_calls : fake_calls) - before;
+    CHECK_MSG (calls == 2 && fake_last_n == N - GPUNET_BACKEND_GEOMETRIES_MAX,
+        "%d distinct geometries: %d calls, the last of %d images", N, calls, fake_last_n);
+    int in_order = 1;
+    for (int i = 0; i < N; i++)
+      in_order &= out[i].id == 4 + i && out[i].score == 3.0f;
+    CHECK (in_order);
+  }
+  /* as many images, three geometries: one call */
+  for (int i = 0; i < N; i++)
+    img[i].width = 4 + i % 3;
+  const int before = fake_device_calls;
+  CHECK (gpunet_session_classify (staged, img, N, NULL, 1, out, &err) == GPUNET_OK);
+  CHECK (fake_device_calls == before + 1 && fake_last_n == N && fake_last_plans == 3);
+  fake_dry = 0;
+  fake_sessions_free (plain, staged);
+  gpunet_model_unref (model);
+  free (err);
+}
+
+/* The CUDA backend's table-cache bookkeeping (cuda_pre_cache.h): hits, misses into the
+ * least recently used entry, never an entry the current call already picked. */
+static void
+test_pre_cache (void)
+{
+  gpunet_pre_cache_slot slots[4];
+  memset (slots, 0, sizeof slots);
+  gpunet_pre_cache_index c = { slots, 4, 0, 0 };
+  gpunet_preprocess_plan p[6];
+  memset (p, 0, sizeof p);
+  for (int i = 0; i < 6; i++) {
+    p[i].in_w = 10 + i;
+    p[i].in_h = 10;
+    p[i].out_size = 32;
+    p[i].mode = GPUNET_RESIZE_STRETCH;
+    p[i].crop_pct = 1.0f;
+  }
+  int hit, at[6];
+  /* call 1: four geometries fill the four entries; a fifth does not fit */
+  gpunet_pre_cache_begin (&c);
+  at[0] = gpunet_pre_cache_pick (&c, &p[0], &hit);
+  CHECK (at[0] >= 0 && !hit);
+  gpunet_pre_cache_fill (&c, at[0], &p[0]);
+  at[1] = gpunet_pre_cache_pick (&c, &p[1], &hit);
+  CHECK (at[1] >= 0 && at[1] != at[0] && !hit);
+  gpunet_pre_cache_fill (&c, at[1], &p[1]);
+  CHECK (gpunet_pre_cache_pick (&c, &p[0], &hit) == at[0] && hit);
+  for (int i = 2; i < 4; i++) {
+    at[i] = gpunet_pre_cache_pick (&c, &p[i], &hit);
+    CHECK (at[i] >= 0 && !hit);
+    gpunet_pre_cache_fill (&c, at[i], &p[i]);
+  }
+  CHECK (at[2] != at[3] && at[2] != at[0] && at[2] != at[1] && at[3] != at[0] && at[3] != at[1]);
+  CHECK (gpunet_pre_cache_pick (&c, &p[4], &hit) == -1);
+  /* call 2: p[4] replaces the least recently used (p[1]), then p[1] replaces p[0]; with
+   * p[2] and p[3] hits, all four entries belong to the call and p[0] fits nowhere */
+  gpunet_pre_cache_begin (&c);
+  at[4] = gpunet_pre_cache_pick (&c, &p[4], &hit);
+  CHECK (at[4] == at[1] && !hit);
+  gpunet_pre_cache_fill (&c, at[4], &p[4]);
+  const int again = gpunet_pre_cache_pick (&c, &p[1], &hit);
+  CHECK (again == at[0] && !hit);
+  gpunet_pre_cache_fill (&c, again, &p[1]);
+  CHECK (gpunet_pre_cache_pick (&c, &p[2], &hit) == at[2] && hit);
+  CHECK (gpunet_pre_cache_pick (&c, &p[3], &hit) == at[3] && hit);
+  CHECK (gpunet_pre_cache_pick (&c, &p[0], &hit) == -1);
+  /* call 3: a geometry differing only in crop_pct is a miss; an entry emptied by a
+   * failed upload (no fill) is picked again, and is no hit */
+  gpunet_pre_cache_begin (&c);
+  p[5] = p[2];
+  p[5].crop_pct = 0.875f;
+  const int v = gpunet_pre_cache_pick (&c, &p[5], &hit);
+  CHECK (v >= 0 && !hit);
+  CHECK (gpunet_pre_cache_pick (&c, &p[5], &hit) == v && !hit);
+  CHECK (slots[v].used == 0);
 }
 
 /* ---- gpunet-bench's byte counts ---------------------------------------------------------- */
@@ -1021,6 +1340,9 @@ main (void)
   test_upload_layout ();
   test_upload_pack ();
   test_classify_host_dispatch ();
+  test_classify_mixed ();
+  test_classify_many_geometries ();
+  test_pre_cache ();
   test_op_bytes ();
   test_graph_state ();
   test_dnn_status_class ();

@@ -1,7 +1,8 @@
 /* test_cuda_preprocess.c: CPU-side tests of the CUDA device-frame path: the per-pixel
  * function of the CUDA preprocess kernel (kernels/cuda/cuda_preprocess.h) called on the
  * host against gpunet_cpu_preprocess on random frames of every format, size and resize
- * mode; the device top-k's sort network and softmax run on the host against
+ * mode, and a batch mixing geometries (each descriptor with its own tables); the
+ * device top-k's sort network and softmax run on the host against
  * gpunet_topk_softmax; and the engine's checks of GPUNET_MEMORY_CUDA images. */
 #include <math.h>
 #include <stdint.h>
@@ -149,6 +150,100 @@ test_preprocess_pixel (void)
   }
 }
 
+/* A copy of one axis's tables in its own buffer (as preprocess.cu uploads them), the
+ * descriptor's axis pointed at the copy. */
+static void *
+copy_axis (const gpunet_resample_axis *a, gpunet_cuda_axis *ax)
+{
+  const size_t ib = (size_t) a->n * sizeof (int), wb = (size_t) a->n * a->ksize * sizeof (float);
+  char *mem = malloc (2 * ib + wb);
+  if (!mem)
+    return NULL;
+  memcpy (mem, a->first, ib);
+  memcpy (mem + ib, a->count, ib);
+  memcpy (mem + 2 * ib, a->weights, wb);
+  ax->first = (const int *) mem;
+  ax->count = (const int *) (mem + ib);
+  ax->weights = (const float *) (mem + 2 * ib);
+  return mem;
+}
+
+/* One batch of frames of different sizes, formats, resize modes and crops, as the
+ * preprocess kernel runs it (grid z = image, each image's descriptor pointing at its own
+ * frame and at its own geometry's copy of the tap tables, images of one geometry sharing
+ * one copy, the plans freed before the batch runs): every image of the batch gets the
+ * bits of the CPU preprocess of that image alone. */
+static void
+test_mixed_batch (void)
+{
+  enum { N = 5, R = 48 };
+  static const struct {
+    gpunet_pixel_format fmt;
+    int w, h, shares;   /* shares: index of an earlier image of the same geometry, or -1 */
+    gpunet_resize_mode mode;
+    float crop;
+  } cases[N] = {
+    { GPUNET_FORMAT_NV12, 641, 359, -1, GPUNET_RESIZE_CENTER_CROP, 0.875f },
+    { GPUNET_FORMAT_RGBA, 37, 53, -1, GPUNET_RESIZE_LETTERBOX, 1.0f },
+    { GPUNET_FORMAT_I420, 641, 359, -1, GPUNET_RESIZE_CENTER_CROP, 0.95f },
+    { GPUNET_FORMAT_BGR, 100, 80, -1, GPUNET_RESIZE_STRETCH, 1.0f },
+    { GPUNET_FORMAT_NV12, 641, 359, 0, GPUNET_RESIZE_CENTER_CROP, 0.875f },
+  };
+  const size_t plane = (size_t) R * R, per_image = 3 * plane;
+  uint8_t *mem[N] = { NULL };
+  void *tables[2 * N] = { NULL };
+  gpunet_image img[N];
+  gpunet_cuda_pre_desc desc[N];
+  float *want = malloc (N * per_image * sizeof (float));
+  float *got = malloc (N * per_image * sizeof (float));
+  int ok = want && got;
+  for (int i = 0; i < N && ok; i++) {
+    img[i] = random_frame (cases[i].fmt, cases[i].w, cases[i].h, (int) (rnd () % 9), &mem[i]);
+    gpunet_preprocess_plan plan;
+    ok = mem[i] && gpunet_preprocess_plan_init (&plan, cases[i].w, cases[i].h, R,
+        cases[i].mode, cases[i].crop) == GPUNET_OK;
+    if (!ok)
+      break;
+    gpunet_cpu_preprocess (&plan, &img[i], want + i * per_image);
+    gpunet_cuda_pre_desc_init (&desc[i], &plan, &img[i]);
+    if (cases[i].shares >= 0) {
+      desc[i].x = desc[cases[i].shares].x;
+      desc[i].y = desc[cases[i].shares].y;
+    } else {
+      tables[2 * i] = copy_axis (&plan.x, &desc[i].x);
+      tables[2 * i + 1] = copy_axis (&plan.y, &desc[i].y);
+      ok = tables[2 * i] && tables[2 * i + 1];
+    }
+    gpunet_preprocess_plan_clear (&plan);
+  }
+  if (ok) {
+    for (int z = 0; z < N; z++)
+      for (int oy = 0; oy < R; oy++)
+        for (int ox = 0; ox < R; ox++) {
+          float *o = got + z * per_image + (size_t) oy * R + ox;
+          gpunet_cuda_preprocess_pixel (&desc[z], ox, oy, &o[0], &o[plane], &o[2 * plane]);
+        }
+    for (int i = 0; i < N; i++) {
+      long differ = 0;
+      for (size_t v = 0; v < per_image; v++)
+        differ += got[i * per_image + v] != want[i * per_image + v];
+      CHECK_MSG (differ == 0, "batch image %d (%dx%d, mode %d): %ld of %zu values differ "
+          "from its CPU preprocess", i, cases[i].w, cases[i].h, (int) cases[i].mode, differ,
+          per_image);
+    }
+    /* the geometries really differ: image 2 has image 0's size but another crop */
+    CHECK (desc[2].x.lo != desc[0].x.lo || desc[2].x.first[R / 2] != desc[0].x.first[R / 2]);
+  } else {
+    CHECK_MSG (0, "out of memory or plan failure");
+  }
+  for (int i = 0; i < N; i++)
+    free (mem[i]);
+  for (int i = 0; i < 2 * N; i++)
+    free (tables[i]);
+  free (want);
+  free (got);
+}
+
 /* The device top-k as topk_kernel runs it, on the host: same network, same sums. */
 enum { SIM_THREADS = 1024 };
 
@@ -282,6 +377,7 @@ int
 main (void)
 {
   test_preprocess_pixel ();
+  test_mixed_batch ();
   test_topk ();
   test_engine_checks ();
   return check_report ();

@@ -561,8 +561,10 @@ same_topk (const gpunet_class_score *c, const gpunet_class_score *g, int k, doub
 /* Host frames on the CUDA session (the classify_host path: pinned staging, upload, device
  * preprocess) against the CPU session: NV12 and RGBA at 641x359 (padded strides, odd
  * plane offsets), batches of two different frames and one of mixed formats, a larger
- * frame (the staging grows) and the first batch again.  The same frames uploaded as
- * device images must give the host path's results (same kernel, same bytes). */
+ * frame (the staging grows), one batch of two sizes (one call, each image with its own
+ * tables, the same CUDA graph replayed) and the first batch again.  The same frames
+ * uploaded as device images must give the host path's results (same kernel, same
+ * bytes), for one size and for two sizes in one batch. */
 static int
 check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
     const char *model_name, uint64_t seed, int device, const tolerances *tol)
@@ -576,7 +578,7 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
   gpunet_model *model = NULL;
   gpunet_session *cpu = NULL, *gpu = NULL;
   uint8_t *mem[5] = { NULL };
-  void *dev[2] = { NULL };
+  void *dev[3] = { NULL };
   gpunet_image f[5];
   gpunet_status st = open_pair (model_name, seed, device, tol->precision, &model, &cpu, &gpu, &err);
   if (st != GPUNET_OK) {
@@ -590,9 +592,10 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
   f[2] = random_frame (GPUNET_FORMAT_RGBA, 641, 359, &mem[2], &bytes[2]);
   f[3] = random_frame (GPUNET_FORMAT_RGBA, 641, 359, &mem[3], &bytes[3]);
   f[4] = random_frame (GPUNET_FORMAT_NV12, 1280, 720, &mem[4], &bytes[4]);
-  static const int batches[][2] = { { 0, 1 }, { 2, 3 }, { 0, 2 }, { 4, 4 }, { 0, 1 } };
+  static const int batches[][2] = { { 0, 1 }, { 2, 3 }, { 0, 2 }, { 4, 4 }, { 0, 4 },
+    { 0, 1 } };
   static const char *what[] = { "NV12 x2", "RGBA x2", "NV12+RGBA", "NV12 1280x720 x2",
-    "NV12 x2 again" };
+    "NV12 641x359+1280", "NV12 x2 again" };
   gpunet_class_score first[2 * TOP_K];
   for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
     const gpunet_image himgs[2] = { f[batches[b][0]], f[batches[b][1]] };
@@ -622,14 +625,17 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
     failures += !ok + !again_ok;
   }
 
-  /* host path against the device path on the same bytes */
-  st = api->device_upload (mem[0], bytes[0], &dev[0], &err);
-  if (st == GPUNET_OK)
-    st = api->device_upload (mem[1], bytes[1], &dev[1], &err);
-  if (st == GPUNET_OK) {
-    const gpunet_image dimgs[2] = { device_view (&f[0], mem[0], dev[0]),
-      device_view (&f[1], mem[1], dev[1]) };
-    const gpunet_image himgs[2] = { f[0], f[1] };
+  /* host path against the device path on the same bytes, one size and two sizes */
+  static const int pairs[][2] = { { 0, 1 }, { 0, 4 } };
+  static const int up[] = { 0, 1, 4 };
+  static const char *pair_what[] = { "NV12 x2", "NV12 641x359+1280" };
+  for (int i = 0; i < 3 && st == GPUNET_OK; i++)
+    st = api->device_upload (mem[up[i]], bytes[up[i]], &dev[i], &err);
+  for (int p = 0; p < 2 && st == GPUNET_OK; p++) {
+    const int a = pairs[p][0], b = pairs[p][1], da = a, db = b == 4 ? 2 : b;
+    const gpunet_image dimgs[2] = { device_view (&f[a], mem[a], dev[da]),
+      device_view (&f[b], mem[b], dev[db]) };
+    const gpunet_image himgs[2] = { f[a], f[b] };
     gpunet_class_score rh[2 * TOP_K], rd[2 * TOP_K];
     st = gpunet_session_classify (gpu, himgs, 2, NULL, TOP_K, rh, &err);
     if (st == GPUNET_OK)
@@ -642,8 +648,9 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
         worst = fmax (worst, fabs ((double) rh[i].score - rd[i].score));
       }
       same &= worst <= 1e-6;
-      printf ("  host frames %s NV12 x2 host path vs device path: ids %s, max |score diff| "
-          "%.2e  %s\n", tol->name, same ? "equal" : "differ", worst, same ? "ok" : "FAIL");
+      printf ("  host frames %s %s host path vs device path: ids %s, max |score diff| "
+          "%.2e  %s\n", tol->name, pair_what[p], same ? "equal" : "differ", worst,
+          same ? "ok" : "FAIL");
       failures += !same;
     }
   }
@@ -652,7 +659,7 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
     failures++;
   }
 done:
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     api->device_free (dev[i]);
   for (int i = 0; i < 5; i++)
     free (mem[i]);

@@ -5,9 +5,11 @@
  * copies the host input through pinned memory, enqueues the layers, returns the logits;
  * classify_device() preprocesses device frames in place of the copy and returns top-k;
  * classify_host() packs host frames into pinned staging memory, copies them to a device
- * staging buffer and continues as classify_device().  The per-frame work is captured in a
- * CUDA graph per batch size (graph.cu).  The benchmark hooks (cuda_module.h) time each op
- * of a forward pass with cudaEvents. */
+ * staging buffer and continues as classify_device().  Both take one plan per image, so
+ * frames of several sizes share one forward pass (each descriptor points at its frame
+ * and at its geometry's tables in a small cache; not run on a GPU).  The per-frame work
+ * is captured in a CUDA graph per batch size (graph.cu).  The benchmark hooks
+ * (cuda_module.h) time each op of a forward pass with cudaEvents. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +37,8 @@ typedef struct {
   float *h_trace;            /* pinned, allocated on the first traced forward */
   float *d_trace32;          /* fp16 only: a traced tensor converted to float */
   size_t trace_floats;
-  gpunet_cuda_pre_tables pre;        /* device tap tables of the last frame size */
+  gpunet_cuda_pre_cache pre;         /* device tap tables of the recent geometries */
+  const gpunet_cuda_pre_tables **img_tables; /* max_batch: the tables of each image of a call */
   gpunet_cuda_pre_desc *h_desc, *d_desc; /* max_batch preprocess descriptors (pinned, device) */
   gpunet_class_score *d_topk, *h_topk; /* max_batch x classes results (device, pinned) */
   int graphs;                          /* capture the per-frame work (GPUNET_CUDA_GRAPHS) */
@@ -106,7 +109,8 @@ cuda_destroy (void *state)
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
     if (pinned[i])
       cudaFreeHost (pinned[i]);
-  gpunet_cuda_pre_tables_clear (&s->pre);
+  gpunet_cuda_pre_cache_clear (&s->pre);
+  free (s->img_tables);
   gpunet_memplan_clear (&s->plan);
   gpunet_cuda_ctx_clear (&s->ctx);
   free (s);
@@ -184,6 +188,15 @@ plan_buffers (cuda_state *s, char **error_text)
       error_text, "cudaMalloc (preprocess descriptors)");
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_desc, (size_t) nb * sizeof (gpunet_cuda_pre_desc),
       cudaHostAllocDefault), error_text, "cudaHostAlloc (pinned preprocess descriptors)");
+  /* as many table entries as one call may carry geometries (backend.h), so a call never
+   * replaces tables its own descriptors point at */
+  s->img_tables = (const gpunet_cuda_pre_tables **) calloc ((size_t) nb, sizeof *s->img_tables);
+  if (!s->img_tables)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning the CUDA backend");
+  gpunet_status pst = gpunet_cuda_pre_cache_init (&s->pre, gpunet_backend_call_geometries (nb),
+      error_text);
+  if (pst != GPUNET_OK)
+    return pst;
 
   size_t weight_bytes = 0, scratch = 0;
   for (int i = 0; i < g->n_ops; i++) {
@@ -529,17 +542,27 @@ enqueue_classify (void *user, char **error_text)
   return GPUNET_OK;
 }
 
-/* The checks classify_device and classify_host share. */
+/* The checks classify_device and classify_host share, for image i and its plan. */
 static gpunet_status
-check_classify (cuda_state *s, const gpunet_preprocess_plan *pre, int k, char **error_text)
+check_classify (cuda_state *s, const gpunet_image *img, int i, const gpunet_preprocess_plan *pre,
+    int k, char **error_text)
 {
   const gpunet_graph *g = s->g;
   const int classes = (int) tensor_floats (g, g->output, 1);
   const gpunet_tensor_desc *in = &g->tensors[g->input];
+  if (!pre)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "image %d has no preprocess plan", i);
   if (pre->out_size != in->h || in->h != in->w || in->c != 3)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-        "the preprocess plan writes 3x%dx%d, the network takes %dx%dx%d", pre->out_size,
-        pre->out_size, in->c, in->h, in->w);
+        "the preprocess plan of image %d writes 3x%dx%d, the network takes %dx%dx%d", i,
+        pre->out_size, pre->out_size, in->c, in->h, in->w);
+  /* the tables index the frame by the plan's size: a smaller frame would be read past
+   * its end */
+  if (img->width != pre->in_w || img->height != pre->in_h)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "image %d is %dx%d, its preprocess plan was built for %dx%d", i, img->width,
+        img->height, pre->in_w, pre->in_h);
   if (k < 1 || k > classes)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "top-k of %d asked, the model has %d classes", k, classes);
@@ -556,7 +579,11 @@ run_classify (cuda_state *s, int n, int k, gpunet_class_score *out, const char *
   const int classes = (int) tensor_floats (g, g->output, 1);
   s->run_n = n;
   s->run_k = k;
-  /* frame pointers and sizes travel in the descriptors, so one graph per (n, k) */
+  /* frame pointers, sizes and tap-table pointers travel only in the descriptors (copied
+   * from pinned h_desc by the graph's first node at each replay; the tables live in the
+   * cache, uploaded before the launch), so one graph per (n, k) serves any mix of
+   * geometries; the launch grid depends on n and the network's R only (mixed sizes:
+   * not run on a GPU) */
   gpunet_status st = gpunet_cuda_graph_run (&s->dev_graph[n], k, s->graphs, s->ctx.stream,
       enqueue_classify, s, what, error_text);
   /* on failure, work already queued may still read the frames: wait for it (its own
@@ -576,44 +603,52 @@ run_classify (cuda_state *s, int n, int k, gpunet_class_score *out, const char *
 }
 
 /* What classify_device and classify_host do first: the session's device current, the
- * arguments checked, the batch described and the plan's tap tables on the device. */
+ * arguments checked, the batch described and each image's tap tables on the device
+ * (img_tables[i]; geometries the cache holds cost nothing). */
 static gpunet_status
-begin_classify (cuda_state *s, const gpunet_preprocess_plan *pre, int n, int k,
-    char **error_text)
+begin_classify (cuda_state *s, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, char **error_text)
 {
   gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
-  if (st == GPUNET_OK)
-    st = check_classify (s, pre, k, error_text);
+  if (st == GPUNET_OK && !plans)
+    st = gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no preprocess plans");
+  for (int i = 0; i < n && st == GPUNET_OK; i++)
+    st = check_classify (s, &images[i], i, plans[i], k, error_text);
   if (st == GPUNET_OK)
     st = set_batch (s, n, error_text);
-  if (st == GPUNET_OK)
-    st = gpunet_cuda_pre_tables_update (&s->pre, pre, s->ctx.stream, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  gpunet_cuda_pre_cache_begin (&s->pre);
+  for (int i = 0; i < n && st == GPUNET_OK; i++)
+    st = gpunet_cuda_pre_cache_get (&s->pre, plans[i], s->ctx.stream, &s->img_tables[i],
+        error_text);
   return st;
 }
 
-/* Preprocess descriptor i for device image `img`, with the device tap tables. */
+/* Preprocess descriptor i for device image `img` (of plan `pre`'s size), pointing at the
+ * device tap tables begin_classify found for it. */
 static void
 set_desc (cuda_state *s, int i, const gpunet_preprocess_plan *pre, const gpunet_image *img)
 {
   gpunet_cuda_pre_desc_init (&s->h_desc[i], pre, img);
-  s->h_desc[i].x = s->pre.x;
-  s->h_desc[i].y = s->pre.y;
+  s->h_desc[i].x = s->img_tables[i]->x;
+  s->h_desc[i].y = s->img_tables[i]->y;
 }
 
 static gpunet_status
 cuda_classify_device (void *state, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  gpunet_status st = begin_classify (s, pre, n, k, error_text);
+  gpunet_status st = begin_classify (s, images, n, plans, k, error_text);
   for (int i = 0; i < n && st == GPUNET_OK; i++)
     st = check_device_planes (&images[i], i, s->ctx.device, error_text);
   if (st != GPUNET_OK)
     return st;
   /* the previous call synchronised, so the pinned descriptors are free to rewrite */
-  for (int i = 0; i < n; i++) {
-    set_desc (s, i, pre, &images[i]);
-  }
+  for (int i = 0; i < n; i++)
+    set_desc (s, i, plans[i], &images[i]);
   return run_classify (s, n, k, out, "the device classification", error_text);
 }
 
@@ -647,10 +682,11 @@ ensure_staging (cuda_state *s, size_t bytes, char **error_text)
  * the next frame overlaps the copy of this one; then the device path. */
 static gpunet_status
 cuda_classify_host (void *state, const gpunet_image *images, int n,
-    const gpunet_preprocess_plan *pre, int k, gpunet_class_score *out, char **error_text)
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  gpunet_status st = begin_classify (s, pre, n, k, error_text);
+  gpunet_status st = begin_classify (s, images, n, plans, k, error_text);
   if (st != GPUNET_OK)
     return st;
   size_t total = 0;
@@ -661,10 +697,6 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
       return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
           "image %d (format %d, memory kind %d) is not a host frame the device preprocess reads",
           i, (int) images[i].format, (int) images[i].memory);
-    if (images[i].width != pre->in_w || images[i].height != pre->in_h)
-      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-          "image %d is %dx%d, the preprocess plan was built for %dx%d", i, images[i].width,
-          images[i].height, pre->in_w, pre->in_h);
     total += lay.bytes;
   }
   st = ensure_staging (s, total, error_text);
@@ -688,7 +720,7 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
     }
     const gpunet_image view = gpunet_frame_view (&lay, &images[i], s->d_stage + at,
         GPUNET_MEMORY_CUDA);
-    set_desc (s, i, pre, &view);
+    set_desc (s, i, plans[i], &view);
     at += lay.bytes;
   }
   return run_classify (s, n, k, out, "the host-frame classification", error_text);

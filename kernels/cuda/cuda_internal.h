@@ -13,6 +13,7 @@
 
 #include "backend.h"
 #include "cuda_graph_state.h"
+#include "cuda_pre_cache.h"
 #include "cuda_preprocess.h"
 #include "cuda_topk.h"
 
@@ -116,6 +117,28 @@ typedef struct {
 gpunet_status gpunet_cuda_pre_tables_update (gpunet_cuda_pre_tables *tables,
     const gpunet_preprocess_plan *plan, cudaStream_t stream, char **error_text);
 void gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *tables);
+
+/* The device tap tables of several geometries at once (cuda_pre_cache.h picks the
+ * entry), so one call's descriptors each point at their own image's tables.  Entries
+ * picked during a call are not replaced before the next call begins.  (preprocess.cu) */
+typedef struct {
+  gpunet_cuda_pre_tables *tables;   /* index.n entries */
+  gpunet_pre_cache_index index;
+} gpunet_cuda_pre_cache;
+
+/* Allocates the bookkeeping of `entries` empty entries (no device memory yet). */
+gpunet_status gpunet_cuda_pre_cache_init (gpunet_cuda_pre_cache *cache, int entries,
+    char **error_text);
+/* Starts a call (see gpunet_pre_cache_begin). */
+void gpunet_cuda_pre_cache_begin (gpunet_cuda_pre_cache *cache);
+/* The device tables of plan's geometry, uploaded on `stream` into a free or least
+ * recently used entry when no entry has them; fails (GPUNET_ERR_INVALID_ARGUMENT) when
+ * the call already uses every entry. */
+gpunet_status gpunet_cuda_pre_cache_get (gpunet_cuda_pre_cache *cache,
+    const gpunet_preprocess_plan *plan, cudaStream_t stream,
+    const gpunet_cuda_pre_tables **out, char **error_text);
+/* Frees every entry's device tables and the bookkeeping; safe on a zeroed cache. */
+void gpunet_cuda_pre_cache_clear (gpunet_cuda_pre_cache *cache);
 
 /* ---- CUDA graphs of the per-frame work (graph.cu) ------------------------------------ */
 

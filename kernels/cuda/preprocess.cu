@@ -2,8 +2,12 @@
  * an NV12/I420/RGB-family frame in device memory (per-plane pitches) and writes the
  * normalised NCHW network input, float32 or fp16 (rounded once from the float value);
  * the maths is gpunet_cuda_preprocess_pixel (cuda_preprocess.h), the taps come from the
- * engine's plan, uploaded once per size.  One launch per batch (grid z = image); the
- * descriptors are read from device memory so a captured CUDA graph replays on new frames. */
+ * engine's plans, uploaded once per geometry into a small cache (cuda_pre_cache.h).  One
+ * launch per batch (grid z = image; each image's descriptor points at its own frame and
+ * tables, so one batch mixes sizes); the descriptors are read from device memory so a
+ * captured CUDA graph replays on new frames of any geometries (mixed geometries in one
+ * batch: not run on a GPU). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -117,4 +121,59 @@ gpunet_cuda_pre_tables_clear (gpunet_cuda_pre_tables *t)
   if (t->dev)
     cudaFree (t->dev);
   memset (t, 0, sizeof *t);
+}
+
+gpunet_status
+gpunet_cuda_pre_cache_init (gpunet_cuda_pre_cache *c, int entries, char **error_text)
+{
+  memset (c, 0, sizeof *c);
+  c->tables = (gpunet_cuda_pre_tables *) calloc ((size_t) entries, sizeof *c->tables);
+  c->index.slots = (gpunet_pre_cache_slot *) calloc ((size_t) entries, sizeof *c->index.slots);
+  if (!c->tables || !c->index.slots) {
+    gpunet_cuda_pre_cache_clear (c);
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY,
+        "out of memory for the preprocess table cache (%d entries)", entries);
+  }
+  c->index.n = entries;
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_pre_cache_begin (gpunet_cuda_pre_cache *c)
+{
+  gpunet_pre_cache_begin (&c->index);
+}
+
+gpunet_status
+gpunet_cuda_pre_cache_get (gpunet_cuda_pre_cache *c, const gpunet_preprocess_plan *p,
+    cudaStream_t stream, const gpunet_cuda_pre_tables **out, char **error_text)
+{
+  int hit = 0;
+  const int i = gpunet_pre_cache_pick (&c->index, p, &hit);
+  if (i < 0)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "one call has more frame geometries than the %d the preprocess table cache holds "
+        "(at a %dx%d frame)", c->index.n, p->in_w, p->in_h);
+  if (!hit) {
+    /* the entry's old tables are not read by this call (the pick guarantees it) and no
+     * earlier call's kernels are queued (every call synchronises before returning); the
+     * upload is ordered on the stream before this call's preprocess anyway */
+    gpunet_status st = gpunet_cuda_pre_tables_update (&c->tables[i], p, stream, error_text);
+    if (st != GPUNET_OK)
+      return st;
+    gpunet_pre_cache_fill (&c->index, i, p);
+  }
+  *out = &c->tables[i];
+  return GPUNET_OK;
+}
+
+void
+gpunet_cuda_pre_cache_clear (gpunet_cuda_pre_cache *c)
+{
+  if (c->tables)
+    for (int i = 0; i < c->index.n; i++)
+      gpunet_cuda_pre_tables_clear (&c->tables[i]);
+  free (c->tables);
+  free (c->index.slots);
+  memset (c, 0, sizeof *c);
 }
