@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpunet-atomic.h"
 #include "gpunet.h"
 
 static void
@@ -77,14 +78,12 @@ read_all (const char *path, size_t *size)
   return buf;
 }
 
+/* Through a temporary file renamed at the end (gpunet-atomic.h). */
 static int
 write_all (const char *path, const void *data, size_t size)
 {
-  FILE *f = fopen (path, "wb");
-  if (!f || fwrite (data, 1, size, f) != size || fclose (f) != 0) {
+  if (gpunet_atomic_write_file (path, data, size) != 0) {
     fprintf (stderr, "gpunet-run: cannot write '%s': %s\n", path, strerror (errno));
-    if (f)
-      fclose (f);
     return -1;
   }
   return 0;
