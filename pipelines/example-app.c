@@ -12,6 +12,25 @@
 
 #include "gpunet-meta.h"
 
+/* Run from the build tree (build/gst/gpunet-example-app), use the plugin built next
+ * to it, so no GST_PLUGIN_PATH is needed; an installed app uses the registry. */
+static void
+load_plugin_next_to_me (void)
+{
+  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+  gchar *dir = exe ? g_path_get_dirname (exe) : NULL;
+  gchar *so = dir ? g_build_filename (dir, "libgstgpunet.so", NULL) : NULL;
+
+  if (so && g_file_test (so, G_FILE_TEST_IS_REGULAR)) {
+    GstPlugin *p = gst_plugin_load_file (so, NULL);
+    if (p)
+      gst_object_unref (p);
+  }
+  g_free (so);
+  g_free (dir);
+  g_free (exe);
+}
+
 static GstPadProbeReturn
 print_results (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
@@ -51,6 +70,7 @@ main (int argc, char **argv)
   int ret = 0;
 
   gst_init (&argc, &argv);
+  load_plugin_next_to_me ();
 
   if (argc == 3 && strcmp (argv[1], "--pipeline") == 0) {
     desc = g_strdup (argv[2]);
