@@ -12,6 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* TRUE when `path` exists and is not a regular file (/dev/null, a FIFO, a terminal):
+ * such an output is written in place, never replaced by a rename. */
+static inline int
+gpunet_atomic_is_special (const char *path)
+{
+  struct stat st;
+  return stat (path, &st) == 0 && !S_ISREG (st.st_mode);
+}
+
 /* Reserves a new empty temporary file next to `path` (".NAME.XXXXXX", mode 0666
  * less the umask, as a plain create would give) and returns its malloc'ed name, or
  * NULL with errno set. The caller writes it, then gpunet_atomic_commit() or
@@ -79,9 +88,17 @@ static inline int
 gpunet_atomic_write_file (const char *path, const void *data, size_t size)
 {
   int fd = -1;
-  char *tmp = gpunet_atomic_temp (path, &fd);
+  char *tmp = NULL;
   const char *p = data;
 
+  if (gpunet_atomic_is_special (path)) {
+    FILE *f = fopen (path, "wb");
+    int ok = f && fwrite (data, 1, size, f) == size;
+    if (f && fclose (f) != 0)
+      ok = 0;
+    return ok ? 0 : -1;
+  }
+  tmp = gpunet_atomic_temp (path, &fd);
   if (tmp == NULL)
     return -1;
   while (size > 0) {

@@ -165,6 +165,9 @@ main (int argc, char **argv)
   }
   /* written next to the output and renamed at the end: an output path equal to the
    * checkpoint (which stays mmapped while it is read) never truncates it */
+  if (gpunet_atomic_is_special (out))    /* /dev/null and the like: in place */
+    return random_arch ? write_random (random_arch, seed, out, out)
+        : write_checkpoint (ckpt, out, out);
   char *tmp = gpunet_atomic_temp (out, NULL);
   if (!tmp) {
     fprintf (stderr, "gpunet-convert: cannot create a file next to '%s': %s\n", out,

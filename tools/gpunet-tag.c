@@ -112,6 +112,20 @@ open_output (TagOptions * o, GPtrArray * inputs, int *lock_fd, int *fd,
 {
   GError *err = NULL;
 
+  if (gpunet_atomic_is_special (o->output)) {
+    /* /dev/null, a FIFO, a terminal: written in place, no lock, no rename */
+    if (o->resume) {
+      g_printerr ("gpunet-tag: --resume needs a regular --output file\n");
+      return 2;
+    }
+    *fd = g_open (o->output, O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+      g_printerr ("gpunet-tag: cannot open '%s': %s\n", o->output,
+          g_strerror (errno));
+      return 2;
+    }
+    return 0;
+  }
   if (output_is_input (o->output, inputs)) {
     g_printerr ("gpunet-tag: --output '%s' is one of the inputs; refusing to "
         "overwrite it\n", o->output);

@@ -2,8 +2,10 @@
 """test_convert_inplace.py GPUNET_CONVERT GPUNET_RUN FIXTURES: gpunet-convert with
 --output equal to its --checkpoint (issue 31, point 12) replaces the file with a
 safetensors copy of the same weights: same logits, no temporary file left; a
-failing conversion leaves the existing output untouched."""
+failing conversion leaves the existing output untouched. An output that is not a
+regular file (a FIFO here; /dev/null alike) is written in place, never renamed over."""
 import os
+import stat
 import shutil
 import subprocess
 import sys
@@ -51,6 +53,25 @@ def main():
         check(p.returncode != 0 and open(w, "rb").read() == keep
               and sorted(os.listdir(tmp)) == ["after.bin", "before.bin", "w.pth.tar"],
               "a failed conversion leaves the output as it was")
+        # a FIFO as --output: written through, still a FIFO afterwards
+        for name, cmd in (("gpunet-run", [run, "--model", arch, "--checkpoint", ckpt, "--batch",
+                                          "2", "--input", os.path.join(fixtures, "tiny-a",
+                                                                       "input.bin")]),
+                          ("gpunet-convert", [convert, "--checkpoint", ckpt])):
+            fifo = os.path.join(tmp, "fifo")
+            os.mkfifo(fifo)
+            got = os.path.join(tmp, "through-fifo")
+            with open(got, "wb") as sink:
+                reader = subprocess.Popen(["cat", fifo], stdout=sink)
+                p = subprocess.run(cmd + ["--output", fifo], capture_output=True, text=True,
+                                   timeout=30)
+                reader.wait(timeout=30)
+            data = open(got, "rb").read()
+            os.unlink(got)
+            want = 2 * 16 * 4 if name == "gpunet-run" else 1000
+            check(p.returncode == 0 and len(data) >= want and stat.S_ISFIFO(os.stat(fifo).st_mode),
+                  f"{name} --output FIFO: written in place ({len(data)} bytes) {p.stderr.strip()}")
+            os.unlink(fifo)
     return 1 if FAILED else 0
 
 
