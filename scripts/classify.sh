@@ -56,7 +56,7 @@ model=${model:-gpunet-0}
 scripts/install-deps.sh
 BUILD=${BUILD_DIR:-build}
 if [ ! -f "$BUILD/build.ninja" ]; then
-  echo "building (first run takes ~1.5 min)..."
+  echo "building (first run takes ~1.5 min, longer on a busy machine)..."
   meson setup "$BUILD" >/dev/null
 else
   meson setup --reconfigure "$BUILD" >/dev/null
@@ -76,19 +76,22 @@ rm -f "$log"
 export GST_PLUGIN_PATH_1_0="$(cd "$BUILD" && pwd)/gst"
 if [ -n "$input" ]; then
   src="filesrc location=\"$input\" ! decodebin ! videoconvert"
-  [ -n "$frames" ] && src="$src ! identity eos-after=$frames"
 else
   # five test patterns one after the other (a moving ball among them): the picture
   # changes, and so do the classes; timestamps run on across the patterns
+  # (N frames split over the patterns, the first ones taking the remainder)
   n=${frames:-30} patterns=(smpte gradient ball circular snow)
-  per=$(( (n + ${#patterns[@]} - 1) / ${#patterns[@]} ))
-  src="concat name=c" i=0
+  np=${#patterns[@]} src="concat name=c" i=0 start=0
   for p in "${patterns[@]}"; do
-    src="$src videotestsrc num-buffers=$per pattern=$p timestamp-offset=$((i * per * 1000000000 / 30))"
-    src="$src ! video/x-raw,width=1280,height=720,framerate=30/1 ! c."
+    count=$(( n / np + (i < n % np ? 1 : 0) ))
     i=$((i + 1))
+    [ "$count" -gt 0 ] || continue
+    src="$src videotestsrc num-buffers=$count pattern=$p timestamp-offset=$((start * 1000000000 / 30))"
+    src="$src ! video/x-raw,width=1280,height=720,framerate=30/1 ! c."
+    start=$((start + count))
   done
-  src="$src c. ! identity eos-after=$n"
+  src="$src c."
 fi
-exec "$BUILD/gst/gpunet-example-app" --pipeline \
+# --frames N: the app prints N frames, then ends the pipeline
+exec "$BUILD/gst/gpunet-example-app" ${frames:+--frames "$frames"} --pipeline \
   "$src ! gpunetclassify name=classify model=\"$model\" checkpoint=\"$checkpoint\" ${extra[*]:-} ! fakesink"

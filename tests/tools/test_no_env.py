@@ -2,7 +2,8 @@
 """test_no_env.py EXAMPLE_APP SOURCE_ROOT: the metadata readers of pipelines/ run from
 the build tree with no GST_PLUGIN_PATH and an empty registry cache (issue 31, point
 1): the C example app (built next to the plugin) and read_meta.py under Debian's
-/usr/bin/python3 (skipped when its gi module is missing)."""
+/usr/bin/python3 (skipped when its gi module is missing). Also the app's --frames N
+(classify.sh --input --frames N) prints exactly N frames of a longer clip."""
 import json
 import os
 import subprocess
@@ -31,6 +32,20 @@ def main():
         frames = [l for l in p.stdout.splitlines() if l.startswith("frame ")]
         check(p.returncode == 0 and len(frames) == 3 and "class-" in frames[0],
               f"example app, no GST_PLUGIN_PATH: {p.returncode} {p.stderr.strip()[-300:]}")
+        # --frames N (what classify.sh --input --frames N uses): exactly N frames
+        clip = os.path.join(tmp, "c.webm")
+        subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=20", "pattern=ball",
+                        "!", "vp8enc", "!", "webmmux", "!", "filesink", f"location={clip}"],
+                       check=True)
+        for n in (1, 7):
+            p = subprocess.run([app, "--frames", str(n), "--pipeline",
+                                f'filesrc location="{clip}" ! decodebin ! videoconvert ! '
+                                f'gpunetclassify name=classify model="{arch}" '
+                                f'checkpoint="{ckpt}" ! fakesink'],
+                               capture_output=True, text=True, env=env, cwd=tmp)
+            frames = [l for l in p.stdout.splitlines() if l.startswith("frame ")]
+            check(p.returncode == 0 and len(frames) == n and p.stdout.endswith(f"{n} frames\n"),
+                  f"--frames {n} of a 20-frame clip: {len(frames)} {p.stderr.strip()[-200:]}")
         py = "/usr/bin/python3"
         if subprocess.run([py, "-c", "import gi; gi.require_version('Gst', '1.0')"],
                           capture_output=True).returncode != 0:
