@@ -3,7 +3,8 @@
  * helpers of gst/gpunet-meta.h (no link with the plugin needed).
  *
  *   gpunet-example-app CHECKPOINT [MODEL [NUM_FRAMES]]
- *   gpunet-example-app --pipeline 'DESCRIPTION with an element named classify'
+ *   gpunet-example-app [--frames N] --pipeline 'DESCRIPTION with an element named classify'
+ * --frames N prints the first N frames, then ends the pipeline with an EOS.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,27 @@
 #include <gst/gst.h>
 
 #include "gpunet-meta.h"
+
+/* Run from the build tree (build/gst/gpunet-example-app), use the plugin built next
+ * to it, so no GST_PLUGIN_PATH is needed; an installed app uses the registry. */
+static void
+load_plugin_next_to_me (void)
+{
+  gchar *exe = g_file_read_link ("/proc/self/exe", NULL);
+  gchar *dir = exe ? g_path_get_dirname (exe) : NULL;
+  gchar *so = dir ? g_build_filename (dir, "libgstgpunet.so", NULL) : NULL;
+
+  if (so && g_file_test (so, G_FILE_TEST_IS_REGULAR)) {
+    GstPlugin *p = gst_plugin_load_file (so, NULL);
+    if (p)
+      gst_object_unref (p);
+  }
+  g_free (so);
+  g_free (dir);
+  g_free (exe);
+}
+
+static guint max_frames = 0;    /* --frames: 0 = until the stream ends */
 
 static GstPadProbeReturn
 print_results (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
@@ -20,7 +42,9 @@ print_results (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
   gpointer state = NULL;
   guint *count = user_data;
 
-  (void) pad;
+  /* past --frames: drop what is still in flight while the EOS travels */
+  if (max_frames && *count >= max_frames)
+    return GST_PAD_PROBE_DROP;
   while ((meta = gpunet_meta_iterate (buf, &state)) != NULL) {
     const GstStructure *s = gpunet_meta_get_structure (meta);
     guint i, n = gpunet_meta_n_results (s);
@@ -35,6 +59,10 @@ print_results (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
     g_print ("\n");
   }
   (*count)++;
+  if (max_frames && *count == max_frames)
+    gst_element_post_message (GST_PAD_PARENT (pad),
+        gst_message_new_application (GST_OBJECT (GST_PAD_PARENT (pad)),
+            gst_structure_new_empty ("gpunet-example-enough")));
   return GST_PAD_PROBE_OK;
 }
 
@@ -51,7 +79,19 @@ main (int argc, char **argv)
   int ret = 0;
 
   gst_init (&argc, &argv);
+  load_plugin_next_to_me ();
 
+  if (argc >= 3 && strcmp (argv[1], "--frames") == 0) {
+    gchar *end = NULL;
+    guint64 n = g_ascii_strtoull (argv[2], &end, 10);
+    if (end == argv[2] || *end || n == 0 || n > G_MAXUINT) {
+      g_printerr ("--frames needs a positive integer, got '%s'\n", argv[2]);
+      return 2;
+    }
+    max_frames = (guint) n;
+    argv += 2;
+    argc -= 2;
+  }
   if (argc == 3 && strcmp (argv[1], "--pipeline") == 0) {
     desc = g_strdup (argv[2]);
   } else if (argc >= 2 && argc <= 4 && argv[1][0] != '-') {
@@ -61,7 +101,8 @@ main (int argc, char **argv)
         argc > 2 ? argv[2] : "gpunet-0");
   } else {
     g_printerr ("usage: %s CHECKPOINT [MODEL [NUM_FRAMES]]\n"
-        "       %s --pipeline 'DESCRIPTION with gpunetclassify name=classify'\n",
+        "       %s [--frames N] --pipeline 'DESCRIPTION with gpunetclassify "
+        "name=classify'\n",
         argv[0], argv[0]);
     return 2;
   }
@@ -92,8 +133,18 @@ main (int argc, char **argv)
     ret = 1;
 
   bus = gst_element_get_bus (pipeline);
-  msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-      GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+  for (;;) {
+    msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_APPLICATION);
+    if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_APPLICATION) {
+      /* --frames reached: an EOS from the sources drains the pipeline */
+      if (gst_message_has_name (msg, "gpunet-example-enough"))
+        gst_element_send_event (pipeline, gst_event_new_eos ());
+      gst_clear_message (&msg);
+      continue;
+    }
+    break;
+  }
   if (msg && GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
     gchar *dbg = NULL;
 

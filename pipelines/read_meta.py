@@ -13,13 +13,14 @@ but Gst.Structure.get_array(field) returns as a GObject.ValueArray.
     read_meta.py --pipeline 'DESCRIPTION with gpunetclassify name=classify'
 """
 import json
+import os
 import sys
 import warnings
 
 import gi
 
 gi.require_version("Gst", "1.0")
-from gi.repository import Gst  # noqa: E402
+from gi.repository import GLib, Gst  # noqa: E402
 
 META_NAME = "GstGpunetClassificationMeta"
 
@@ -57,10 +58,24 @@ def buffer_results(buf):
     return structure_to_dict(meta.get_structure())
 
 
+def _load_build_plugin():
+    """From a source checkout, use the plugin of its build tree (BUILD_DIR, default
+    build/) so no GST_PLUGIN_PATH is needed; otherwise the installed plugin."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.environ.get("BUILD_DIR", os.path.join(here, "..", "build"))
+    so = os.path.join(build, "gst", "libgstgpunet.so")
+    if os.path.isfile(so) and Gst.ElementFactory.find("gpunetclassify") is None:
+        try:
+            Gst.Plugin.load_file(so)
+        except GLib.Error as e:
+            print("warning: cannot load %s: %s" % (so, e.message), file=sys.stderr)
+
+
 def run(description, element_name="classify", timeout_s=120):
     """Runs a pipeline to EOS and returns one result dict (or None) per buffer
     leaving the element named `element_name`. Raises RuntimeError on errors."""
     Gst.init(None)
+    _load_build_plugin()
     pipeline = Gst.parse_launch(description)
     element = pipeline.get_by_name(element_name)
     if element is None:

@@ -1,44 +1,97 @@
 #!/usr/bin/env bash
 # The main job: installs what is needed, builds gst-gpunet, and runs a classification
 # pipeline that prints every frame's top classes.
-#   scripts/classify.sh [--model NAME_OR_JSON] [--checkpoint FILE] [--input VIDEO] [--frames N]
+#   scripts/classify.sh [--model NAME_OR_JSON --checkpoint FILE] [--input VIDEO] [--frames N]
 #                       [-- extra gpunetclassify properties, e.g. top-k=3 interval=2]
-# Without --checkpoint it uses the small test-fixture model (16 classes) so it runs from a
-# fresh clone; with NVIDIA's weights, e.g. --model gpunet-0 --checkpoint 0.65ms.pth.tar,
-# it prints ImageNet labels.  Without --input it classifies a test pattern.
+# Without --model/--checkpoint it uses the small test-fixture model (16 classes) so it
+# runs from a fresh clone; a built-in model (gpunet-0 ... gpunet-d2) needs NVIDIA's
+# checkpoint: scripts/get-weights.sh gpunet-0 fetches it and prints the command line.
+# Without --input it classifies five test patterns in turn (30 frames); with --input it
+# classifies the whole video, or its first N frames with --frames N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-model="" checkpoint="" input="" frames=30 extra=()
+model="" checkpoint="" input="" frames="" extra=()
 while [ $# -gt 0 ]; do
+  case "$1" in
+    --model|--checkpoint|--input|--frames)
+      [ $# -ge 2 ] || { echo "classify.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
   case "$1" in
     --model) model=$2; shift 2 ;;
     --checkpoint) checkpoint=$2; shift 2 ;;
     --input) input=$2; shift 2 ;;
     --frames) frames=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "classify.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [ -n "$frames" ] && ! [[ "$frames" =~ ^[1-9][0-9]*$ ]]; then
+  echo "classify.sh: --frames needs a positive integer, got '$frames'" >&2
+  exit 2
+fi
+if [ -n "$input" ] && [ ! -f "$input" ]; then
+  echo "classify.sh: --input '$input': no such file" >&2
+  exit 2
+fi
 if [ -z "$checkpoint" ]; then
-  model=${model:-$root/tests/data/fixtures/tiny-a.json}
+  if [ -n "$model" ]; then
+    # a real GPUNet with the 16-class fixture's weights can only fail, and confusingly
+    if [ -f "$model" ]; then
+      echo "classify.sh: the architecture '$model' needs --checkpoint FILE (its weights)" >&2
+    else
+      echo "classify.sh: $model needs --checkpoint (get it with scripts/get-weights.sh $model," \
+        "which prints the command line to use)" >&2
+    fi
+    exit 2
+  fi
+  model=$root/tests/data/fixtures/tiny-a.json
   checkpoint=$root/tests/data/fixtures/tiny-a/tiny-a.pth.tar
-  echo "(no --checkpoint: using the 16-class test-fixture model; see README for NVIDIA's weights)"
+  echo "(no --checkpoint: using the 16-class test-fixture model; scripts/get-weights.sh gets NVIDIA's)"
 fi
 model=${model:-gpunet-0}
 
 scripts/install-deps.sh
 BUILD=${BUILD_DIR:-build}
-if [ -f "$BUILD/build.ninja" ]; then meson setup --reconfigure "$BUILD" >/dev/null; else meson setup "$BUILD" >/dev/null; fi
-ninja -C "$BUILD" >/dev/null
+if [ ! -f "$BUILD/build.ninja" ]; then
+  echo "building (first run takes ~1.5 min, longer on a busy machine)..."
+  meson setup "$BUILD" >/dev/null
+else
+  meson setup --reconfigure "$BUILD" >/dev/null
+fi
+# ninja's own progress lines ([12/97] Compiling ...) while there is work to do; the
+# whole log when it fails
+log=$(mktemp)
+if ! ninja -C "$BUILD" 2>&1 | tee "$log" | grep --line-buffered -E '^\[[0-9]+/[0-9]+\] '; then
+  if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+    cat "$log" >&2; rm -f "$log"
+    echo "classify.sh: the build failed" >&2
+    exit 1
+  fi
+fi
+rm -f "$log"
 
 export GST_PLUGIN_PATH_1_0="$(cd "$BUILD" && pwd)/gst"
 if [ -n "$input" ]; then
   src="filesrc location=\"$input\" ! decodebin ! videoconvert"
 else
-  src="videotestsrc num-buffers=$frames pattern=smpte ! video/x-raw,width=1280,height=720"
+  # five test patterns one after the other (a moving ball among them): the picture
+  # changes, and so do the classes; timestamps run on across the patterns
+  # (N frames split over the patterns, the first ones taking the remainder)
+  n=${frames:-30} patterns=(smpte gradient ball circular snow)
+  np=${#patterns[@]} src="concat name=c" i=0 start=0
+  for p in "${patterns[@]}"; do
+    count=$(( n / np + (i < n % np ? 1 : 0) ))
+    i=$((i + 1))
+    [ "$count" -gt 0 ] || continue
+    src="$src videotestsrc num-buffers=$count pattern=$p timestamp-offset=$((start * 1000000000 / 30))"
+    src="$src ! video/x-raw,width=1280,height=720,framerate=30/1 ! c."
+    start=$((start + count))
+  done
+  src="$src c."
 fi
-exec "$BUILD/gst/gpunet-example-app" --pipeline \
+# --frames N: the app prints N frames, then ends the pipeline
+exec "$BUILD/gst/gpunet-example-app" ${frames:+--frames "$frames"} --pipeline \
   "$src ! gpunetclassify name=classify model=\"$model\" checkpoint=\"$checkpoint\" ${extra[*]:-} ! fakesink"

@@ -32,18 +32,6 @@ ninja -C "$ASAN_BUILD"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C "$ASAN_BUILD" --print-errorlogs --num-processes 2 || status=1
 
-python3 - "$BUILD" "$ASAN_BUILD" <<'PY'
-import json, sys
-passed = failed = 0
-for d in sys.argv[1:]:
-    with open(f"{d}/meson-logs/testlog.json") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["result"] in ("OK", "SKIP", "EXPECTEDFAIL"):
-                passed += 1
-            else:
-                failed += 1
-                print(f"FAILED: {d}: {r['name']} ({r['result']})")
-print(f"{passed} passed, {failed} failed")
-PY
+# last line: "N passed, S skipped, F failed" (skipped tests are not passes)
+python3 scripts/test-summary.py "$BUILD" "$ASAN_BUILD" || status=1
 exit $status

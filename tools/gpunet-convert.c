@@ -2,11 +2,13 @@
  * tensors a checkpoint holds (after the state_dict_ema / state_dict / bare choice), or
  * seeded random weights for an architecture (benchmarks and tagging without NVIDIA's
  * downloads).  The output loads with model=/--model of the same architecture. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
+#include "gpunet-atomic.h"
 #include "error.h"
 #include "graph.h"
 
@@ -71,7 +73,7 @@ record_get (gpunet_weight_source *base, const char *name, gpunet_param_role role
 }
 
 static int
-write_random (const char *arch_name, uint64_t seed, const char *out)
+write_random (const char *arch_name, uint64_t seed, const char *tmp, const char *out)
 {
   char *err = NULL;
   gpunet_arch *arch = NULL;
@@ -83,7 +85,7 @@ write_random (const char *arch_name, uint64_t seed, const char *out)
   gpunet_built_graph bg;
   if (st == GPUNET_OK && (st = gpunet_graph_build (arch, &rec.base, &bg, &err)) == GPUNET_OK) {
     gpunet_graph_clear (&bg);
-    st = gpunet_safetensors_write (out, rec.tensors, rec.n, &err);
+    st = gpunet_safetensors_write (tmp, rec.tensors, rec.n, &err);
   }
   if (st == GPUNET_OK)
     printf ("%s: %zu tensors of random weights for '%s' (seed %llu)\n", out, rec.n, arch->name,
@@ -101,7 +103,7 @@ write_random (const char *arch_name, uint64_t seed, const char *out)
 }
 
 static int
-write_checkpoint (const char *path, const char *out)
+write_checkpoint (const char *path, const char *tmp, const char *out)
 {
   char *err = NULL;
   gpunet_checkpoint *c = NULL;
@@ -114,7 +116,7 @@ write_checkpoint (const char *path, const char *out)
     for (size_t i = 0; t && i < n; i++)
       t[i] = *gpunet_checkpoint_tensor (c, i);
     if (t)
-      st = gpunet_safetensors_write (out, t, n, &err);
+      st = gpunet_safetensors_write (tmp, t, n, &err);
     if (st == GPUNET_OK)
       printf ("%s: %zu tensors from '%s' (%s)\n", out, n, path, gpunet_checkpoint_source (c));
     free (t);
@@ -161,5 +163,25 @@ main (int argc, char **argv)
     usage (stderr);
     return 2;
   }
-  return random_arch ? write_random (random_arch, seed, out) : write_checkpoint (ckpt, out);
+  /* written next to the output and renamed at the end: an output path equal to the
+   * checkpoint (which stays mmapped while it is read) never truncates it */
+  if (gpunet_atomic_is_special (out))    /* /dev/null and the like: in place */
+    return random_arch ? write_random (random_arch, seed, out, out)
+        : write_checkpoint (ckpt, out, out);
+  char *tmp = gpunet_atomic_temp (out, NULL);
+  if (!tmp) {
+    fprintf (stderr, "gpunet-convert: cannot create a file next to '%s': %s\n", out,
+        strerror (errno));
+    return 1;
+  }
+  int rc = random_arch ? write_random (random_arch, seed, tmp, out)
+      : write_checkpoint (ckpt, tmp, out);
+  if (rc != 0) {
+    gpunet_atomic_abort (tmp);
+  } else if (gpunet_atomic_commit (tmp, out) != 0) {
+    fprintf (stderr, "gpunet-convert: cannot rename the output to '%s': %s\n", out,
+        strerror (errno));
+    rc = 1;
+  }
+  return rc;
 }

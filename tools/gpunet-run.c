@@ -1,25 +1,35 @@
-/* gpunet-run: runs the engine on one input file: a raw float32 NCHW tensor (already
- * normalised) or a raw video frame that goes through the element's fused preprocess.
- * Writes raw float32 logits and prints the top-k classes of each image. */
+/* gpunet-run: runs the engine on one input: a raw float32 NCHW tensor (already
+ * normalised), a raw video frame, or photos (--image, decoded by GStreamer) that go
+ * through the element's fused preprocess. Writes raw float32 logits (tensor, frame)
+ * and prints the top-k classes of each image, with labels for photos. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "gpunet-atomic.h"
 #include "gpunet.h"
+#ifdef HAVE_GST
+#include "gpunet-run-image.h"
+#endif
 
 static void
 usage (FILE *f)
 {
   fprintf (f,
-      "usage: gpunet-run --model NAME_OR_JSON --checkpoint FILE\n"
+      "usage: gpunet-run --model NAME_OR_JSON --checkpoint FILE --image PHOTO [PHOTO...]\n"
+      "                  [--resize-mode ...] [--crop-pct P] [--top-k K] [--labels FILE]\n"
+      "       gpunet-run --model NAME_OR_JSON --checkpoint FILE\n"
       "                  (--input FILE.bin [--batch N] | --frame FILE --format FMT --width W --height H\n"
       "                   [--stride S[,S2[,S3]]] [--resize-mode center-crop|stretch|letterbox]\n"
       "                   [--crop-pct P] [--matrix bt601|bt709] [--full-range] [--dump-input FILE.bin])\n"
       "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda] [--threads T]\n"
       "                  [--precision auto|fp32|fp16]\n"
       "\n"
+      "  --image    JPEG, PNG or any picture GStreamer decodes; prints the top-k with labels\n"
+      "             (ImageNet names for 1000-class models, else --labels or class-ID)\n"
+      "  --labels   a label file, one name per line (class 0 first)\n"
       "  --input    raw little-endian float32 N x 3 x R x R tensor, already normalised\n"
       "  --frame    one raw 8-bit frame; FMT is NV12, I420, RGB, BGR, RGBA, BGRA, RGBx or BGRx\n"
       "  --output   writes N x classes float32 logits\n"
@@ -77,14 +87,12 @@ read_all (const char *path, size_t *size)
   return buf;
 }
 
+/* Through a temporary file renamed at the end (gpunet-atomic.h). */
 static int
 write_all (const char *path, const void *data, size_t size)
 {
-  FILE *f = fopen (path, "wb");
-  if (!f || fwrite (data, 1, size, f) != size || fclose (f) != 0) {
+  if (gpunet_atomic_write_file (path, data, size) != 0) {
     fprintf (stderr, "gpunet-run: cannot write '%s': %s\n", path, strerror (errno));
-    if (f)
-      fclose (f);
     return -1;
   }
   return 0;
@@ -128,11 +136,145 @@ frame_layout (gpunet_image *img, int bpp, const int *strides, int n_strides,
   return 0;
 }
 
+typedef struct {
+  const char *model, *checkpoint, *labels;
+  const char **images;
+  int n_images, top_k, threads;
+  gpunet_backend_kind backend;
+  gpunet_precision precision;
+  gpunet_preprocess_params pre;
+} gpunet_run_images_options;
+
+/* Label file lines (class 0 first), NULL-terminated; NULL when it cannot be read. */
+static char **
+read_labels (const char *path, int *n_out)
+{
+  size_t size = 0;
+  char *text = read_all (path, &size), **lines;
+  int n = 0;
+  if (!text)
+    return NULL;
+  lines = calloc (size + 2, sizeof *lines);
+  if (!lines) {
+    free (text);
+    return NULL;
+  }
+  text = realloc (text, size + 1);
+  text[size] = '\0';
+  for (char *p = text; *p;) {
+    char *e = strchr (p, '\n');
+    if (e)
+      *e = '\0';
+    size_t l = strlen (p);
+    if (l && p[l - 1] == '\r')
+      p[l - 1] = '\0';
+    lines[n++] = strdup (p);
+    if (!e)
+      break;
+    p = e + 1;
+  }
+  free (text);
+  *n_out = n;
+  return lines;
+}
+
+/* --image: decodes each photo to RGB, classifies it with the engine's preprocess
+ * (as the element does) and prints the top-k with labels. Returns the exit code:
+ * 0, 1 when a photo or the model failed, 2 when this build has no GStreamer. */
+static int
+run_images (const gpunet_run_images_options *o, int *argc, char ***argv)
+{
+#ifndef HAVE_GST
+  (void) o;
+  (void) argc;
+  (void) argv;
+  fprintf (stderr, "gpunet-run: --image needs GStreamer, which this build was configured "
+      "without\n");
+  return 2;
+#else
+  char *err = NULL, **labels = NULL;
+  int n_labels = 0, rc = 0;
+  gpunet_model *model = NULL;
+  gpunet_session *session = NULL;
+  gpunet_session_params params;
+  gpunet_status st;
+
+  if (o->labels && !(labels = read_labels (o->labels, &n_labels)))
+    return 1;
+  gpunet_run_image_init (argc, argv);
+  st = gpunet_model_load (o->model, o->checkpoint, &model, &err);
+  if (st == GPUNET_OK) {
+    gpunet_session_params_init (&params);
+    params.backend = o->backend;
+    params.precision = o->precision;
+    params.max_batch = 1;
+    params.n_threads = o->threads;
+    st = gpunet_session_new (model, &params, &session, &err);
+  }
+  if (st != GPUNET_OK) {
+    fprintf (stderr, "gpunet-run: %s\n", err ? err : gpunet_status_string (st));
+    rc = 1;
+    goto out;
+  }
+  const int classes = gpunet_model_num_classes (model);
+  const int k = o->top_k < classes ? o->top_k : classes;
+  gpunet_class_score *top = malloc (sizeof *top * (size_t) k);
+  for (int i = 0; top && i < o->n_images; i++) {
+    uint8_t *rgb = NULL;
+    gpunet_image img = { 0 };
+    free (err);
+    err = NULL;
+    if (gpunet_run_decode_image (o->images[i], &rgb, &img.width, &img.height, &img.strides[0],
+            &err) != 0) {
+      fprintf (stderr, "gpunet-run: %s\n", err);
+      rc = 1;
+      continue;
+    }
+    img.format = GPUNET_FORMAT_RGB;
+    img.planes[0] = rgb;
+    st = gpunet_session_classify (session, &img, 1, &o->pre, k, top, &err);
+    if (st != GPUNET_OK) {
+      fprintf (stderr, "gpunet-run: '%s': %s\n", o->images[i],
+          err ? err : gpunet_status_string (st));
+      rc = 1;
+    } else {
+      printf ("%s (%dx%d):\n", o->images[i], img.width, img.height);
+      for (int j = 0; j < k; j++) {
+        const char *name = labels && top[j].id < n_labels ? labels[top[j].id]
+            : classes == 1000 ? gpunet_imagenet_label (top[j].id) : NULL;
+        char fallback[32];
+        if (!name) {
+          snprintf (fallback, sizeof fallback, "class-%d", top[j].id);
+          name = fallback;
+        }
+        printf ("  %d. %-30s %4d  %.4f\n", j + 1, name, top[j].id, top[j].score);
+      }
+    }
+    free (rgb);
+  }
+  if (!top)
+    rc = 1;
+  free (top);
+out:
+  free (err);
+  gpunet_session_free (session);
+  gpunet_model_unref (model);
+  for (int i = 0; labels && i < n_labels; i++)
+    free (labels[i]);
+  free (labels);
+  return rc;
+#endif
+}
+
 int
 main (int argc, char **argv)
 {
   const char *model_name = NULL, *ckpt = NULL, *input = NULL, *output = NULL, *frame = NULL;
-  const char *format = NULL, *dump = NULL;
+  const char *format = NULL, *dump = NULL, *labels_path = NULL;
+  const char **images = calloc ((size_t) argc, sizeof *images);
+  int n_images = 0;
+  if (!images)
+    return 1;
   int batch = 1, top_k = 5, threads = 0, width = 0, height = 0, n_strides = 0, strides[3] = { 0 };
   int full_range = 0;
   gpunet_backend_kind backend = GPUNET_BACKEND_AUTO;
@@ -150,6 +292,16 @@ main (int argc, char **argv)
       full_range = 1;
       continue;
     }
+    if (!strcmp (a, "--image")) {
+      /* --image A [B C ...]: every following argument up to the next option */
+      if (i + 1 >= argc || argv[i + 1][0] == '-') {
+        fprintf (stderr, "gpunet-run: --image needs a file (see --help)\n");
+        return 2;
+      }
+      while (i + 1 < argc && argv[i + 1][0] != '-')
+        images[n_images++] = argv[++i];
+      continue;
+    }
     if (i + 1 >= argc) {
       fprintf (stderr, "gpunet-run: %s needs a value (see --help)\n", a);
       return 2;
@@ -162,6 +314,7 @@ main (int argc, char **argv)
     else if (!strcmp (a, "--frame")) frame = v;
     else if (!strcmp (a, "--format")) format = v;
     else if (!strcmp (a, "--dump-input")) dump = v;
+    else if (!strcmp (a, "--labels")) labels_path = v;
     else if (!strcmp (a, "--batch")) { if (parse_int (a, v, 1, 4096, &batch)) return 2; }
     else if (!strcmp (a, "--top-k")) { if (parse_int (a, v, 1, 100000, &top_k)) return 2; }
     else if (!strcmp (a, "--threads")) { if (parse_int (a, v, 0, 1024, &threads)) return 2; }
@@ -219,11 +372,20 @@ main (int argc, char **argv)
       return 2;
     }
   }
-  if (!model_name || !ckpt || (!input == !frame)) {
-    fprintf (stderr, "gpunet-run: needs --model, --checkpoint and one of --input or --frame\n");
+  if (!model_name || !ckpt || (!!input + !!frame + (n_images > 0)) != 1) {
+    fprintf (stderr, "gpunet-run: needs --model, --checkpoint and one of --image, --input or "
+        "--frame\n");
     usage (stderr);
     return 2;
   }
+  if (n_images > 0) {
+    gpunet_run_images_options o = { model_name, ckpt, labels_path, images, n_images, top_k,
+      threads, backend, precision, pre };
+    int rc = run_images (&o, &argc, &argv);
+    free (images);
+    return rc;
+  }
+  free (images);
 
   char *err = NULL;
   gpunet_model *model = NULL;

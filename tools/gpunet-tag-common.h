@@ -44,6 +44,8 @@ typedef struct {
   gboolean ok;
   const gchar *message;         /* NULL when ok and nothing to say */
   guint64 decoded, classified;
+  guint64 decode_errors;        /* frames a decoder took in and never gave out */
+  guint64 frames_missing;       /* frames absent from the timestamps' sequence */
   gdouble duration;             /* seconds covered by decoded frames, < 0 unknown */
   gdouble container_duration;   /* seconds the container announced, < 0 unknown */
   gdouble wall_s, classify_s;
@@ -79,10 +81,12 @@ void tag_segment_add (TagSegment * seg, GString * out, TagFormat fmt,
 void tag_segment_finish (TagSegment * seg, GString * out, TagFormat fmt,
     const gchar * input, guint64 end_frame, gdouble end);
 void tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s);
+const gchar *tag_summary_status (const TagSummary * s);
 gchar *tag_record_key (const gchar * name);
 gboolean tag_write_all (int fd, const gchar * p, gsize n);
 GHashTable *tag_resume_prepare (const gchar * path, TagFormat fmt,
-    gboolean retry_failed, gboolean * need_header, GError ** error);
+    gboolean retry_failed, gboolean * need_header, int *locked_fd,
+    GError ** error);
 
 /* ---- gpunet-tag-runner.c ---- */
 typedef enum { TAG_RESULT_OK, TAG_RESULT_FAILED, TAG_RESULT_INTERRUPTED } TagResult;

@@ -6,18 +6,21 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
 
+#include "gpunet-atomic.h"
 #include "gpunet-json-write.h"
 #include "gpunet-tag-common.h"
 #include "json.h"
 
 #define CSV_HEADER "type,input,frame,end_frame,pts,end,label_id,label,score," \
   "ids,labels,scores,frames,classified,duration,container_duration,wall_s," \
-  "decode_fps,classify_fps,top_labels,status,message\n"
-#define CSV_COLUMNS 22
+  "decode_fps,classify_fps,top_labels,status,message,decode_errors,frames_missing\n"
+#define CSV_COLUMNS 24
+#define CSV_COLUMNS_OLD 22      /* files written before decode_errors,frames_missing */
 
 /* ---- primitive writers (JSON strings: gst/gpunet-json-write.h) ---- */
 
@@ -136,7 +139,7 @@ tag_write_frame (GString * out, TagFormat fmt, const gchar * input,
         g_string_append_c (out, '|');
       num (out, fmt, scores[i], "%.6f", FALSE);
     }
-    g_string_append (out, ",,,,,,,,,,\n");
+    g_string_append (out, ",,,,,,,,,,,,\n");
     g_string_free (l, TRUE);
   }
   g_free (key);
@@ -178,7 +181,7 @@ segment_write (const TagSegment * seg, GString * out, TagFormat fmt,
     csv_str (out, seg->label);
     g_string_append_c (out, ',');
     num (out, fmt, mean, "%.6f", FALSE);
-    g_string_append_printf (out, ",,,,,%" G_GUINT64_FORMAT ",,,,,,,,\n",
+    g_string_append_printf (out, ",,,,,%" G_GUINT64_FORMAT ",,,,,,,,,,\n",
         seg->count);
   }
   g_free (key);
@@ -227,6 +230,16 @@ tag_segment_finish (TagSegment * seg, GString * out, TagFormat fmt,
 
 /* ---- summary ---- */
 
+/* "error" when the input failed, "partial" when frames were lost on the way
+ * (decode errors, gaps in the timestamps), else "ok". */
+const gchar *
+tag_summary_status (const TagSummary * s)
+{
+  if (!s->ok)
+    return "error";
+  return s->decode_errors || s->frames_missing ? "partial" : "ok";
+}
+
 void
 tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
 {
@@ -238,14 +251,16 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
     g_string_append (out, "{\"type\":\"summary\",\"input\":");
     gpunet_json_write_string (out, key);
     g_string_append_printf (out, ",\"status\":\"%s\",\"message\":",
-        s->ok ? "ok" : "error");
+        tag_summary_status (s));
     if (s->message)
       gpunet_json_write_string (out, s->message);
     else
       g_string_append (out, "null");
     g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT
+        ",\"frames_decoded\":%" G_GUINT64_FORMAT ",\"decode_errors\":%"
+        G_GUINT64_FORMAT ",\"frames_missing\":%" G_GUINT64_FORMAT
         ",\"classified\":%" G_GUINT64_FORMAT ",\"duration\":", s->decoded,
-        s->classified);
+        s->decoded, s->decode_errors, s->frames_missing, s->classified);
     num (out, fmt, s->duration, "%.6f", TRUE);
     g_string_append (out, ",\"container_duration\":");
     num (out, fmt, s->container_duration, "%.6f", TRUE);
@@ -286,9 +301,10 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
       g_string_append_printf (t, "%s%s:%" G_GUINT64_FORMAT, i ? "|" : "",
           s->top[i].label, s->top[i].count);
     csv_str (out, t->str);
-    g_string_append_printf (out, ",%s,", s->ok ? "ok" : "error");
+    g_string_append_printf (out, ",%s,", tag_summary_status (s));
     csv_str (out, s->message);
-    g_string_append_c (out, '\n');
+    g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+        "\n", s->decode_errors, s->frames_missing);
     g_string_free (t, TRUE);
   }
   g_free (key);
@@ -328,7 +344,7 @@ csv_split (const gchar * rec, gsize len)
   }
   g_ptr_array_add (f, g_string_free (cur, FALSE));
   g_ptr_array_add (f, NULL);
-  if (q || f->len - 1 != CSV_COLUMNS) {
+  if (q || (f->len - 1 != CSV_COLUMNS && f->len - 1 != CSV_COLUMNS_OLD)) {
     g_strfreev ((gchar **) g_ptr_array_free (f, FALSE));
     return NULL;
   }
@@ -421,10 +437,12 @@ tag_write_all (int fd, const gchar * p, gsize n)
  * `retry_failed` the blocks of failed inputs are removed too (the file is
  * rewritten through a temporary file and a rename). Returns the set of inputs
  * whose block is kept (to skip); `need_header` says whether a CSV header is
- * still to be written. NULL with `error` set when the file cannot be used. */
+ * still to be written. `locked_fd` is the caller's open, flock'ed descriptor of
+ * `path`; after a rewrite it is replaced by one of the new file, locked before
+ * the rename (so no other run can slip in) and in O_APPEND mode. NULL with `error` set when the file cannot be used. */
 GHashTable *
 tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
-    gboolean * need_header, GError ** error)
+    gboolean * need_header, int *locked_fd, GError ** error)
 {
   GHashTable *done = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       NULL);
@@ -468,7 +486,7 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
 
       /* a second block of the same input, or a failed one to retry, goes */
       if (g_hash_table_contains (done, input) || (retry_failed
-              && strcmp (status, "ok") != 0)) {
+              && strcmp (status, "error") == 0)) {
         drop_any = TRUE;
         b.dropped = TRUE;
       } else {
@@ -481,9 +499,10 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
     pos += n;
   }
   if (drop_any) {
-    gchar *tmp = g_strdup_printf ("%s.resume-tmp", path);
-    int fd = g_open (tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    gboolean ok = fd >= 0 && tag_write_all (fd, data, header_len);
+    int fd = -1;
+    gchar *tmp = gpunet_atomic_temp (path, &fd);
+    gboolean ok = tmp != NULL && flock (fd, LOCK_EX | LOCK_NB) == 0
+        && tag_write_all (fd, data, header_len);
 
     for (guint i = 0; ok && i < blocks->len; i++) {
       Block *b = &g_array_index (blocks, Block, i);
@@ -491,17 +510,19 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
       if (!b->dropped)
         ok = tag_write_all (fd, data + b->start, b->end - b->start);
     }
-    if (fd >= 0 && close (fd) != 0)
-      ok = FALSE;
-    if (!ok || g_rename (tmp, path) != 0) {
+    ok = ok && fcntl (fd, F_SETFL, O_APPEND) == 0;
+    if (!ok || rename (tmp, path) != 0) {
       g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
           "cannot rewrite '%s' for --resume: %s", path, g_strerror (errno));
-      g_unlink (tmp);
-      g_free (tmp);
+      if (fd >= 0)
+        close (fd);
+      gpunet_atomic_abort (tmp);
       goto fail;
     }
-    g_free (tmp);
-  } else if (keep_end < len && truncate (path, (off_t) keep_end) != 0) {
+    free (tmp);
+    close (*locked_fd);
+    *locked_fd = fd;
+  } else if (keep_end < len && ftruncate (*locked_fd, (off_t) keep_end) != 0) {
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
         "cannot truncate '%s' for --resume: %s", path, g_strerror (errno));
     goto fail;

@@ -114,10 +114,14 @@ tag_progress_input_done (TagProgress * p, const gchar * name, gboolean ok,
   p->cur_frames = 0;
   p->cur_fraction = 0;
   p->index++;
-  if (p->quiet && ok)
+  if (p->quiet && ok && message == NULL)
     return;
   clear_bar (p);
-  if (ok)
+  if (ok && message)            /* partial: frames were lost */
+    fprintf (stderr, "gpunet-tag: [%u/%u] %s: partial, %" G_GUINT64_FORMAT
+        " frames in %.2f s: %s\n", p->index, p->total, name, frames, wall_s,
+        message);
+  else if (ok)
     fprintf (stderr, "gpunet-tag: [%u/%u] %s: ok, %" G_GUINT64_FORMAT
         " frames in %.2f s (%.1f frames/s)\n", p->index, p->total, name,
         frames, wall_s, wall_s > 0 ? frames / wall_s : 0.0);

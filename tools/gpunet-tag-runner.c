@@ -34,6 +34,9 @@ struct TagRunner {
   const gchar *name;
   GString *out;
   guint64 decoded, classified;
+  guint64 dec_in, dec_out;      /* buffers into / frames out of the video decoder */
+  guint64 missing;              /* frames absent from the timestamps' sequence */
+  gdouble prev_pts, prev_dur;
   GQueue pending;               /* frame numbers (guint64 *) inside gpunetclassify */
   gdouble next_keep, first_pts, last_pts, last_end;
   gint64 t_enter, t_leave, classify_us, last_activity;
@@ -91,6 +94,13 @@ classify_sink_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   n = r->decoded++;
   r->last_activity = g_get_monotonic_time ();
   if (t >= 0) {
+    /* a frame later than the previous one's end by more than half a frame:
+     * the frames between were lost (decode errors, a damaged container) */
+    if (r->prev_pts >= 0 && r->prev_dur > 0
+        && t > r->prev_pts + 1.5 * r->prev_dur)
+      r->missing += (guint64) ((t - r->prev_pts) / r->prev_dur + 0.5) - 1;
+    r->prev_pts = t;
+    r->prev_dur = dur;
     if (r->first_pts < 0)
       r->first_pts = t;
     r->last_pts = t;
@@ -201,6 +211,53 @@ on_eos (GstAppSink * sink, gpointer user)
   gst_element_post_message (r->sink,
       gst_message_new_application (GST_OBJECT (r->sink),
           gst_structure_new_empty ("gpunet-tag-eos")));
+}
+
+/* Counts what goes into and out of a video decoder inside uridecodebin: frames
+ * it took and never gave out are decode errors (decoders drop them silently). */
+static GstPadProbeReturn
+decoder_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  TagRunner *r = user;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+
+  if (GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_DECODE_ONLY)
+      || GST_BUFFER_FLAG_IS_SET (buf, GST_BUFFER_FLAG_HEADER))
+    return GST_PAD_PROBE_OK;
+  g_mutex_lock (&r->lock);
+  if (GST_PAD_DIRECTION (pad) == GST_PAD_SINK)
+    r->dec_in++;
+  else
+    r->dec_out++;
+  g_mutex_unlock (&r->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
+    gpointer user)
+{
+  GstElementFactory *f = gst_element_get_factory (e);
+  const gchar *klass;
+  GstPad *sink, *src;
+
+  (void) bin;
+  (void) sub;
+  if (f == NULL)
+    return;
+  klass = gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS);
+  if (klass == NULL || !strstr (klass, "Decoder") || !strstr (klass, "Video"))
+    return;
+  sink = gst_element_get_static_pad (e, "sink");
+  src = gst_element_get_static_pad (e, "src");
+  if (sink && src) {
+    gst_pad_add_probe (sink, GST_PAD_PROBE_TYPE_BUFFER, decoder_probe, user,
+        NULL);
+    gst_pad_add_probe (src, GST_PAD_PROBE_TYPE_BUFFER, decoder_probe, user,
+        NULL);
+  }
+  g_clear_object (&sink);
+  g_clear_object (&src);
 }
 
 /* uridecodebin exposes only video pads (its caps property); the first one is
@@ -411,6 +468,8 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
   r->name = in->name;
   r->out = out;
   r->decoded = r->classified = 0;
+  r->dec_in = r->dec_out = r->missing = 0;
+  r->prev_pts = r->prev_dur = -1.0;
   g_queue_clear_full (&r->pending, g_free);
   r->next_keep = -G_MAXDOUBLE;
   r->first_pts = r->last_pts = r->last_end = -1.0;
@@ -560,6 +619,8 @@ tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
   gst_caps_unref (caps);
   g_signal_connect (r->src, "pad-added", G_CALLBACK (on_pad_added), r);
   g_signal_connect (r->src, "no-more-pads", G_CALLBACK (on_no_more_pads), r);
+  g_signal_connect (r->src, "deep-element-added",
+      G_CALLBACK (on_deep_element_added), r);
   gst_bin_add (GST_BIN (r->pipeline), r->src);
 
   if (gst_element_sync_state_with_parent (r->src)) {
@@ -615,9 +676,18 @@ summary:
 
   result->input = in->name;
   result->ok = res == TAG_RESULT_OK;
-  result->message = r->message;
   result->decoded = r->decoded;
   result->classified = r->classified;
+  /* only an input decoded to its end has drained its decoder */
+  result->decode_errors = res == TAG_RESULT_OK && r->dec_in > r->dec_out ?
+      r->dec_in - r->dec_out : 0;
+  result->frames_missing = r->missing;
+  if (res == TAG_RESULT_OK && r->message == NULL
+      && (result->decode_errors || result->frames_missing))
+    r->message = g_strdup_printf ("frames lost: %" G_GUINT64_FORMAT " the "
+        "decoder could not decode, %" G_GUINT64_FORMAT " missing from the "
+        "timestamps' sequence", result->decode_errors, result->frames_missing);
+  result->message = r->message;
   result->duration = (r->first_pts >= 0 && end >= 0) ? end - r->first_pts : -1;
   result->container_duration = container;
   result->classify_s = r->classify_us / 1e6;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include <glib/gstdio.h>
 
+#include "gpunet-atomic.h"
+#include "gpunet-plugin-find.h"
 #include "gpunet-tag-common.h"
 
 #define DEFAULT_EXTS "mp4,m4v,mov,mkv,webm,avi,ts,mts,m2ts,mpg,mpeg,flv," \
@@ -59,23 +62,113 @@ parse_shard (const gchar * s, guint * index, guint * count)
   return TRUE;
 }
 
-/* The gpunetclassify element is found through GStreamer's registry; when it
- * is not there, look in the directory given or the one this build installs to. */
+/* The gpunetclassify element: --plugin-path, else this build tree's plugin when
+ * run from it, else the registry, else the directory this build installs to. */
 static void
 find_plugin (const gchar * plugin_path)
 {
-  GstElementFactory *f = gst_element_factory_find ("gpunetclassify");
-
-  if (f) {
-    gst_object_unref (f);
-    return;
-  }
-  if (plugin_path)
-    gst_registry_scan_path (gst_registry_get (), plugin_path);
-#ifdef GPUNET_PLUGIN_DIR
-  else
-    gst_registry_scan_path (gst_registry_get (), GPUNET_PLUGIN_DIR);
+#ifndef GPUNET_BUILD_TOOLS_DIR
+#define GPUNET_BUILD_TOOLS_DIR NULL
+#define GPUNET_BUILD_PLUGIN_FILE NULL
 #endif
+#ifndef GPUNET_PLUGIN_DIR
+#define GPUNET_PLUGIN_DIR NULL
+#endif
+  gpunet_plugin_find (plugin_path, GPUNET_BUILD_TOOLS_DIR,
+      GPUNET_BUILD_PLUGIN_FILE, GPUNET_PLUGIN_DIR);
+}
+
+/* TRUE when `path` is the same file as one of the inputs. */
+static gboolean
+output_is_input (const gchar * path, GPtrArray * inputs)
+{
+  GStatBuf o, st;
+
+  if (g_stat (path, &o) != 0)
+    return FALSE;
+  for (guint i = 0; i < inputs->len; i++) {
+    TagInput *in = g_ptr_array_index (inputs, i);
+    gchar *file = in->uri ? g_filename_from_uri (in->uri, NULL, NULL) : NULL;
+    gboolean same = file && g_stat (file, &st) == 0 && st.st_dev == o.st_dev
+        && st.st_ino == o.st_ino;
+
+    g_free (file);
+    if (same)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+/* Opens --output for this run. The output file itself carries an exclusive lock
+ * (flock) for the whole run, so a second gpunet-tag on the same output is
+ * refused instead of interleaving with this one. With --resume, records are
+ * appended (O_APPEND) to the locked file after tag_resume_prepare() cleaned it;
+ * without, they go to a temporary file renamed over the output at the end.
+ * Returns 0, or 2 after printing why. */
+static int
+open_output (TagOptions * o, GPtrArray * inputs, int *lock_fd, int *fd,
+    gchar ** tmp_path, gboolean * created, GHashTable ** skip,
+    gboolean * need_header)
+{
+  GError *err = NULL;
+
+  if (gpunet_atomic_is_special (o->output)) {
+    /* /dev/null, a FIFO, a terminal: written in place, no lock, no rename */
+    if (o->resume) {
+      g_printerr ("gpunet-tag: --resume needs a regular --output file\n");
+      return 2;
+    }
+    *fd = g_open (o->output, O_WRONLY | O_APPEND | O_CLOEXEC, 0644);
+    if (*fd < 0) {
+      g_printerr ("gpunet-tag: cannot open '%s': %s\n", o->output,
+          g_strerror (errno));
+      return 2;
+    }
+    return 0;
+  }
+  if (output_is_input (o->output, inputs)) {
+    g_printerr ("gpunet-tag: --output '%s' is one of the inputs; refusing to "
+        "overwrite it\n", o->output);
+    return 2;
+  }
+  *created = !g_file_test (o->output, G_FILE_TEST_EXISTS);
+  *lock_fd = g_open (o->output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+      0644);
+  if (*lock_fd < 0) {
+    g_printerr ("gpunet-tag: cannot open '%s': %s\n", o->output,
+        g_strerror (errno));
+    return 2;
+  }
+  if (flock (*lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      g_printerr ("gpunet-tag: '%s' is being written by another gpunet-tag "
+          "run; wait for it to finish (then use --resume) or choose another "
+          "--output\n", o->output);
+    else
+      g_printerr ("gpunet-tag: cannot lock '%s': %s\n", o->output,
+          g_strerror (errno));
+    close (*lock_fd);
+    *lock_fd = -1;
+    return 2;
+  }
+  if (o->resume) {
+    *skip = tag_resume_prepare (o->output, o->format, o->retry_failed,
+        need_header, lock_fd, &err);
+    if (*skip == NULL) {
+      g_printerr ("gpunet-tag: %s\n", err->message);
+      g_clear_error (&err);
+      return 2;
+    }
+    *fd = *lock_fd;
+    return 0;
+  }
+  *tmp_path = gpunet_atomic_temp (o->output, fd);
+  if (*tmp_path == NULL) {
+    g_printerr ("gpunet-tag: cannot create a file next to '%s': %s\n",
+        o->output, g_strerror (errno));
+    return 2;
+  }
+  return 0;
 }
 
 static int
@@ -104,8 +197,10 @@ main (int argc, char **argv)
   GHashTable *skip = NULL;
   TagProgress *progress;
   TagRunner *runner = NULL;
-  int fd = STDOUT_FILENO, rc = 0;
-  guint n_ok = 0, n_failed = 0, n_skipped = 0;
+  int fd = STDOUT_FILENO, lock_fd = -1, rc = 0;
+  gchar *tmp_path = NULL;       /* without --resume: the file renamed to --output */
+  gboolean created = FALSE;
+  guint n_ok = 0, n_partial = 0, n_failed = 0, n_skipped = 0;
   guint64 total_frames = 0;
   gint64 t_start;
 
@@ -161,8 +256,8 @@ main (int argc, char **argv)
     {NULL, 0, 0, 0, NULL, NULL, NULL}
   };
 
-  ctx = g_option_context_new ("INPUT... - tag video files with a GPUNet "
-      "classifier");
+  /* the INPUT... of G_OPTION_REMAINING is printed already: not again here */
+  ctx = g_option_context_new ("- tag video files with a GPUNet classifier");
   g_option_context_set_summary (ctx, "INPUT is a file, a directory (walked "
       "recursively, sorted), a glob pattern or a URI. One record per classified "
       "frame (or per segment), then a summary record per input.");
@@ -238,23 +333,10 @@ main (int argc, char **argv)
   }
 
   if (o.output) {
-    if (o.resume) {
-      skip = tag_resume_prepare (o.output, o.format, o.retry_failed,
-          &need_header, &err);
-      if (skip == NULL) {
-        g_printerr ("gpunet-tag: %s\n", err->message);
-        rc = 2;
-        goto done_inputs;
-      }
-    }
-    fd = g_open (o.output, O_WRONLY | O_CREAT | (o.resume ? O_APPEND :
-            O_TRUNC), 0644);
-    if (fd < 0) {
-      g_printerr ("gpunet-tag: cannot open '%s': %s\n", o.output,
-          g_strerror (errno));
-      rc = 2;
-      goto done_inputs;
-    }
+    rc = open_output (&o, mine, &lock_fd, &fd, &tmp_path, &created, &skip,
+        &need_header);
+    if (rc != 0)
+      goto done_output;
   }
   if (need_header && o.format == TAG_FORMAT_CSV) {
     GString *h = g_string_new (NULL);
@@ -320,7 +402,9 @@ main (int argc, char **argv)
       break;
     }
     total_frames += s.decoded;
-    if (res == TAG_RESULT_OK)
+    if (res == TAG_RESULT_OK && strcmp (tag_summary_status (&s), "ok") != 0)
+      n_partial++;
+    else if (res == TAG_RESULT_OK)
       n_ok++;
     else
       n_failed++;
@@ -331,22 +415,45 @@ main (int argc, char **argv)
   if (!o.quiet || stop_requested) {
     gdouble el = (g_get_monotonic_time () - t_start) / 1e6;
 
-    tag_progress_message (progress, "%u inputs: %u ok, %u failed, %u skipped; "
+    tag_progress_message (progress, "%u inputs: %u ok, %u partial, %u failed, %u skipped; "
         "%" G_GUINT64_FORMAT " frames in %.2f s (%.1f frames/s)%s", mine->len,
-        n_ok, n_failed, n_skipped, total_frames, el,
+        n_ok, n_partial, n_failed, n_skipped, total_frames, el,
         el > 0 ? total_frames / el : 0.0, stop_requested ? "; interrupted" :
         "");
   }
   tag_progress_free (progress);
   tag_runner_free (runner);
-  if (fd != STDOUT_FILENO && close (fd) != 0 && rc == 0) {
+  if (fd != STDOUT_FILENO && fd != lock_fd && close (fd) != 0 && rc == 0) {
     g_printerr ("gpunet-tag: cannot close the output: %s\n",
         g_strerror (errno));
     rc = 2;
   }
+  fd = STDOUT_FILENO;
   if (rc == 0)
     rc = stop_requested ? 130 : n_failed ? 1 : 0;
 
+done_output:
+  /* without --resume the output appears whole at the end (also after an
+   * interrupt: what was written is valid and --resume completes it); after a
+   * setup or write error the previous output stays as it was */
+  if (tmp_path && (rc == 0 || rc == 1 || rc == 130)) {
+    if (gpunet_atomic_commit (tmp_path, o.output) != 0) {
+      g_printerr ("gpunet-tag: cannot rename the output to '%s': %s\n",
+          o.output, g_strerror (errno));
+      rc = 2;
+    }
+  } else if (tmp_path) {
+    if (fd != STDOUT_FILENO)
+      close (fd);
+    gpunet_atomic_abort (tmp_path);
+    if (created)
+      g_unlink (o.output);
+  }
+  if (lock_fd >= 0 && close (lock_fd) != 0 && rc == 0) {
+    g_printerr ("gpunet-tag: cannot close the output: %s\n",
+        g_strerror (errno));
+    rc = 2;
+  }
 done_inputs:
   if (skip)
     g_hash_table_unref (skip);

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""test_convert_inplace.py GPUNET_CONVERT GPUNET_RUN FIXTURES: gpunet-convert with
+--output equal to its --checkpoint (issue 31, point 12) replaces the file with a
+safetensors copy of the same weights: same logits, no temporary file left; a
+failing conversion leaves the existing output untouched. An output that is not a
+regular file (a FIFO here; /dev/null alike) is written in place, never renamed over."""
+import os
+import stat
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAILED = 0
+
+
+def check(cond, what):
+    global FAILED
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILED += 1
+
+
+def main():
+    convert, run, fixtures = (os.path.abspath(a) for a in sys.argv[1:4])
+    arch = os.path.join(fixtures, "tiny-a.json")
+    ckpt = os.path.join(fixtures, "tiny-a", "tiny-a.pth.tar")
+    with tempfile.TemporaryDirectory() as tmp:
+        w = os.path.join(tmp, "w.pth.tar")
+        shutil.copy(ckpt, w)
+
+        def logits(weights, out):
+            return subprocess.run([run, "--model", arch, "--checkpoint", weights, "--batch", "2",
+                                   "--input", os.path.join(fixtures, "tiny-a", "input.bin"),
+                                   "--output", out, "--threads", "1"],
+                                  capture_output=True, text=True)
+        p = logits(w, os.path.join(tmp, "before.bin"))
+        check(p.returncode == 0, f"fixture runs: {p.stderr.strip()}")
+        p = subprocess.run([convert, "--checkpoint", w, "--output", w], capture_output=True,
+                           text=True)
+        check(p.returncode == 0, f"convert in place exits 0: {p.returncode} {p.stderr.strip()}")
+        check(open(w, "rb").read(8) != open(ckpt, "rb").read(8), "the file is now safetensors")
+        p = logits(w, os.path.join(tmp, "after.bin"))
+        check(p.returncode == 0 and open(os.path.join(tmp, "before.bin"), "rb").read()
+              == open(os.path.join(tmp, "after.bin"), "rb").read(),
+              f"same logits after the in-place conversion: {p.stderr.strip()}")
+        check(sorted(os.listdir(tmp)) == ["after.bin", "before.bin", "w.pth.tar"],
+              f"no temporary file left: {sorted(os.listdir(tmp))}")
+        # a conversion that fails keeps the old output
+        keep = open(w, "rb").read()
+        p = subprocess.run([convert, "--random", "no-such-model", "--output", w],
+                           capture_output=True, text=True)
+        check(p.returncode != 0 and open(w, "rb").read() == keep
+              and sorted(os.listdir(tmp)) == ["after.bin", "before.bin", "w.pth.tar"],
+              "a failed conversion leaves the output as it was")
+        # a FIFO as --output: written through, still a FIFO afterwards
+        for name, cmd in (("gpunet-run", [run, "--model", arch, "--checkpoint", ckpt, "--batch",
+                                          "2", "--input", os.path.join(fixtures, "tiny-a",
+                                                                       "input.bin")]),
+                          ("gpunet-convert", [convert, "--checkpoint", ckpt])):
+            fifo = os.path.join(tmp, "fifo")
+            os.mkfifo(fifo)
+            got = os.path.join(tmp, "through-fifo")
+            with open(got, "wb") as sink:
+                reader = subprocess.Popen(["cat", fifo], stdout=sink)
+                p = subprocess.run(cmd + ["--output", fifo], capture_output=True, text=True,
+                                   timeout=30)
+                reader.wait(timeout=30)
+            data = open(got, "rb").read()
+            os.unlink(got)
+            want = 2 * 16 * 4 if name == "gpunet-run" else 1000
+            check(p.returncode == 0 and len(data) >= want and stat.S_ISFIFO(os.stat(fifo).st_mode),
+                  f"{name} --output FIFO: written in place ({len(data)} bytes) {p.stderr.strip()}")
+            os.unlink(fifo)
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

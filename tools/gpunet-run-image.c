@@ -1,0 +1,119 @@
+/* gpunet-run-image.c: gpunet-run's photo decoder. One short pipeline per file:
+ * uridecodebin ! videoconvert ! video/x-raw,format=RGB ! appsink; the first sample
+ * is copied out row by row. The engine's own preprocess (gpunet_session_classify)
+ * does the resize, crop and normalisation, exactly as the element does. */
+#include "gpunet-run-image.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <gst/app/gstappsink.h>
+#include <gst/gst.h>
+
+void
+gpunet_run_image_init (int *argc, char ***argv)
+{
+  gst_init (argc, argv);
+}
+
+static int
+fail (char **error_text, const char *path, const char *why)
+{
+  if (error_text)
+    *error_text = g_strdup_printf ("cannot decode '%s': %s", path, why);
+  return -1;
+}
+
+int
+gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *height,
+    int *stride, char **error_text)
+{
+  GError *err = NULL;
+  gchar *uri, *desc, *why = NULL;
+  GstElement *pipe;
+  GstSample *sample = NULL;
+  GstBus *bus;
+  int rc = -1;
+
+  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    return fail (error_text, path, "no such file");
+  uri = gst_filename_to_uri (path, &err);
+  if (uri == NULL) {
+    rc = fail (error_text, path, err->message);
+    g_clear_error (&err);
+    return rc;
+  }
+  desc = g_strdup_printf ("uridecodebin uri=\"%s\" caps=video/x-raw ! videoconvert ! "
+      "video/x-raw,format=RGB ! appsink name=sink sync=false", uri);
+  pipe = gst_parse_launch (desc, &err);
+  g_free (desc);
+  g_free (uri);
+  if (pipe == NULL || err) {
+    rc = fail (error_text, path, err ? err->message : "cannot build the decoding pipeline");
+    g_clear_error (&err);
+    if (pipe)
+      gst_object_unref (pipe);
+    return rc;
+  }
+  GstElement *sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
+  bus = gst_element_get_bus (pipe);
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  /* a sample, or an error / EOS on the bus, whichever comes first (10 s at most) */
+  for (int i = 0; i < 100 && sample == NULL && why == NULL; i++) {
+    sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 100 * GST_MSECOND);
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
+    if (m && sample == NULL) {
+      if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
+        gst_message_parse_error (m, &err, NULL);
+        why = g_strdup (err->message);
+        g_clear_error (&err);
+      } else {
+        why = g_strdup ("it holds no picture");
+      }
+    }
+    if (m)
+      gst_message_unref (m);
+  }
+  if (sample) {
+    GstCaps *caps = gst_sample_get_caps (sample);
+    GstStructure *s = caps ? gst_caps_get_structure (caps, 0) : NULL;
+    GstBuffer *buf = gst_sample_get_buffer (sample);
+    GstMapInfo map;
+    int w = 0, h = 0;
+
+    if (s && gst_structure_get_int (s, "width", &w) && gst_structure_get_int (s, "height", &h)
+        && w > 0 && h > 0 && buf && gst_buffer_map (buf, &map, GST_MAP_READ)) {
+      /* GStreamer's default RGB layout: rows padded to 4 bytes */
+      size_t src_stride = ((size_t) w * 3 + 3) & ~(size_t) 3;
+      if (map.size >= src_stride * (size_t) (h - 1) + (size_t) w * 3) {
+        *rgb = malloc ((size_t) w * 3 * (size_t) h);
+        if (*rgb) {
+          for (int y = 0; y < h; y++)
+            memcpy (*rgb + (size_t) y * w * 3, map.data + (size_t) y * src_stride, (size_t) w * 3);
+          *width = w;
+          *height = h;
+          *stride = w * 3;
+          rc = 0;
+        } else {
+          why = g_strdup ("out of memory");
+        }
+      } else {
+        why = g_strdup ("the decoded picture is smaller than its caps say");
+      }
+      gst_buffer_unmap (buf, &map);
+    } else {
+      why = g_strdup ("the decoder gave no picture size");
+    }
+    gst_sample_unref (sample);
+  } else if (why == NULL) {
+    why = g_strdup ("no picture after 10 s");
+  }
+  if (rc != 0)
+    fail (error_text, path, why);
+  g_free (why);
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (bus);
+  gst_object_unref (sink);
+  gst_object_unref (pipe);
+  return rc;
+}
