@@ -15,6 +15,16 @@
 
 #include <gst/gst.h>
 
+#include "gpunet-plugin-find.h"
+
+#ifndef GPUNET_BUILD_TOOLS_DIR
+#define GPUNET_BUILD_TOOLS_DIR NULL
+#define GPUNET_BUILD_PLUGIN_FILE NULL
+#endif
+#ifndef GPUNET_PLUGIN_DIR
+#define GPUNET_PLUGIN_DIR NULL
+#endif
+
 typedef struct
 {
   GMutex lock;
@@ -149,19 +159,9 @@ main (int argc, char **argv)
         "--frames, --width, --height >= 1, --batch-size 1..64\n");
     return 2;
   }
-#ifdef GPUNET_BUILD_PLUGIN_DIR
-  /* the plugin of the build tree this tool was built in, before any installed one */
-  gst_registry_scan_path (gst_registry_get (), GPUNET_BUILD_PLUGIN_DIR);
-#endif
-  {
-    GstElementFactory *f = gst_element_factory_find ("gpunetclassify");
-
-    if (f != NULL)
-      gst_object_unref (f);
-    else
-      n = -1;
-  }
-  if (n < 0) {
+  /* the build tree's plugin when run from it, else the installed one */
+  if (!gpunet_plugin_find (NULL, GPUNET_BUILD_TOOLS_DIR,
+          GPUNET_BUILD_PLUGIN_FILE, GPUNET_PLUGIN_DIR)) {
     fprintf (stderr, "gpunet-streams: the GStreamer element 'gpunetclassify' "
         "is not available: install the gpunet plugin or set GST_PLUGIN_PATH to "
         "its directory\n");
