@@ -183,6 +183,128 @@ usage_error (GOptionContext * ctx, const gchar * msg)
   return 2;
 }
 
+/* What one input produced, kept until the main thread writes it in order. */
+typedef struct
+{
+  gboolean ready;               /* filled (jobs > 1: under TagJobs.lock) */
+  gboolean skipped;             /* --resume: already complete */
+  gboolean fatal;               /* the model could not be started */
+  TagResult res;
+  GString *block;               /* its records and summary */
+  guint64 decoded;
+  gdouble wall_s;
+  gchar *status, *message;
+} TagOutcome;
+
+/* The inputs and what the jobs share. */
+typedef struct
+{
+  const TagOptions *o;
+  GPtrArray *inputs;
+  GHashTable *skip;
+  TagProgress *progress;
+  gint jobs;
+  GMutex lock;
+  GCond cond;
+  TagOutcome *outcomes;
+  guint next;                   /* the next input a job takes (lock) */
+  gint abort;                   /* atomic: take no more inputs */
+} TagJobs;
+
+static void
+tag_outcome_clear (TagOutcome * oc)
+{
+  if (oc->block)
+    g_string_free (oc->block, TRUE);
+  g_free (oc->status);
+  g_free (oc->message);
+}
+
+/* Runs input `i` of `j` into `oc` with `*runner` (made on first use). */
+static void
+run_input (TagJobs * j, guint i, TagRunner ** runner, TagOutcome * oc)
+{
+  TagInput *in = g_ptr_array_index (j->inputs, i);
+  gchar *key = tag_record_key (in->name);
+  TagSummary s = { 0 };
+  GError *err = NULL;
+
+  oc->block = g_string_new (NULL);
+  if (j->skip && g_hash_table_contains (j->skip, key)) {
+    oc->skipped = TRUE;
+    g_free (key);
+    return;
+  }
+  g_free (key);
+  /* with several jobs the progress lines come as inputs finish */
+  if (j->jobs == 1)
+    tag_progress_input_start (j->progress, i, in->name);
+  if (in->error) {
+    s.input = in->name;
+    s.message = in->error;
+    s.duration = s.container_duration = -1;
+    tag_write_summary (oc->block, j->o->format, &s);
+    oc->res = TAG_RESULT_FAILED;
+  } else {
+    if (*runner == NULL) {
+      *runner = tag_runner_new (j->o, &err);
+      if (*runner == NULL) {
+        if (j->jobs > 1)
+          g_mutex_lock (&j->lock);
+        tag_progress_message (j->progress, "cannot start the model: %s",
+            err->message);
+        if (j->jobs > 1)
+          g_mutex_unlock (&j->lock);
+        g_clear_error (&err);
+        oc->fatal = TRUE;
+        return;
+      }
+      if (!j->o->quiet && j->jobs == 1)
+        tag_progress_message (j->progress, "model loaded in %.3f s",
+            tag_runner_load_seconds (*runner));
+    }
+    oc->res = tag_runner_process (*runner, in, oc->block, &stop_requested,
+        j->jobs == 1 ? tag_progress_tick : NULL, j->progress, &s);
+  }
+  oc->decoded = s.decoded;
+  oc->wall_s = s.wall_s;
+  oc->status = g_strdup (tag_summary_status (&s));
+  oc->message = g_strdup (s.message);
+}
+
+/* --jobs: takes inputs in order until none is left (or the run stops). */
+static gpointer
+job_thread (gpointer data)
+{
+  TagJobs *j = data;
+  TagRunner *runner = NULL;
+
+  for (;;) {
+    TagOutcome local = { 0 };
+    guint i;
+
+    g_mutex_lock (&j->lock);
+    i = j->next++;
+    g_mutex_unlock (&j->lock);
+    if (i >= j->inputs->len)
+      break;
+    if (g_atomic_int_get (&j->abort) || stop_requested)
+      local.res = TAG_RESULT_INTERRUPTED;
+    else
+      run_input (j, i, &runner, &local);
+    g_mutex_lock (&j->lock);
+    j->outcomes[i] = local;
+    j->outcomes[i].ready = TRUE;
+    /* a model that cannot start fails every input the same way */
+    if (local.fatal)
+      g_atomic_int_set (&j->abort, 1);
+    g_cond_broadcast (&j->cond);
+    g_mutex_unlock (&j->lock);
+  }
+  tag_runner_free (runner);
+  return NULL;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -190,7 +312,7 @@ main (int argc, char **argv)
   gchar *format = NULL, *shard = NULL, *exts = NULL, *plugin_path = NULL;
   gchar **args = NULL;
   gboolean list_only = FALSE, need_header = TRUE;
-  gint top_k = 5, batch = 1, every = 0, threads = 0;
+  gint top_k = 5, batch = 1, every = 0, threads = 0, jobs = 1;
   GOptionContext *ctx;
   GError *err = NULL;
   GPtrArray *inputs, *mine;
@@ -216,6 +338,9 @@ main (int argc, char **argv)
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
         "Frames per engine call, 1..64 (1)", "N"},
+    {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+        "Inputs decoded at once into one shared engine, 1..64 (1); the output "
+          "is the same as with 1", "J"},
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads,
         "CPU backend threads (0 = all cores)", "N"},
     {"every", 0, 0, G_OPTION_ARG_INT, &every,
@@ -279,9 +404,9 @@ main (int argc, char **argv)
     goto out;
   }
   if (top_k < 1 || top_k > 100 || batch < 1 || batch > 64 || every < 0 || threads < 0
-      || o.fps < 0) {
-    rc = usage_error (ctx, "--top-k must be 1..100; --batch 1..64; --every, "
-        "--fps and --threads >= 0");
+      || o.fps < 0 || jobs < 1 || jobs > 64) {
+    rc = usage_error (ctx, "--top-k must be 1..100; --batch and --jobs 1..64; "
+        "--every, --fps and --threads >= 0");
     goto out;
   }
   if (every > 1 && o.fps > 0) {
@@ -349,68 +474,83 @@ main (int argc, char **argv)
   find_plugin (plugin_path);
   progress = tag_progress_new (mine->len, o.quiet);
   t_start = g_get_monotonic_time ();
-  for (guint i = 0; i < mine->len && !stop_requested; i++) {
-    TagInput *in = g_ptr_array_index (mine, i);
-    gchar *key = tag_record_key (in->name);
-    GString *block = g_string_new (NULL);
-    TagSummary s = { 0 };
-    TagResult res;
+  {
+    TagJobs jobs_state = { 0 };
+    TagOutcome *outcomes = g_new0 (TagOutcome, mine->len);
+    GThread **threads_v = NULL;
+    guint i;
 
-    if (skip && g_hash_table_contains (skip, key)) {
-      n_skipped++;
-      tag_progress_skip (progress, in->name);
-      g_free (key);
-      g_string_free (block, TRUE);
-      continue;
+    jobs_state.o = &o;
+    jobs_state.inputs = mine;
+    jobs_state.skip = skip;
+    jobs_state.progress = progress;
+    jobs_state.jobs = jobs;
+    g_mutex_init (&jobs_state.lock);
+    g_cond_init (&jobs_state.cond);
+    jobs_state.outcomes = outcomes;
+    if (jobs > 1) {
+      /* J runners, one pipeline each, their elements on one shared engine;
+       * records are written in input order whatever order inputs finish in */
+      threads_v = g_new0 (GThread *, jobs);
+      for (gint j = 0; j < jobs; j++)
+        threads_v[j] = g_thread_new ("gpunet-tag-job", job_thread, &jobs_state);
     }
-    g_free (key);
-    tag_progress_input_start (progress, i, in->name);
-    if (in->error) {
-      s.input = in->name;
-      s.message = in->error;
-      s.duration = s.container_duration = -1;
-      tag_write_summary (block, o.format, &s);
-      res = TAG_RESULT_FAILED;
-    } else {
-      if (runner == NULL) {
-        runner = tag_runner_new (&o, &err);
-        if (runner == NULL) {
-          tag_progress_message (progress, "cannot start the model: %s",
-              err->message);
-          g_string_free (block, TRUE);
-          rc = 2;
+    for (i = 0; i < mine->len; i++) {
+      TagOutcome *oc = &outcomes[i];
+      TagInput *in = g_ptr_array_index (mine, i);
+
+      if (jobs > 1) {
+        g_mutex_lock (&jobs_state.lock);
+        while (!oc->ready)
+          g_cond_wait (&jobs_state.cond, &jobs_state.lock);
+        g_mutex_unlock (&jobs_state.lock);
+      } else {
+        if (stop_requested)
           break;
-        }
-        if (!o.quiet)
-          tag_progress_message (progress, "model loaded in %.3f s",
-              tag_runner_load_seconds (runner));
+        run_input (&jobs_state, i, &runner, oc);
       }
-      res = tag_runner_process (runner, in, block, &stop_requested,
-          tag_progress_tick, progress, &s);
+      if (oc->fatal) {
+        rc = 2;
+        break;
+      }
+      if (oc->skipped) {
+        n_skipped++;
+        tag_progress_skip (progress, in->name);
+        continue;
+      }
+      if (oc->res == TAG_RESULT_INTERRUPTED) {
+        tag_progress_message (progress, "interrupted: '%s' not written (it is "
+            "redone by --resume)", in->name);
+        break;
+      }
+      if (!tag_write_all (fd, oc->block->str, oc->block->len)) {
+        tag_progress_message (progress, "cannot write the output: %s",
+            g_strerror (errno));
+        rc = 2;
+        break;
+      }
+      total_frames += oc->decoded;
+      if (oc->res == TAG_RESULT_OK && strcmp (oc->status, "ok") != 0)
+        n_partial++;
+      else if (oc->res == TAG_RESULT_OK)
+        n_ok++;
+      else
+        n_failed++;
+      tag_progress_input_done (progress, in->name, oc->res == TAG_RESULT_OK,
+          oc->decoded, oc->wall_s, oc->message);
     }
-    if (res == TAG_RESULT_INTERRUPTED) {
-      tag_progress_message (progress, "interrupted: '%s' not written (it is "
-          "redone by --resume)", in->name);
-      g_string_free (block, TRUE);
-      break;
+    if (jobs > 1) {
+      /* the others stop at their next input (an interrupt stops them inside) */
+      g_atomic_int_set (&jobs_state.abort, 1);
+      for (gint j = 0; j < jobs; j++)
+        g_thread_join (threads_v[j]);
+      g_free (threads_v);
     }
-    if (!tag_write_all (fd, block->str, block->len)) {
-      tag_progress_message (progress, "cannot write the output: %s",
-          g_strerror (errno));
-      g_string_free (block, TRUE);
-      rc = 2;
-      break;
-    }
-    total_frames += s.decoded;
-    if (res == TAG_RESULT_OK && strcmp (tag_summary_status (&s), "ok") != 0)
-      n_partial++;
-    else if (res == TAG_RESULT_OK)
-      n_ok++;
-    else
-      n_failed++;
-    tag_progress_input_done (progress, in->name, res == TAG_RESULT_OK,
-        s.decoded, s.wall_s, s.message);
-    g_string_free (block, TRUE);
+    for (i = 0; i < mine->len; i++)
+      tag_outcome_clear (&outcomes[i]);
+    g_free (outcomes);
+    g_mutex_clear (&jobs_state.lock);
+    g_cond_clear (&jobs_state.cond);
   }
   if (!o.quiet || stop_requested) {
     gdouble el = (g_get_monotonic_time () - t_start) / 1e6;

@@ -245,6 +245,22 @@ def main():
     check(run_tag(tag, base, ["--batch", "65", "media/a.mp4"]).returncode == 2,
           "--batch 65 is exit 2")
 
+    # --- --jobs: inputs at once into one shared engine, the same output ---
+    clips = ["media/a.mp4", "media/sub/b.mkv", "media/c.mkv", "small.mkv",
+             "notvideo.mp4"]
+    def records_rc(args):
+        p = run_tag(tag, base, args)
+        return p.returncode, [{k: v for k, v in r.items()
+                               if k not in ("wall_s", "decode_fps", "classify_fps")}
+                              for r in jsonl(p.stdout)]
+    rc1, one = records_rc(["--jobs", "1", "--segments", "--frames"] + clips)
+    rc3, three = records_rc(["--jobs", "3", "--batch", "4", "--segments",
+                             "--frames"] + clips)
+    check(rc1 == 1 and rc3 == 1, f"--jobs: exit 1 (one bad input), got {rc1}, {rc3}")
+    check(len(one) > 0 and one == three, "--jobs 3 --batch 4: the records of --jobs 1")
+    check(run_tag(tag, base, ["--jobs", "0", "media/a.mp4"]).returncode == 2,
+          "--jobs 0 is exit 2")
+
     # --- sharding ---
     many = []
     for i in range(9):
