@@ -1,7 +1,9 @@
 /* se.cu: squeeze-excite in place: row means (pool.cu), reduce FC + act and expand FC +
  * sigmoid (linear.cu), then this file's kernel multiplies each channel plane by its
  * gate.  x and the weights are float or fp16; the scratch is float: means n*c | mid n*rd
- * | gates n*c. */
+ * | gates n*c.  The opt-in fused form (cuda_fused.h) starts from the tile sums the
+ * depthwise kernel wrote: one excite kernel (means, both FCs, gates), then the scale. */
+#include "cuda_fused.h"
 #include "cuda_internal.h"
 #include "cuda_storage.h"
 
@@ -12,6 +14,80 @@ scale_kernel (T *x, const float *__restrict__ gate, long long total, long long p
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (x, i, gpunet_ld (x, i) * gate[i / plane]);
+}
+
+template <typename T>
+static cudaError_t
+launch_scale (void *x, const float *gate, long long total, long long plane, cudaStream_t stream)
+{
+  const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
+  scale_kernel<T><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((T *) x, gate, total, plane);
+  return cudaGetLastError ();
+}
+
+static __device__ __forceinline__ float
+warp_sum (float v)
+{
+  for (int off = 16; off > 0; off /= 2)
+    v += __shfl_down_sync (0xffffffffu, v, off);
+  return v;
+}
+
+/* One block per image: means from the tile sums, mid = act(W1 mean + b1), gates =
+ * sigmoid(W2 mid + b2), a warp per output row (cuda_fused.h). */
+template <typename T>
+static __global__ void __launch_bounds__ (GPUNET_EXCITE_THREADS)
+excite_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, int c, int rd,
+    int act, const T *__restrict__ w1, const float *__restrict__ b1, const T *__restrict__ w2,
+    const float *__restrict__ b2, float *__restrict__ gates)
+{
+  extern __shared__ __align__ (16) float ex_shared[];
+  float *mean = ex_shared, *mid = ex_shared + c;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, warps = GPUNET_EXCITE_THREADS / 32;
+  const long long img = blockIdx.x;
+  for (int ch = t; ch < c; ch += GPUNET_EXCITE_THREADS)
+    mean[ch] = gpunet_se_mean_from_tiles (tile_sums + (img * c + ch) * tiles, tiles, plane);
+  __syncthreads ();
+  for (int r = warp; r < rd; r += warps) {
+    const float d = warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c, lane, 32));
+    if (lane == 0)
+      mid[r] = gpunet_activate (d + b1[r], act);   /* gpunet_se_mid */
+  }
+  __syncthreads ();
+  for (int ch = warp; ch < c; ch += warps) {
+    const float d = warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd, mid, rd, lane, 32));
+    if (lane == 0)
+      gates[img * c + ch] = gpunet_sigmoid (d + b2[ch]);   /* gpunet_se_gate */
+  }
+}
+
+int
+gpunet_cuda_excite_fits (int c, int rd)
+{
+  return c >= 1 && rd >= 1 && gpunet_excite_shared_bytes (c, rd) <= 48 * 1024;
+}
+
+cudaError_t
+gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *gates, int n, cudaStream_t stream)
+{
+  const long long plane = (long long) p->h * p->w, total = (long long) n * p->c * plane;
+  if (n < 1 || tiles < 1 || plane < 1 || !gpunet_cuda_excite_fits (p->c, p->rd))
+    return cudaErrorInvalidValue;
+  const size_t shared = (size_t) gpunet_excite_shared_bytes (p->c, p->rd);
+  if (t == GPUNET_CUDA_F16)
+    excite_kernel<gpunet_half><<<n, GPUNET_EXCITE_THREADS, shared, stream>>> (tile_sums, tiles,
+        plane, p->c, p->rd, p->act, (const gpunet_half *) w1, b1, (const gpunet_half *) w2, b2,
+        gates);
+  else
+    excite_kernel<float><<<n, GPUNET_EXCITE_THREADS, shared, stream>>> (tile_sums, tiles, plane,
+        p->c, p->rd, p->act, (const float *) w1, b1, (const float *) w2, b2, gates);
+  cudaError_t e = cudaGetLastError ();
+  if (e != cudaSuccess)
+    return e;
+  return t == GPUNET_CUDA_F16 ? launch_scale<gpunet_half> (x, gates, total, plane, stream)
+      : launch_scale<float> (x, gates, total, plane, stream);
 }
 
 cudaError_t
