@@ -111,7 +111,7 @@ run_head (const float *x, const gpunet_half *xh, const float *w, const gpunet_ha
     for (int l = 0; l < 32; l++)
       lanes[l] = half ? gpunet_row_sum_partial_h (xh + ((long long) img * c + ch) * plane, plane, l, 32)
           : gpunet_row_sum_partial (x + ((long long) img * c + ch) * plane, plane, l, 32);
-    pooled[ch] = gpunet_head_mean (lanes, plane);
+    pooled[ch] = gpunet_head_mean (gpunet_warp_tree_sum (lanes), plane);
   }
   const int n_pow2 = gpunet_pow2_ceil (classes);
   float *val = malloc (sizeof (float) * n_pow2);
@@ -121,7 +121,7 @@ run_head (const float *x, const gpunet_half *xh, const float *w, const gpunet_ha
     for (int l = 0; l < 32; l++)
       lanes[l] = half ? gpunet_dot_partial_hf (wh + (long long) j * c, pooled, c, l, 32)
           : gpunet_dot_partial (w + (long long) j * c, pooled, c, l, 32);
-    logits[j] = gpunet_head_logit (lanes, b ? b[j] : 0.0f, act);
+    logits[j] = gpunet_head_logit (gpunet_warp_tree_sum (lanes), b ? b[j] : 0.0f, act);
     val[j] = logits[j];
     id[j] = j;
   }
@@ -321,13 +321,13 @@ test_se_fused (void)
         float lanes[32];
         for (int l = 0; l < 32; l++)
           lanes[l] = gpunet_dot_partial (w1 + (long long) r * c, mean, c, l, 32);
-        mid[r] = gpunet_se_mid (lanes, b1[r], se_act);
+        mid[r] = gpunet_se_mid (gpunet_warp_tree_sum (lanes), b1[r], se_act);
       }
       for (int ch = 0; ch < c; ch++) {
         float lanes[32];
         for (int l = 0; l < 32; l++)
           lanes[l] = gpunet_dot_partial (w2 + (long long) ch * rd, mid, rd, l, 32);
-        const float gate = gpunet_se_gate (lanes, b2[ch]);
+        const float gate = gpunet_se_gate (gpunet_warp_tree_sum (lanes), b2[ch]);
         float *xc = got + ((long long) img * c + ch) * plane;
         for (long long i = 0; i < plane; i++)   /* se.cu's scale kernel */
           xc[i] = xc[i] * gate;

@@ -73,18 +73,18 @@ gpunet_row_sum_partial_h (const gpunet_half *row, long long plane, int lane, int
  * the softmax denominator in double (gpunet_softmax_partial, a block tree) and writes k
  * gpunet_softmax_score results. */
 
-/* The pooled mean from the 32 lane shares (consumed). */
+/* The pooled mean from the warp's total of the lane shares (gpunet_warp_tree_sum). */
 GPUNET_HD float
-gpunet_head_mean (float lane_sums[32], long long plane)
+gpunet_head_mean (float sum, long long plane)
 {
-  return gpunet_warp_tree_sum (lane_sums) / (float) plane;
+  return sum / (float) plane;
 }
 
-/* A class's logit from the 32 lane shares of its dot product (consumed). */
+/* A class's logit from the warp's total of its dot product's lane shares. */
 GPUNET_HD float
-gpunet_head_logit (float lane_dots[32], float bias, int act)
+gpunet_head_logit (float dot, float bias, int act)
 {
-  return gpunet_cuda_act (gpunet_warp_tree_sum (lane_dots) + bias, act);
+  return gpunet_cuda_act (dot + bias, act);
 }
 
 /* Thread t's share of the softmax denominator over the sorted logits val[0..classes)
@@ -157,18 +157,18 @@ gpunet_se_mean_from_tiles (const float *tile_sums, int tiles, long long plane)
   return s / (float) plane;
 }
 
-/* Reduce row r: act(dot + b) from the 32 lane shares (consumed). */
+/* Reduce row r: act(dot + b), dot the warp's total of the lane shares. */
 GPUNET_HD float
-gpunet_se_mid (float lane_dots[32], float bias, int act)
+gpunet_se_mid (float dot, float bias, int act)
 {
-  return gpunet_activate (gpunet_warp_tree_sum (lane_dots) + bias, act);
+  return gpunet_activate (dot + bias, act);
 }
 
-/* Expand row ch: sigmoid(dot + b) from the 32 lane shares (consumed). */
+/* Expand row ch: sigmoid(dot + b), dot the warp's total of the lane shares. */
 GPUNET_HD float
-gpunet_se_gate (float lane_dots[32], float bias)
+gpunet_se_gate (float dot, float bias)
 {
-  return gpunet_sigmoid (gpunet_warp_tree_sum (lane_dots) + bias);
+  return gpunet_sigmoid (dot + bias);
 }
 
 /* Dynamic shared memory of the excite kernel: mean[c] and mid[rd] floats. */

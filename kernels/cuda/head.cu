@@ -6,6 +6,7 @@
 #include "cuda_internal.h"
 #include "cuda_storage.h"
 
+/* gpunet_warp_tree_sum's order (lane 0 holds the total). */
 static __device__ __forceinline__ float
 warp_sum (float v)
 {
@@ -49,13 +50,13 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
   for (int ch = warp; ch < c; ch += warps) {
     const float s = warp_sum (row_share<T> (x + ch * plane, plane, lane));
     if (lane == 0)
-      pooled[ch] = s / (float) plane;   /* gpunet_head_mean */
+      pooled[ch] = gpunet_head_mean (s, plane);
   }
   __syncthreads ();
   for (int j = warp; j < classes; j += warps) {
     const float d = warp_sum (gpunet_dot_partial_t (w + (long long) j * c, pooled, c, lane, 32));
     if (lane == 0) {
-      const float v = gpunet_cuda_act (d + (b ? b[j] : 0.0f), act);   /* gpunet_head_logit */
+      const float v = gpunet_head_logit (d, b ? b[j] : 0.0f, act);
       logits[img * classes + j] = v;
       val[j] = v;
       id[j] = j;

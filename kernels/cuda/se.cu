@@ -25,6 +25,7 @@ launch_scale (void *x, const float *gate, long long total, long long plane, cuda
   return cudaGetLastError ();
 }
 
+/* gpunet_warp_tree_sum's order (lane 0 holds the total). */
 static __device__ __forceinline__ float
 warp_sum (float v)
 {
@@ -51,13 +52,13 @@ excite_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, 
   for (int r = warp; r < rd; r += warps) {
     const float d = warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c, lane, 32));
     if (lane == 0)
-      mid[r] = gpunet_activate (d + b1[r], act);   /* gpunet_se_mid */
+      mid[r] = gpunet_se_mid (d, b1 ? b1[r] : 0.0f, act);
   }
   __syncthreads ();
   for (int ch = warp; ch < c; ch += warps) {
     const float d = warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd, mid, rd, lane, 32));
     if (lane == 0)
-      gates[img * c + ch] = gpunet_sigmoid (d + b2[ch]);   /* gpunet_se_gate */
+      gates[img * c + ch] = gpunet_se_gate (d, b2 ? b2[ch] : 0.0f);
   }
 }
 
