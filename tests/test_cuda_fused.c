@@ -1,7 +1,8 @@
 /* test_cuda_fused.c: CPU-side tests of the opt-in fused CUDA kernels: the GPUNET_HD
  * functions of kernels/cuda/cuda_fused.h, run in the order the kernels' warps and blocks
  * run them (head.cu: pool + classifier + softmax + top-k; dwconv2d.cu's squeeze and
- * se.cu's excite), against the reference CPU ops (avgpool, linear, topk, dwconv2d, se). */
+ * se.cu's excite), against the reference CPU ops (avgpool, linear, topk, dwconv2d, se);
+ * and which ops of the built-in models the fused path takes (cuda_fusion.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,9 +10,12 @@
 
 #include "check.h"
 #include "cpu_ops.h"
+#include "arch.h"
 #include "cuda/cuda_fused.h"
+#include "cuda/cuda_fusion.h"
 #include "gpunet.h"
 #include "half.h"
+#include "model_private.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 
@@ -373,6 +377,59 @@ test_squeeze_half (void)
   CHECK (gpunet_stored (0.1f, 0) == 0.1f);
 }
 
+/* On each built-in model: the DWCONV2D -> SE pairs and the head the fused path takes,
+ * and that each fits the kernel limits plan_fusion checks on the device (the tiled
+ * depthwise shapes with the squeeze's 512 static bytes, the excite's and the head's
+ * shared memory), so the fused path does not silently fall back there. */
+static void
+test_fusion_plan (void)
+{
+  static const struct { const char *name; int pairs, head; } want[] = {
+    { "gpunet-0", 2, 1 }, { "gpunet-1", 5, 1 }, { "gpunet-2", 8, 1 }, { "gpunet-p0", 0, 1 },
+    { "gpunet-p1", 0, 1 }, { "gpunet-d1", 0, 0 }, { "gpunet-d2", 0, 0 },
+  };
+  const char *const *names = gpunet_arch_builtin_names ();
+  int seen = 0;
+  for (int m = 0; names[m]; m++) {
+    gpunet_model *model = NULL;
+    char *err = NULL;
+    if (gpunet_model_new_random (names[m], 1, &model, &err) != GPUNET_OK) {
+      CHECK_MSG (0, "%s: %s", names[m], err ? err : "?");
+      free (err);
+      continue;
+    }
+    const gpunet_graph *g = gpunet_model_graph (model);
+    int pairs = 0, fits = 1;
+    for (int i = 0; i < g->n_ops; i++) {
+      if (!gpunet_fusion_dw_se_at (g, i))
+        continue;
+      pairs++;
+      const gpunet_dwconv2d_params *dp = &g->ops[i].p.dwconv2d;
+      const gpunet_se_params *sp = &g->ops[i + 1].p.se;
+      const int k = dp->kernel, st = dp->stride;
+      const gpunet_dw_tiling t = gpunet_dw_tiling_for (dp->oh, dp->ow, k, st, 256);
+      fits &= (k == 3 || k == 5 || k == 7) && (st == 1 || st == 2)
+          && 4 * ((long long) t.in_rows * t.in_stride + k * k) + 4 * GPUNET_DW_SQ_THREADS <= 48 * 1024
+          && gpunet_excite_shared_bytes (sp->c, sp->rd) <= 48 * 1024;
+    }
+    const int head = gpunet_fusion_head_op (g);
+    if (head >= 0) {
+      const gpunet_linear_params *lp = &g->ops[head + 1].p.linear;
+      fits &= head == g->n_ops - 2 && lp->cout <= GPUNET_CUDA_TOPK_MAX
+          && gpunet_head_shared_bytes (lp->cin, lp->cout) <= 48 * 1024;
+    }
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+      if (!strcmp (want[w].name, names[m])) {
+        seen++;
+        CHECK_MSG (pairs == want[w].pairs && (head >= 0) == want[w].head && fits,
+            "%s: %d depthwise + SE pairs (want %d), head %d, %s", names[m], pairs, want[w].pairs,
+            head, fits ? "fits" : "exceeds a kernel limit");
+      }
+    gpunet_model_unref (model);
+  }
+  CHECK (seen == (int) (sizeof want / sizeof want[0]));
+}
+
 int
 main (void)
 {
@@ -381,5 +438,6 @@ main (void)
   test_head_ties ();
   test_se_fused ();
   test_squeeze_half ();
+  test_fusion_plan ();
   return check_report ();
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_fusion.h"
 #include "cuda_internal.h"
 #include "cuda_module.h"
 #include "cuda_upload.h"
@@ -154,10 +155,9 @@ fused_env (void)
 }
 
 /* Marks what the fused path runs (after the layers are planned, before the scratch is
- * reserved): each DWCONV2D whose output the next op, an SE in place, takes whole and
- * whose shape the tiled kernel runs writes tile sums, and that SE runs the excite from
- * them; a final AVGPOOL -> LINEAR pair becomes the fused head.  Returns the SE scratch
- * floats the fused SE ops need. */
+ * reserved): each DWCONV2D -> SE pair (cuda_fusion.h) whose shape the tiled kernel runs
+ * writes tile sums, and that SE runs the excite from them; a final AVGPOOL -> LINEAR pair
+ * becomes the fused head.  Returns the SE scratch floats the fused SE ops need. */
 static size_t
 plan_fusion (cuda_state *s)
 {
@@ -168,29 +168,21 @@ plan_fusion (cuda_state *s)
   if (!s->fused)
     return 0;
   for (int i = 0; i + 1 < g->n_ops; i++) {
-    const gpunet_op *dw = &g->ops[i], *se = &g->ops[i + 1];
-    if (dw->kind != GPUNET_OP_DWCONV2D || se->kind != GPUNET_OP_SE || se->in != dw->out
-        || se->out != dw->out)
+    if (!gpunet_fusion_dw_se_at (g, i))
       continue;
-    const gpunet_dwconv2d_params *dp = &dw->p.dwconv2d;
-    const gpunet_se_params *sp = &se->p.se;
-    const int tiles = gpunet_cuda_dwconv2d_squeeze_tiles (dp, nb);
-    if (!tiles || sp->c != dp->c || sp->h != dp->oh || sp->w != dp->ow
-        || !gpunet_cuda_excite_fits (sp->c, sp->rd))
+    const gpunet_se_params *sp = &g->ops[i + 1].p.se;
+    const int tiles = gpunet_cuda_dwconv2d_squeeze_tiles (&g->ops[i].p.dwconv2d, nb);
+    if (!tiles || !gpunet_cuda_excite_fits (sp->c, sp->rd))
       continue;
     s->layers[i].fused_tiles = s->layers[i + 1].fused_tiles = tiles;
     const size_t need = (size_t) nb * (size_t) sp->c * ((size_t) tiles + 1);
     if (need > scratch)
       scratch = need;
   }
-  const int last = g->n_ops - 1;
-  if (last >= 1) {
-    const gpunet_op *pool = &g->ops[last - 1], *fc = &g->ops[last];
-    if (pool->kind == GPUNET_OP_AVGPOOL && fc->kind == GPUNET_OP_LINEAR && fc->in == pool->out
-        && fc->out == g->output && fc->p.linear.cin == pool->p.avgpool.c
-        && gpunet_cuda_head_fits (fc->p.linear.cin, fc->p.linear.cout))
-      s->head_op = last - 1;
-  }
+  const int head = gpunet_fusion_head_op (g);
+  if (head >= 0 && gpunet_cuda_head_fits (g->ops[head + 1].p.linear.cin,
+      g->ops[head + 1].p.linear.cout))
+    s->head_op = head;
   return scratch;
 }
 
