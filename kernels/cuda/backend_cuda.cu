@@ -57,6 +57,7 @@ typedef struct {
   cudaEvent_t ev_fwd[2];               /* around forward's work, created by forward_time() */
   int fused;                           /* the opt-in fused path (plan_fusion) */
   int head_op;                         /* fused: the AVGPOOL op the fused head starts at, or -1 */
+  unsigned *d_head_tickets;            /* fused head: max_batch zeroed counters (head.cu) */
 } cuda_state;
 
 static size_t
@@ -93,7 +94,8 @@ cuda_destroy (void *state)
       if (s->slot[i])
         cudaFree (s->slot[i]);
   free (s->slot);
-  void *dev[] = { s->d_input, s->d_input32, s->d_logits32, s->arena, s->d_trace32, s->d_desc, s->d_topk };
+  void *dev[] = { s->d_input, s->d_input32, s->d_logits32, s->arena, s->d_trace32, s->d_desc, s->d_topk,
+    s->d_head_tickets };
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i])
       cudaFree (dev[i]);
@@ -232,6 +234,12 @@ plan_buffers (cuda_state *s, char **error_text)
   if (half || s->fused)
     GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_logits32, out_floats * sizeof (float)), error_text,
         "cudaMalloc (float32 logits, %zu floats)", out_floats);
+  if (s->fused) {
+    GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_head_tickets, (size_t) nb * sizeof (unsigned)),
+        error_text, "cudaMalloc (fused head counters)");
+    GPUNET_CU_TRY (cudaMemsetAsync (s->d_head_tickets, 0, (size_t) nb * sizeof (unsigned),
+        s->ctx.stream), error_text, "cudaMemsetAsync (fused head counters)");
+  }
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_input, in_floats * sizeof (float), cudaHostAllocDefault),
       error_text, "cudaHostAlloc (pinned input staging)");
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_logits, out_floats * sizeof (float), cudaHostAllocDefault),
@@ -417,7 +425,7 @@ run_head (cuda_state *s, int n, int k, char **error_text)
   const gpunet_linear_params *lp = &fc->op->p.linear;
   GPUNET_CU_TRY (gpunet_cuda_head (s->dtype, device_tensor (s, pool->in), pool->p.avgpool.c,
       (long long) pool->p.avgpool.h * pool->p.avgpool.w, fc->w, fc->b, lp->cout, lp->act, n, k,
-      logits32 (s, 1), s->d_topk, s->ctx.stream), error_text,
+      logits32 (s, 1), s->d_topk, s->d_head_tickets, s->ctx.stream), error_text,
       "fused head kernel (pool + classifier%s, %d classes)", k > 0 ? " + top-k" : "", lp->cout);
   return GPUNET_OK;
 }

@@ -63,15 +63,31 @@ gpunet_row_sum_partial_h (const gpunet_half *row, long long plane, int lane, int
   return acc;
 }
 
-/* ---- fused head: pool + classifier + softmax + top-k, one block per image --------------
- * Warp w pools channels w, w + 32, ...: each lane sums its strided share of the plane
- * (gpunet_row_sum_partial), the warp tree adds the 32 shares, lane 0 stores
- * gpunet_head_mean.  Then warp w computes classes w, w + 32, ...: lane shares of the dot
- * product with the pooled vector (gpunet_dot_partial[_hf]), the warp tree, and
- * gpunet_head_logit, stored as float both to the logits and to shared memory.  With k > 0
- * the block then sorts (logit, id) pairs with the bitonic network of cuda_topk.h, sums
- * the softmax denominator in double (gpunet_softmax_partial, a block tree) and writes k
- * gpunet_softmax_score results. */
+/* ---- fused head: pool + classifier + softmax + top-k in one kernel ----------------------
+ * gpunet_head_split (classes) blocks per image, so the classifier's weights are read by
+ * several SMs.  In each, warp w pools channels w, w + 32, ...: each lane sums its strided
+ * share of the plane (gpunet_row_sum_partial), the warp tree adds the 32 shares, lane 0
+ * stores gpunet_head_mean (every block of an image pools alike, in the same order).  Then
+ * warp w of block part computes classes part * 32 + w, then + 32 * split, ...: lane shares
+ * of the dot product with the pooled vector (gpunet_dot_partial[_hf]), the warp tree, and
+ * gpunet_head_logit, stored as float.  With k > 0 the image's last block to finish (a
+ * ticket counter per image, reset by that block) reads the image's logits, sorts (logit,
+ * id) pairs with the bitonic network of cuda_topk.h, sums the softmax denominator in
+ * double (gpunet_softmax_partial, a block tree) and writes k gpunet_softmax_score
+ * results. */
+
+/* Classes per warp the head aims at: more blocks per image read the weights in parallel,
+ * but each pools the image again (from L2).  Not tuned on a GPU. */
+enum { GPUNET_HEAD_CLASSES_PER_WARP = 2, GPUNET_HEAD_MAX_SPLIT = 64 };
+
+/* Blocks per image of the fused head: ceil(classes / (32 * 2)), 1 to 64. */
+GPUNET_HD int
+gpunet_head_split (int classes)
+{
+  const int per_block = 32 * GPUNET_HEAD_CLASSES_PER_WARP;
+  int s = (classes + per_block - 1) / per_block;
+  return s < 1 ? 1 : s > GPUNET_HEAD_MAX_SPLIT ? GPUNET_HEAD_MAX_SPLIT : s;
+}
 
 /* The pooled mean from the warp's total of the lane shares (gpunet_warp_tree_sum). */
 GPUNET_HD float
@@ -105,7 +121,8 @@ gpunet_softmax_score (float v, double max, double sum)
 }
 
 /* Dynamic shared memory of the fused head: part[GPUNET_HEAD_THREADS] doubles, then
- * val[n_pow2] floats, id[n_pow2] ints and pooled[c] floats. */
+ * val[n_pow2] floats, id[n_pow2] ints and pooled[c] floats (the kernel adds a few static
+ * bytes). */
 GPUNET_HD long long
 gpunet_head_shared_bytes (int c, int classes)
 {

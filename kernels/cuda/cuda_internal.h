@@ -111,10 +111,11 @@ cudaError_t gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p
 int gpunet_cuda_head_fits (int c, int classes);
 /* Global average pool of in (n x c x plane, type t), classifier act(W x + b) (W classes x
  * c of type t, b float or NULL), float logits (n x classes) and, when k > 0, softmax +
- * top-k (n x k into out), in one kernel.  (head.cu) */
+ * top-k (n x k into out), in one kernel.  tickets: n zeroed counters (needed when k > 0),
+ * left zeroed by the kernel.  (head.cu) */
 cudaError_t gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long long plane,
     const void *w, const float *b, int classes, int act, int n, int k, float *logits,
-    gpunet_class_score *out, cudaStream_t stream);
+    gpunet_class_score *out, unsigned *tickets, cudaStream_t stream);
 
 /* out[i] = in[i] converted between storage types, count elements.  (convert.cu) */
 cudaError_t gpunet_cuda_convert (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,

@@ -1,7 +1,8 @@
-/* head.cu: the opt-in fused head (GpunetSessionParams.cuda_fused): global average pool,
- * classifier, and (k > 0) softmax + top-k of one image per block in one kernel, which
- * writes float logits as well.  The arithmetic and its order are cuda_fused.h's; this
- * file maps warps to channels and classes.  Not run on a GPU yet. */
+/* head.cu: the opt-in fused head (gpunet_session_params.cuda_fused): global average pool,
+ * classifier, and (k > 0) softmax + top-k in one kernel, which writes float logits as
+ * well; gpunet_head_split blocks per image share the classes, and the last of them to
+ * finish does the top-k.  The arithmetic and its order are cuda_fused.h's; this file maps
+ * warps to channels and classes.  Not run on a GPU yet. */
 #include "cuda_fused.h"
 #include "cuda_internal.h"
 #include "cuda_storage.h"
@@ -36,8 +37,8 @@ row_share<gpunet_half> (const gpunet_half *row, long long plane, int lane)
 template <typename T>
 static __global__ void __launch_bounds__ (GPUNET_HEAD_THREADS)
 head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restrict__ w,
-    const float *__restrict__ b, int classes, int act, int n_pow2, int k,
-    float *__restrict__ logits, gpunet_class_score *__restrict__ out)
+    const float *__restrict__ b, int classes, int act, int n_pow2, int k, int split,
+    float *logits, gpunet_class_score *__restrict__ out, unsigned *__restrict__ tickets)
 {
   extern __shared__ __align__ (16) double head_shared[];
   double *part = head_shared;
@@ -45,7 +46,8 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
   int *id = (int *) (val + n_pow2);
   float *pooled = (float *) (id + n_pow2);
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5, warps = GPUNET_HEAD_THREADS / 32;
-  const long long img = blockIdx.x;
+  const long long img = blockIdx.x / split;
+  const int part_i = (int) (blockIdx.x % split);
   const T *x = in + img * c * plane;
   for (int ch = warp; ch < c; ch += warps) {
     const float s = warp_sum (row_share<T> (x + ch * plane, plane, lane));
@@ -53,20 +55,30 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
       pooled[ch] = gpunet_head_mean (s, plane);
   }
   __syncthreads ();
-  for (int j = warp; j < classes; j += warps) {
+  for (int j = part_i * warps + warp; j < classes; j += warps * split) {
     const float d = warp_sum (gpunet_dot_partial_t (w + (long long) j * c, pooled, c, lane, 32));
-    if (lane == 0) {
-      const float v = gpunet_head_logit (d, b ? b[j] : 0.0f, act);
-      logits[img * classes + j] = v;
-      val[j] = v;
-      id[j] = j;
-    }
+    if (lane == 0)
+      logits[img * classes + j] = gpunet_head_logit (d, b ? b[j] : 0.0f, act);
   }
   if (k <= 0)
     return;
-  for (int i = classes + t; i < n_pow2; i += GPUNET_HEAD_THREADS) {
-    val[i] = 0.0f;
-    id[i] = -1;
+  /* the last block of this image to get here sees every block's logits: each makes its
+   * stores visible device-wide before taking a ticket */
+  __shared__ int last;
+  __threadfence ();
+  __syncthreads ();
+  if (t == 0) {
+    const unsigned ticket = atomicAdd (&tickets[img], 1u);
+    last = ticket == (unsigned) split - 1;
+    if (last)
+      tickets[img] = 0;   /* ready for the next launch (or graph replay) */
+  }
+  __syncthreads ();
+  if (!last)
+    return;
+  for (int i = t; i < n_pow2; i += GPUNET_HEAD_THREADS) {
+    val[i] = i < classes ? __ldcg (&logits[img * classes + i]) : 0.0f;   /* not via L1 */
+    id[i] = i < classes ? i : -1;
   }
   __syncthreads ();
   for (int size = 2; size <= n_pow2; size <<= 1)
@@ -95,23 +107,29 @@ int
 gpunet_cuda_head_fits (int c, int classes)
 {
   return c >= 1 && classes >= 1 && classes <= GPUNET_CUDA_TOPK_MAX
-      && gpunet_head_shared_bytes (c, classes) <= 48 * 1024;
+      && gpunet_head_shared_bytes (c, classes) <= 48 * 1024 - 64;   /* 64: `last` */
 }
 
 cudaError_t
 gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long long plane, const void *w,
     const float *b, int classes, int act, int n, int k, float *logits, gpunet_class_score *out,
-    cudaStream_t stream)
+    unsigned *tickets, cudaStream_t stream)
 {
-  if (n < 1 || plane < 1 || !gpunet_cuda_head_fits (c, classes) || k > classes || (k > 0 && !out))
+  if (n < 1 || plane < 1 || !gpunet_cuda_head_fits (c, classes) || k > classes
+      || (k > 0 && (!out || !tickets)))
     return cudaErrorInvalidValue;
   const size_t shared = (size_t) gpunet_head_shared_bytes (c, classes);
-  const int n_pow2 = gpunet_pow2_ceil (classes);
+  const int n_pow2 = gpunet_pow2_ceil (classes), split = gpunet_head_split (classes);
+  const long long blocks = (long long) n * split;
+  if (blocks > 0x7fffffffll)
+    return cudaErrorInvalidValue;
   if (t == GPUNET_CUDA_F16)
-    head_kernel<gpunet_half><<<n, GPUNET_HEAD_THREADS, shared, stream>>> ((const gpunet_half *) in,
-        c, plane, (const gpunet_half *) w, b, classes, act, n_pow2, k, logits, out);
+    head_kernel<gpunet_half><<<(unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream>>> (
+        (const gpunet_half *) in, c, plane, (const gpunet_half *) w, b, classes, act, n_pow2, k,
+        split, logits, out, tickets);
   else
-    head_kernel<float><<<n, GPUNET_HEAD_THREADS, shared, stream>>> ((const float *) in, c, plane,
-        (const float *) w, b, classes, act, n_pow2, k, logits, out);
+    head_kernel<float><<<(unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream>>> (
+        (const float *) in, c, plane, (const float *) w, b, classes, act, n_pow2, k, split,
+        logits, out, tickets);
   return cudaGetLastError ();
 }
