@@ -250,6 +250,27 @@ test_head_split (void)
   }
 }
 
+/* The reduce kernel's blocks per image and their rows (se.cu's loop): every row once. */
+static void
+test_se_split (void)
+{
+  static const int rds[] = { 1, 7, 8, 9, 64, 176, 511, 512, 513, 2000 };
+  const int warps = GPUNET_EXCITE_THREADS / 32;
+  for (size_t ri = 0; ri < sizeof rds / sizeof rds[0]; ri++) {
+    const int rd = rds[ri], split = gpunet_se_split (rd);
+    int *count = calloc ((size_t) rd, sizeof (int)), ok = split >= 1 && split <= 64;
+    for (int part = 0; part < split; part++)
+      for (int warp = 0; warp < warps; warp++)
+        for (int r = part * warps + warp; r < rd; r += warps * split)
+          count[r]++;
+    for (int r = 0; r < rd; r++)
+      ok &= count[r] == 1;
+    CHECK_MSG (ok, "rd %d in %d blocks: a row computed other than once", rd, split);
+    free (count);
+  }
+  CHECK (gpunet_se_split (176) == 22 && gpunet_se_split (64) == 8);
+}
+
 /* Equal logits: the fused selection keeps the lower id first (cuda_topk.h's order), like
  * gpunet_topk_softmax. */
 static void
@@ -268,9 +289,9 @@ test_head_ties (void)
 }
 
 /* The fused SE as the kernels run it: the tiled depthwise kernel with its squeeze (every
- * tile of every plane, 128 threads' shares and the block tree), then the excite (means
- * from the tile sums, warp trees) and the scale, against gpunet_cpu_dwconv2d +
- * gpunet_cpu_se. */
+ * tile of every plane, 128 threads' shares and the block tree), then the reduce kernel
+ * (means from the tile sums, warp trees) and the gate kernel (warp tree, scale), against
+ * gpunet_cpu_dwconv2d + gpunet_cpu_se. */
 static void
 test_se_fused (void)
 {
@@ -333,7 +354,7 @@ test_se_fused (void)
       }
     }
     const double e_dw = rel_err (got, ref_dw, out_n);
-    /* the excite, one image at a time as its block does */
+    /* the reduce and gate kernels, one image at a time */
     float *mean = malloc (sizeof (float) * c), *mid = malloc (sizeof (float) * rd);
     double worst_mean = 0.0;
     for (int img = 0; img < n; img++) {
@@ -356,7 +377,7 @@ test_se_fused (void)
           lanes[l] = gpunet_dot_partial (w2 + (long long) ch * rd, mid, rd, l, 32);
         const float gate = gpunet_se_gate (gpunet_warp_tree_sum (lanes), b2[ch]);
         float *xc = got + ((long long) img * c + ch) * plane;
-        for (long long i = 0; i < plane; i++)   /* se.cu's scale kernel */
+        for (long long i = 0; i < plane; i++)   /* gate_scale_kernel */
           xc[i] = xc[i] * gate;
       }
     }
@@ -462,6 +483,7 @@ main (void)
   test_head_split ();
   test_se_fused ();
   test_squeeze_half ();
+  test_se_split ();
   test_fusion_plan ();
   return check_report ();
 }

@@ -177,7 +177,7 @@ plan_fusion (cuda_state *s)
     if (!tiles || !gpunet_cuda_excite_fits (sp->c, sp->rd))
       continue;
     s->layers[i].fused_tiles = s->layers[i + 1].fused_tiles = tiles;
-    const size_t need = (size_t) nb * (size_t) sp->c * ((size_t) tiles + 1);
+    const size_t need = (size_t) nb * ((size_t) sp->c * tiles + (size_t) sp->rd);   /* sums | mid */
     if (need > scratch)
       scratch = need;
   }

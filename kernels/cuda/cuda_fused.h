@@ -12,7 +12,8 @@
 
 /* Threads of the fused head's block (one block per image) and of the squeeze's block
  * (the tiled depthwise kernel's). */
-enum { GPUNET_HEAD_THREADS = 1024, GPUNET_DW_SQ_THREADS = 128, GPUNET_EXCITE_THREADS = 256 };
+enum { GPUNET_HEAD_THREADS = 1024, GPUNET_DW_SQ_THREADS = 128, GPUNET_EXCITE_THREADS = 256,
+  GPUNET_GATE_THREADS = 128 };
 
 /* ---- reductions: the orders the kernels use ------------------------------------------- */
 
@@ -134,10 +135,21 @@ gpunet_head_shared_bytes (int c, int classes)
  * The tiled depthwise kernel (cuda_math.h) also sums what it stores: each thread adds, per
  * quad, gpunet_dw_quad_store's sum of the quad's stored outputs inside the plane; a block
  * tree over the 128 threads gives the tile's sum, written to partials[plane * tiles +
- * tile].  The excite kernel (one block per image) turns a channel's tile sums into its
- * mean (gpunet_se_mean_from_tiles), then warp w computes reduce rows w, w + 8, ... and
- * expand rows likewise (lane shares, warp tree, gpunet_se_mid / gpunet_se_gate) and writes
- * the gates; the scale kernel of se.cu multiplies them in as in the unfused path. */
+ * tile].  The reduce kernel (gpunet_se_split (rd) blocks per image) turns a channel's tile
+ * sums into its mean (gpunet_se_mean_from_tiles), then warp w of block part computes
+ * reduce rows part * 8 + w, then + 8 * split, ... (lane shares, warp tree, gpunet_se_mid).
+ * The gate kernel (a block per image and channel) has warp 0 compute the channel's gate
+ * the same way (gpunet_se_gate) and all threads multiply the plane by it, as the unfused
+ * scale kernel does. */
+
+/* Blocks per image of the reduce kernel: one reduce row per warp, 1 to 64 blocks. */
+GPUNET_HD int
+gpunet_se_split (int rd)
+{
+  const int per_block = GPUNET_EXCITE_THREADS / 32;
+  int s = (rd + per_block - 1) / per_block;
+  return s < 1 ? 1 : s > 64 ? 64 : s;
+}
 
 /* The value the storage holds for v: v itself (float), or v rounded to half. */
 GPUNET_HD float
@@ -188,11 +200,12 @@ gpunet_se_gate (float dot, float bias)
   return gpunet_sigmoid (dot + bias);
 }
 
-/* Dynamic shared memory of the excite kernel: mean[c] and mid[rd] floats. */
+/* Dynamic shared memory of the reduce kernel: mean[c] floats (rd: unused). */
 GPUNET_HD long long
 gpunet_excite_shared_bytes (int c, int rd)
 {
-  return ((long long) c + rd) * 4;
+  (void) rd;
+  return (long long) c * 4;
 }
 
 #endif /* GPUNET_CUDA_FUSED_H */

@@ -99,13 +99,14 @@ int gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max
 cudaError_t gpunet_cuda_dwconv2d_squeeze (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
     const void *w, const float *b, const void *in, void *out, int n, float *squeeze,
     cudaStream_t stream);
-/* Non-zero when the excite kernel's shared memory holds c + rd floats.  (se.cu) */
+/* Non-zero when the reduce kernel's shared memory holds the c means.  (se.cu) */
 int gpunet_cuda_excite_fits (int c, int rd);
-/* SE in place on x from the tile sums of gpunet_cuda_dwconv2d_squeeze: one excite kernel
- * writes n * c gates, then the scale kernel of the unfused path.  (se.cu) */
+/* SE in place on x from the tile sums of gpunet_cuda_dwconv2d_squeeze: a reduce kernel
+ * writes n * rd floats to mid, then a kernel computes each channel's gate and scales its
+ * plane.  (se.cu) */
 cudaError_t gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
     const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
-    int tiles, float *gates, int n, cudaStream_t stream);
+    int tiles, float *mid, int n, cudaStream_t stream);
 /* Non-zero when the fused head takes c channels and `classes` classes (shared memory,
  * at most GPUNET_CUDA_TOPK_MAX classes).  (head.cu) */
 int gpunet_cuda_head_fits (int c, int classes);

@@ -177,7 +177,7 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
       const gpunet_se_params *p = &op->p.se;
       if (l->fused_tiles) {
         const size_t sums = (size_t) n * p->c * l->fused_tiles;
-        if (in != out || sums + (size_t) n * p->c > ctx->scratch_floats) {
+        if (in != out || sums + (size_t) n * p->rd > ctx->scratch_floats) {
           char name[128];
           gpunet_cuda_op_name (op, l->index, name, sizeof name);
           return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,

@@ -2,7 +2,8 @@
  * sigmoid (linear.cu), then this file's kernel multiplies each channel plane by its
  * gate.  x and the weights are float or fp16; the scratch is float: means n*c | mid n*rd
  * | gates n*c.  The opt-in fused form (cuda_fused.h) starts from the tile sums the
- * depthwise kernel wrote: one excite kernel (means, both FCs, gates), then the scale. */
+ * depthwise kernel wrote: a reduce kernel (means, first FC) over several blocks per
+ * image, then one kernel computing each channel's gate and scaling its plane. */
 #include "cuda_fused.h"
 #include "cuda_internal.h"
 #include "cuda_storage.h"
@@ -16,15 +17,6 @@ scale_kernel (T *x, const float *__restrict__ gate, long long total, long long p
     gpunet_st (x, i, gpunet_ld (x, i) * gate[i / plane]);
 }
 
-template <typename T>
-static cudaError_t
-launch_scale (void *x, const float *gate, long long total, long long plane, cudaStream_t stream)
-{
-  const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
-  scale_kernel<T><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((T *) x, gate, total, plane);
-  return cudaGetLastError ();
-}
-
 /* gpunet_warp_tree_sum's order (lane 0 holds the total). */
 static __device__ __forceinline__ float
 warp_sum (float v)
@@ -34,32 +26,52 @@ warp_sum (float v)
   return v;
 }
 
-/* One block per image: means from the tile sums, mid = act(W1 mean + b1), gates =
- * sigmoid(W2 mid + b2), a warp per output row (cuda_fused.h). */
+/* The reduce half of the excite: gpunet_se_split (rd) blocks per image each turn the
+ * tile sums into the means (all of them, in the same order) and compute their share of
+ * mid = act(W1 mean + b1), a warp per row (cuda_fused.h). */
 template <typename T>
 static __global__ void __launch_bounds__ (GPUNET_EXCITE_THREADS)
-excite_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, int c, int rd,
-    int act, const T *__restrict__ w1, const float *__restrict__ b1, const T *__restrict__ w2,
-    const float *__restrict__ b2, float *__restrict__ gates)
+reduce_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, int c, int rd,
+    int act, int split, const T *__restrict__ w1, const float *__restrict__ b1,
+    float *__restrict__ mid)
 {
   extern __shared__ __align__ (16) float ex_shared[];
-  float *mean = ex_shared, *mid = ex_shared + c;
+  float *mean = ex_shared;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5, warps = GPUNET_EXCITE_THREADS / 32;
-  const long long img = blockIdx.x;
+  const long long img = blockIdx.x / split;
+  const int part_i = (int) (blockIdx.x % split);
   for (int ch = t; ch < c; ch += GPUNET_EXCITE_THREADS)
     mean[ch] = gpunet_se_mean_from_tiles (tile_sums + (img * c + ch) * tiles, tiles, plane);
   __syncthreads ();
-  for (int r = warp; r < rd; r += warps) {
+  for (int r = part_i * warps + warp; r < rd; r += warps * split) {
     const float d = warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c, lane, 32));
     if (lane == 0)
-      mid[r] = gpunet_se_mid (d, b1 ? b1[r] : 0.0f, act);
+      mid[img * rd + r] = gpunet_se_mid (d, b1 ? b1[r] : 0.0f, act);
+  }
+}
+
+/* The expand half and the scale: block (image, channel) has warp 0 compute the channel's
+ * gate = sigmoid(W2 mid + b2) (cuda_fused.h), then every thread multiplies its share of
+ * the channel's plane by it, as the unfused scale kernel does. */
+template <typename T>
+static __global__ void __launch_bounds__ (GPUNET_GATE_THREADS)
+gate_scale_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
+    const T *__restrict__ w2, const float *__restrict__ b2)
+{
+  __shared__ float gate;
+  const long long row = blockIdx.x;   /* image * c + channel */
+  const long long img = row / c;
+  const int ch = (int) (row % c);
+  if (threadIdx.x < 32) {
+    const float d = warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd, mid + img * rd, rd,
+        (int) threadIdx.x, 32));
+    if (threadIdx.x == 0)
+      gate = gpunet_se_gate (d, b2 ? b2[ch] : 0.0f);
   }
   __syncthreads ();
-  for (int ch = warp; ch < c; ch += warps) {
-    const float d = warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd, mid, rd, lane, 32));
-    if (lane == 0)
-      gates[img * c + ch] = gpunet_se_gate (d, b2 ? b2[ch] : 0.0f);
-  }
+  T *xp = x + row * plane;
+  for (long long i = threadIdx.x; i < plane; i += GPUNET_GATE_THREADS)
+    gpunet_st (xp, i, gpunet_ld (xp, i) * gate);
 }
 
 int
@@ -68,27 +80,37 @@ gpunet_cuda_excite_fits (int c, int rd)
   return c >= 1 && rd >= 1 && gpunet_excite_shared_bytes (c, rd) <= 48 * 1024;
 }
 
-cudaError_t
-gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
-    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
-    int tiles, float *gates, int n, cudaStream_t stream)
+template <typename T>
+static cudaError_t
+launch_fused (const gpunet_se_params *p, const void *w1, const float *b1, const void *w2,
+    const float *b2, void *x, const float *tile_sums, int tiles, float *mid, int n,
+    cudaStream_t stream)
 {
-  const long long plane = (long long) p->h * p->w, total = (long long) n * p->c * plane;
-  if (n < 1 || tiles < 1 || plane < 1 || !gpunet_cuda_excite_fits (p->c, p->rd))
+  const long long plane = (long long) p->h * p->w, rows = (long long) n * p->c;
+  const int split = gpunet_se_split (p->rd);
+  if ((long long) n * split > 0x7fffffffll || rows > 0x7fffffffll)
     return cudaErrorInvalidValue;
-  const size_t shared = (size_t) gpunet_excite_shared_bytes (p->c, p->rd);
-  if (t == GPUNET_CUDA_F16)
-    excite_kernel<gpunet_half><<<n, GPUNET_EXCITE_THREADS, shared, stream>>> (tile_sums, tiles,
-        plane, p->c, p->rd, p->act, (const gpunet_half *) w1, b1, (const gpunet_half *) w2, b2,
-        gates);
-  else
-    excite_kernel<float><<<n, GPUNET_EXCITE_THREADS, shared, stream>>> (tile_sums, tiles, plane,
-        p->c, p->rd, p->act, (const float *) w1, b1, (const float *) w2, b2, gates);
+  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
+      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles, plane, p->c,
+      p->rd, p->act, split, (const T *) w1, b1, mid);
   cudaError_t e = cudaGetLastError ();
   if (e != cudaSuccess)
     return e;
-  return t == GPUNET_CUDA_F16 ? launch_scale<gpunet_half> (x, gates, total, plane, stream)
-      : launch_scale<float> (x, gates, total, plane, stream);
+  gate_scale_kernel<T><<<(unsigned) rows, GPUNET_GATE_THREADS, 0, stream>>> ((T *) x, mid, p->c,
+      p->rd, plane, (const T *) w2, b2);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *mid, int n, cudaStream_t stream)
+{
+  if (n < 1 || tiles < 1 || p->h < 1 || p->w < 1 || !gpunet_cuda_excite_fits (p->c, p->rd))
+    return cudaErrorInvalidValue;
+  return t == GPUNET_CUDA_F16
+      ? launch_fused<gpunet_half> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream)
+      : launch_fused<float> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream);
 }
 
 cudaError_t
