@@ -7,15 +7,6 @@
 #include "cuda_internal.h"
 #include "cuda_storage.h"
 
-/* gpunet_warp_tree_sum's order (lane 0 holds the total). */
-static __device__ __forceinline__ float
-warp_sum (float v)
-{
-  for (int off = 16; off > 0; off /= 2)
-    v += __shfl_down_sync (0xffffffffu, v, off);
-  return v;
-}
-
 template <typename T>
 static __device__ __forceinline__ float
 row_share (const T *row, long long plane, int lane);
@@ -50,13 +41,14 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
   const int part_i = (int) (blockIdx.x % split);
   const T *x = in + img * c * plane;
   for (int ch = warp; ch < c; ch += warps) {
-    const float s = warp_sum (row_share<T> (x + ch * plane, plane, lane));
+    const float s = gpunet_warp_sum (row_share<T> (x + ch * plane, plane, lane));
     if (lane == 0)
       pooled[ch] = gpunet_head_mean (s, plane);
   }
   __syncthreads ();
   for (int j = part_i * warps + warp; j < classes; j += warps * split) {
-    const float d = warp_sum (gpunet_dot_partial_t (w + (long long) j * c, pooled, c, lane, 32));
+    const float d = gpunet_warp_sum (gpunet_dot_partial_t (w + (long long) j * c, pooled, c,
+        lane, 32));
     if (lane == 0)
       logits[img * classes + j] = gpunet_head_logit (d, b ? b[j] : 0.0f, act);
   }

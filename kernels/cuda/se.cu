@@ -17,15 +17,6 @@ scale_kernel (T *x, const float *__restrict__ gate, long long total, long long p
     gpunet_st (x, i, gpunet_ld (x, i) * gate[i / plane]);
 }
 
-/* gpunet_warp_tree_sum's order (lane 0 holds the total). */
-static __device__ __forceinline__ float
-warp_sum (float v)
-{
-  for (int off = 16; off > 0; off /= 2)
-    v += __shfl_down_sync (0xffffffffu, v, off);
-  return v;
-}
-
 /* The reduce half of the excite: gpunet_se_split (rd) blocks per image each turn the
  * tile sums into the means (all of them, in the same order) and compute their share of
  * mid = act(W1 mean + b1), a warp per row (cuda_fused.h). */
@@ -44,7 +35,8 @@ reduce_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, 
     mean[ch] = gpunet_se_mean_from_tiles (tile_sums + (img * c + ch) * tiles, tiles, plane);
   __syncthreads ();
   for (int r = part_i * warps + warp; r < rd; r += warps * split) {
-    const float d = warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c, lane, 32));
+    const float d = gpunet_warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c,
+        lane, 32));
     if (lane == 0)
       mid[img * rd + r] = gpunet_se_mid (d, b1 ? b1[r] : 0.0f, act);
   }
@@ -63,8 +55,8 @@ gate_scale_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long
   const long long img = row / c;
   const int ch = (int) (row % c);
   if (threadIdx.x < 32) {
-    const float d = warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd, mid + img * rd, rd,
-        (int) threadIdx.x, 32));
+    const float d = gpunet_warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd,
+        mid + img * rd, rd, (int) threadIdx.x, 32));
     if (threadIdx.x == 0)
       gate = gpunet_se_gate (d, b2 ? b2[ch] : 0.0f);
   }
