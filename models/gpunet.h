@@ -81,6 +81,9 @@ typedef struct {
   int max_batch;   /* largest n passed to forward/classify; >= 1 */
   int n_threads;   /* CPU backend; 0 = all cores */
   int device;      /* CUDA device ordinal */
+  int cuda_fused;  /* CUDA: 1 = the opt-in fused head and squeeze-excite kernels
+                    * (docs/cuda.md, "Fused path"); 0 (default) = the verified path.
+                    * GPUNET_CUDA_FUSED=1 in the environment also turns it on. */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);

@@ -4,7 +4,9 @@
  * planned), then device frames (uploaded from host) through the CUDA preprocess kernel
  * and gpunet_session_classify against the CPU path, then host frames on a CUDA session
  * (the classify_host upload path) against the CPU path and against the same frames as
- * device images, in fp32 and fp16 (--precision).
+ * device images, in fp32 and fp16 (--precision).  The opt-in fused path (session
+ * parameter cuda_fused: fused depthwise + SE and pool + classifier + top-k kernels) gets
+ * the whole-network and host-frame checks again, labelled "fp32+fused" / "fp16+fused".
  * Exit 0 when all are within the tolerances printed, 1 otherwise, 77 when this host has
  * no usable CUDA backend. */
 #include <errno.h>
@@ -245,10 +247,12 @@ top_k (const float *v, int n, int k, int *out)
   }
 }
 
-/* The whole network, CPU reference vs CUDA; returns the number of failures. */
+/* The whole network, CPU reference vs CUDA (fused: the opt-in fused path; its traced run
+ * keeps the unfused head, so the untraced runs compare the fused head with it); returns
+ * the number of failures. */
 static int
 check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph *g, int n,
-    int device, const tolerances *tol)
+    int device, const tolerances *tol, int fused)
 {
   const gpunet_tensor_desc *ti = &g->tensors[g->input], *to = &g->tensors[g->output];
   const size_t in_n = (size_t) n * ti->c * ti->h * ti->w;
@@ -276,6 +280,7 @@ check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph
     goto done;
   }
   params.precision = tol->precision;
+  params.cuda_fused = fused;
   st = cuda->plan (g, &params, &cuda_state, &err);
   if (st == GPUNET_OK)
     st = cuda->forward (cuda_state, input, n, got, trace_compare, &ts, &err);
@@ -418,7 +423,7 @@ device_view (const gpunet_image *img, const uint8_t *host, void *dev)
  * CUDA one on `device` in `precision`. */
 static gpunet_status
 open_pair (const char *model_name, uint64_t seed, int device, gpunet_precision precision,
-    gpunet_model **model, gpunet_session **cpu, gpunet_session **gpu, char **err)
+    int fused, gpunet_model **model, gpunet_session **cpu, gpunet_session **gpu, char **err)
 {
   gpunet_session_params sp;
   gpunet_session_params_init (&sp);
@@ -433,6 +438,7 @@ open_pair (const char *model_name, uint64_t seed, int device, gpunet_precision p
   if (st == GPUNET_OK) {
     sp.backend = GPUNET_BACKEND_CUDA;
     sp.precision = precision;
+    sp.cuda_fused = fused;
     st = gpunet_session_new (*model, &sp, gpu, err);
   }
   return st;
@@ -453,7 +459,8 @@ check_device_frames (const gpunet_cuda_op_api *api, gpunet_cuda_op_runner *runne
   gpunet_model *model = NULL;
   gpunet_session *cpu = NULL, *gpu = NULL;
   const int half = tol->precision == GPUNET_PRECISION_FP16;
-  gpunet_status st = open_pair (model_name, seed, device, tol->precision, &model, &cpu, &gpu, &err);
+  gpunet_status st = open_pair (model_name, seed, device, tol->precision, 0, &model, &cpu,
+      &gpu, &err);
   if (st != GPUNET_OK) {
     printf ("  device frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
     failures++;
@@ -567,7 +574,7 @@ same_topk (const gpunet_class_score *c, const gpunet_class_score *g, int k, doub
  * bytes), for one size and for two sizes in one batch. */
 static int
 check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
-    const char *model_name, uint64_t seed, int device, const tolerances *tol)
+    const char *model_name, uint64_t seed, int device, const tolerances *tol, int fused)
 {
   if (!cuda->classify_host) {
     printf ("  host frames %s: the CUDA module has no classify_host  FAIL\n", tol->name);
@@ -580,7 +587,8 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
   uint8_t *mem[5] = { NULL };
   void *dev[3] = { NULL };
   gpunet_image f[5];
-  gpunet_status st = open_pair (model_name, seed, device, tol->precision, &model, &cpu, &gpu, &err);
+  gpunet_status st = open_pair (model_name, seed, device, tol->precision, fused, &model, &cpu,
+      &gpu, &err);
   if (st != GPUNET_OK) {
     printf ("  host frames: cannot set up %s: %s  FAIL\n", model_name, err ? err : "?");
     failures++;
@@ -596,7 +604,7 @@ check_host_frames (const gpunet_backend *cuda, const gpunet_cuda_op_api *api,
     { 0, 1 } };
   static const char *what[] = { "NV12 x2", "RGBA x2", "NV12+RGBA", "NV12 1280x720 x2",
     "NV12 641x359+1280", "NV12 x2 again" };
-  gpunet_class_score first[2 * TOP_K];
+  gpunet_class_score first[2 * TOP_K] = { { 0 } };
   for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
     const gpunet_image himgs[2] = { f[batches[b][0]], f[batches[b][1]] };
     gpunet_class_score rc[2 * TOP_K], rg[2 * TOP_K];
@@ -696,6 +704,8 @@ usage (FILE *f)
       "  whose CPU probabilities are within the score tolerance may swap) and probabilities\n"
       "  within the same tolerances; and the host path must give the device path's results\n"
       "  on the same frames (probabilities within 1e-6).\n"
+      "  The whole-network and host-frame checks run again on the opt-in fused path (session\n"
+      "  parameter cuda_fused; labelled fp32+fused / fp16+fused) with the same bounds.\n"
       "  Exit status: 0 pass, 1 fail, 77 no usable CUDA backend here (no module/driver/GPU).\n",
       TOL_OP, TOL_NET, TOL_TIE, TOL16_OP, TOL16_NET, TOL16_TIE, TOL16_TOP5 * 100.0, TOP_K, TOP_K,
       TOL_PRE, TOL_PRE_FRACTION, TOP_K, TOL_SCORE, TOL16_SCORE, TOP_K);
@@ -774,7 +784,7 @@ main (int argc, char **argv)
   printf ("gpunet-selftest: CUDA device %d: %s; %s, batch %d, seed %llu\n", device, dev,
       n_tols == 2 ? "fp32 and fp16" : tols[0]->name, batch, seed);
   /* the switches that change which kernels run */
-  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV" };
+  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV", "GPUNET_CUDA_FUSED" };
   for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
     if (getenv (switches[i]))
       printf ("gpunet-selftest: %s=%s\n", switches[i], getenv (switches[i]));
@@ -783,6 +793,8 @@ main (int argc, char **argv)
   const char *const *names = gpunet_arch_builtin_names ();
   for (int t = 0; t < n_tols; t++) {
     const tolerances *tol = tols[t];
+    tolerances tol_fused = *tol;   /* the same bounds, labelled */
+    tol_fused.name = tol->precision == GPUNET_PRECISION_FP16 ? "fp16+fused" : "fp32+fused";
     printf ("%s tolerances: op %.0e, network %.0e (max abs error / max abs reference)\n", tol->name,
         tol->op, tol->net);
     st = api->set_precision (runner, tol->precision, &err);
@@ -805,14 +817,17 @@ main (int argc, char **argv)
       const gpunet_graph *g = gpunet_model_graph (model);
       printf ("%s (%s): %d ops, %d blocks\n", name, tol->name, g->n_ops, g->n_blocks);
       failures += check_ops (api, runner, name, g, batch, tol);
-      failures += check_network (cuda, name, g, batch, device, tol);
+      failures += check_network (cuda, name, g, batch, device, tol, 0);
+      failures += check_network (cuda, name, g, batch, device, &tol_fused, 1);
       gpunet_model_unref (model);
       models += t == 0;
     }
     printf ("device frames (%s, %s):\n", only ? only : names[0], tol->name);
     failures += check_device_frames (api, runner, only ? only : names[0], seed, device, tol);
     printf ("host frames (%s, %s):\n", only ? only : names[0], tol->name);
-    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, tol);
+    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, tol, 0);
+    printf ("host frames, fused path (%s, %s):\n", only ? only : names[0], tol_fused.name);
+    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, &tol_fused, 1);
   }
   api->runner_free (runner);
   free (err);

@@ -9,10 +9,14 @@
  * frames of several sizes share one forward pass (each descriptor points at its frame
  * and at its geometry's tables in a small cache; not run on a GPU).  The per-frame work
  * is captured in a CUDA graph per batch size (graph.cu).  The benchmark hooks
- * (cuda_module.h) time each op of a forward pass with cudaEvents. */
+ * (cuda_module.h) time each op of a forward pass with cudaEvents.  The opt-in fused path
+ * (params->cuda_fused or GPUNET_CUDA_FUSED=1; plan_fusion) replaces depthwise + SE and the
+ * pool + classifier (+ softmax + top-k) head with the kernels of cuda_fused.h (not run on
+ * a GPU yet). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_fusion.h"
 #include "cuda_internal.h"
 #include "cuda_module.h"
 #include "cuda_upload.h"
@@ -30,7 +34,7 @@ typedef struct {
   void **slot;               /* device memory per memplan slot */
   void *d_input;             /* max_batch x 3 x R x R, dtype */
   float *d_input32;          /* fp16 only: the float input before conversion */
-  float *d_logits32;         /* fp16 only: float logits for the host and the top-k */
+  float *d_logits32;         /* fp16 or fused: float logits for the host and the top-k */
   float *h_input, *h_logits; /* pinned staging */
   char *arena;               /* all weights */
   gpunet_cuda_layer *layers; /* one per op */
@@ -51,6 +55,9 @@ typedef struct {
   cudaEvent_t *ev_start, *ev_stop;     /* per op, created by the first profile() */
   double *fwd_time;                    /* forward GPU seconds to add to (bench API), or NULL */
   cudaEvent_t ev_fwd[2];               /* around forward's work, created by forward_time() */
+  int fused;                           /* the opt-in fused path (plan_fusion) */
+  int head_op;                         /* fused: the AVGPOOL op the fused head starts at, or -1 */
+  unsigned *d_head_tickets;            /* fused head: max_batch zeroed counters (head.cu) */
 } cuda_state;
 
 static size_t
@@ -87,7 +94,8 @@ cuda_destroy (void *state)
       if (s->slot[i])
         cudaFree (s->slot[i]);
   free (s->slot);
-  void *dev[] = { s->d_input, s->d_input32, s->d_logits32, s->arena, s->d_trace32, s->d_desc, s->d_topk };
+  void *dev[] = { s->d_input, s->d_input32, s->d_logits32, s->arena, s->d_trace32, s->d_desc, s->d_topk,
+    s->d_head_tickets };
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i])
       cudaFree (dev[i]);
@@ -122,11 +130,62 @@ device_tensor (cuda_state *s, int t)
   return t == s->g->input ? s->d_input : s->slot[s->plan.tensor_slot[t]];
 }
 
-/* The float32 logits on the device (converted for fp16 sessions by enqueue_logits32). */
-static const float *
-logits32 (cuda_state *s)
+/* The float32 logits on the device: converted for fp16 sessions by enqueue_logits32, or
+ * written by the fused head (head: the pass ran it) into d_logits32, never into the output
+ * tensor, whose slot the memory plan may share with the head's input. */
+static float *
+logits32 (cuda_state *s, int head)
 {
-  return s->dtype == GPUNET_CUDA_F16 ? s->d_logits32 : (const float *) device_tensor (s, s->g->output);
+  return s->dtype == GPUNET_CUDA_F16 || head ? s->d_logits32
+      : (float *) device_tensor (s, s->g->output);
+}
+
+/* The opt-in fused path: GPUNET_CUDA_FUSED=1 (the one place it is read, once per process)
+ * or the session parameter. */
+static int
+read_fused_env (void)
+{
+  const char *v = getenv ("GPUNET_CUDA_FUSED");
+  return v && (!strcmp (v, "1") || !strcmp (v, "yes") || !strcmp (v, "on"));
+}
+
+static int
+fused_env (void)
+{
+  static const int on = read_fused_env ();
+  return on;
+}
+
+/* Marks what the fused path runs (after the layers are planned, before the scratch is
+ * reserved): each DWCONV2D -> SE pair (cuda_fusion.h) whose shape the tiled kernel runs
+ * writes tile sums, and that SE runs the excite from them; a final AVGPOOL -> LINEAR pair
+ * becomes the fused head.  Returns the SE scratch floats the fused SE ops need. */
+static size_t
+plan_fusion (cuda_state *s)
+{
+  const gpunet_graph *g = s->g;
+  const int nb = s->max_batch;
+  size_t scratch = 0;
+  s->head_op = -1;
+  if (!s->fused)
+    return 0;
+  for (int i = 0; i + 1 < g->n_ops; i++) {
+    if (!gpunet_fusion_dw_se_at (g, i))
+      continue;
+    const gpunet_se_params *sp = &g->ops[i + 1].p.se;
+    const int tiles = gpunet_cuda_dwconv2d_squeeze_tiles (&g->ops[i].p.dwconv2d, nb);
+    if (!tiles || !gpunet_cuda_excite_fits (sp->c, sp->rd))
+      continue;
+    s->layers[i].fused_tiles = s->layers[i + 1].fused_tiles = tiles;
+    const size_t need = (size_t) nb * ((size_t) sp->c * tiles + (size_t) sp->rd);   /* sums | mid */
+    if (need > scratch)
+      scratch = need;
+  }
+  const int head = gpunet_fusion_head_op (g);
+  if (head >= 0 && gpunet_cuda_head_fits (g->ops[head + 1].p.linear.cin,
+      g->ops[head + 1].p.linear.cout))
+    s->head_op = head;
+  return scratch;
 }
 
 /* fp16: enqueues the conversion of n logit rows to d_logits32. */
@@ -169,11 +228,17 @@ plan_buffers (cuda_state *s, char **error_text)
   const size_t in_floats = tensor_floats (g, g->input, nb), out_floats = tensor_floats (g, g->output, nb);
   GPUNET_CU_TRY (cudaMalloc (&s->d_input, in_floats * s->esize), error_text,
       "cudaMalloc (input, %zu elements)", in_floats);
-  if (half) {
+  if (half)
     GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_input32, in_floats * sizeof (float)), error_text,
         "cudaMalloc (float32 input before fp16 conversion, %zu floats)", in_floats);
+  if (half || s->fused)
     GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_logits32, out_floats * sizeof (float)), error_text,
         "cudaMalloc (float32 logits, %zu floats)", out_floats);
+  if (s->fused) {
+    GPUNET_CU_TRY (cudaMalloc ((void **) &s->d_head_tickets, (size_t) nb * sizeof (unsigned)),
+        error_text, "cudaMalloc (fused head counters)");
+    GPUNET_CU_TRY (cudaMemsetAsync (s->d_head_tickets, 0, (size_t) nb * sizeof (unsigned),
+        s->ctx.stream), error_text, "cudaMemsetAsync (fused head counters)");
   }
   GPUNET_CU_TRY (cudaHostAlloc ((void **) &s->h_input, in_floats * sizeof (float), cudaHostAllocDefault),
       error_text, "cudaHostAlloc (pinned input staging)");
@@ -224,6 +289,9 @@ plan_buffers (cuda_state *s, char **error_text)
     if (s->layers[i].ws_max > ws)
       ws = s->layers[i].ws_max;
   }
+  const size_t fused_scratch = plan_fusion (s);
+  if (fused_scratch > scratch)
+    scratch = fused_scratch;
   gpunet_status st = gpunet_cuda_ctx_reserve (&s->ctx, ws, scratch, error_text);
   if (st != GPUNET_OK)
     return st;
@@ -247,6 +315,8 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
   s->g = graph;
   s->max_batch = params->max_batch;
   s->graphs = gpunet_cuda_graphs_enabled ();
+  s->fused = params->cuda_fused || fused_env ();
+  s->head_op = -1;
   gpunet_status st = gpunet_cuda_ctx_init (&s->ctx, params->device, error_text);
   if (st == GPUNET_OK)
     st = gpunet_cuda_resolve_precision (params->precision, &s->dtype, error_text);
@@ -345,9 +415,27 @@ hold_kernel (unsigned long long ns)
   } while (t - t0 < ns);
 }
 
-/* Enqueues every layer on d_input (n images); trace (may be NULL) gets block outputs. */
+/* The fused head (ops head_op, head_op + 1) on n images: float logits to logits32 and,
+ * when k > 0, top-k results to d_topk. */
 static gpunet_status
-run_layers (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, char **error_text)
+run_head (cuda_state *s, int n, int k, char **error_text)
+{
+  const gpunet_op *pool = &s->g->ops[s->head_op];
+  const gpunet_cuda_layer *fc = &s->layers[s->head_op + 1];
+  const gpunet_linear_params *lp = &fc->op->p.linear;
+  GPUNET_CU_TRY (gpunet_cuda_head (s->dtype, device_tensor (s, pool->in), pool->p.avgpool.c,
+      (long long) pool->p.avgpool.h * pool->p.avgpool.w, fc->w, fc->b, lp->cout, lp->act, n, k,
+      logits32 (s, 1), s->d_topk, s->d_head_tickets, s->ctx.stream), error_text,
+      "fused head kernel (pool + classifier%s, %d classes)", k > 0 ? " + top-k" : "", lp->cout);
+  return GPUNET_OK;
+}
+
+/* Enqueues every layer on d_input (n images); trace (may be NULL) gets block outputs.
+ * head_k >= 0: the fused head runs in place of the last two ops (with top-k when > 0),
+ * and the float logits are final; -1: every op as planned. */
+static gpunet_status
+run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *trace_user,
+    char **error_text)
 {
   const gpunet_graph *g = s->g;
   for (int i = 0; i < g->n_ops; i++) {
@@ -355,7 +443,21 @@ run_layers (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, cha
     if (s->prof_active)
       GPUNET_CU_TRY (cudaEventRecord (s->ev_start[i], s->ctx.stream), error_text,
           "cudaEventRecord (profile start of op %d)", i);
-    gpunet_status st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
+    gpunet_status st;
+    if (head_k >= 0 && i == s->head_op) {
+      /* the head's time goes to the pool op; the classifier's events enclose nothing */
+      st = run_head (s, n, head_k, error_text);
+      if (st == GPUNET_OK && s->prof_active) {
+        GPUNET_CU_TRY (cudaEventRecord (s->ev_stop[i], s->ctx.stream), error_text,
+            "cudaEventRecord (profile end of op %d)", i);
+        GPUNET_CU_TRY (cudaEventRecord (s->ev_start[i + 1], s->ctx.stream), error_text,
+            "cudaEventRecord (profile start of op %d)", i + 1);
+        GPUNET_CU_TRY (cudaEventRecord (s->ev_stop[i + 1], s->ctx.stream), error_text,
+            "cudaEventRecord (profile end of op %d)", i + 1);
+      }
+      return st;
+    }
+    st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
         op->residual >= 0 ? device_tensor (s, op->residual) : NULL, device_tensor (s, op->out), n,
         error_text);
     if (st != GPUNET_OK)
@@ -392,14 +494,16 @@ enqueue_input (cuda_state *s, int n, char **error_text)
 static gpunet_status
 enqueue_plain (cuda_state *s, int n, gpunet_trace_func trace, void *trace_user, char **error_text)
 {
+  /* traced runs need every block's output, so they keep the unfused head */
+  const int head = s->head_op >= 0 && !trace;
   gpunet_status st = enqueue_input (s, n, error_text);
   if (st == GPUNET_OK)
-    st = run_layers (s, n, trace, trace_user, error_text);
-  if (st == GPUNET_OK)
+    st = run_layers (s, n, head ? 0 : -1, trace, trace_user, error_text);
+  if (st == GPUNET_OK && !head)
     st = enqueue_logits32 (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
-  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s),
+  GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s, head),
       tensor_floats (s->g, s->g->output, n) * sizeof (float), cudaMemcpyDeviceToHost,
       s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
   return GPUNET_OK;
@@ -524,19 +628,24 @@ enqueue_classify (void *user, char **error_text)
       "cudaMemcpyAsync (preprocess descriptors to the device)");
   GPUNET_CU_TRY (gpunet_cuda_preprocess (s->d_desc, n, R, s->dtype, s->d_input, s->ctx.stream),
       error_text, "preprocess kernel (%d image(s) to %dx%d)", n, R, R);
-  gpunet_status st = run_layers (s, n, NULL, NULL, error_text);
-  if (st == GPUNET_OK)
+  /* the fused head (head_op >= 0 implies classes <= GPUNET_CUDA_TOPK_MAX) does the top-k */
+  const int head = s->head_op >= 0;
+  gpunet_status st = run_layers (s, n, head ? k : -1, NULL, NULL, error_text);
+  if (st == GPUNET_OK && !head)
     st = enqueue_logits32 (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
-  if (classes <= GPUNET_CUDA_TOPK_MAX) {
-    GPUNET_CU_TRY (gpunet_cuda_topk (logits32 (s), n, classes, k, s->d_topk, s->ctx.stream),
+  if (head) {
+    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_topk, s->d_topk, (size_t) n * k * sizeof (gpunet_class_score),
+        cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (top-k results to the host)");
+  } else if (classes <= GPUNET_CUDA_TOPK_MAX) {
+    GPUNET_CU_TRY (gpunet_cuda_topk (logits32 (s, 0), n, classes, k, s->d_topk, s->ctx.stream),
         error_text, "softmax + top-k kernel (%d classes, k %d)", classes, k);
     GPUNET_CU_TRY (cudaMemcpyAsync (s->h_topk, s->d_topk, (size_t) n * k * sizeof (gpunet_class_score),
         cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (top-k results to the host)");
   } else {
     /* too many classes for the shared-memory sort: select on the host */
-    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s), (size_t) n * classes * sizeof (float),
+    GPUNET_CU_TRY (cudaMemcpyAsync (s->h_logits, logits32 (s, 0), (size_t) n * classes * sizeof (float),
         cudaMemcpyDeviceToHost, s->ctx.stream), error_text, "cudaMemcpyAsync (logits to the host)");
   }
   return GPUNET_OK;

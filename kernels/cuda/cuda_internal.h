@@ -87,6 +87,37 @@ cudaError_t gpunet_cuda_linear (int cin, int cout, int act, gpunet_cuda_dtype tw
 cudaError_t gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
     const float *b1, const void *w2, const float *b2, void *x, float *scratch, int n,
     cudaStream_t stream);
+
+/* ---- the opt-in fused path (cuda_fused.h; gpunet_session_params.cuda_fused) ---------- */
+
+/* Tiles per plane of p's tiled depthwise kernel for up to max_n images, 0 when p runs
+ * the direct kernel (then the squeeze cannot be fused).  (dwconv2d.cu) */
+int gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max_n);
+/* gpunet_cuda_dwconv2d through the tiled kernel, which also writes each tile's output
+ * sum to squeeze[(image * c + channel) * tiles + tile] (n * c * tiles floats);
+ * cudaErrorInvalidValue when p has no tiled kernel.  (dwconv2d.cu) */
+cudaError_t gpunet_cuda_dwconv2d_squeeze (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
+    const void *w, const float *b, const void *in, void *out, int n, float *squeeze,
+    cudaStream_t stream);
+/* Non-zero when the reduce kernel's shared memory holds the c means.  (se.cu) */
+int gpunet_cuda_excite_fits (int c, int rd);
+/* SE in place on x from the tile sums of gpunet_cuda_dwconv2d_squeeze: a reduce kernel
+ * writes n * rd floats to mid, then a kernel computes each channel's gate and scales its
+ * plane.  (se.cu) */
+cudaError_t gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *mid, int n, cudaStream_t stream);
+/* Non-zero when the fused head takes c channels and `classes` classes (shared memory,
+ * at most GPUNET_CUDA_TOPK_MAX classes).  (head.cu) */
+int gpunet_cuda_head_fits (int c, int classes);
+/* Global average pool of in (n x c x plane, type t), classifier act(W x + b) (W classes x
+ * c of type t, b float or NULL), float logits (n x classes) and, when k > 0, softmax +
+ * top-k (n x k into out), in one kernel.  tickets: n zeroed counters (needed when k > 0),
+ * left zeroed by the kernel.  (head.cu) */
+cudaError_t gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long long plane,
+    const void *w, const float *b, int classes, int act, int n, int k, float *logits,
+    gpunet_class_score *out, unsigned *tickets, cudaStream_t stream);
+
 /* out[i] = in[i] converted between storage types, count elements.  (convert.cu) */
 cudaError_t gpunet_cuda_convert (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
     void *out, long long count, cudaStream_t stream);
@@ -189,6 +220,10 @@ typedef struct {
   cudnnConvolutionFwdAlgo_t algo;      /* in use for desc_n */
   size_t ws_max;                       /* workspace algo_max needs at max_batch */
   int desc_n;                          /* batch the descriptors describe, 0 = none */
+  /* fused SE (set by the backend after planning, 0 = unfused): DWCONV2D writes tile sums
+   * of this many tiles per plane into the SE scratch; the SE op after it runs the excite
+   * from them */
+  int fused_tiles;
 } gpunet_cuda_layer;
 
 /* Device bytes an op's weights need in storage t (each piece rounded up to 256 bytes). */

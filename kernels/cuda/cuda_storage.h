@@ -58,4 +58,14 @@ gpunet_dot_partial_t (const gpunet_half *w, const float *x, int n, int lane, int
   return gpunet_dot_partial_hf (w, x, n, lane, lanes);
 }
 
+/* The sum of v over the 32 lanes of a full warp in gpunet_warp_tree_sum's order
+ * (cuda_fused.h: shuffle-down by 16, 8, 4, 2, 1); lane 0 holds the total. */
+static __device__ __forceinline__ float
+gpunet_warp_sum (float v)
+{
+  for (int off = 16; off > 0; off /= 2)
+    v += __shfl_down_sync (0xffffffffu, v, off);
+  return v;
+}
+
 #endif /* GPUNET_CUDA_STORAGE_H */

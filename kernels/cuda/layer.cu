@@ -167,10 +167,27 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
     case GPUNET_OP_CONV2D:
       return gpunet_cuda_conv_run (ctx, l, in, residual, out, n, error_text);
     case GPUNET_OP_DWCONV2D:
-      e = gpunet_cuda_dwconv2d (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
+      if (l->fused_tiles)   /* tile sums to the scratch (cuda_fused.h) */
+        e = gpunet_cuda_dwconv2d_squeeze (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
+            ctx->scratch, ctx->stream);
+      else
+        e = gpunet_cuda_dwconv2d (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
       break;
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;
+      if (l->fused_tiles) {
+        const size_t sums = (size_t) n * p->c * l->fused_tiles;
+        if (in != out || sums + (size_t) n * p->rd > ctx->scratch_floats) {
+          char name[128];
+          gpunet_cuda_op_name (op, l->index, name, sizeof name);
+          return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
+              "%s: fused SE must run in place with %zu scratch floats planned", name,
+              ctx->scratch_floats);
+        }
+        e = gpunet_cuda_se_fused (l->dtype, p, l->w, l->b, l->w2, l->b2, out, ctx->scratch,
+            l->fused_tiles, ctx->scratch + sums, n, ctx->stream);
+        break;
+      }
       if (in != out || (size_t) n * (2 * (size_t) p->c + (size_t) p->rd) > ctx->scratch_floats) {
         char name[128];
         gpunet_cuda_op_name (op, l->index, name, sizeof name);

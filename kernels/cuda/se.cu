@@ -1,7 +1,10 @@
 /* se.cu: squeeze-excite in place: row means (pool.cu), reduce FC + act and expand FC +
  * sigmoid (linear.cu), then this file's kernel multiplies each channel plane by its
  * gate.  x and the weights are float or fp16; the scratch is float: means n*c | mid n*rd
- * | gates n*c. */
+ * | gates n*c.  The opt-in fused form (cuda_fused.h) starts from the tile sums the
+ * depthwise kernel wrote: a reduce kernel (means, first FC) over several blocks per
+ * image, then one kernel computing each channel's gate and scaling its plane. */
+#include "cuda_fused.h"
 #include "cuda_internal.h"
 #include "cuda_storage.h"
 
@@ -12,6 +15,94 @@ scale_kernel (T *x, const float *__restrict__ gate, long long total, long long p
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (x, i, gpunet_ld (x, i) * gate[i / plane]);
+}
+
+/* The reduce half of the excite: gpunet_se_split (rd) blocks per image each turn the
+ * tile sums into the means (all of them, in the same order) and compute their share of
+ * mid = act(W1 mean + b1), a warp per row (cuda_fused.h). */
+template <typename T>
+static __global__ void __launch_bounds__ (GPUNET_EXCITE_THREADS)
+reduce_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, int c, int rd,
+    int act, int split, const T *__restrict__ w1, const float *__restrict__ b1,
+    float *__restrict__ mid)
+{
+  extern __shared__ __align__ (16) float ex_shared[];
+  float *mean = ex_shared;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, warps = GPUNET_EXCITE_THREADS / 32;
+  const long long img = blockIdx.x / split;
+  const int part_i = (int) (blockIdx.x % split);
+  for (int ch = t; ch < c; ch += GPUNET_EXCITE_THREADS)
+    mean[ch] = gpunet_se_mean_from_tiles (tile_sums + (img * c + ch) * tiles, tiles, plane);
+  __syncthreads ();
+  for (int r = part_i * warps + warp; r < rd; r += warps * split) {
+    const float d = gpunet_warp_sum (gpunet_dot_partial_t (w1 + (long long) r * c, mean, c,
+        lane, 32));
+    if (lane == 0)
+      mid[img * rd + r] = gpunet_se_mid (d, b1 ? b1[r] : 0.0f, act);
+  }
+}
+
+/* The expand half and the scale: block (image, channel) has warp 0 compute the channel's
+ * gate = sigmoid(W2 mid + b2) (cuda_fused.h), then every thread multiplies its share of
+ * the channel's plane by it, as the unfused scale kernel does. */
+template <typename T>
+static __global__ void __launch_bounds__ (GPUNET_GATE_THREADS)
+gate_scale_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
+    const T *__restrict__ w2, const float *__restrict__ b2)
+{
+  __shared__ float gate;
+  const long long row = blockIdx.x;   /* image * c + channel */
+  const long long img = row / c;
+  const int ch = (int) (row % c);
+  if (threadIdx.x < 32) {
+    const float d = gpunet_warp_sum (gpunet_dot_partial_t (w2 + (long long) ch * rd,
+        mid + img * rd, rd, (int) threadIdx.x, 32));
+    if (threadIdx.x == 0)
+      gate = gpunet_se_gate (d, b2 ? b2[ch] : 0.0f);
+  }
+  __syncthreads ();
+  T *xp = x + row * plane;
+  for (long long i = threadIdx.x; i < plane; i += GPUNET_GATE_THREADS)
+    gpunet_st (xp, i, gpunet_ld (xp, i) * gate);
+}
+
+int
+gpunet_cuda_excite_fits (int c, int rd)
+{
+  return c >= 1 && rd >= 1 && gpunet_excite_shared_bytes (c, rd) <= 48 * 1024;
+}
+
+template <typename T>
+static cudaError_t
+launch_fused (const gpunet_se_params *p, const void *w1, const float *b1, const void *w2,
+    const float *b2, void *x, const float *tile_sums, int tiles, float *mid, int n,
+    cudaStream_t stream)
+{
+  const long long plane = (long long) p->h * p->w, rows = (long long) n * p->c;
+  const int split = gpunet_se_split (p->rd);
+  if ((long long) n * split > 0x7fffffffll || rows > 0x7fffffffll)
+    return cudaErrorInvalidValue;
+  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
+      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles, plane, p->c,
+      p->rd, p->act, split, (const T *) w1, b1, mid);
+  cudaError_t e = cudaGetLastError ();
+  if (e != cudaSuccess)
+    return e;
+  gate_scale_kernel<T><<<(unsigned) rows, GPUNET_GATE_THREADS, 0, stream>>> ((T *) x, mid, p->c,
+      p->rd, plane, (const T *) w2, b2);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+gpunet_cuda_se_fused (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *mid, int n, cudaStream_t stream)
+{
+  if (n < 1 || tiles < 1 || p->h < 1 || p->w < 1 || !gpunet_cuda_excite_fits (p->c, p->rd))
+    return cudaErrorInvalidValue;
+  return t == GPUNET_CUDA_F16
+      ? launch_fused<gpunet_half> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream)
+      : launch_fused<float> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream);
 }
 
 cudaError_t
