@@ -99,7 +99,10 @@ for t in $targets; do
   fi
 done
 
-# ---- seeds: tests/data fixtures and tests/fuzz/regressions ------------------------
+# ---- seeds: tests/data fixtures, small synthetic files, tests/fuzz/regressions ----------
+# The fixtures' archives are 0.15-1.1 MB of mostly tensor bytes: one real archive of each
+# kind (a training checkpoint and a bare state dict) plus tests/fuzz/make_seeds.py's few-hundred-byte files with
+# the same structure keep executions fast and mutations on the parsed bytes.
 fix="$root/tests/data/fixtures"
 seed() {                        # seed TARGET FILE...
   local t=$1; shift
@@ -108,14 +111,20 @@ seed() {                        # seed TARGET FILE...
     [ -f "$f" ] && cp -f "$f" "$dir/corpus/$t/seed-$(basename "$f")"
   done
 }
-pths=$(ls "$fix"/*/*.pth.tar "$fix"/*/*.pth 2>/dev/null)
-# shellcheck disable=SC2086
-seed zip $pths
-# shellcheck disable=SC2086
-seed checkpoint $pths
-seed arch "$fix"/*.json
 mkdir -p "$dir/seeds"
-for p in $pths; do              # the pickles inside the archives
+if [ ! -f "$dir/seeds/small.safetensors" ] \
+    || [ "$root/tests/fuzz/make_seeds.py" -nt "$dir/seeds/small.safetensors" ]; then
+  python3 "$root/tests/fuzz/make_seeds.py" "$dir/seeds" \
+    || echo "fuzz.sh: make_seeds.py failed (seeding from the fixtures only)"
+fi
+real="$fix/tiny-a/tiny-a.pth.tar $fix/tiny-dl/tiny-dl.state_dict.pth"
+# shellcheck disable=SC2086
+seed zip $real "$dir"/seeds/small-*.pth*
+# shellcheck disable=SC2086
+seed checkpoint $real "$dir"/seeds/small-*.pth* "$dir"/seeds/small.safetensors
+seed arch "$fix"/*.json
+for p in "$fix"/*/*.pth.tar "$fix"/*/*.pth; do   # the pickles inside the fixtures' archives
+  [ -f "$p" ] || continue
   n=$(basename "$p")
   [ -f "$dir/seeds/$n.pkl" ] && continue
   python3 - "$p" "$dir/seeds/$n.pkl" <<'EOF' 2>/dev/null
@@ -127,15 +136,12 @@ EOF
 done
 seed pickle "$dir"/seeds/*.pkl
 conv=${GPUNET_CONVERT:-$root/build/tools/gpunet-convert}
-if [ -x "$conv" ]; then
-  for m in tiny-a tiny-d; do
-    [ -f "$dir/seeds/$m.safetensors" ] || "$conv" --checkpoint "$fix/$m/$m.pth.tar" \
-      --output "$dir/seeds/$m.safetensors" >/dev/null 2>&1 || true
-  done
+if [ -x "$conv" ] && [ ! -f "$dir/seeds/tiny-dl.safetensors" ]; then
+  "$conv" --checkpoint "$fix/tiny-dl/tiny-dl.pth.tar" --output "$dir/seeds/tiny-dl.safetensors" \
+    >/dev/null 2>&1 || true
 fi
 printf '\x08\x00\x00\x00\x00\x00\x00\x00{}      ' > "$dir/seeds/empty.safetensors"
 seed safetensors "$dir"/seeds/*.safetensors
-seed checkpoint "$dir"/seeds/*.safetensors
 # labels: the first byte is the class count minus one (see fuzz_labels.c)
 { printf '\x0f'; for i in $(seq 0 15); do printf 'label number %d\n' "$i"; done; } > "$dir/seeds/labels16.txt"
 { printf '\x02'; printf 'cat\r\n  dog \r\n\n'; } > "$dir/seeds/labels3.txt"
