@@ -18,6 +18,9 @@
 # missing (a skip for meson), 2 usage or build errors.
 set -u
 
+# all in one function, so that bash has read the whole script before it runs (editing
+# it during a long run cannot change what runs)
+main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
 all_targets="zip pickle safetensors checkpoint arch labels"
 minutes=1
@@ -101,8 +104,9 @@ done
 
 # ---- seeds: tests/data fixtures, small synthetic files, tests/fuzz/regressions ----------
 # The fixtures' archives are 0.15-1.1 MB of mostly tensor bytes: one real archive of each
-# kind (a training checkpoint and a bare state dict) plus tests/fuzz/make_seeds.py's few-hundred-byte files with
-# the same structure keep executions fast and mutations on the parsed bytes.
+# kind (a training checkpoint, a bare state dict) plus tests/fuzz/make_seeds.py's files of
+# a few hundred bytes with the same structure keep executions fast and mutations on the
+# parsed bytes.
 fix="$root/tests/data/fixtures"
 seed() {                        # seed TARGET FILE...
   local t=$1; shift
@@ -203,3 +207,6 @@ echo "---- fuzz summary (${seconds}s per target, $cc) ----"
 printf '%s' "$summary"
 echo "$new_total new crashes, $known_total known (crash files under $dir/artifacts)"
 [ "$new_total" -eq 0 ]
+}
+
+main "$@"
