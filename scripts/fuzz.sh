@@ -8,7 +8,7 @@
 #   scripts/fuzz.sh [MINUTES] [TARGET...]      MINUTES defaults to 1; TARGETs to all of
 #                                               zip pickle safetensors checkpoint arch labels
 # Environment:
-#   FUZZ_SECONDS=N   seconds per target instead of MINUTES (the meson 'fuzz' test uses 5)
+#   FUZZ_SECONDS=N   seconds per target instead of MINUTES (the meson test fuzz-readers: 2)
 #   FUZZ_DIR=DIR     binaries, corpora and crash files (default build-fuzz/ in the tree;
 #                    corpora persist there, so a second run starts where the first stopped)
 #   FUZZ_JOBS=N      libFuzzer worker processes per target (default 1)
@@ -69,6 +69,8 @@ fi
 
 # ---- build: the readers once (instrumented), then one binary per target ------------
 # The readers are plain C; json-glib is added when the sources need it and it is there.
+# A symbol none of them defines (a helper file added to models/ later) is looked up in
+# models/*.c, and the file defining it is compiled too.
 reader_srcs="error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$root/models -I$root/kernels"
 extra=""
@@ -76,17 +78,20 @@ if grep -qs 'json-glib' "$root"/models/*.c && pkg-config --exists json-glib-1.0 
   extra=$(pkg-config --cflags --libs json-glib-1.0)
 fi
 objs=""
-for s in $reader_srcs; do
-  [ -f "$root/models/$s" ] || continue
-  o="$dir/obj/${s%.c}.o"
+compile_obj() {                 # compile_obj FILE.c (in models/), appends to $objs
+  local s=$1 o="$dir/obj/${1%.c}.o"
   if [ ! -f "$o" ] || [ "$root/models/$s" -nt "$o" ] || [ "$0" -nt "$o" ] \
       || [ -n "$(find "$root/models" -name '*.h' -newer "$o" -print -quit)" ]; then
     # shellcheck disable=SC2086
-    if ! "$cc" $cflags -fsanitize=fuzzer-no-link $extra -c "$root/models/$s" -o "$o" 2>"$dir/tmp/build.log"; then
-      echo "fuzz.sh: cannot compile models/$s:"; cat "$dir/tmp/build.log"; exit 2
+    if ! "$cc" $cflags -fsanitize=fuzzer-no-link $extra -c "$root/models/$s" -o "$o" \
+        2>"$dir/tmp/build.log"; then
+      echo "fuzz.sh: cannot compile models/$s:"; cat "$dir/tmp/build.log"; return 1
     fi
   fi
   objs="$objs $o"
+}
+for s in $reader_srcs; do
+  if [ -f "$root/models/$s" ]; then compile_obj "$s" || exit 2; fi
 done
 for t in $targets; do
   b="$dir/bin/fuzz_$t"
@@ -95,11 +100,26 @@ for t in $targets; do
     [ -f "$b" ] && [ "$b" -nt "$o" ] || fresh=0
   done
   [ "$fresh" = 1 ] && continue
+  tries=0
   # shellcheck disable=SC2086
-  if ! "$cc" $cflags -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" $objs $extra -lm -o "$b" \
-      2>"$dir/tmp/build.log"; then
-    echo "fuzz.sh: cannot build fuzz_$t:"; cat "$dir/tmp/build.log"; exit 2
-  fi
+  while ! "$cc" $cflags -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" $objs $extra -lm -o "$b" \
+      2>"$dir/tmp/build.log"; do
+    added=0
+    for m in $(grep -o "undefined reference to \`[A-Za-z_0-9]*'" "$dir/tmp/build.log" \
+        | sed "s/.*\`//; s/'//" | sort -u); do
+      f=$(grep -l "^$m (" "$root"/models/*.c 2>/dev/null | head -1)
+      [ -n "$f" ] || continue
+      s=$(basename "$f")
+      case " $reader_srcs " in *" $s "*) continue ;; esac
+      reader_srcs="$reader_srcs $s"
+      compile_obj "$s" || exit 2
+      added=1
+    done
+    tries=$((tries + 1))
+    if [ "$added" = 0 ] || [ "$tries" -ge 5 ]; then
+      echo "fuzz.sh: cannot build fuzz_$t:"; cat "$dir/tmp/build.log"; exit 2
+    fi
+  done
 done
 
 # ---- seeds: tests/data fixtures, small synthetic files, tests/fuzz/regressions ----------
