@@ -19,7 +19,7 @@
 set -u
 
 # all in one function, so that bash has read the whole script before it runs (editing
-# it during a long run cannot change what runs)
+# it during a long run cannot change what runs; see the last line)
 main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
 all_targets="zip pickle safetensors checkpoint arch labels"
@@ -197,8 +197,10 @@ for t in $targets; do
   log="$dir/fuzz_$t.log"
   echo "fuzz.sh: fuzz_$t for ${seconds}s (corpus $dir/corpus/$t)"
   # fork mode keeps going after a crash, so a known defect does not hide a new one
+  dict=()
+  [ -f "$root/tests/fuzz/$t.dict" ] && dict=(-dict="$root/tests/fuzz/$t.dict")
   (cd "$dir/tmp" && "$b" -fork="$jobs" -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 "${dict[@]}" \
       -artifact_prefix="$art/" "$dir/corpus/$t" >"$log" 2>&1)
   execs=$(grep -Eo '^#[0-9]+' "$log" | tail -1 | tr -d '#')
   cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+')
@@ -229,4 +231,4 @@ echo "$new_total new crashes, $known_total known (crash files under $dir/artifac
 [ "$new_total" -eq 0 ]
 }
 
-main "$@"
+main "$@"; exit $?   # on one line: bash reads no further, whatever the file holds now
