@@ -95,6 +95,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -955,16 +956,18 @@ model_ctx_unref (ModelCtx * c)
   g_free (c);
 }
 
-/* The labels of a `n`-class model from `path` (one per line) or the defaults; NULL
+/* The labels of a `n`-class model from `path` (gpunet_labels_parse) or the defaults; NULL
  * and *error when the file is not a readable regular file or has the wrong count. */
 static gchar **
 load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
 {
   gchar **labels = g_new0 (gchar *, n + 1);
-  gchar *contents = NULL, **lines;
+  gchar *contents = NULL;
+  gsize len = 0;
+  char **parsed = NULL, *text = NULL;
+  gpunet_status st_parse;
   GError *err = NULL;
   GStatBuf st;
-  guint n_lines;
   gint i;
 
   if (path == NULL || *path == '\0') {
@@ -982,31 +985,25 @@ load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
     g_strfreev (labels);
     return NULL;
   }
-  if (!g_file_get_contents (path, &contents, NULL, &err)) {
+  if (!g_file_get_contents (path, &contents, &len, &err)) {
     *error = g_strdup_printf ("Cannot read the labels file '%s': %s", path,
         err->message);
     g_clear_error (&err);
     g_strfreev (labels);
     return NULL;
   }
-  lines = g_strsplit (contents, "\n", -1);
+  st_parse = gpunet_labels_parse (contents, len, n, &parsed, &text);
   g_free (contents);
-  n_lines = g_strv_length (lines);
-  /* a final newline leaves one empty string: not a label */
-  if (n_lines > 0 && lines[n_lines - 1][0] == '\0')
-    n_lines--;
-  if ((gint) n_lines != n) {
-    *error = g_strdup_printf ("The labels file '%s' has %u labels, but model "
-        "'%s' has %d classes", path, n_lines, model, n);
-    g_strfreev (lines);
+  if (st_parse != GPUNET_OK) {
+    *error = g_strdup_printf ("The labels file '%s' %s (model '%s')", path,
+        text ? text : gpunet_status_string (st_parse), model);
+    free (text);
     g_strfreev (labels);
     return NULL;
   }
-  for (i = 0; i < n; i++) {
-    gchar *l = g_strstrip (lines[i]);
-    labels[i] = *l ? g_strdup (l) : g_strdup_printf ("class-%d", i);
-  }
-  g_strfreev (lines);
+  for (i = 0; i < n; i++)
+    labels[i] = g_strdup (parsed[i]);
+  gpunet_labels_free (parsed);
   return labels;
 }
 

@@ -235,6 +235,16 @@ void gpunet_engine_stats (gpunet_engine *engine, int64_t *passes, int64_t *image
 /* The built-in ImageNet-1k class names (id 0..999), NULL outside that range. */
 const char *gpunet_imagenet_label (int id);
 
+/* Reads a labels file's text (`len` bytes): one label per line, a final newline
+ * optional, "\r\n" accepted, surrounding whitespace stripped, an empty line giving
+ * "class-<id>".  The number of lines must equal `n_classes`.  On success
+ * *labels_out holds n_classes malloc()ed strings and a NULL (free it with
+ * gpunet_labels_free); errors are sentences without the file name (GPUNET_ERR_FORMAT
+ * for a wrong count or a NUL byte). */
+gpunet_status gpunet_labels_parse (const char *text, size_t len, int n_classes,
+    char ***labels_out, char **error_text);
+void gpunet_labels_free (char **labels);
+
 #ifdef __cplusplus
 }
 #endif

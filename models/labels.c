@@ -1,10 +1,14 @@
 /* labels.c: the 1000 ImageNet-1k class names (ids 0..999), in the order of the
- * standard ILSVRC-2012 class index that NVIDIA's GPUNet checkpoints were trained with.
- * Generated once from a plain list of names (one per line, quotes and backslashes
- * escaped); edit by hand only to fix a name. */
+ * standard ILSVRC-2012 class index that NVIDIA's GPUNet checkpoints were trained with
+ * (generated once from a plain list of names; edit by hand only to fix a name), and
+ * the reader of users' labels files (one label per line). */
 #include "gpunet.h"
 
-#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
 
 static const char *const imagenet_labels[1000] = {
   /*   0 */ "tench",
@@ -1015,4 +1019,82 @@ gpunet_imagenet_label (int id)
   if (id < 0 || id >= (int) (sizeof imagenet_labels / sizeof imagenet_labels[0]))
     return NULL;
   return imagenet_labels[id];
+}
+
+void
+gpunet_labels_free (char **labels)
+{
+  size_t i;
+
+  if (labels == NULL)
+    return;
+  for (i = 0; labels[i] != NULL; i++)
+    free (labels[i]);
+  free (labels);
+}
+
+static int
+is_space (char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+gpunet_status
+gpunet_labels_parse (const char *text, size_t len, int n_classes, char ***labels_out,
+    char **error_text)
+{
+  char **labels;
+  size_t pos, n_lines = 0, i;
+
+  *labels_out = NULL;
+  if (text == NULL && len > 0)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no text");
+  if (n_classes <= 0)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "the model has %d classes", n_classes);
+  if (len > 0 && memchr (text, '\0', len) != NULL)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "has a NUL byte (not a text file with one label per line)");
+  /* lines: a final newline ends the last line, it does not start an empty one */
+  for (pos = 0; pos < len; pos++)
+    if (text[pos] == '\n')
+      n_lines++;
+  if (len > 0 && text[len - 1] != '\n')
+    n_lines++;
+  if (n_lines != (size_t) n_classes)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "has %zu labels, but the model has %d classes", n_lines, n_classes);
+
+  labels = calloc (n_lines + 1, sizeof *labels);
+  if (labels == NULL)
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+  for (i = 0, pos = 0; i < n_lines; i++) {
+    size_t start = pos, end;
+
+    while (pos < len && text[pos] != '\n')
+      pos++;
+    end = pos;
+    pos++;                      /* past the newline (or len + 1 on the last line) */
+    while (start < end && is_space (text[start]))
+      start++;
+    while (end > start && is_space (text[end - 1]))
+      end--;
+    if (end > start) {
+      labels[i] = malloc (end - start + 1);
+      if (labels[i] != NULL) {
+        memcpy (labels[i], text + start, end - start);
+        labels[i][end - start] = '\0';
+      }
+    } else {
+      labels[i] = malloc (24);
+      if (labels[i] != NULL)
+        snprintf (labels[i], 24, "class-%zu", i);
+    }
+    if (labels[i] == NULL) {
+      gpunet_labels_free (labels);
+      return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+    }
+  }
+  *labels_out = labels;
+  return GPUNET_OK;
 }
