@@ -542,11 +542,14 @@ test_wino_chain_graphs (void)
       tg_conv (&tg, b, 16, 3, 1, 1, GPUNET_EPI_RELU, -1);
     char what[64];
     snprintf (what, sizeof what, "winograd chain graph %d", v);
+    /* ours although the whole graph is at its first stage's size (wino_first_stage) */
+    setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
     const int got = chained_ops (&tg.g);
     CHECK_MSG (got == want[v], "%s: %d ops chained, expected %d", what, got, want[v]);
     compare (what, &tg.g, 1, 1, 0);
     compare (what, &tg.g, 3, 3, 0);
     compare (what, &tg.g, 3, 2, 0);
+    unsetenv ("GPUNET_CPU_WINOGRAD");
   }
 }
 
@@ -1357,6 +1360,8 @@ test_far_twins (void)
   /* far forced without twins, far forced with them, the probe deciding */
   static const char *const vals[3] = { "1", "1", NULL }, *const vals2[3] = { "0", NULL, NULL };
   static const char *const what[3] = { "", "the far-state twins", "the probe deciding" };
+  /* our Winograd at the fixtures' first stage too (tiny-d's twins are Winograd ones) */
+  setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
   for (int i = 0; i < 3; i++) {
     int t[3];
     same_bits_3 (fixtures[i], 21 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, "GPUNET_CPU_FAR_TWINS",
@@ -1364,6 +1369,7 @@ test_far_twins (void)
     CHECK_MSG (t[0] == 0 && t[1] > 0 && t[2] == t[1], "%s: far-state twins: %d "
         "without, %d forced, %d by the probe", fixtures[i], t[0], t[1], t[2]);
   }
+  unsetenv ("GPUNET_CPU_WINOGRAD");
 }
 
 /* The golden fixtures' NVIDIA PyTorch logits, through the fast backend. */
