@@ -1570,6 +1570,16 @@ gpunet_onednn_wino_tile (const void *state, int op)
 }
 
 int
+gpunet_onednn_wino_ops (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += s->wino[i] != NULL;
+  return n;
+}
+
+int
 gpunet_onednn_strassen_ops (const void *state)
 {
   const fast_state *s = state;

@@ -24,6 +24,9 @@ int gpunet_onednn_chained_ops (const void *state);
  * (gpunet_wino_tile: 4 or 6), 0 when another kernel runs it. */
 int gpunet_onednn_wino_tile (const void *state, int op);
 
+/* Tests: how many ops of the plan run our Winograd convolutions, 0 when none do. */
+int gpunet_onednn_wino_ops (const void *state);
+
 /* Tests: how many 1x1 convolutions of the plan run through one level of Strassen
  * (gpunet_pw_is_strassen), 0 when none do. */
 int gpunet_onednn_strassen_ops (const void *state);
