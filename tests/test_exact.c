@@ -39,28 +39,32 @@ act64 (double x, int act)
   return x;
 }
 
-/* float64 sums of a convolution of one image, NCHW, without bias (the reference
- * oracle's loop order, kernels/cpu/conv2d.c, with double accumulators; 1x1 stride-1 ones
- * as a plain matrix product). */
+/* float64 sums of a convolution of one image, NCHW, without bias: the reference oracle's
+ * loop order (kernels/cpu/conv2d.c) with double accumulators, by blocks of output rows
+ * that stay in the L1 cache while every input channel and tap is added in. */
 static void
 conv64 (const gpunet_conv2d_params *p, const double *in, double *out)
 {
   const int k = p->kernel, s = p->stride, pad = p->pad;
   const int cin_g = p->cin / p->groups, cout_g = p->cout / p->groups;
   const long ip = (long) p->ih * p->iw, op = (long) p->oh * p->ow;
+  const int rows = p->ow >= 1024 ? 1 : 1024 / p->ow;   /* 8 KB of outputs per block */
+  const int nrb = (p->oh + rows - 1) / rows;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic)
 #endif
-  for (int oc = 0; oc < p->cout; oc++) {
+  for (long job = 0; job < (long) p->cout * nrb; job++) {
+    const int oc = (int) (job / nrb), y0 = (int) (job % nrb) * rows;
+    const int y1 = y0 + rows < p->oh ? y0 + rows : p->oh;
     const int g = oc / cout_g;
     double *o = out + oc * op;
-    memset (o, 0, sizeof (double) * (size_t) op);
+    memset (o + (long) y0 * p->ow, 0, sizeof (double) * (size_t) (y1 - y0) * p->ow);
     for (int ic = 0; ic < cin_g; ic++) {
       const double *x = in + (long) (g * cin_g + ic) * ip;
       const float *w = p->weight + ((long) oc * cin_g + ic) * k * k;
       if (k == 1 && s == 1 && pad == 0) {
         const double wv = w[0];
-        for (long i = 0; i < op; i++)
+        for (long i = (long) y0 * p->ow; i < (long) y1 * p->ow; i++)
           o[i] += wv * x[i];
         continue;
       }
@@ -72,7 +76,7 @@ conv64 (const gpunet_conv2d_params *p, const double *in, double *out)
             lo++;
           while (hi > lo && (hi - 1) * s + kx - pad >= p->iw)
             hi--;
-          for (int oy = 0; oy < p->oh; oy++) {
+          for (int oy = y0; oy < y1; oy++) {
             const int iy = oy * s + ky - pad;
             if (iy < 0 || iy >= p->ih)
               continue;
@@ -324,12 +328,12 @@ winograd_shape (const gpunet_graph *g, const gpunet_op *op)
   return (p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2);
 }
 
-/* Our Winograd kernels where the plan should put them: none in the first stage, on the
- * tensors of the network's largest size (the stem's output), where their rounding reaches
- * the logits most (wino_first_stage in backend_onednn.c); F(4x4, 3x3) on every later 3x3
- * stride-1 and 5x5 stride-2 layer; F(4x4, 2x2) or oneDNN's direct kernel on the later 3x3
- * stride-2 ones (with AVX2 the latter where the transformed weights are large).  Returns
- * how many ops run ours. */
+/* Our Winograd kernels where the plan should put them: not on the stride-1 layers of the
+ * first stage, on the tensors of the network's largest size (the stem's output), where
+ * their rounding reaches the logits most (wino_first_stage in backend_onednn.c);
+ * F(4x4, 3x3) on every other 3x3 stride-1 and 5x5 stride-2 layer; F(4x4, 2x2) or oneDNN's
+ * direct kernel on the 3x3 stride-2 ones (with AVX2 the latter where the transformed
+ * weights are large).  Returns how many ops run ours. */
 static int
 check_winograd (const char *name, const gpunet_graph *g, void *sf)
 {
@@ -343,7 +347,7 @@ check_winograd (const char *name, const gpunet_graph *g, void *sf)
       continue;
     const gpunet_conv2d_params *p = &g->ops[i].p.conv2d;
     const int s2 = p->kernel == 3 && p->stride == 2;
-    const int first_stage = (long) p->ih * p->iw >= first;
+    const int first_stage = p->stride == 1 && (long) p->ih * p->iw >= first;
     const int tile = gpunet_onednn_wino_tile (sf, i);
     n_shapes++;
     n_wino += tile > 0;

@@ -628,16 +628,18 @@ out:
  * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
 #define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
 
-/* The convolutions of the first stage, those reading a tensor of the network's largest
- * activation size (the stem's output in every GPUNet), run on oneDNN's direct kernel and
- * not on our Winograd: float32 rounding there reaches the logits most.  With measured
- * BatchNorm statistics (tests/test_exact.c, as tools/compare_pytorch.py gives them) and
- * a float64 forward as the reference, Winograd on GPUNet-D2's two 48->48 stage-1 layers
- * alone costs 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with F(6x6, 3x3),
- * against 1.2e-5 with them direct (the bound is 5e-5); on GPUNet-P1 2.4e-5 and 5.4e-5
- * against 0.7e-5.  Our Winograd on every later layer adds little (largest of the seven
- * models 1.5e-5 with F(4x4, 3x3)).  Sets s->wino_min_hw: the input size (h x w) from
- * which a convolution is first-stage. */
+/* The stride-1 convolutions of the first stage, those reading a tensor of the network's
+ * largest activation size (the stem's output in every GPUNet), run on oneDNN's direct
+ * kernel and not on our Winograd: its rounding there reaches the logits most.  With
+ * measured BatchNorm statistics (tests/test_exact.c, as tools/compare_pytorch.py gives
+ * them) and a float64 forward as the reference, Winograd on GPUNet-D2's two 48->48
+ * stage-1 layers costs 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with
+ * F(6x6, 3x3), against 1.2e-5 with them direct (the bound is 5e-5); on the whole of
+ * GPUNet-P1 2.4e-5 and 5.4e-5 against 1.5e-5.  Our Winograd on the first stage's strided
+ * layers (GPUNet-2's and P1's 5x5 stride-2 ones, the largest convolutions of those
+ * networks) and on every later layer adds little: at most 1.6e-5 over the seven models
+ * with F(4x4, 3x3).  Sets s->wino_min_hw: the input size (h x w) from which a
+ * convolution is first-stage. */
 static void
 wino_first_stage (fast_state *s)
 {
@@ -682,8 +684,9 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
     if (!forced && s->blk == 8 && u_bytes > WINO_S2_MAX_U_BYTES)
       return 0;
   }
-  /* the first stage stays on oneDNN (wino_first_stage), unless ours are forced */
-  if (!(w && !strcmp (w, "own")) && (long) p->ih * p->iw >= s->wino_min_hw)
+  /* the first stage's stride-1 layers stay on oneDNN (wino_first_stage), unless ours are
+   * forced */
+  if (!(w && !strcmp (w, "own")) && p->stride == 1 && (long) p->ih * p->iw >= s->wino_min_hw)
     return 0;
   return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
