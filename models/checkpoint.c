@@ -17,6 +17,7 @@
 #include "error.h"
 #include "pickle.h"
 #include "safetensors.h"
+#include "shape.h"
 #include "zipread.h"
 
 struct gpunet_checkpoint {
@@ -263,14 +264,10 @@ load_tensor (gpunet_checkpoint *ck, const gpunet_zip *zip, const char *prefix, c
       return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
           "tensor '%s' has a negative size or stride", name);
     out.shape[k] = shape[k];
-    if (shape[k] == 0)
-      numel = 0;
-    else if (numel && numel > INT64_MAX / 16 / shape[k])
-      return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
-          "tensor '%s' has an impossibly large shape %s", name, shape_text);
-    else
-      numel *= shape[k];
   }
+  if (!gpunet_shape_check (shape, t->ndim, &numel))
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
+        "tensor '%s' has an impossibly large shape %s", name, shape_text);
   if (offset < 0)
     return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
         "tensor '%s' has a negative storage offset", name);

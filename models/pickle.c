@@ -181,7 +181,8 @@ top (parser *p)
   return p->stack[p->sp - 1];
 }
 
-/* Removes everything above the last MARK; *items points at it (valid until the next push). */
+/* Removes everything above the last MARK; *items points at it (valid until the next push),
+ * NULL when the stack was never used (n is then 0: "(t" is an empty tuple). */
 static int
 pop_mark (parser *p, value ***items, size_t *n)
 {
@@ -190,7 +191,7 @@ pop_mark (parser *p, value ***items, size_t *n)
     return 0;
   }
   size_t k = p->marks[--p->n_marks];
-  *items = p->stack + k;
+  *items = p->stack ? p->stack + k : NULL;   /* no pointer arithmetic on NULL */
   *n = p->sp - k;
   p->sp = k;
   return 1;
@@ -520,7 +521,8 @@ make_tuple (parser *p, value **items, size_t n)
   if (!t)
     return 0;
   value *copy[3];
-  if (n <= 3) {   /* items may point into the stack, which push can move */
+  if (n && n <= 3) {   /* items may point into the stack, which push can move (and may be
+                        * NULL when n is 0: no memcpy from it) */
     memcpy (copy, items, n * sizeof *items);
     items = copy;
   }

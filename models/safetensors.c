@@ -11,6 +11,7 @@
 #include "error.h"
 #include "json.h"
 #include "safetensors.h"
+#include "shape.h"
 
 #define MAX_HEADER ((uint64_t) 100 << 20)
 
@@ -112,17 +113,16 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
       break;
     }
     t.ndim = (int) shape->n;
-    uint64_t numel = 1, b = 0, e2 = 0;
+    uint64_t b = 0, e2 = 0;
+    int64_t snumel = 0;
     int bad = 0;
-    for (size_t k = 0; k < shape->n; k++) {
+    for (size_t k = 0; k < shape->n && !bad; k++) {
       uint64_t dim;
-      if (!json_uint (&shape->items[k], &dim) || (dim && numel > (UINT64_MAX >> 4) / dim)) {
-        bad = 1;
-        break;
-      }
-      numel *= dim;
-      t.shape[k] = (int64_t) dim;
+      bad = !json_uint (&shape->items[k], &dim) || dim > (uint64_t) INT64_MAX;
+      t.shape[k] = bad ? 0 : (int64_t) dim;
     }
+    bad = bad || !gpunet_shape_check (t.shape, t.ndim, &snumel);
+    const uint64_t numel = (uint64_t) snumel;
     if (bad) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
           "tensor '%s' has an invalid shape in the safetensors header", name);
@@ -244,13 +244,8 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
     const gpunet_tensor *t = &tensors[i];
     int ok = t->name && (int) t->dtype >= 0 && (int) t->dtype < N_DTYPES && t->ndim >= 0
         && t->ndim <= GPUNET_MAX_DIMS;
-    int64_t numel = 1;
-    for (int k = 0; ok && k < t->ndim; k++) {
-      if (t->shape[k] < 0 || (t->shape[k] && numel > INT64_MAX / 16 / t->shape[k]))
-        ok = 0;
-      else
-        numel *= t->shape[k];
-    }
+    int64_t numel = 0;
+    ok = ok && gpunet_shape_check (t->shape, t->ndim, &numel);
     if (!ok || numel != t->numel || t->nbytes != (size_t) numel * gpunet_dtype_size (t->dtype)
         || (t->nbytes && !t->data))
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "gpunet.h"
@@ -237,10 +238,17 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   return worst;
 }
 
+/* Set while the op tests run in a channel block this CPU has no vector kernels for (nChw16c
+ * without AVX-512): oneDNN's generic kernels and our plain blocked loops, 10-50x slower;
+ * the batches are tested in the CPU's own block. */
+static int batch1_only;
+
 static void
 compare_batches (const char *what, const gpunet_graph *g)
 {
   compare (what, g, 1, 1, 1);
+  if (batch1_only)
+    return;
   compare (what, g, 3, 3, 1);
   compare (what, g, 3, 2, 0);   /* a batch size planned lazily */
 }
@@ -278,7 +286,7 @@ test_conv2d (void)
  * GPUNET_CPU_WINOGRAD=own: channel counts that are not multiples of 16 or 64 (every GEMM
  * width 1..4 vectors), sizes that are not multiples of 4 or 6, 1x1 and 2x2 images, more
  * tiles than one block holds, every activation, residuals added in place and copied;
- * run with the tile chosen by shape, then with F(4x4, 3x3) and F(6x6, 3x3) forced
+ * run with F(4x4, 3x3) (the default) and F(6x6, 3x3) forced
  * (GPUNET_CPU_WINOGRAD_TILE). */
 static void
 test_own_winograd_tile (void)
@@ -325,6 +333,8 @@ test_own_winograd_tile (void)
   };
   for (int forced = 0; forced <= 1; forced++)
     for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++) {
+      if (s2[i].k == 3 && tv && !strcmp (tv, "6"))
+        continue;   /* F(4x4, 2x2) whatever the tile: run once, with tile 4 */
       if (!forced)
         unsetenv ("GPUNET_CPU_WINOGRAD");
       test_graph tg;
@@ -542,18 +552,21 @@ test_wino_chain_graphs (void)
       tg_conv (&tg, b, 16, 3, 1, 1, GPUNET_EPI_RELU, -1);
     char what[64];
     snprintf (what, sizeof what, "winograd chain graph %d", v);
+    /* ours although the whole graph is at its first stage's size (wino_first_stage) */
+    setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
     const int got = chained_ops (&tg.g);
     CHECK_MSG (got == want[v], "%s: %d ops chained, expected %d", what, got, want[v]);
     compare (what, &tg.g, 1, 1, 0);
     compare (what, &tg.g, 3, 3, 0);
     compare (what, &tg.g, 3, 2, 0);
+    unsetenv ("GPUNET_CPU_WINOGRAD");
   }
 }
 
 static void
 test_own_winograd (void)
 {
-  static const char *tiles[] = { NULL, "4", "6" };
+  static const char *tiles[] = { "4", "6" };   /* the default (0) is 4: the same path */
   for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
     if (tiles[i])
       setenv ("GPUNET_CPU_WINOGRAD_TILE", tiles[i], 1);
@@ -1146,15 +1159,23 @@ test_models (void)
       setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
       compare_batches (what, gpunet_model_graph (m));
       unsetenv ("GPUNET_CPU_WINOGRAD");
-      /* every 1x1 convolution whose shape allows it through one level of Strassen */
+      /* every 1x1 convolution whose shape allows it through one level of Strassen (our
+       * 1x1 kernels need AVX-512: elsewhere the same plan as the first) */
       snprintf (what, sizeof what, "%s (Strassen 1x1 everywhere)", fixtures[i]);
       setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
-      compare_batches (what, gpunet_model_graph (m));
+      if (gpunet_pw_available (16))
+        compare_batches (what, gpunet_model_graph (m));
       unsetenv ("GPUNET_CPU_PW_STRASSEN");
       gpunet_model_unref (m);
     }
   }
-  /* real GPUNets; the reference backend takes a few seconds each */
+}
+
+/* Real GPUNets, every block traced against the reference backend (a few seconds each
+ * there; in the 'slow' suite, beside test_exact's float64 check of all seven). */
+static void
+test_full_models (void)
+{
   const char *names[] = { "gpunet-0", "gpunet-p0" };
   for (int i = 0; i < 2; i++) {
     gpunet_model *m = NULL;
@@ -1171,11 +1192,12 @@ test_models (void)
 }
 
 /* Fast-path logits of g for n images `input`, planned under env=value (NULL: unset) and
- * env2=value2 (env2 NULL: none); *flushed: gpunet_onednn_flushed_inputs of the plan,
- * *twins (unless NULL) gpunet_onednn_far_twins.  NULL on failure. */
+ * env2=value2 (env2 NULL: none); *counted: count (the plan's state), what the plan chose
+ * (how many ops evict their input, have twins, run our Winograd ...).  NULL on failure. */
 static float *
 fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *env,
-    const char *value, const char *env2, const char *value2, int *flushed, int *twins)
+    const char *value, const char *env2, const char *value2, int (*count) (const void *),
+    int *counted)
 {
   const size_t out_len = (size_t) n * g->tensors[g->output].c;
   float *out = calloc (out_len, sizeof (float));
@@ -1194,9 +1216,7 @@ fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *
     st = gpunet_backend_cpu_fast.forward (sf, input, n, out, NULL, NULL, &err);
   CHECK_MSG (st == GPUNET_OK, "fast logits under %s=%s: %s", env, value ? value : "(unset)",
       err ? err : "");
-  *flushed = st == GPUNET_OK ? gpunet_onednn_flushed_inputs (sf) : -1;
-  if (twins)
-    *twins = st == GPUNET_OK ? gpunet_onednn_far_twins (sf) : -1;
+  *counted = st == GPUNET_OK ? count (sf) : -1;
   if (sf)
     gpunet_backend_cpu_fast.destroy (sf);
   free (err);
@@ -1209,12 +1229,12 @@ fast_logits_with (const gpunet_graph *g, const float *input, int n, const char *
 
 /* The logits of fixture `name` (random weights from seed) under three settings k of env
  * and env2 (vals[k], vals2[k]; NULL leaves a variable unset), which must agree bit for bit
- * (what[k]: setting k in the message, k = 1, 2); counts[k]: the plan's ops evicting their
- * input, or with twins its far-state twins (-1: no plan). */
+ * (what[k]: setting k in the message, k = 1, 2); counts[k]: count on plan k (-1: no
+ * plan). */
 static void
 same_bits_3 (const char *name, uint64_t seed, const char *env, const char *const vals[3],
-    const char *env2, const char *const vals2[3], const char *const what[3], int twins,
-    int counts[3])
+    const char *env2, const char *const vals2[3], const char *const what[3],
+    int (*count) (const void *), int counts[3])
 {
   counts[0] = counts[1] = counts[2] = -1;
   gpunet_model *m = random_fixture (name, seed);
@@ -1225,13 +1245,9 @@ same_bits_3 (const char *name, uint64_t seed, const char *env, const char *const
   const gpunet_tensor_desc *ti = &g->tensors[g->input];
   const float *x = rand_floats ((size_t) 2 * ti->c * ti->h * ti->w, 1.0f);
   float *logits[3];
-  for (int k = 0; k < 3; k++) {
-    int flushed;
+  for (int k = 0; k < 3; k++)
     logits[k] = fast_logits_with (g, x, 2, env, vals[k], env2, vals2 ? vals2[k] : NULL,
-        &flushed, twins ? &counts[k] : NULL);
-    if (!twins)
-      counts[k] = flushed;
-  }
+        count, &counts[k]);
   for (int k = 1; k < 3; k++)
     if (logits[0] && logits[k])
       CHECK_MSG (!memcmp (logits[0], logits[k], sizeof (float) * len), "%s: logits differ "
@@ -1246,13 +1262,18 @@ same_bits_3 (const char *name, uint64_t seed, const char *env, const char *const
 static void
 test_flush_inputs (void)
 {
+  if (!gpunet_pw_available (16)) {
+    printf ("# flush_inputs: this CPU has no AVX-512 (none of our 1x1 ops), skipped\n");
+    return;
+  }
   const char *fixtures[] = { "tiny-a", "tiny-d" };
   static const char *const vals[3] = { "0", "1", NULL };
   static const char *const what[3] = { "", "the inputs evicted", "the probe deciding" };
   setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);   /* Strassen 1x1 ops read all their input */
   for (int i = 0; i < 2; i++) {
     int f[3];
-    same_bits_3 (fixtures[i], 11 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, NULL, NULL, what, 0, f);
+    same_bits_3 (fixtures[i], 11 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, NULL, NULL, what,
+        gpunet_onednn_flushed_inputs, f);
     CHECK_MSG (f[0] == 0 && f[1] > 0 && f[2] == f[1], "%s: ops evicting their input: "
         "%d off, %d on, %d by the probe", fixtures[i], f[0], f[1], f[2]);
   }
@@ -1260,33 +1281,49 @@ test_flush_inputs (void)
 }
 
 /* The Winograd outputs written with streaming stores (GPUNET_CPU_STREAM_OUT=1), without
- * them (0), or as the tuner chooses (unset) change no bit of the logits. */
+ * them (0), or as the tuner chooses (unset) change no bit of the logits; every plan runs
+ * our Winograd (else nothing is streamed and the test proves nothing). */
 static void
 test_stream_out (void)
 {
+  if (!gpunet_wino_available (16) && !gpunet_wino_available (8)) {
+    printf ("# stream_out: this CPU runs none of our Winograd kernels, skipped\n");
+    return;
+  }
   const char *fixtures[] = { "tiny-a", "tiny-dl" };
   static const char *const vals[3] = { "0", "1", NULL };
   static const char *const what[3] = { "", "streaming stores", "the tuner choosing" };
   setenv ("GPUNET_CPU_WINOGRAD", "own", 1);   /* ours at the fixtures' small sizes too */
   for (int i = 0; i < 2; i++) {
     int c[3];
-    same_bits_3 (fixtures[i], 31 + i, "GPUNET_CPU_STREAM_OUT", vals, NULL, NULL, what, 0, c);
+    same_bits_3 (fixtures[i], 31 + i, "GPUNET_CPU_STREAM_OUT", vals, NULL, NULL, what,
+        gpunet_onednn_wino_ops, c);
+    CHECK_MSG (c[0] > 0 && c[1] == c[0] && c[2] == c[0], "%s: ops on our Winograd: %d, %d, "
+        "%d, expected the same number > 0", fixtures[i], c[0], c[1], c[2]);
   }
   unsetenv ("GPUNET_CPU_WINOGRAD");
 }
 
 /* Strassen's input sums kept cached (GPUNET_CPU_PW_SUMS=cached), streamed and evicted
- * (stream), or as the tuner chooses (unset) change no bit of the logits. */
+ * (stream), or as the tuner chooses (unset) change no bit of the logits; every plan runs
+ * Strassen 1x1 ops (AVX-512 only). */
 static void
 test_pw_sums (void)
 {
+  if (!gpunet_pw_available (16)) {
+    printf ("# pw_sums: this CPU has no AVX-512 (no Strassen 1x1 ops), skipped\n");
+    return;
+  }
   const char *fixtures[] = { "tiny-a", "tiny-d" };
   static const char *const vals[3] = { "stream", "cached", NULL };
   static const char *const what[3] = { "", "cached Strassen sums", "the tuner choosing" };
   setenv ("GPUNET_CPU_PW_STRASSEN", "1", 1);
   for (int i = 0; i < 2; i++) {
     int c[3];
-    same_bits_3 (fixtures[i], 41 + i, "GPUNET_CPU_PW_SUMS", vals, NULL, NULL, what, 0, c);
+    same_bits_3 (fixtures[i], 41 + i, "GPUNET_CPU_PW_SUMS", vals, NULL, NULL, what,
+        gpunet_onednn_strassen_ops, c);
+    CHECK_MSG (c[0] > 0 && c[1] == c[0] && c[2] == c[0], "%s: Strassen 1x1 ops: %d, %d, %d, "
+        "expected the same number > 0", fixtures[i], c[0], c[1], c[2]);
   }
   unsetenv ("GPUNET_CPU_PW_STRASSEN");
 }
@@ -1322,7 +1359,8 @@ test_tuner_far (int far)
     }
     CHECK_MSG (st == GPUNET_OK && same, "tuner: %s", st != GPUNET_OK ? err
         : "the logits changed between passes");
-    for (int k = 0; k < 2; k++) {
+    /* knob 1 acts on Strassen 1x1 ops, which need AVX-512 */
+    for (int k = 0; k < (gpunet_pw_available (16) ? 2 : 1); k++) {
       const long n0 = gpunet_onednn_tuned_passes (sf, k, 0);
       const long n1 = gpunet_onednn_tuned_passes (sf, k, 1);
       if (far && k == 1)
@@ -1357,13 +1395,16 @@ test_far_twins (void)
   /* far forced without twins, far forced with them, the probe deciding */
   static const char *const vals[3] = { "1", "1", NULL }, *const vals2[3] = { "0", NULL, NULL };
   static const char *const what[3] = { "", "the far-state twins", "the probe deciding" };
+  /* our Winograd at the fixtures' first stage too (tiny-d's twins are Winograd ones) */
+  setenv ("GPUNET_CPU_WINOGRAD", "own", 1);
   for (int i = 0; i < 3; i++) {
     int t[3];
     same_bits_3 (fixtures[i], 21 + i, "GPUNET_CPU_FLUSH_INPUTS", vals, "GPUNET_CPU_FAR_TWINS",
-        vals2, what, 1, t);
+        vals2, what, gpunet_onednn_far_twins, t);
     CHECK_MSG (t[0] == 0 && t[1] > 0 && t[2] == t[1], "%s: far-state twins: %d "
         "without, %d forced, %d by the probe", fixtures[i], t[0], t[1], t[2]);
   }
+  unsetenv ("GPUNET_CPU_WINOGRAD");
 }
 
 /* The golden fixtures' NVIDIA PyTorch logits, through the fast backend. */
@@ -1432,49 +1473,90 @@ test_bad_batch (void)
   free (err);
 }
 
-int
-main (void)
+static int n_only;
+static char **only;
+
+/* Runs test `name` (fn) unless names were given on the command line without it (or, for
+ * an opt-in test, unless it was named); prints its wall time. */
+static void
+run_if (const char *name, void (*fn) (void), int opt_in)
 {
+  int wanted = n_only == 0 && !opt_in;
+  for (int i = 0; i < n_only && !wanted; i++)
+    wanted = !strcmp (only[i], name);
+  if (!wanted)
+    return;
+  struct timespec t0, t1;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  fn ();
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  printf ("# %s: %.2f s\n", name, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+}
+
+static void
+run (const char *name, void (*fn) (void))
+{
+  run_if (name, fn, 0);
+}
+
+static int cur_blk;
+static void random_networks (void) { for (unsigned seed = 1; seed <= 3; seed++) test_random_network (seed); }
+static void wino_chain_direct (void) { test_wino_chain_direct (cur_blk); }
+static void se_direct (void) { test_se_direct (cur_blk); }
+static void dw_row_split (void) { test_dw_row_split (cur_blk); }
+static void weight_copies (void) { test_weight_copies (cur_blk); }
+static void linear_direct (void) { test_linear_direct (cur_blk); }
+
+/* Arguments: the names of the tests to run (as printed); without, all but full_models. */
+int
+main (int argc, char **argv)
+{
+  n_only = argc - 1;
+  only = argv + 1;
   /* the op tests in both channel blocks of the fast path (16: nChw16c, AVX-512's; 8:
    * nChw8c, AVX2's), whichever this CPU picks by default; the rest in the default one */
   const char *blocks[] = { "16", "8" };
   for (int i = 0; i < 2; i++) {
     setenv ("GPUNET_CPU_BLOCK", blocks[i], 1);
-    printf ("# op tests with GPUNET_CPU_BLOCK=%s\n", blocks[i]);
-    test_conv2d ();
-    test_dwconv2d ();
-    test_residual ();
-    test_se ();
-    test_pool_linear ();
-    for (unsigned seed = 1; seed <= 3; seed++)
-      test_random_network (seed);
+    cur_blk = atoi (blocks[i]);
+    batch1_only = !gpunet_wino_available (cur_blk);
+    printf ("# op tests with GPUNET_CPU_BLOCK=%s%s\n", blocks[i],
+        batch1_only ? " (no vector kernels for it on this CPU: batch 1 only)" : "");
+    run ("conv2d", test_conv2d);
+    run ("dwconv2d", test_dwconv2d);
+    run ("residual", test_residual);
+    run ("se", test_se);
+    run ("pool_linear", test_pool_linear);
+    run ("random_network", random_networks);
     /* ours in both too: AVX-512 kernels on nChw16c, AVX2 ones on nChw8c */
-    if (gpunet_wino_available (atoi (blocks[i]))) {
-      test_own_winograd ();
-      test_wino_chain_direct (atoi (blocks[i]));
-      test_wino_chain_graphs ();
-      test_se_direct (atoi (blocks[i]));
-      test_dw_row_split (atoi (blocks[i]));
-      test_weight_copies (atoi (blocks[i]));
-      test_linear_direct (atoi (blocks[i]));
+    if (gpunet_wino_available (cur_blk)) {
+      run ("own_winograd", test_own_winograd);
+      run ("wino_chain_direct", wino_chain_direct);
+      run ("wino_chain_graphs", test_wino_chain_graphs);
+      run ("se_direct", se_direct);
+      run ("dw_row_split", dw_row_split);
+      run ("weight_copies", weight_copies);
+      run ("linear_direct", linear_direct);
     }
     else
       printf ("# own Winograd kernels for block %s: this CPU cannot run them, skipped\n",
           blocks[i]);
   }
   unsetenv ("GPUNET_CPU_BLOCK");
+  batch1_only = 0;
   if (gpunet_pw_available (16))
-    test_pw_direct ();
+    run ("pw_direct", test_pw_direct);
   else
     printf ("# own 1x1 convolution: this CPU has no AVX-512, skipped\n");
-  test_bad_batch ();
-  test_golden ();
-  test_models ();
-  test_flush_inputs ();
-  test_far_twins ();
-  test_stream_out ();
-  test_pw_sums ();
-  test_tuner ();
+  run ("bad_batch", test_bad_batch);
+  run ("golden", test_golden);
+  run ("models", test_models);
+  run_if ("full_models", test_full_models, 1);   /* opt-in: the 'slow' suite runs it */
+  run ("flush_inputs", test_flush_inputs);
+  run ("far_twins", test_far_twins);
+  run ("stream_out", test_stream_out);
+  run ("pw_sums", test_pw_sums);
+  run ("tuner", test_tuner);
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();

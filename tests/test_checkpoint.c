@@ -162,6 +162,19 @@ pk_int (buf *b, int32_t v)
   b_le (b, (uint32_t) v, 4);
 }
 
+/* v as BININT when it fits in 32 bits, else LONG1 with 8 bytes */
+static void
+pk_i64 (buf *b, int64_t v)
+{
+  if (v >= INT32_MIN && v <= INT32_MAX) {
+    pk_int (b, (int32_t) v);
+    return;
+  }
+  b_u8 (b, 0x8a);
+  b_u8 (b, 8);
+  b_le (b, (uint64_t) v, 8);
+}
+
 static void
 pk_global (buf *b, const char *mod, const char *name)
 {
@@ -174,8 +187,8 @@ pk_global (buf *b, const char *mod, const char *name)
 
 /* torch._utils._rebuild_tensor_v2 (('storage', torch.<cls>, key, 'cpu', numel), ...). */
 static void
-pk_tensor (buf *b, const char *cls, const char *key, int numel, int offset, int ndim,
-    const int *shape, const int *stride)
+pk_tensor64 (buf *b, const char *cls, const char *key, int numel, int offset, int ndim,
+    const int64_t *shape, const int64_t *stride)
 {
   pk_global (b, "torch._utils", "_rebuild_tensor_v2");
   b_u8 (b, '(');
@@ -190,11 +203,11 @@ pk_tensor (buf *b, const char *cls, const char *key, int numel, int offset, int 
   pk_int (b, offset);
   b_u8 (b, '(');
   for (int k = 0; k < ndim; k++)
-    pk_int (b, shape[k]);
+    pk_i64 (b, shape[k]);
   b_u8 (b, 't');
   b_u8 (b, '(');
   for (int k = 0; k < ndim; k++)
-    pk_int (b, stride[k]);
+    pk_i64 (b, stride[k]);
   b_u8 (b, 't');
   b_u8 (b, 0x89);
   pk_global (b, "collections", "OrderedDict");
@@ -202,6 +215,16 @@ pk_tensor (buf *b, const char *cls, const char *key, int numel, int offset, int 
   b_u8 (b, 'R');
   b_u8 (b, 't');
   b_u8 (b, 'R');
+}
+
+static void
+pk_tensor (buf *b, const char *cls, const char *key, int numel, int offset, int ndim,
+    const int *shape, const int *stride)
+{
+  int64_t sh[8], st[8];
+  for (int k = 0; k < ndim && k < 8; k++)
+    sh[k] = shape[k], st[k] = stride[k];
+  pk_tensor64 (b, cls, key, numel, offset, ndim, sh, st);
 }
 
 /* Opens in-memory bytes, expecting an error whose text contains `needle` (if given). */
@@ -453,6 +476,22 @@ test_safetensors_roundtrip (void)
     free (err);
     err = NULL;
   }
+  /* the shape bound the .pth reader applies (models/shape.h): a zero size hides no huge
+   * ones, in the writer and in the reader */
+  gpunet_tensor z0 = { .name = "z", .dtype = GPUNET_DTYPE_F32, .ndim = 3,
+    .shape = { 0, (int64_t) 1 << 50, (int64_t) 1 << 50 }, .numel = 0, .nbytes = 0 };
+  CHECK (gpunet_safetensors_write (path, &z0, 1, &err) == GPUNET_ERR_INVALID_ARGUMENT);
+  CHECK_CONTAINS (err, "inconsistent dtype, shape");
+  free (err);
+  err = NULL;
+  static const char hz[] =
+      "{\"z\":{\"dtype\":\"F32\",\"shape\":[0,1125899906842624,1125899906842624],"
+      "\"data_offsets\":[0,0]}}";
+  buf sf = { 0 };
+  b_le (&sf, sizeof hz - 1, 8);
+  b_add (&sf, hz, sizeof hz - 1);
+  EXPECT_ERROR (sf.p, sf.len, GPUNET_ERR_FORMAT, "tensor 'z' has an invalid shape");
+  free (sf.p);
   CHECK (gpunet_safetensors_write ("/nonexistent-dir/x.safetensors", ts, 1, &err) == GPUNET_ERR_IO);
   CHECK_CONTAINS (err, "/nonexistent-dir/x.safetensors");
   free (err);
@@ -633,6 +672,28 @@ test_crafted_ok (void)
 }
 
 /* An archive whose pickle holds {'state_dict': {'w': <tensor>}}. */
+/* An archive whose state dict holds one tensor 'w' (64-bit shape and strides). */
+static uint8_t *
+one_tensor_ckpt64 (int numel, int ndim, const int64_t *shape, const int64_t *stride,
+    const void *storage, size_t storage_size, size_t *size)
+{
+  buf p = { 0 };
+  b_u8 (&p, 0x80);
+  b_u8 (&p, 2);
+  b_u8 (&p, '}');
+  pk_str (&p, "state_dict");
+  b_u8 (&p, '}');
+  pk_str (&p, "w");
+  pk_tensor64 (&p, "FloatStorage", "0", numel, 0, ndim, shape, stride);
+  b_u8 (&p, 's');
+  b_u8 (&p, 's');
+  b_u8 (&p, '.');
+  zentry e[2] = { { "x/data.pkl", p.p, p.len, 0 }, { "x/data/0", storage, storage_size, 0 } };
+  uint8_t *z = make_zip (e, 2, 0, 0, NULL, size);
+  free (p.p);
+  return z;
+}
+
 static uint8_t *
 one_tensor_ckpt (const char *cls, int numel, int offset, int ndim, const int *shape,
     const int *stride, const void *storage, size_t storage_size, int pkl_method,
@@ -692,6 +753,27 @@ test_crafted_errors (void)
   free (z);
   z = one_tensor_ckpt ("FloatStorage", 8, 0, 1, sh4, st1, s, sizeof s, 0, 8, &size);
   EXPECT_ERROR (z, size, GPUNET_ERR_FORMAT, "entry 'x/data/0' is compressed (deflate)");
+  free (z);
+  /* a zero size does not hide huge other sizes from the shape bound (models/shape.h,
+   * shared with the safetensors reader and writer) */
+  const int64_t huge[4] = { 0, (int64_t) 1 << 62, (int64_t) 1 << 62, (int64_t) 1 << 62 };
+  const int64_t hstride[4] = { 1, 1, 1, 1 };
+  z = one_tensor_ckpt64 (8, 4, huge, hstride, s, sizeof s, &size);
+  EXPECT_ERROR (z, size, GPUNET_ERR_FORMAT, "tensor 'w' has an impossibly large shape 0x");
+  free (z);
+  /* ... while an empty tensor of a sane shape loads, with no elements */
+  const int64_t empty[2] = { 0, 4 }, estride[2] = { 4, 1 };
+  z = one_tensor_ckpt64 (8, 2, empty, estride, s, sizeof s, &size);
+  {
+    gpunet_checkpoint *ck0 = NULL;
+    char *err0 = NULL;
+    CHECK_MSG (gpunet_checkpoint_open_memory (z, size, "empty", &ck0, &err0) == GPUNET_OK,
+        "a 0x4 tensor: %s", err0 ? err0 : "");
+    const gpunet_tensor *w = ck0 ? gpunet_checkpoint_find (ck0, "w") : NULL;
+    CHECK (w && w->numel == 0 && w->nbytes == 0 && w->ndim == 2 && w->shape[1] == 4);
+    gpunet_checkpoint_free (ck0);
+    free (err0);
+  }
   free (z);
   /* a sane one loads */
   z = one_tensor_ckpt ("FloatStorage", 8, 4, 1, sh4, st1, s, sizeof s, 0, 0, &size);
@@ -769,6 +851,25 @@ test_hostile_pickles (void)
     b_add (&q, bad[i].bytes, bad[i].len);
     z = make_ckpt (&q, NULL, NULL, 0, 0, 0, &size);
     EXPECT_ERROR (z, size, GPUNET_ERR_FORMAT, bad[i].needle);
+    free (z);
+    free (q.p);
+  }
+  /* MARK then a collection on a stack never used: empty collections (an empty tuple, as
+   * Python builds), no arithmetic on the stack's NULL pointer nor memcpy from it (UBSan) */
+  static const struct { const char *bytes; size_t len; const char *needle; } empty[] = {
+    { "\x80\x02(t.", 5, "holds a tuple" },
+    { "(t.", 3, "holds a tuple" },
+    { "\x80\x02(l.", 5, "holds a list" },
+    { "\x80\x02(d.", 5, "holds an empty dict" },
+    { "\x80\x02(1N.", 6, "holds None" },
+    { "\x80\x02(\x91.", 5, "no state dict found" },
+    { "\x80\x02(tt.", 6, "MARK missing" },
+  };
+  for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+    buf q = { 0 };
+    b_add (&q, empty[i].bytes, empty[i].len);
+    z = make_ckpt (&q, NULL, NULL, 0, 0, 0, &size);
+    EXPECT_ERROR (z, size, GPUNET_ERR_FORMAT, empty[i].needle);
     free (z);
     free (q.p);
   }

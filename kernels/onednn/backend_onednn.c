@@ -123,6 +123,8 @@ typedef struct {
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
   int chain_rows;              /* the chains by bands of tile rows, not columns */
+  long wino_min_hw;            /* input h x w from which a convolution is first-stage and
+                                * not ours (wino_first_stage) */
   /* TUNE_STREAM: whether our Winograd ops write their outputs with streaming stores
    * (gpunet_wino_set_stream; forced by GPUNET_CPU_STREAM_OUT); TUNE_SUMS: whether the
    * Strassen 1x1 ops store their input sums cached and keep them (gpunet_pw_set_sums_cached;
@@ -626,6 +628,29 @@ out:
  * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
 #define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
 
+/* The stride-1 convolutions of the first stage, those reading a tensor of the network's
+ * largest activation size (the stem's output in every GPUNet), run on oneDNN's direct
+ * kernel and not on our Winograd: its rounding there reaches the logits most.  With
+ * measured BatchNorm statistics (tests/test_exact.c, as tools/compare_pytorch.py gives
+ * them) and a float64 forward as the reference, Winograd on GPUNet-D2's two 48->48
+ * stage-1 layers costs 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with
+ * F(6x6, 3x3), against 1.2e-5 with them direct (the bound is 5e-5); on the whole of
+ * GPUNet-P1 2.4e-5 and 5.4e-5 against 1.5e-5.  Our Winograd on the first stage's strided
+ * layers (GPUNet-2's and P1's 5x5 stride-2 ones, the largest convolutions of those
+ * networks) and on every later layer adds little: at most 1.6e-5 over the seven models
+ * with F(4x4, 3x3).  Sets s->wino_min_hw: the input size (h x w) from which a
+ * convolution is first-stage. */
+static void
+wino_first_stage (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  long hw = 0;
+  for (int t = 0; t < g->n_tensors; t++)
+    if (t != g->input && (long) g->tensors[t].h * g->tensors[t].w > hw)
+      hw = (long) g->tensors[t].h * g->tensors[t].w;
+  s->wino_min_hw = hw > 0 ? hw : 1;
+}
+
 /* Which convolutions run on our own Winograd kernels (winograd.h, AVX-512 on nChw16c or
  * AVX2 + FMA on nChw8c): every dense 3x3 stride-1 or stride-2 and 5x5 stride-2
  * convolution on a blocked input.  Measured in GPUNet-0/1/2 on this machine kind
@@ -659,6 +684,10 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
     if (!forced && s->blk == 8 && u_bytes > WINO_S2_MAX_U_BYTES)
       return 0;
   }
+  /* the first stage's stride-1 layers stay on oneDNN (wino_first_stage), unless ours are
+   * forced */
+  if (!(w && !strcmp (w, "own")) && p->stride == 1 && (long) p->ih * p->iw >= s->wino_min_hw)
+    return 0;
   return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
@@ -1188,7 +1217,9 @@ plan_winograd (fast_state *s, char **err)
 {
   const gpunet_graph *g = s->g;
   size_t need = 0;
-  /* GPUNET_CPU_WINOGRAD_TILE=4 or 6 forces F(4x4, 3x3) or F(6x6, 3x3) (tests, benchmarks) */
+  wino_first_stage (s);
+  /* GPUNET_CPU_WINOGRAD_TILE=4 or 6 forces F(4x4, 3x3) or F(6x6, 3x3) (tests, benchmarks);
+   * the default is F(4x4, 3x3) (gpunet_wino_new) */
   const char *tv = getenv ("GPUNET_CPU_WINOGRAD_TILE");
   const int tile = tv && (!strcmp (tv, "4") || !strcmp (tv, "6")) ? atoi (tv) : 0;
   for (int i = 0; i < g->n_ops; i++) {
@@ -1531,6 +1562,33 @@ gpunet_onednn_chained_ops (const void *state)
   int n = 0;
   for (int i = 0; i < s->g->n_ops; i++)
     n += s->chain[i];
+  return n;
+}
+
+int
+gpunet_onednn_wino_tile (const void *state, int op)
+{
+  const fast_state *s = state;
+  return op >= 0 && op < s->g->n_ops && s->wino[op] ? gpunet_wino_tile (s->wino[op]) : 0;
+}
+
+int
+gpunet_onednn_wino_ops (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += s->wino[i] != NULL;
+  return n;
+}
+
+int
+gpunet_onednn_strassen_ops (const void *state)
+{
+  const fast_state *s = state;
+  int n = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    n += s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
   return n;
 }
 

@@ -20,6 +20,17 @@ void gpunet_onednn_profile (void *state, double *op_seconds);
  * (gpunet_wino_run_chain), 0 when none do. */
 int gpunet_onednn_chained_ops (const void *state);
 
+/* Tests: the output tile of op `op`'s own Winograd convolution in the plan
+ * (gpunet_wino_tile: 4 or 6), 0 when another kernel runs it. */
+int gpunet_onednn_wino_tile (const void *state, int op);
+
+/* Tests: how many ops of the plan run our Winograd convolutions, 0 when none do. */
+int gpunet_onednn_wino_ops (const void *state);
+
+/* Tests: how many 1x1 convolutions of the plan run through one level of Strassen
+ * (gpunet_pw_is_strassen), 0 when none do. */
+int gpunet_onednn_strassen_ops (const void *state);
+
 /* Tests: how many ops evict their input after them where the cores are far apart
  * (plan_flush_inputs in backend_onednn.c), 0 when none do. */
 int gpunet_onednn_flushed_inputs (const void *state);

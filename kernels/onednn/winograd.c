@@ -138,6 +138,12 @@ gpunet_wino_thread_floats (const gpunet_wino *p)
   return per_thread_floats (p);
 }
 
+int
+gpunet_wino_tile (const gpunet_wino *p)
+{
+  return p->m;
+}
+
 void
 gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
 {
@@ -251,15 +257,13 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     return NULL;
   const int icp = stride == 1 ? cp : 4 * cp;
   const int r = k == 3 && stride == 2 ? 2 : 3;   /* the virtual kernel is r x r */
-  /* F(6x6, 3x3) needs 64 / 36 = 1.78 multiplies per output instead of 2.25 and fewer
-   * transform loads per output, for 64 / 36 times the transformed weights.  Since those are
-   * stored per block of output channels it measured faster than F(4x4, 3x3) on every 3x3
-   * stride-1 and 5x5 stride-2 layer of the seven models, with AVX2 (3-39%, Zen 3) and with
-   * AVX-512 (5-21%, Zen 4: GPUNet-2's 5x5 stride-2 layer 5.69 -> 4.59 ms, its 112->336 ones
-   * 2.09 -> 1.74; per-op minima over 3 alternating rounds; docs/performance.md).  Before
-   * that change it lost 25% on GPUNet-2's 112->336 layers, whose weights do not fit the L2,
-   * and AVX-512 kept F(4x4, 3x3) for those.  F(4x4, 2x2) stays for the 3x3 stride-2 kernels. */
-  const int m = r == 2 ? 4 : tile ? tile : 6;
+  /* F(4x4, 3x3) by default: F(6x6, 3x3) needs 64 / 36 = 1.78 multiplies per output
+   * instead of 2.25, but its points +-1/2 round about twice as much (with measured
+   * BatchNorm statistics and a float64 reference, tests/test_exact.c: GPUNet-2 3.8e-5 of
+   * the largest logit against 1.5e-5, GPUNet-D2 8.9e-5 against 5.3e-5, both with the
+   * first stage ours), and docs/performance.md measured the whole pass level (1.006).
+   * F(4x4, 2x2) stays for the 3x3 stride-2 kernels. */
+  const int m = r == 2 ? 4 : tile ? tile : 4;
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,

@@ -27,7 +27,8 @@ int gpunet_wino_available (int blk);
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
  * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
- * F(6x6, 3x3), 0 to choose (6); 3x3 stride-2 kernels always run F(4x4, 2x2).
+ * F(6x6, 3x3), 0 to choose (4: F(6x6, 3x3) rounds about twice as much); 3x3 stride-2
+ * kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
     int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
@@ -36,6 +37,9 @@ gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, i
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch): nt regions of the
  * per-thread size, or of the stride set by gpunet_wino_set_thread_stride if larger. */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
+
+/* The output tile p runs: 4 (F(4x4, 3x3), or F(4x4, 2x2) for 3x3 stride 2) or 6. */
+int gpunet_wino_tile (const gpunet_wino *p);
 
 /* Floats of scratch one thread uses (a multiple of 16). */
 size_t gpunet_wino_thread_floats (const gpunet_wino *p);
