@@ -99,6 +99,7 @@ main (int argc, char **argv)
       in_flight = 0, threads = 0;
   guint64 timeout = 0;
   gboolean no_share = FALSE, live = FALSE;
+  gint rate = 30;
   gchar *format = NULL, *model = NULL, *checkpoint = NULL, *backend = NULL;
   gchar **inputs = NULL;
   GOptionEntry entries[] = {
@@ -127,8 +128,10 @@ main (int argc, char **argv)
     {"no-share", 0, 0, G_OPTION_ARG_NONE, &no_share,
         "One engine per element (share-engine=false), for comparison", NULL},
     {"live", 0, 0, G_OPTION_ARG_NONE, &live,
-        "Synthetic sources at 30 frames/s on the clock (latency at camera rate)",
-        NULL},
+        "Synthetic sources at --fps frames/s on the clock (latency at camera "
+          "rate)", NULL},
+    {"fps", 0, 0, G_OPTION_ARG_INT, &rate,
+        "Frame rate of the synthetic sources (default 30)", "F"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
         "Video files or URIs (one stream each; default: synthetic)", NULL},
     {NULL}
@@ -154,9 +157,9 @@ main (int argc, char **argv)
   g_option_context_free (ctx);
   n = inputs ? (gint) g_strv_length (inputs) : streams;
   if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
-      || height < 1 || batch < 1 || batch > 64) {
+      || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000) {
     fprintf (stderr, "gpunet-streams: --checkpoint is required; --streams 1..256, "
-        "--frames, --width, --height >= 1, --batch-size 1..64\n");
+        "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000\n");
     return 2;
   }
   /* the build tree's plugin when run from it, else the installed one */
@@ -180,8 +183,9 @@ main (int argc, char **argv)
     } else {
       g_string_append_printf (desc, "videotestsrc num-buffers=%d pattern=%s "
           "is-live=%s ! video/x-raw,format=%s,width=%d,height=%d,"
-          "framerate=30/1 ! ", frames, patterns[i % G_N_ELEMENTS (patterns)],
-          live ? "true" : "false", format ? format : "NV12", width, height);
+          "framerate=%d/1 ! ", frames, patterns[i % G_N_ELEMENTS (patterns)],
+          live ? "true" : "false", format ? format : "NV12", width, height,
+          rate);
     }
     g_string_append_printf (desc, "gpunetclassify name=c%d model=\"%s\" "
         "checkpoint=\"%s\" backend=%s n-threads=%d", i,
