@@ -7,6 +7,7 @@
  * with 4 streams leak nothing (the leaks tracer). */
 #include <math.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include <glib/gstdio.h>
 
@@ -692,6 +693,85 @@ GST_START_TEST (test_non_finite)
 
 GST_END_TEST;
 
+/* First-hour points 3, 14 and 15: a labels path naming a FIFO fails the start
+ * at once with a sentence (it used to block forever); a READY-only property set
+ * while playing posts a WARNING the user sees; backend=auto falling back to the
+ * CPU says so in the INFO message's debug string too (what gst-launch prints). */
+GST_START_TEST (test_first_hour_element_points)
+{
+  gchar *json = data_path (TINY_A_JSON), *ckpt = data_path (TINY_A_CKPT);
+  gchar *dir = g_dir_make_tmp ("gpunet-fifo-XXXXXX", NULL);
+  gchar *fifo = g_build_filename (dir, "labels.fifo", NULL);
+  GstElement *el;
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+  gchar *debug = NULL;
+  GstHarness *h;
+
+  fail_unless (mkfifo (fifo, 0600) == 0);
+  el = gst_element_factory_make ("gpunetclassify", NULL);
+  g_object_set (el, "model", json, "checkpoint", ckpt, "labels", fifo, NULL);
+  gst_element_set_bus (el, bus);
+  fail_unless_equals_int (gst_element_set_state (el, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL);
+  gst_message_parse_error (msg, &err, NULL);
+  fail_unless (strstr (err->message, "not a regular file") != NULL, "%s",
+      err->message);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_state (el, GST_STATE_NULL);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (el);
+  g_unlink (fifo);
+  g_rmdir (dir);
+
+  {
+    gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" "
+        "checkpoint=\"%s\"", json, ckpt);
+
+    h = gst_harness_new_parse (desc);
+    g_free (desc);
+  }
+  el = gst_harness_find_element (h, "gpunetclassify");
+  gst_element_set_bus (el, bus);
+  /* the harness started it before the bus was set: look at a fresh start */
+  gst_element_set_state (el, GST_STATE_READY);
+  gst_element_set_state (el, GST_STATE_PLAYING);
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_INFO)) != NULL) {
+    gst_message_parse_info (msg, &err, &debug);
+    /* only on a host without a usable GPU */
+    if (strstr (err->message, "CUDA is not available") != NULL)
+      fail_unless (debug && strstr (debug, "CUDA is not available") != NULL,
+          "debug string: %s", debug);
+    g_clear_error (&err);
+    g_free (debug);
+    debug = NULL;
+    gst_message_unref (msg);
+  }
+  g_object_set (el, "n-threads", 3, NULL);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning for a READY-only property set while "
+      "playing");
+  gst_message_parse_warning (msg, &err, NULL);
+  fail_unless (strstr (err->message, "n-threads") != NULL, "%s", err->message);
+  fail_unless (strstr (err->message, "NULL or READY") != NULL);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (el);
+  gst_harness_teardown (h);
+  gst_object_unref (bus);
+  g_free (fifo);
+  g_free (dir);
+  g_free (json);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
 static Suite *
 streams_suite (void)
 {
@@ -710,6 +790,7 @@ streams_suite (void)
   tcase_add_test (tc, test_smoothing_and_label_changes);
   tcase_add_test (tc, test_state_cycles_four_streams);
   tcase_add_test (tc, test_non_finite);
+  tcase_add_test (tc, test_first_hour_element_points);
   return s;
 }
 
