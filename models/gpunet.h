@@ -83,7 +83,7 @@ typedef struct {
   int device;      /* CUDA device ordinal */
   int cuda_fused;  /* CUDA: 1 = the opt-in fused head and squeeze-excite kernels
                     * (docs/cuda.md, "Fused path"); 0 (default) = the verified path.
-                    * GPUNET_CUDA_FUSED=1 in the environment also turns it on. */
+                    * gpunet-bench --cuda-fused and gpunet-selftest set it. */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);

@@ -31,7 +31,7 @@ usage (FILE *f)
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
-      "                    [--stdin-runs]\n"
+      "                    [--stdin-runs] [--cuda-fused]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -58,6 +58,8 @@ usage (FILE *f)
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
+      "  --cuda-fused  CUDA: the opt-in fused head and squeeze-excite kernels (session\n"
+      "                parameter cuda_fused; not run on a GPU yet)\n"
       "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
       "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
       "  a VM's cores sharing an L2 (about 1 ns) or an L3 (about 7) from far apart ones (28).\n"
@@ -444,6 +446,7 @@ main (int argc, char **argv)
   int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0, pre_runs = 20;
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
+  int cuda_fused = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -469,6 +472,8 @@ main (int argc, char **argv)
       sweep = 1;
     else if (!strcmp (a, "--stdin-runs"))
       stdin_runs = 1;
+    else if (!strcmp (a, "--cuda-fused"))
+      cuda_fused = 1;
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -566,6 +571,7 @@ main (int argc, char **argv)
   params.max_batch = batch;
   params.n_threads = threads;
   params.precision = precision;
+  params.cuda_fused = cuda_fused;
   void *state = NULL;
   const double plan_t0 = now_s ();
   if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {

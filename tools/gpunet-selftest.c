@@ -784,7 +784,7 @@ main (int argc, char **argv)
   printf ("gpunet-selftest: CUDA device %d: %s; %s, batch %d, seed %llu\n", device, dev,
       n_tols == 2 ? "fp32 and fp16" : tols[0]->name, batch, seed);
   /* the switches that change which kernels run */
-  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV", "GPUNET_CUDA_FUSED" };
+  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV" };
   for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
     if (getenv (switches[i]))
       printf ("gpunet-selftest: %s=%s\n", switches[i], getenv (switches[i]));

@@ -10,7 +10,7 @@
  * and at its geometry's tables in a small cache; not run on a GPU).  The per-frame work
  * is captured in a CUDA graph per batch size (graph.cu).  The benchmark hooks
  * (cuda_module.h) time each op of a forward pass with cudaEvents.  The opt-in fused path
- * (params->cuda_fused or GPUNET_CUDA_FUSED=1; plan_fusion) replaces depthwise + SE and the
+ * (params->cuda_fused; plan_fusion) replaces depthwise + SE and the
  * pool + classifier (+ softmax + top-k) head with the kernels of cuda_fused.h (not run on
  * a GPU yet). */
 #include <stdlib.h>
@@ -138,22 +138,6 @@ logits32 (cuda_state *s, int head)
 {
   return s->dtype == GPUNET_CUDA_F16 || head ? s->d_logits32
       : (float *) device_tensor (s, s->g->output);
-}
-
-/* The opt-in fused path: GPUNET_CUDA_FUSED=1 (the one place it is read, once per process)
- * or the session parameter. */
-static int
-read_fused_env (void)
-{
-  const char *v = getenv ("GPUNET_CUDA_FUSED");
-  return v && (!strcmp (v, "1") || !strcmp (v, "yes") || !strcmp (v, "on"));
-}
-
-static int
-fused_env (void)
-{
-  static const int on = read_fused_env ();
-  return on;
 }
 
 /* Marks what the fused path runs (after the layers are planned, before the scratch is
@@ -315,7 +299,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
   s->g = graph;
   s->max_batch = params->max_batch;
   s->graphs = gpunet_cuda_graphs_enabled ();
-  s->fused = params->cuda_fused || fused_env ();
+  s->fused = params->cuda_fused;
   s->head_op = -1;
   gpunet_status st = gpunet_cuda_ctx_init (&s->ctx, params->device, error_text);
   if (st == GPUNET_OK)
