@@ -4,6 +4,8 @@
 #ifndef GPUNET_TEST_CHECK_H
 #define GPUNET_TEST_CHECK_H
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,50 @@ check_report (void)
 {
   printf ("%d passed, %d failed\n", check_passed_, check_failed_);
   return check_failed_ ? 1 : 0;
+}
+
+/* A deterministic xorshift stream of floats uniform in [-1, 1); check_rng_seed
+ * restarts it (each program picks its seed once, at the start). */
+static uint64_t check_rng_state_ = 0x9e3779b97f4a7c15ull;
+
+static inline void
+check_rng_seed (uint64_t seed)
+{
+  check_rng_state_ = seed;
+}
+
+static inline float
+check_frand (void)
+{
+  check_rng_state_ ^= check_rng_state_ << 13;
+  check_rng_state_ ^= check_rng_state_ >> 7;
+  check_rng_state_ ^= check_rng_state_ << 17;
+  return (float) ((check_rng_state_ >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
+}
+
+/* n values of check_frand in a malloc()ed array (NULL when out of memory). */
+static inline float *
+check_frand_array (size_t n)
+{
+  float *a = malloc ((n ? n : 1) * sizeof (float));
+  for (size_t i = 0; a && i < n; i++)
+    a[i] = check_frand ();
+  return a;
+}
+
+/* max |a - b| / max(max |b|, 1e-6); NaN differences count as the largest. */
+static inline double
+check_rel_err (const float *a, const float *b, size_t n)
+{
+  double diff = 0.0, scale = 1e-6;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs ((double) a[i] - b[i]);
+    if (d > diff || isnan (d))
+      diff = d;
+    if (fabs (b[i]) > scale)
+      scale = fabs (b[i]);
+  }
+  return diff / scale;
 }
 
 /* The directory holding test data: $GPUNET_TEST_DATA or the compiled-in default. */

@@ -17,41 +17,6 @@
 #include "half.h"
 #include "model_private.h"
 
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static float
-frand (void)   /* uniform in [-1, 1) */
-{
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (float) ((rng_state >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
-}
-
-static float *
-frand_array (size_t n)
-{
-  float *a = malloc ((n ? n : 1) * sizeof (float));
-  for (size_t i = 0; a && i < n; i++)
-    a[i] = frand ();
-  return a;
-}
-
-/* max |a - b| / max(max |b|, 1e-6) */
-static double
-rel_err (const float *a, const float *b, size_t n)
-{
-  double diff = 0.0, scale = 1e-6;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs ((double) a[i] - b[i]);
-    if (d > diff || isnan (d))
-      diff = d;
-    if (fabs (b[i]) > scale)
-      scale = fabs (b[i]);
-  }
-  return diff / scale;
-}
-
 /* A value rounded through half, and a half copy of an array. */
 static float
 rh (float v)
@@ -78,7 +43,7 @@ test_warp_tree (void)
   for (int rep = 0; rep < 200; rep++) {
     float a[32], b[32];
     for (int l = 0; l < 32; l++)
-      a[l] = b[l] = frand () * (rep % 7 == 0 ? 1e6f : 1.0f);
+      a[l] = b[l] = check_frand () * (rep % 7 == 0 ? 1e6f : 1.0f);
     for (int off = 16; off > 0; off /= 2) {
       float src[32];
       memcpy (src, b, sizeof src);
@@ -169,8 +134,8 @@ test_head (void)
     const long long plane = (long long) shapes[si].h * shapes[si].w;
     const int act = GPUNET_EPI_NONE;
     CHECK (gpunet_head_shared_bytes (c, classes) <= 48 * 1024);
-    float *x = frand_array ((size_t) n * c * plane), *w = frand_array ((size_t) classes * c);
-    float *b = frand_array ((size_t) classes);
+    float *x = check_frand_array ((size_t) n * c * plane), *w = check_frand_array ((size_t) classes * c);
+    float *b = check_frand_array ((size_t) classes);
     float *ref_pool = malloc (sizeof (float) * n * c), *ref_logits = malloc (sizeof (float) * n * classes);
     float *pooled = malloc (sizeof (float) * c), *logits = malloc (sizeof (float) * n * classes);
     gpunet_class_score *got = malloc (sizeof *got * k), *want = malloc (sizeof *want * k);
@@ -195,8 +160,8 @@ test_head (void)
       for (int img = 0; img < n; img++) {
         run_head (x, xh, w, wh, b, c, plane, classes, act, k, img, pooled, logits + (size_t) img * classes,
             got);
-        worst_pool = fmax (worst_pool, rel_err (pooled, ref_pool + (size_t) img * c, (size_t) c));
-        worst_logit = fmax (worst_logit, rel_err (logits + (size_t) img * classes,
+        worst_pool = fmax (worst_pool, check_rel_err (pooled, ref_pool + (size_t) img * c, (size_t) c));
+        worst_logit = fmax (worst_logit, check_rel_err (logits + (size_t) img * classes,
             ref_logits + (size_t) img * classes, (size_t) classes));
         /* the top-k of the fused logits must be the CPU's selection of those logits; the
          * CPU's scores of its own logits agree within fp32 rounding */
@@ -306,9 +271,9 @@ test_se_fused (void)
     const int act = si % 2 ? GPUNET_EPI_SWISH : GPUNET_EPI_RELU, se_act = GPUNET_EPI_RELU;
     const long long plane = (long long) oh * ow;
     const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * plane;
-    float *x = frand_array (in_n), *w = frand_array ((size_t) c * k * k), *bias = frand_array ((size_t) c);
-    float *w1 = frand_array ((size_t) rd * c), *b1 = frand_array ((size_t) rd);
-    float *w2 = frand_array ((size_t) c * rd), *b2 = frand_array ((size_t) c);
+    float *x = check_frand_array (in_n), *w = check_frand_array ((size_t) c * k * k), *bias = check_frand_array ((size_t) c);
+    float *w1 = check_frand_array ((size_t) rd * c), *b1 = check_frand_array ((size_t) rd);
+    float *w2 = check_frand_array ((size_t) c * rd), *b2 = check_frand_array ((size_t) c);
     const gpunet_dwconv2d_params dp = { c, k, stride, pad, ih, iw, oh, ow, act, w, bias };
     const gpunet_se_params sp = { c, rd, oh, ow, se_act, w1, b1, w2, b2 };
     float *ref = malloc (sizeof (float) * out_n), *scratch = malloc (sizeof (float) * (c + rd));
@@ -353,7 +318,7 @@ test_se_fused (void)
         sums[pl * tiles + tile_i] = part[0];
       }
     }
-    const double e_dw = rel_err (got, ref_dw, out_n);
+    const double e_dw = check_rel_err (got, ref_dw, out_n);
     /* the reduce and gate kernels, one image at a time */
     float *mean = malloc (sizeof (float) * c), *mid = malloc (sizeof (float) * rd);
     double worst_mean = 0.0;
@@ -381,7 +346,7 @@ test_se_fused (void)
           xc[i] = xc[i] * gate;
       }
     }
-    const double e_se = rel_err (got, ref, out_n);
+    const double e_se = check_rel_err (got, ref, out_n);
     CHECK_MSG (e_dw <= 1e-6 && worst_mean <= 1e-5 && e_se <= 1e-5,
         "fused SE shape %zu (%d tiles): dw rel err %.2e, mean abs err %.2e, SE rel err %.2e", si,
         tiles, e_dw, worst_mean, e_se);
@@ -477,6 +442,7 @@ test_fusion_plan (void)
 int
 main (void)
 {
+  check_rng_seed (0x243f6a8885a308d3ull);
   test_warp_tree ();
   test_head ();
   test_head_ties ();

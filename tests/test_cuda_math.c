@@ -30,41 +30,6 @@
 #include "model_private.h"
 #include "session_private.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static float
-frand (void)   /* uniform in [-1, 1) */
-{
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (float) ((rng_state >> 40) / (double) (1ull << 24)) * 2.0f - 1.0f;
-}
-
-static float *
-frand_array (size_t n)
-{
-  float *a = malloc ((n ? n : 1) * sizeof (float));
-  for (size_t i = 0; a && i < n; i++)
-    a[i] = frand ();
-  return a;
-}
-
-/* max |a - b| / max(max |b|, 1e-6) */
-static double
-rel_err (const float *a, const float *b, size_t n)
-{
-  double diff = 0.0, scale = 1e-6;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs ((double) a[i] - b[i]);
-    if (d > diff || isnan (d))
-      diff = isnan (d) ? INFINITY : d;
-    if (fabs (b[i]) > scale)
-      scale = fabs (b[i]);
-  }
-  return diff / scale;
-}
-
 static void
 test_activation (void)
 {
@@ -109,7 +74,7 @@ test_epilogue (void)
 {
   const int n = 2, c = 6, h = 5, w = 3, plane = h * w;
   const size_t total = (size_t) n * c * plane;
-  float *x = frand_array (total), *res = frand_array (total), *bias = frand_array ((size_t) c);
+  float *x = check_frand_array (total), *res = check_frand_array (total), *bias = check_frand_array ((size_t) c);
   float *wid = calloc ((size_t) c * c, sizeof (float));
   float *ref = malloc (total * sizeof (float)), *got = malloc (total * sizeof (float));
   for (int i = 0; i < c; i++)
@@ -121,8 +86,8 @@ test_epilogue (void)
       gpunet_cpu_conv2d (&p, x, with_res ? res : NULL, ref, n);
       for (size_t i = 0; i < total; i++)
         got[i] = gpunet_epilogue_at (x, bias, with_res ? res : NULL, (long long) i, c, plane, act);
-      CHECK_MSG (rel_err (got, ref, total) < 1e-6, "epilogue act %d residual %d: %g", act, with_res,
-          rel_err (got, ref, total));
+      CHECK_MSG (check_rel_err (got, ref, total) < 1e-6, "epilogue act %d residual %d: %g", act, with_res,
+          check_rel_err (got, ref, total));
     }
   }
   /* NULL bias and residual: the activation alone */
@@ -149,7 +114,7 @@ test_dwconv (void)
       .iw = iw, .oh = gpunet_conv_out_dim (ih, k, stride, pad),
       .ow = gpunet_conv_out_dim (iw, k, stride, pad), .act = shapes[s][4] };
     const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * p.oh * p.ow;
-    float *in = frand_array (in_n), *wt = frand_array ((size_t) c * k * k), *b = frand_array ((size_t) c);
+    float *in = check_frand_array (in_n), *wt = check_frand_array ((size_t) c * k * k), *b = check_frand_array ((size_t) c);
     float *ref = malloc (out_n * sizeof (float)), *got = malloc (out_n * sizeof (float));
     p.weight = wt;
     p.bias = b;
@@ -157,7 +122,7 @@ test_dwconv (void)
     for (size_t i = 0; i < out_n; i++)
       got[i] = gpunet_dwconv_out_at (in, wt, b, (long long) i, c, ih, iw, p.oh, p.ow, k, stride,
           pad, p.act);
-    CHECK_MSG (rel_err (got, ref, out_n) < 1e-6, "dwconv shape %zu: %g", s, rel_err (got, ref, out_n));
+    CHECK_MSG (check_rel_err (got, ref, out_n) < 1e-6, "dwconv shape %zu: %g", s, check_rel_err (got, ref, out_n));
     free (in);
     free (wt);
     free (b);
@@ -187,8 +152,8 @@ test_linear (void)
   const int dims[][2] = { { 1, 1 }, { 31, 7 }, { 32, 5 }, { 100, 10 }, { 1280, 16 } };
   for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
     const int n = 3, cin = dims[d][0], cout = dims[d][1];
-    float *w = frand_array ((size_t) cin * cout), *b = frand_array ((size_t) cout);
-    float *in = frand_array ((size_t) n * cin);
+    float *w = check_frand_array ((size_t) cin * cout), *b = check_frand_array ((size_t) cout);
+    float *in = check_frand_array ((size_t) n * cin);
     float *ref = malloc ((size_t) n * cout * sizeof (float)), *got = malloc ((size_t) n * cout * sizeof (float));
     for (int act = GPUNET_EPI_NONE; act <= GPUNET_EPI_SWISH; act++) {
       gpunet_linear_params p = { .cin = cin, .cout = cout, .act = act, .weight = w,
@@ -196,8 +161,8 @@ test_linear (void)
       gpunet_cpu_linear (&p, in, ref, n);
       for (long long o = 0; o < (long long) n * cout; o++)
         got[o] = linear_out (w, p.bias, in, o, cin, cout, act);
-      CHECK_MSG (rel_err (got, ref, (size_t) n * cout) < 1e-5, "linear %dx%d act %d: %g", cin, cout,
-          act, rel_err (got, ref, (size_t) n * cout));
+      CHECK_MSG (check_rel_err (got, ref, (size_t) n * cout) < 1e-5, "linear %dx%d act %d: %g", cin, cout,
+          act, check_rel_err (got, ref, (size_t) n * cout));
     }
     free (w);
     free (b);
@@ -214,9 +179,9 @@ test_se (void)
 {
   const int n = 2, c = 12, rd = 3, h = 6, w = 5, plane = h * w;
   const size_t total = (size_t) n * c * plane;
-  float *x = frand_array (total), *ref = malloc (total * sizeof (float));
-  float *w1 = frand_array ((size_t) rd * c), *b1 = frand_array ((size_t) rd);
-  float *w2 = frand_array ((size_t) c * rd), *b2 = frand_array ((size_t) c);
+  float *x = check_frand_array (total), *ref = malloc (total * sizeof (float));
+  float *w1 = check_frand_array ((size_t) rd * c), *b1 = check_frand_array ((size_t) rd);
+  float *w2 = check_frand_array ((size_t) c * rd), *b2 = check_frand_array ((size_t) c);
   float *scratch = malloc ((size_t) (c + rd) * sizeof (float));
   float *mean = malloc ((size_t) n * c * sizeof (float)), *mid = malloc ((size_t) n * rd * sizeof (float));
   float *gate = malloc ((size_t) n * c * sizeof (float));
@@ -236,7 +201,7 @@ test_se (void)
     gate[o] = linear_out (w2, b2, mid, o, rd, c, GPUNET_CUDA_ACT_SIGMOID);
   for (size_t i = 0; i < total; i++)
     x[i] *= gate[i / (size_t) plane];
-  CHECK_MSG (rel_err (x, ref, total) < 1e-5, "se: %g", rel_err (x, ref, total));
+  CHECK_MSG (check_rel_err (x, ref, total) < 1e-5, "se: %g", check_rel_err (x, ref, total));
   free (x);
   free (ref);
   free (w1);
@@ -464,11 +429,11 @@ test_half_rounding (void)
   }
   /* random bit patterns (all exponents), and random values inside the half range */
   for (int i = 0; i < 1000000; i++) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    const float a = float_from_bits ((uint32_t) (rng_state >> 32));
-    const float b = ldexpf (frand (), (int) (rng_state % 44) - 27);
+    check_rng_state_ ^= check_rng_state_ << 13;
+    check_rng_state_ ^= check_rng_state_ >> 7;
+    check_rng_state_ ^= check_rng_state_ << 17;
+    const float a = float_from_bits ((uint32_t) (check_rng_state_ >> 32));
+    const float b = ldexpf (check_frand (), (int) (check_rng_state_ % 44) - 27);
     if (!half_matches (a) || !half_matches (b)) {
       if (!bad++)
         first_bad = half_matches (a) ? b : a;
@@ -505,8 +470,8 @@ test_half_variants (void)
   const int n = 2, c = 5, ih = 9, iw = 8, k = 3;
   const long long plane = (long long) ih * iw;
   const size_t total = (size_t) n * c * plane;
-  float *rx = frand_array (total), *rr = frand_array (total), *bias = frand_array ((size_t) c);
-  float *rw = frand_array ((size_t) c * k * k);
+  float *rx = check_frand_array (total), *rr = check_frand_array (total), *bias = check_frand_array ((size_t) c);
+  float *rw = check_frand_array ((size_t) c * k * k);
   gpunet_half *hx = half_array (rx, total), *hr = half_array (rr, total);
   gpunet_half *hw = half_array (rw, (size_t) c * k * k);
   float *fx = half_to_float_array (hx, total), *fr = half_to_float_array (hr, total);
@@ -594,7 +559,7 @@ upload_frame (gpunet_pixel_format fmt, int w, int h, int pad, uint8_t **mem)
   }
   *mem = malloc (total);
   for (size_t i = 0; *mem && i < total; i++)
-    (*mem)[i] = (uint8_t) (frand () * 128.0f + 128.0f);
+    (*mem)[i] = (uint8_t) (check_frand () * 128.0f + 128.0f);
   gpunet_image img;
   memset (&img, 0, sizeof img);
   img.format = fmt;
@@ -640,7 +605,7 @@ test_upload_pack (void)
           continue;
         }
         for (size_t i = 0; i < l.bytes; i++)
-          packed[i] = (uint8_t) (frand () * 128.0f + 128.0f);
+          packed[i] = (uint8_t) (check_frand () * 128.0f + 128.0f);
         gpunet_frame_pack (&l, &img, packed);
         const gpunet_image view = gpunet_frame_view (&l, &img, packed, GPUNET_MEMORY_HOST);
         gpunet_cpu_preprocess (&plan, &img, want);
@@ -1259,7 +1224,7 @@ test_dwconv_tiled (void)
     const int oh = gpunet_conv_out_dim (ih, k, stride, pad), ow = gpunet_conv_out_dim (iw, k, stride, pad);
     const int act = si % 2 ? GPUNET_EPI_SWISH : GPUNET_EPI_RELU;
     const size_t in_n = (size_t) n * c * ih * iw, out_n = (size_t) n * c * oh * ow;
-    float *rx = frand_array (in_n), *rw = frand_array ((size_t) c * k * k), *bias = frand_array ((size_t) c);
+    float *rx = check_frand_array (in_n), *rw = check_frand_array ((size_t) c * k * k), *bias = check_frand_array ((size_t) c);
     gpunet_half *hx = half_array (rx, in_n), *hw = half_array (rw, (size_t) c * k * k);
     const int max_quads = si % 3 == 0 ? 1024 : 256;   /* 256: DW_TILE_QUADS */
     const gpunet_dw_tiling t = gpunet_dw_tiling_for (oh, ow, k, stride, max_quads);
