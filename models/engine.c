@@ -247,6 +247,25 @@ worker_main (void *arg)
   return NULL;
 }
 
+/* Frees what gpunet_engine_new made, the worker stopped or never started. */
+static void
+engine_destroy (gpunet_engine *e)
+{
+  enter (e);
+  gpunet_session_free (e->session);
+  leave (e);
+  pthread_mutex_destroy (&e->lock);
+  pthread_cond_destroy (&e->wake);
+  pthread_cond_destroy (&e->idle);
+  free (e->batch);
+  free (e->batch_pre);
+  free (e->batch_out);
+  free (e->batch_req);
+  free (e->batch_idx);
+  free (e->completing);
+  free (e);
+}
+
 gpunet_status
 gpunet_engine_new (gpunet_model *model, const gpunet_engine_params *params,
     gpunet_engine **out, char **error_text)
@@ -289,19 +308,7 @@ gpunet_engine_new (gpunet_model *model, const gpunet_engine_params *params,
   pthread_cond_init (&e->idle, NULL);
   if (!e->batch || !e->batch_pre || !e->batch_out || !e->batch_req || !e->batch_idx
       || !e->completing || pthread_create (&e->worker, NULL, worker_main, e) != 0) {
-    free (e->batch);
-    free (e->batch_pre);
-    free (e->batch_out);
-    free (e->batch_req);
-    free (e->batch_idx);
-    free (e->completing);
-    enter (e);
-    gpunet_session_free (e->session);
-    leave (e);
-    pthread_mutex_destroy (&e->lock);
-    pthread_cond_destroy (&e->wake);
-    pthread_cond_destroy (&e->idle);
-    free (e);
+    engine_destroy (e);
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY,
         "cannot start the engine's worker thread (out of memory or threads)");
   }
@@ -408,19 +415,7 @@ gpunet_engine_free (gpunet_engine *e)
   pthread_cond_broadcast (&e->wake);
   pthread_mutex_unlock (&e->lock);
   pthread_join (e->worker, NULL);
-  enter (e);
-  gpunet_session_free (e->session);
-  leave (e);
-  pthread_mutex_destroy (&e->lock);
-  pthread_cond_destroy (&e->wake);
-  pthread_cond_destroy (&e->idle);
-  free (e->batch);
-  free (e->batch_pre);
-  free (e->batch_out);
-  free (e->batch_req);
-  free (e->batch_idx);
-  free (e->completing);
-  free (e);
+  engine_destroy (e);
 }
 
 const char *
