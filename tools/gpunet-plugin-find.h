@@ -62,4 +62,21 @@ gpunet_plugin_find (const gchar * explicit_dir, const gchar * build_tools_dir,
   return f != NULL;
 }
 
+/* The locations meson passes to the tools (tools/meson.build); NULL without them. */
+#ifndef GPUNET_BUILD_TOOLS_DIR
+#define GPUNET_BUILD_TOOLS_DIR NULL
+#define GPUNET_BUILD_PLUGIN_FILE NULL
+#endif
+#ifndef GPUNET_PLUGIN_DIR
+#define GPUNET_PLUGIN_DIR NULL
+#endif
+
+/* gpunet_plugin_find with the locations this tool was built with. */
+static inline gboolean
+gpunet_plugin_find_built (const gchar * explicit_dir)
+{
+  return gpunet_plugin_find (explicit_dir, GPUNET_BUILD_TOOLS_DIR,
+      GPUNET_BUILD_PLUGIN_FILE, GPUNET_PLUGIN_DIR);
+}
+
 #endif

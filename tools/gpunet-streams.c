@@ -17,14 +17,6 @@
 
 #include "gpunet-plugin-find.h"
 
-#ifndef GPUNET_BUILD_TOOLS_DIR
-#define GPUNET_BUILD_TOOLS_DIR NULL
-#define GPUNET_BUILD_PLUGIN_FILE NULL
-#endif
-#ifndef GPUNET_PLUGIN_DIR
-#define GPUNET_PLUGIN_DIR NULL
-#endif
-
 typedef struct
 {
   GMutex lock;
@@ -163,8 +155,7 @@ main (int argc, char **argv)
     return 2;
   }
   /* the build tree's plugin when run from it, else the installed one */
-  if (!gpunet_plugin_find (NULL, GPUNET_BUILD_TOOLS_DIR,
-          GPUNET_BUILD_PLUGIN_FILE, GPUNET_PLUGIN_DIR)) {
+  if (!gpunet_plugin_find_built (NULL)) {
     fprintf (stderr, "gpunet-streams: the GStreamer element 'gpunetclassify' "
         "is not available: install the gpunet plugin or set GST_PLUGIN_PATH to "
         "its directory\n");

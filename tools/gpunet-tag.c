@@ -67,15 +67,7 @@ parse_shard (const gchar * s, guint * index, guint * count)
 static void
 find_plugin (const gchar * plugin_path)
 {
-#ifndef GPUNET_BUILD_TOOLS_DIR
-#define GPUNET_BUILD_TOOLS_DIR NULL
-#define GPUNET_BUILD_PLUGIN_FILE NULL
-#endif
-#ifndef GPUNET_PLUGIN_DIR
-#define GPUNET_PLUGIN_DIR NULL
-#endif
-  gpunet_plugin_find (plugin_path, GPUNET_BUILD_TOOLS_DIR,
-      GPUNET_BUILD_PLUGIN_FILE, GPUNET_PLUGIN_DIR);
+  gpunet_plugin_find_built (plugin_path);
 }
 
 /* TRUE when `path` is the same file as one of the inputs. */
