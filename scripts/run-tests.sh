@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
-# Installs what the build needs (Debian packages, idempotent), builds gst-gpunet, runs
-# every test, then rebuilds the engine with AddressSanitizer + UBSan and runs its tests
-# again.  Usage: scripts/run-tests.sh   (env GPU_ARCHS narrows the CUDA build, default 75)
+# Installs what the build needs (Debian packages, idempotent), builds gst-gpunet and runs
+# the fast suite: every test except the `slow` suite, then the engine's tests again in a
+# build with AddressSanitizer + UBSan.  The last line is "N passed, S skipped, F failed".
+#
+#   scripts/run-tests.sh          the fast suite (about 3 minutes on two quiet cores)
+#   scripts/run-tests.sh --slow   then the slow sweeps behind it: the seven full-size models
+#                                 against float64, the fuzzers, the CUDA arithmetic under
+#                                 the sanitizers (CI runs this: .ci/run)
+#
+# env GPU_ARCHS narrows the CUDA build (default 75); BUILD_DIR / ASAN_BUILD_DIR move the
+# build directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+slow=0
+case "${1:-}" in
+  "") ;;
+  --slow) slow=1 ;;
+  *) echo "usage: scripts/run-tests.sh [--slow]" >&2; exit 2 ;;
+esac
+
+t0=$(date +%s)
 scripts/install-deps.sh
 
 GPU_ARCHS=${GPU_ARCHS:-75}
@@ -16,23 +32,45 @@ setup () {
   if [ -f "$dir/build.ninja" ]; then
     meson setup --reconfigure "$dir" "$@" >/dev/null
   else
-    meson setup "$dir" "$@"
+    meson setup "$dir" "$@" >/dev/null
   fi
 }
 
+# the test logs of this run only: meson appends to nothing, but an earlier run's logs of
+# the other kind must not be counted
+rm -f "$BUILD"/meson-logs/testlog-{fast,slow}.json "$ASAN_BUILD"/meson-logs/testlog-{fast,slow}.json
+
+t1=$(date +%s)
 setup "$BUILD" -Dgpu_archs="$GPU_ARCHS"
 ninja -C "$BUILD"
-status=0
-meson test -C "$BUILD" --print-errorlogs --num-processes 2 || status=1
-
-# the sanitizer build: engine and tools only, CPU backends; the slow suite (full-size
-# models against float64) ran above and takes many minutes under the sanitizers
+# the sanitizer build: engine and tools only, CPU backends
 setup "$ASAN_BUILD" -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -Dcuda=disabled -Dgst=disabled
 ninja -C "$ASAN_BUILD"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  meson test -C "$ASAN_BUILD" --print-errorlogs --num-processes 2 --no-suite slow || status=1
+t2=$(date +%s)
+
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+meson test -C "$BUILD" --print-errorlogs --num-processes 2 --no-suite slow \
+  --logbase testlog-fast || status=1
+# the CUDA arithmetic tests (host code only here) are numeric sweeps that take minutes
+# under the sanitizers: they run there in the slow pass
+meson test -C "$ASAN_BUILD" --print-errorlogs --num-processes 2 --no-suite slow \
+  --no-suite cuda --logbase testlog-fast || status=1
+t3=$(date +%s)
+echo "run-tests.sh: fast suite: build $((t2 - t1)) s, tests $((t3 - t2)) s, $((t3 - t0)) s in all"
+
+logs=("$BUILD/meson-logs/testlog-fast.json" "$ASAN_BUILD/meson-logs/testlog-fast.json")
+if [ $slow = 1 ]; then
+  meson test -C "$BUILD" --print-errorlogs --num-processes 2 --suite slow \
+    --logbase testlog-slow || status=1
+  meson test -C "$ASAN_BUILD" --print-errorlogs --num-processes 2 --suite cuda \
+    --logbase testlog-slow || status=1
+  t4=$(date +%s)
+  echo "run-tests.sh: slow suite: $((t4 - t3)) s"
+  logs+=("$BUILD/meson-logs/testlog-slow.json" "$ASAN_BUILD/meson-logs/testlog-slow.json")
+fi
 
 # last line: "N passed, S skipped, F failed" (skipped tests are not passes)
-python3 scripts/test-summary.py "$BUILD" "$ASAN_BUILD" || status=1
+python3 scripts/test-summary.py "${logs[@]}" || status=1
 exit $status
