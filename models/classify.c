@@ -13,7 +13,7 @@
 #include "error.h"
 #include "model_private.h"
 #include "session_private.h"
-#include "../kernels/cpu/preprocess.h"
+#include "../kernels/host/preprocess.h"
 
 #define MAX_FRAME_SIDE 32768
 

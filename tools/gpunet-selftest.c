@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "arch.h"
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 #include "half.h"
 #include "cpu_ops.h"
 #include "cuda/cuda_module.h"
