@@ -357,6 +357,9 @@ gst_gpunet_backend_get_type (void)
         "CUDA when built and a GPU works, else CPU (with an info message)", "auto"},
     {GST_GPUNET_BACKEND_CPU, "CPU", "cpu"},
     {GST_GPUNET_BACKEND_CUDA, "CUDA (fails when not built or no GPU)", "cuda"},
+    {GST_GPUNET_BACKEND_CPU_REF,
+        "CPU reference oracle (plain single-threaded loops: slow; for checking)",
+        "cpu-ref"},
     {0, NULL, NULL}
   };
 
@@ -1226,7 +1229,8 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   }
 
   /* a CUDA engine lives in the GstCudaContext shared with the neighbours */
-  if (a.req.backend != GPUNET_BACKEND_CPU
+  if ((a.req.backend == GPUNET_BACKEND_AUTO
+          || a.req.backend == GPUNET_BACKEND_CUDA)
       && gst_gpunet_cuda_open (self->cuda, GST_ELEMENT (self), device_id,
           &device)) {
     a.req.device = device;

@@ -87,7 +87,8 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     /* a batch the device cannot plan (memory): smaller ones, with a note */
     while (st != GPUNET_OK && p.session.max_batch > 1
         && (st == GPUNET_ERR_NO_MEMORY || st == GPUNET_ERR_BACKEND)
-        && req->backend != GPUNET_BACKEND_CPU) {
+        && (req->backend == GPUNET_BACKEND_AUTO
+            || req->backend == GPUNET_BACKEND_CUDA)) {
       gint tried = p.session.max_batch;
 
       p.session.max_batch /= 2;

@@ -6,7 +6,7 @@
 
 #include "gpunet.h"
 #include "graph.h"
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 
 /* The most distinct preprocess geometries one classify_device / classify_host call
  * carries: max_batch, at least 8 and at most 64.  The engine caches that many plans per

@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../models/error.h"
-#include "../models/session_private.h"
+#include "kernel_error.h"
 #include "cuda/cuda_module.h"
 
 #if defined(__has_include)

@@ -1,5 +1,5 @@
 /* classify.c: the image side of the engine API: checks gpunet_image and preprocess
- * arguments, runs the fused preprocess (kernels/cpu/preprocess.c) into the session's input
+ * arguments, runs the fused preprocess (kernels/host/preprocess.c) into the session's input
  * buffer, one forward pass for the batch and softmax/top-k per image; device images go
  * to the backend's classify_device slot, and host images to its classify_host slot when
  * it has one (the CUDA backend: upload, then the device preprocess), in one call with
@@ -13,7 +13,7 @@
 #include "error.h"
 #include "model_private.h"
 #include "session_private.h"
-#include "../kernels/cpu/preprocess.h"
+#include "../kernels/host/preprocess.h"
 
 #define MAX_FRAME_SIDE 32768
 

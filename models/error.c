@@ -1,4 +1,4 @@
-/* error.c: status names and the error-sentence helpers of error.h. */
+/* error.c: status names and gpunet_error_prefix (gpunet_fail is in kernels/). */
 #include "error.h"
 
 #include <stdarg.h>
@@ -25,35 +25,6 @@ gpunet_status_string (gpunet_status status)
   return "unknown status";
 }
 
-static char *
-vformat (const char *fmt, va_list ap)
-{
-  va_list ap2;
-  va_copy (ap2, ap);
-  int n = vsnprintf (NULL, 0, fmt, ap2);
-  va_end (ap2);
-  if (n < 0)
-    return NULL;
-  char *s = malloc ((size_t) n + 1);
-  if (s)
-    vsnprintf (s, (size_t) n + 1, fmt, ap);
-  return s;
-}
-
-gpunet_status
-gpunet_fail (char **error_text, gpunet_status status, const char *fmt, ...)
-{
-  if (!error_text)
-    return status;
-  va_list ap;
-  va_start (ap, fmt);
-  char *s = vformat (fmt, ap);
-  va_end (ap);
-  free (*error_text);
-  *error_text = s;
-  return status;
-}
-
 void
 gpunet_error_prefix (char **error_text, const char *fmt, ...)
 {
@@ -61,7 +32,7 @@ gpunet_error_prefix (char **error_text, const char *fmt, ...)
     return;
   va_list ap;
   va_start (ap, fmt);
-  char *p = vformat (fmt, ap);
+  char *p = gpunet_vformat (fmt, ap);
   va_end (ap);
   if (!p)
     return;

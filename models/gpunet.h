@@ -64,10 +64,21 @@ const char *gpunet_model_weights_source (const gpunet_model *model); /* "state_d
 /* ---- sessions ---------------------------------------------------------------- */
 
 typedef enum {
-  GPUNET_BACKEND_AUTO = 0,  /* CUDA when built and a device works, else CPU */
-  GPUNET_BACKEND_CPU,
-  GPUNET_BACKEND_CUDA
+  GPUNET_BACKEND_AUTO = 0,  /* "auto": CUDA when built and a device works, else CPU */
+  GPUNET_BACKEND_CPU,       /* "cpu": the fast CPU backend (oneDNN) */
+  GPUNET_BACKEND_CUDA,      /* "cuda" */
+  GPUNET_BACKEND_CPU_REF    /* "cpu-ref": the reference oracle (plain, single-threaded
+                             * loops: slow), what every other backend is checked against */
 } gpunet_backend_kind;
+
+/* The name of a backend kind ("auto", "cpu", "cuda", "cpu-ref"), or NULL for a value
+ * outside the enum. */
+const char *gpunet_backend_kind_name (gpunet_backend_kind kind);
+
+/* The kind whose name is `name`; GPUNET_ERR_INVALID_ARGUMENT with a sentence listing
+ * the names otherwise.  What --backend options and the element's property accept. */
+gpunet_status gpunet_backend_kind_from_name (const char *name, gpunet_backend_kind *out,
+    char **error_text);
 
 typedef enum {
   GPUNET_PRECISION_AUTO = 0,
@@ -93,7 +104,7 @@ gpunet_status gpunet_session_new (gpunet_model *model, const gpunet_session_para
     gpunet_session **out, char **error_text);
 void gpunet_session_free (gpunet_session *session);
 
-/* The backend actually used ("cpu", "cuda"). */
+/* The backend actually used ("cpu", "cuda", "cpu-ref"). */
 const char *gpunet_session_backend_name (const gpunet_session *session);
 
 /* Runs n images (n <= max_batch) of normalised float32 NCHW input at the model's

@@ -6,7 +6,7 @@
 #include "error.h"
 #include "model_private.h"
 #include "session_private.h"
-#include "../kernels/backend.h"
+#include "../kernels/registry.h"
 
 void
 gpunet_session_params_init (gpunet_session_params *p)
@@ -52,30 +52,25 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   s->model = gpunet_model_ref (model);
   s->params = p;
 
-  const gpunet_backend *cuda = p.backend == GPUNET_BACKEND_CPU ? NULL
-      : gpunet_backend_cuda_get (error_text);
+  /* auto: CUDA, else (keeping the reason) the fast CPU backend; any other kind is
+   * the registry's backend of that kind or the sentence saying why there is none */
   gpunet_status st;
-  switch (p.backend) {
-    case GPUNET_BACKEND_CUDA:
-      st = cuda ? try_backend (s, cuda, error_text) : GPUNET_ERR_BACKEND_UNAVAILABLE;
-      break;
-    case GPUNET_BACKEND_AUTO:
-      st = cuda ? try_backend (s, cuda, error_text) : GPUNET_ERR_BACKEND_UNAVAILABLE;
-      if (st == GPUNET_ERR_BACKEND_UNAVAILABLE) {
-        /* keep the reason for callers that want to log it, then fall back */
-        free (s->fallback_reason);
-        s->fallback_reason = error_text && *error_text ? strdup (*error_text) : NULL;
-        st = try_backend (s, gpunet_backend_cpu_get (), error_text);
-        if (st == GPUNET_OK && error_text) {
-          free (*error_text);
-          *error_text = NULL;
-        }
-      }
-      break;
-    case GPUNET_BACKEND_CPU:
-    default:
-      st = try_backend (s, gpunet_backend_cpu_get (), error_text);
-      break;
+  const gpunet_backend *be = gpunet_backend_find (
+      p.backend == GPUNET_BACKEND_AUTO ? GPUNET_BACKEND_CUDA : p.backend, error_text);
+  if (be)
+    st = try_backend (s, be, error_text);
+  else
+    st = p.backend == GPUNET_BACKEND_CUDA || p.backend == GPUNET_BACKEND_AUTO
+        ? GPUNET_ERR_BACKEND_UNAVAILABLE : GPUNET_ERR_INVALID_ARGUMENT;
+  if (p.backend == GPUNET_BACKEND_AUTO && st == GPUNET_ERR_BACKEND_UNAVAILABLE) {
+    /* keep the reason for callers that want to log it, then fall back */
+    free (s->fallback_reason);
+    s->fallback_reason = error_text && *error_text ? strdup (*error_text) : NULL;
+    st = try_backend (s, gpunet_backend_find (GPUNET_BACKEND_CPU, NULL), error_text);
+    if (st == GPUNET_OK && error_text) {
+      free (*error_text);
+      *error_text = NULL;
+    }
   }
   if (st != GPUNET_OK) {
     gpunet_session_free (s);

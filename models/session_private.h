@@ -1,11 +1,11 @@
-/* session_private.h: the inside of gpunet_session and the backend look-ups, shared by
- * the engine's own files only. */
+/* session_private.h: the inside of gpunet_session, shared by the engine's own files
+ * only (backends are found through kernels/registry.h). */
 #ifndef GPUNET_SESSION_PRIVATE_H
 #define GPUNET_SESSION_PRIVATE_H
 
 #include "gpunet.h"
 #include "../kernels/backend.h"
-#include "../kernels/cpu/preprocess.h"
+#include "../kernels/host/preprocess.h"
 
 struct gpunet_session {
   gpunet_model *model;
@@ -36,13 +36,6 @@ gpunet_status gpunet_session_check_images (const gpunet_session *session,
 gpunet_status gpunet_session_classify_each (gpunet_session *session,
     const gpunet_image *images, const gpunet_preprocess_params *pres, int n, int k,
     gpunet_class_score *out, char **error_text);
-
-/* The CPU backend sessions use (the fast one when built, else the reference). */
-const gpunet_backend *gpunet_backend_cpu_get (void);
-
-/* The CUDA backend, or NULL with a reason in *error_text when this build or this host
- * has none (the sentence says which). */
-const gpunet_backend *gpunet_backend_cuda_get (char **error_text);
 
 /* Why backend=auto fell back to the CPU, or NULL. */
 const char *gpunet_session_fallback_reason (const gpunet_session *session);

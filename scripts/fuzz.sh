@@ -66,8 +66,8 @@ fi
 # ---- build: the readers once (instrumented), then one binary per target ------------
 # The readers are plain C; json-glib is added when the sources need it and it is there.
 # A symbol none of them defines (a helper file added to models/ later) is looked up in
-# models/*.c, and the file defining it is compiled too.
-reader_srcs="error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
+# models/*.c, and the file defining it is compiled too.  gpunet_fail lives in kernels/.
+reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$root/models -I$root/kernels"
 extra=""
 if grep -qs 'json-glib' "$root"/models/*.c && pkg-config --exists json-glib-1.0 2>/dev/null; then
@@ -75,7 +75,7 @@ if grep -qs 'json-glib' "$root"/models/*.c && pkg-config --exists json-glib-1.0 
 fi
 objs=""
 compile_obj() {                 # compile_obj FILE.c (in models/), appends to $objs
-  local s=$1 o="$dir/obj/${1%.c}.o"
+  local s=$1 o="$dir/obj/$(basename "${1%.c}").o"
   if [ ! -f "$o" ] || [ "$root/models/$s" -nt "$o" ] || [ "$0" -nt "$o" ] \
       || [ -n "$(find "$root/models" -name '*.h' -newer "$o" -print -quit)" ]; then
     # shellcheck disable=SC2086

@@ -17,7 +17,7 @@
 
 #include "check.h"
 #include "cpu_ops.h"
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 #include "cuda/cuda_cost.h"
 #include "cuda/cuda_graph_state.h"
 #include "cuda/cuda_math.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 #include "cuda/cuda_preprocess.h"
 #include "cuda/cuda_topk.h"
 #include "gpunet.h"

@@ -92,6 +92,9 @@ top5 (const float *logits, int classes, int *ids)
     ids[i] = s[i].id;
 }
 
+/* the backend every fixture runs on: cpu, or the one named by the first argument */
+static gpunet_backend_kind backend = GPUNET_BACKEND_CPU;
+
 static void
 run_fixture (const char *dir, const fixture *f)
 {
@@ -128,13 +131,16 @@ run_fixture (const char *dir, const fixture *f)
 
     gpunet_session_params p;
     gpunet_session_params_init (&p);
-    p.backend = GPUNET_BACKEND_CPU;
+    p.backend = backend;
     p.max_batch = 2;
     gpunet_session *s = NULL;
     st = gpunet_session_new (m, &p, &s, &err);
     CHECK_MSG (st == GPUNET_OK, "session: %s", err ? err : "?");
     free (err);
     err = NULL;
+    if (st == GPUNET_OK && backend == GPUNET_BACKEND_CPU_REF)
+      CHECK_MSG (strcmp (gpunet_session_backend_name (s), "cpu-ref") == 0,
+          "the session runs on %s, not cpu-ref", gpunet_session_backend_name (s));
     if (st == GPUNET_OK) {
       trace_ctx t = { dir, f->name, 0, 0.0 };
       st = gpunet_session_forward_traced (s, input, 2, logits, on_block, &t, &err);
@@ -171,8 +177,14 @@ out:
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
+  char *err = NULL;
+  if (argc > 1 && gpunet_backend_kind_from_name (argv[1], &backend, &err) != GPUNET_OK) {
+    fprintf (stderr, "test_golden [BACKEND]: %s\n", err);
+    free (err);
+    return 2;
+  }
   const char *dir = check_data_dir ();
   for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)
     run_fixture (dir, &fixtures[i]);

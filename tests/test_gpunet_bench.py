@@ -63,8 +63,20 @@ p = run(["--stdin-runs", "--warmup", "0"], "2\n")
 check(p.returncode == 0 and FINAL.match(p.stdout.strip().splitlines()[-1]),
       f"--stdin-runs to end of input: exit {p.returncode}: {p.stderr}")
 
+# --backend by the registry's names: the backend= line names the one that ran
+BACKEND = re.compile(r"^backend=(\S+) images_per_s=", re.M)
+for name in ("cpu", "cpu-ref"):
+    p = run(["--backend", name, "--threads", "1", "--runs", "2", "--warmup", "0"])
+    b = BACKEND.search(p.stdout)
+    check(p.returncode == 0 and b is not None and
+          (b.group(1) == name or (name == "cpu" and b.group(1) == "cpu-ref"
+                                  and "sgemm_2048_gflops_s=n/a" in p.stdout)),
+          f"--backend {name}: exit {p.returncode}, {b.group(0) if b else p.stderr[:200]!r}")
+
 # bad invocations: exit 2 with a sentence naming the problem
 for args, stdin, word in (
+        (["--backend", "fast"], None, "cpu, cuda, cpu-ref"),
+        (["--backend", "auto"], None, "cpu-ref"),
         (["--stdin-runs"], "3\nabc\n", "abc"),
         (["--stdin-runs"], "-4\n", "-4"),
         (["--stdin-runs"], "", "no timed passes"),

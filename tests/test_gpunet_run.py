@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""gpunet-run end to end: fixture inputs give the golden logits file and top-5 printout,
+"""gpunet-run end to end: fixture inputs give the golden logits file and top-5 printout
+(on the cpu and cpu-ref backends),
 and bad invocations fail with a sentence on stderr and a non-zero exit code; gpunet-convert
 writes safetensors (from a checkpoint, or random weights) that gpunet-run loads."""
 import json, os, subprocess, sys, tempfile
@@ -23,22 +24,24 @@ def floats(path):
     return a
 
 with tempfile.TemporaryDirectory() as tmp:
-    for name, classes in (("tiny-a", 16), ("tiny-d", 10), ("tiny-dl", 12)):
+    for name, classes, backend in (("tiny-a", 16, "cpu"), ("tiny-d", 10, "cpu"),
+                                   ("tiny-dl", 12, "cpu"), ("tiny-a", 16, "cpu-ref"),
+                                   ("tiny-dl", 12, "cpu-ref")):
         fx = os.path.join(data, "fixtures", name)
         out = os.path.join(tmp, name + ".bin")
         p = subprocess.run([run, "--model", os.path.join(data, "fixtures", name + ".json"),
                             "--checkpoint", os.path.join(fx, name + ".pth.tar"),
                             "--input", os.path.join(fx, "input.bin"), "--batch", "2",
-                            "--output", out, "--top-k", "5", "--backend", "cpu"],
+                            "--output", out, "--top-k", "5", "--backend", backend],
                            capture_output=True, text=True)
-        check(p.returncode == 0, f"{name}: exit {p.returncode}: {p.stderr}")
+        check(p.returncode == 0, f"{name} on {backend}: exit {p.returncode}: {p.stderr}")
         if p.returncode:
             continue
         got, ref = floats(out), floats(os.path.join(fx, "logits.bin"))
         check(len(got) == 2 * classes, f"{name}: {len(got)} logits")
         scale = max(1.0, max(abs(x) for x in ref))
         err = max(abs(a - b) for a, b in zip(got, ref)) / scale
-        check(err <= 1e-4, f"{name}: relative error {err}")
+        check(err <= 1e-4, f"{name} on {backend}: relative error {err}")
         golden = json.load(open(os.path.join(fx, "golden.json")))["top5_golden"]
         lines = [l for l in p.stdout.splitlines() if l.startswith("image ")]
         check(len(lines) == 2, f"{name}: printout {p.stdout!r}")
@@ -60,6 +63,8 @@ with tempfile.TemporaryDirectory() as tmp:
         ([run, "--model", a_json, "--checkpoint", a_ckpt, "--input", a_in, "--top-k", "x"], "--top-k"),
         ([run, "--model", a_json, "--checkpoint", a_ckpt, "--input", a_in, "--batch", "2",
           "--backend", "cuda"], "CUDA"),
+        ([run, "--model", a_json, "--checkpoint", a_ckpt, "--input", a_in, "--batch", "2",
+          "--backend", "gpu"], "auto, cpu, cuda, cpu-ref"),
     ]
     for argv, needle in bad:
         p = subprocess.run(argv, capture_output=True, text=True)

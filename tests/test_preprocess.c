@@ -1,4 +1,4 @@
-/* test_preprocess.c: the fused preprocess (kernels/cpu/preprocess.c, models/classify.c)
+/* test_preprocess.c: the fused preprocess (kernels/host/preprocess.c, models/classify.c)
  * against a slow double-precision reference written here (PIL-style horizontal then
  * vertical antialiased bicubic, torchvision/timm geometry), a hand-computed example, the
  * tiny-a fixture input and top-5, all 8 pixel formats, odd sizes, strides and errors.

@@ -9,7 +9,7 @@ with realistic BatchNorm statistics, saves its state_dict with torch.save and th
   * prints PyTorch's parameter count (sum of p.numel() over parameters) next to the one in
     docs/models.md;
   * runs tools/gpunet-run on the saved checkpoint and a seeded random normalised input
-    (batch 2, float32 NCHW), with the fast backend and (GPUNET_CPU_REFERENCE=1) the
+    (batch 2, float32 NCHW), with the fast backend and (--backend cpu-ref) the
     reference oracle, and compares the logits with PyTorch's float32 and float64 forwards:
     max |diff| / max(1, max |ref|) and top-5 agreement;
   * benchmarks PyTorch float32 (torch.set_num_threads(T), batch 1, no_grad, warmup 5)
@@ -115,11 +115,9 @@ def docs_params(repo):
 def run_ours(build, model, ckpt, inp, batch, classes, threads, reference):
     out = inp + (".ref" if reference else ".fast") + ".out"
     env = dict(os.environ)
-    env.pop("GPUNET_CPU_REFERENCE", None)
-    if reference:
-        env["GPUNET_CPU_REFERENCE"] = "1"
     cmd = [os.path.join(build, "tools", "gpunet-run"), "--model", model, "--checkpoint", ckpt,
-           "--input", inp, "--batch", str(batch), "--output", out, "--backend", "cpu",
+           "--input", inp, "--batch", str(batch), "--output", out,
+           "--backend", "cpu-ref" if reference else "cpu",
            "--threads", str(threads), "--top-k", "1"]
     t0 = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -218,7 +216,7 @@ def main():
                     "many passes, so a VM's slow phase falls on both sides alike; each "
                     "side's median is over all its passes")
     ap.add_argument("--reference", choices=["all", "none"], default="all",
-                    help="also run the reference oracle (GPUNET_CPU_REFERENCE=1); slow")
+                    help="also run the reference oracle (--backend cpu-ref); slow")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args()

@@ -12,16 +12,10 @@
 #include <time.h>
 
 #include "gpunet.h"
-#include "model_private.h"
-#include "session_private.h"
-#include "backend.h"
-#include "cuda/cuda_cost.h"
-#include "cuda/cuda_module.h"
+#include "gpunet-internal.h"
 #ifdef GPUNET_HAVE_ONEDNN
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
-#include "onednn/backend_onednn.h"
-#include "onednn/blocked_ops.h"
 #endif
 
 static void
@@ -29,7 +23,7 @@ usage (FILE *f)
 {
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
-      "                    [--runs R] [--warmup W] [--per-layer] [--backend ref|fast|cuda]\n"
+      "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
       "                    [--stdin-runs] [--cuda-fused]\n"
       "\n"
@@ -54,7 +48,7 @@ usage (FILE *f)
       "  --batch-sweep also times batches 1, 2, 4, ... 64, each planned on its own, one line\n"
       "                each (batch= median_ms= min_ms= images_per_s= achieved_gflops_s=);\n"
       "                stops at the first batch the backend cannot plan or run\n"
-      "  --backend     fast (oneDNN, default when built), ref (the plain reference ops) or cuda\n"
+      "  --backend     cpu (oneDNN, the default), cpu-ref (the plain reference ops) or cuda\n"
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
@@ -509,33 +503,27 @@ main (int argc, char **argv)
     return 2;
   }
 
-  const gpunet_backend *be = &gpunet_backend_cpu_ref;
-  const int is_cuda = backend_name && !strcmp (backend_name, "cuda");
-  if (is_cuda) {
-    char *why = NULL;
-    be = gpunet_backend_cuda_get (&why);
-    if (be)
-      cuda_bench = gpunet_cuda_bench_api_get (&why);
-    if (!be || !cuda_bench) {
-      fprintf (stderr, "gpunet-bench: %s\n", why ? why : "no CUDA backend");
-      free (why);
-      return 1;
-    }
-  } else
-#ifdef GPUNET_HAVE_ONEDNN
-  if (!backend_name || !strcmp (backend_name, "fast"))
-    be = &gpunet_backend_cpu_fast;
-  else
-#endif
-  if (backend_name && strcmp (backend_name, "ref")) {
-    fprintf (stderr, "gpunet-bench: --backend must be cuda, ref%s, got '%s'\n",
-#ifdef GPUNET_HAVE_ONEDNN
-        " or fast",
-#else
-        " (this build has no oneDNN fast path)",
-#endif
-        backend_name);
+  /* the backends by their registry names (cpu: oneDNN when built, cpu-ref, cuda) */
+  gpunet_backend_kind kind = GPUNET_BACKEND_CPU;
+  char *why = NULL;
+  if (backend_name && gpunet_backend_kind_from_name (backend_name, &kind, &why) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: --backend: %s\n", why);
+    free (why);
     return 2;
+  }
+  if (kind == GPUNET_BACKEND_AUTO) {
+    fprintf (stderr, "gpunet-bench: --backend auto chooses at run time; name the backend to "
+        "time: cpu, cpu-ref or cuda\n");
+    return 2;
+  }
+  const int is_cuda = kind == GPUNET_BACKEND_CUDA;
+  const gpunet_backend *be = gpunet_backend_find (kind, &why);
+  if (be && is_cuda)
+    cuda_bench = gpunet_cuda_bench_api_get (&why);
+  if (!be || (is_cuda && !cuda_bench)) {
+    fprintf (stderr, "gpunet-bench: %s\n", why ? why : "no CUDA backend");
+    free (why);
+    return 1;
   }
 
   gpunet_model *m = NULL;
@@ -669,9 +657,7 @@ main (int argc, char **argv)
     bytes += gpunet_op_min_bytes (&g->ops[i], batch, storage);
   printf ("bytes_mb=%.3f arith_intensity_flop_per_byte=%.2f storage_bytes=%d\n", bytes / 1e6,
       bytes > 0 ? flops * batch / bytes : 0.0, storage);
-  printf ("backend=%s images_per_s=%.1f\n", be == &gpunet_backend_cpu_ref ? "ref"
-      : !strcmp (be->name, "cuda") ? "cuda" : "fast",
-      batch / (med_ms * 1e-3));
+  printf ("backend=%s images_per_s=%.1f\n", be->name, batch / (med_ms * 1e-3));
   printf ("model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f gflops=%.2f achieved_gflops_s=%.1f\n",
       gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);
 done:

@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "gpunet.h"
 #include "gpunet-atomic.h"
-#include "error.h"
-#include "graph.h"
+#include "gpunet-internal.h"
 
 static void
 usage (FILE *f)

@@ -24,7 +24,7 @@ usage (FILE *f)
       "                  (--input FILE.bin [--batch N] | --frame FILE --format FMT --width W --height H\n"
       "                   [--stride S[,S2[,S3]]] [--resize-mode center-crop|stretch|letterbox]\n"
       "                   [--crop-pct P] [--matrix bt601|bt709] [--full-range] [--dump-input FILE.bin])\n"
-      "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda] [--threads T]\n"
+      "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda|cpu-ref] [--threads T]\n"
       "                  [--precision auto|fp32|fp16]\n"
       "\n"
       "  --image    JPEG, PNG or any picture GStreamer decodes; prints the top-k with labels\n"
@@ -360,11 +360,10 @@ main (int argc, char **argv)
         return 2;
       }
     } else if (!strcmp (a, "--backend")) {
-      if (!strcmp (v, "auto")) backend = GPUNET_BACKEND_AUTO;
-      else if (!strcmp (v, "cpu")) backend = GPUNET_BACKEND_CPU;
-      else if (!strcmp (v, "cuda")) backend = GPUNET_BACKEND_CUDA;
-      else {
-        fprintf (stderr, "gpunet-run: --backend is auto, cpu or cuda, not '%s'\n", v);
+      char *why = NULL;
+      if (gpunet_backend_kind_from_name (v, &backend, &why) != GPUNET_OK) {
+        fprintf (stderr, "gpunet-run: --backend: %s\n", why);
+        free (why);
         return 2;
       }
     } else {

@@ -16,14 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
-#include "cpu/preprocess.h"
-#include "half.h"
-#include "cpu_ops.h"
-#include "cuda/cuda_module.h"
 #include "gpunet.h"
-#include "model_private.h"
-#include "session_private.h"
+#include "gpunet-internal.h"
 
 /* Tolerances, fp32: errors are max |cuda - cpu| / max |cpu| over a tensor. */
 #define TOL_OP 1e-4       /* one op */

@@ -13,6 +13,7 @@
 
 #include <glib/gstdio.h>
 
+#include "gpunet.h"
 #include "gpunet-atomic.h"
 #include "gpunet-plugin-find.h"
 #include "gpunet-tag-common.h"
@@ -326,7 +327,7 @@ main (int argc, char **argv)
     {"labels", 0, 0, G_OPTION_ARG_FILENAME, &o.labels,
         "Label file, one per line", "FILE"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
-        "auto, cpu or cuda (auto)", "NAME"},
+        "auto, cpu, cuda or cpu-ref (auto)", "NAME"},
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
         "Frames per engine call, 1..64 (1)", "N"},
@@ -405,10 +406,14 @@ main (int argc, char **argv)
     rc = usage_error (ctx, "--every and --fps exclude each other");
     goto out;
   }
-  if (o.backend && strcmp (o.backend, "auto") && strcmp (o.backend, "cpu")
-      && strcmp (o.backend, "cuda")) {
-    rc = usage_error (ctx, "--backend must be auto, cpu or cuda");
-    goto out;
+  if (o.backend) {
+    gpunet_backend_kind kind;
+    char *why = NULL;
+    if (gpunet_backend_kind_from_name (o.backend, &kind, &why) != GPUNET_OK) {
+      rc = usage_error (ctx, why);
+      free (why);
+      goto out;
+    }
   }
   o.top_k = (guint) top_k;
   o.batch = (guint) batch;

@@ -282,7 +282,7 @@ main (int argc, char **argv)
         "Class names (e.g. WordNet ids) in class-index order, one per line", "FILE"},
     {"limit", 0, 0, G_OPTION_ARG_INT, &limit, "Stop after N images", "N"},
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads, "CPU threads (0 = all cores)", "N"},
-    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend_s, "auto, cpu or cuda", "NAME"},
+    {"backend", 0, 0, G_OPTION_ARG_STRING, &backend_s, "auto, cpu, cuda or cpu-ref", "NAME"},
     {"worst", 0, 0, G_OPTION_ARG_INT, &show,
         "Classes listed in the confusion summary, worst first (10)", "N"},
     {"all-classes", 0, 0, G_OPTION_ARG_NONE, &all_classes,
@@ -312,13 +312,13 @@ main (int argc, char **argv)
   gpunet_session_params_init (&params);
   params.max_batch = 1;
   params.n_threads = threads;
-  if (backend_s && !strcmp (backend_s, "cpu"))
-    params.backend = GPUNET_BACKEND_CPU;
-  else if (backend_s && !strcmp (backend_s, "cuda"))
-    params.backend = GPUNET_BACKEND_CUDA;
-  else if (backend_s && strcmp (backend_s, "auto")) {
-    g_printerr ("gpunet-validate: --backend is auto, cpu or cuda\n");
-    goto out;
+  if (backend_s) {
+    char *why = NULL;
+    if (gpunet_backend_kind_from_name (backend_s, &params.backend, &why) != GPUNET_OK) {
+      g_printerr ("gpunet-validate: --backend: %s\n", why);
+      free (why);
+      goto out;
+    }
   }
 
   char *etext = NULL;

@@ -1,5 +1,5 @@
 /* preprocess_math.h: the per-pixel and per-tap maths of the fused preprocess, shared by the
- * CPU pass (kernels/cpu/preprocess.c), a CUDA kernel and the tests: the geometry of the three
+ * CPU pass (kernels/host/preprocess.c), a CUDA kernel and the tests: the geometry of the three
  * resize modes, PIL-compatible antialiased bicubic taps, pixel fetch per format (per-plane
  * strides, chroma siting), YUV->RGB (BT.601/BT.709, limited/full range) and normalisation. */
 #ifndef GPUNET_PREPROCESS_MATH_H

@@ -86,6 +86,12 @@ typedef const gpunet_cuda_bench_api *(*gpunet_cuda_bench_api_func) (int abi_vers
 
 /* ---- kernels/cuda_loader.c (compiled into the engine) ------------------------------ */
 
+/* The CUDA backend of the module found by the search (GPUNET_CUDA_MODULE, next to the
+ * binary, the install directory, the build tree), loaded once per process, or NULL with
+ * the sentence saying why this build or this host has none.  kernels/registry.c is its
+ * one caller in the engine; tools reach it through gpunet_backend_find. */
+const gpunet_backend *gpunet_backend_cuda_get (char **error_text);
+
 /* Loads one module file (no search, no caching) and returns its backend, or NULL with
  * a sentence that names the file and includes dlerror().  On success *handle_out (may
  * be NULL) receives the dlopen handle, which stays open. */

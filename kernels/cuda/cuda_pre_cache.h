@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 
 /* One entry's bookkeeping: the geometry its tables are for, and when it was last used. */
 typedef struct {

@@ -7,7 +7,7 @@
 
 #include "hd.h"
 #include "preprocess_math.h"
-#include "cpu/preprocess.h"
+#include "host/preprocess.h"
 
 /* One axis of the plan as the kernel reads it (host or device copies of the tables). */
 typedef struct {

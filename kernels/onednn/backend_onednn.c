@@ -14,12 +14,12 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include "../../models/error.h"
 #include "activation.h"
 #include "backend_onednn.h"
 #include "blocked_ops.h"
 #include "dwconv.h"
 #include "eltwise.h"
+#include "kernel_error.h"
 #include "linear.h"
 #include "pwconv.h"
 #include "se.h"

@@ -232,7 +232,8 @@ GST_END_TEST;
 /* ---- golden top-5 through the element ------------------------------------------- */
 
 static void
-check_golden (const gchar * resize_mode, const gchar * crop_pct)
+check_golden (const gchar * resize_mode, const gchar * crop_pct,
+    const gchar * backend)
 {
   const gchar *caps = "video/x-raw,format=RGB,width=96,height=96,"
       "framerate=30/1";
@@ -245,7 +246,18 @@ check_golden (const gchar * resize_mode, const gchar * crop_pct)
   fail_unless (g_file_get_contents (path, &rgb, &len, NULL));
   fail_unless_equals_uint64 (len, 2 * RES * RES * 3);
   h = harness_for (make_classify (TINY_A, "resize-mode", resize_mode,
-          "crop-pct", crop_pct, NULL), caps);
+          "crop-pct", crop_pct, "backend", backend, NULL), caps);
+  {
+    /* the property took the name (an unknown nick would leave the default) */
+    GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (h->element),
+        "backend");
+    GEnumClass *k = g_type_class_ref (ps->value_type);
+    gint v;
+
+    g_object_get (h->element, "backend", &v, NULL);
+    fail_unless_equals_string (g_enum_get_value (k, v)->value_nick, backend);
+    g_type_class_unref (k);
+  }
 
   for (img = 0; img < 2; img++) {
     GstBuffer *in = make_frame (h, caps, img), *out;
@@ -277,14 +289,22 @@ check_golden (const gchar * resize_mode, const gchar * crop_pct)
 
 GST_START_TEST (test_golden_stretch)
 {
-  check_golden ("stretch", "0");
+  check_golden ("stretch", "0", "cpu");
+}
+
+GST_END_TEST;
+
+/* the reference oracle through the element's backend property */
+GST_START_TEST (test_golden_cpu_ref)
+{
+  check_golden ("stretch", "0", "cpu-ref");
 }
 
 GST_END_TEST;
 
 GST_START_TEST (test_golden_center_crop)
 {
-  check_golden ("center-crop", "1.0");
+  check_golden ("center-crop", "1.0", "cpu");
 }
 
 GST_END_TEST;
@@ -1717,6 +1737,7 @@ gpunetclassify_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_formats_and_sizes);
   tcase_add_test (tc, test_golden_stretch);
+  tcase_add_test (tc, test_golden_cpu_ref);
   tcase_add_test (tc, test_golden_center_crop);
   tcase_add_test (tc, test_meta_copy);
   tcase_add_test (tc, test_not_writable);

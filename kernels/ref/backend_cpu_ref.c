@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../models/error.h"
 #include "backend.h"
 #include "cpu_ops.h"
+#include "kernel_error.h"
 #include "memplan.h"
 
 typedef struct {
@@ -97,7 +97,7 @@ cpu_ref_forward (void *state, const float *input, int n, float *logits,
 }
 
 const gpunet_backend gpunet_backend_cpu_ref = {
-  .name = "cpu",
+  .name = "cpu-ref",
   .plan = cpu_ref_plan,
   .forward = cpu_ref_forward,
   .destroy = cpu_ref_destroy,

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""check_layers.py SOURCE_ROOT: the include rules of docs/architecture.md ("Layers").
+
+- kernels/ includes nothing from models/ except the public header gpunet.h;
+- gst/ includes nothing from models/ or kernels/ except gpunet.h;
+- tools/ include gpunet.h, and only the tools named in INTERNAL_USERS may include the
+  one internal header models/gpunet-internal.h; no tool includes another header of
+  models/ or kernels/.
+
+An include names a header of a layer when it resolves (relative to the including file,
+then the layer's include directories) to a file in that layer's directory.  The build's
+include paths already stop a bare "error.h" in kernels/; this script also catches the
+relative paths ("../../models/error.h") that no include path can stop.  Prints each
+violation with the fix, then "N passed, N failed"; exit 1 when any failed.
+"""
+import os
+import re
+import sys
+
+PUBLIC = "gpunet.h"
+INTERNAL = "gpunet-internal.h"
+# the tools whose job needs the engine's inside view (docs/architecture.md)
+INTERNAL_USERS = {"gpunet-bench.c", "gpunet-selftest.c", "gpunet-convert.c"}
+# known exceptions, each with the reason it is still there; a stale one is reported
+EXCEPTIONS = {
+    ("tools/gpunet-tag-output.c", "json.h"):
+        "reads --resume records with the engine's JSON reader until that moves to json-glib",
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCES = (".c", ".h", ".cu")
+
+
+def files_under(root, sub):
+    for dirpath, _, names in os.walk(os.path.join(root, sub)):
+        for n in sorted(names):
+            if n.endswith(SOURCES):
+                yield os.path.join(dirpath, n)
+
+
+def resolve(root, including, name, search):
+    """The real path of the header `name` included from `including`, or None."""
+    for d in [os.path.dirname(including)] + [os.path.join(root, s) for s in search]:
+        p = os.path.realpath(os.path.join(d, name))
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def layer_of(root, path):
+    rel = os.path.relpath(path, root)
+    return rel.split(os.sep)[0] if path else None
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(os.path.join(sys.argv[1], "kernels")):
+        print("usage: check_layers.py SOURCE_ROOT (the directory holding kernels/, "
+              "models/, tools/)")
+        return 2
+    root = os.path.realpath(sys.argv[1])
+    kernels_search = ["kernels", "kernels/common", "kernels/host", "kernels/ref",
+                      "kernels/cuda"]
+    rules = [
+        # (directory, search path, allowed engine headers for a file name -> set)
+        ("kernels", kernels_search, lambda f: {PUBLIC}),
+        ("gst", ["gst", "models"], lambda f: {PUBLIC}),
+        ("tools", ["tools", "gst", "models"] + kernels_search,
+         lambda f: {PUBLIC, INTERNAL} if os.path.basename(f) in INTERNAL_USERS
+         else {PUBLIC}),
+    ]
+    passed, failed, seen = 0, 0, set()
+    for layer, search, allowed in rules:
+        for f in files_under(root, layer):
+            rel_f = os.path.relpath(f, root)
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            for name in INCLUDE.findall(text):
+                target = resolve(root, f, name, search)
+                if target is None and layer == "kernels" and os.path.basename(name) != PUBLIC:
+                    # not in kernels/: an engine header by that name is still a leak
+                    target = resolve(root, f, os.path.basename(name), ["models"])
+                owner = layer_of(root, target) if target else None
+                if layer == "kernels":
+                    bad = owner == "models" and os.path.basename(target) != PUBLIC
+                else:
+                    bad = owner in ("models", "kernels") and \
+                        os.path.basename(target) not in allowed(f)
+                if bad and (rel_f, os.path.basename(name)) in EXCEPTIONS:
+                    seen.add((rel_f, os.path.basename(name)))
+                    print("note: %s includes %s (known exception: %s)" % (
+                        rel_f, name, EXCEPTIONS[(rel_f, os.path.basename(name))]))
+                    bad = False
+                if bad:
+                    failed += 1
+                    where = os.path.relpath(target, root)
+                    if layer == "kernels":
+                        fix = ("kernels/ include nothing from models/: move what it needs "
+                               "into a kernels/ header (errors: kernel_error.h)")
+                    elif layer == "gst":
+                        fix = "the element uses the engine through gpunet.h only"
+                    elif os.path.basename(f) in INTERNAL_USERS:
+                        fix = ("include %s instead (add the declaration there if it is "
+                               "missing)" % INTERNAL)
+                    else:
+                        fix = ("tools use gpunet.h; only %s may include %s" % (
+                            ", ".join(sorted(INTERNAL_USERS)), INTERNAL))
+                    print("FAIL: %s includes %s (%s): %s" % (rel_f, name, where, fix))
+                else:
+                    passed += 1
+    for stale in sorted(set(EXCEPTIONS) - seen):
+        print("note: the exception for %s including %s is no longer needed: remove it "
+              "from tests/check_layers.py" % stale)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+/* test_backends.c: the backend registry (kernels/registry.c) against its users: every
+ * kind has one name and back, each backend found answers to its kind's name, sessions
+ * run on the kind asked for (cpu-ref is the oracle, not the fast path), and unknown
+ * names and kinds get a sentence. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpunet.h"
+#include "registry.h"
+
+static void
+test_names (void)
+{
+  int n;
+  const gpunet_backend_entry *e = gpunet_backend_entries (&n);
+  CHECK (n == 4);
+  for (int i = 0; i < n; i++) {
+    gpunet_backend_kind k = (gpunet_backend_kind) -1;
+    CHECK_MSG (gpunet_backend_kind_from_name (e[i].name, &k, NULL) == GPUNET_OK && k == e[i].kind,
+        "%s", e[i].name);
+    CHECK_MSG (gpunet_backend_kind_name (e[i].kind) && !strcmp (gpunet_backend_kind_name (e[i].kind),
+        e[i].name), "%s", e[i].name);
+    for (int j = 0; j < i; j++)
+      CHECK_MSG (e[i].kind != e[j].kind && strcmp (e[i].name, e[j].name), "%d %d", i, j);
+  }
+  CHECK (!strcmp (gpunet_backend_kind_name (GPUNET_BACKEND_CPU_REF), "cpu-ref"));
+  CHECK (!strcmp (gpunet_backend_kind_name (GPUNET_BACKEND_CPU), "cpu"));
+  CHECK (gpunet_backend_kind_name ((gpunet_backend_kind) 42) == NULL);
+
+  char *err = NULL;
+  gpunet_backend_kind k;
+  CHECK (gpunet_backend_kind_from_name ("fast", &k, &err) == GPUNET_ERR_INVALID_ARGUMENT);
+  CHECK_CONTAINS (err, "unknown backend 'fast': use one of auto, cpu, cuda, cpu-ref");
+  free (err);
+}
+
+static void
+test_find (void)
+{
+  char *err = NULL;
+  const gpunet_backend *ref = gpunet_backend_find (GPUNET_BACKEND_CPU_REF, &err);
+  CHECK (ref == &gpunet_backend_cpu_ref && !strcmp (ref->name, "cpu-ref"));
+  const gpunet_backend *cpu = gpunet_backend_find (GPUNET_BACKEND_CPU, &err);
+#ifdef GPUNET_HAVE_ONEDNN
+  CHECK (cpu && cpu != ref && !strcmp (cpu->name, "cpu"));
+#else
+  CHECK (cpu == ref);
+#endif
+  const gpunet_backend *cuda = gpunet_backend_find (GPUNET_BACKEND_CUDA, &err);
+  if (cuda)
+    CHECK (!strcmp (cuda->name, "cuda"));
+  else
+    CHECK_CONTAINS (err, "CUDA");
+  free (err);
+  err = NULL;
+  CHECK (gpunet_backend_find (GPUNET_BACKEND_AUTO, &err) == NULL);
+  CHECK_CONTAINS (err, "auto");
+  CHECK (gpunet_backend_find ((gpunet_backend_kind) 42, &err) == NULL);
+  CHECK_CONTAINS (err, "backend kind 42");
+  free (err);
+}
+
+static void
+test_sessions (void)
+{
+  char arch[1024], ckpt[1024];
+  snprintf (arch, sizeof arch, "%s/fixtures/tiny-a.json", check_data_dir ());
+  snprintf (ckpt, sizeof ckpt, "%s/fixtures/tiny-a/tiny-a.pth.tar", check_data_dir ());
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  CHECK_MSG (gpunet_model_load (arch, ckpt, &m, &err) == GPUNET_OK, "%s", err ? err : "?");
+  free (err);
+  err = NULL;
+  if (!m)
+    return;
+
+  const struct { gpunet_backend_kind kind; const char *name; } want[] = {
+    {GPUNET_BACKEND_CPU_REF, "cpu-ref"},
+#ifdef GPUNET_HAVE_ONEDNN
+    {GPUNET_BACKEND_CPU, "cpu"},
+#endif
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    gpunet_session_params p;
+    gpunet_session_params_init (&p);
+    p.backend = want[i].kind;
+    gpunet_session *s = NULL;
+    CHECK_MSG (gpunet_session_new (m, &p, &s, &err) == GPUNET_OK, "%s", err ? err : "?");
+    if (s)
+      CHECK_MSG (!strcmp (gpunet_session_backend_name (s), want[i].name), "%s runs on %s",
+          want[i].name, gpunet_session_backend_name (s));
+    gpunet_session_free (s);
+  }
+
+  /* auto: CUDA, else the fast CPU backend, never the oracle */
+  gpunet_session_params p;
+  gpunet_session_params_init (&p);
+  gpunet_session *s = NULL;
+  CHECK_MSG (gpunet_session_new (m, &p, &s, &err) == GPUNET_OK, "%s", err ? err : "?");
+  if (s)
+    CHECK (strcmp (gpunet_session_backend_name (s), "cpu-ref") != 0
+        || gpunet_backend_find (GPUNET_BACKEND_CPU, NULL) == &gpunet_backend_cpu_ref);
+  gpunet_session_free (s);
+
+  p.backend = (gpunet_backend_kind) 42;
+  s = NULL;
+  CHECK (gpunet_session_new (m, &p, &s, &err) == GPUNET_ERR_INVALID_ARGUMENT && !s);
+  CHECK_CONTAINS (err, "backend kind 42");
+  free (err);
+  gpunet_model_unref (m);
+}
+
+int
+main (void)
+{
+  test_names ();
+  test_find ();
+  test_sessions ();
+  return check_report ();
+}
