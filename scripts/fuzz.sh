@@ -70,7 +70,7 @@ fi
 reader_srcs="error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$root/models -I$root/kernels"
 extra=""
-if grep -qs 'json-glib' "$root"/models/*.c && pkg-config --exists json-glib-1.0 2>/dev/null; then
+if grep -qs 'json-glib' "$root"/models/*.[ch] && pkg-config --exists json-glib-1.0 2>/dev/null; then
   extra=$(pkg-config --cflags --libs json-glib-1.0)
 fi
 objs=""

@@ -1,5 +1,7 @@
-/* fuzz_arch.c: the JSON reader (models/json.c) and the architecture validator on top
- * of it (models/arch.c) over arbitrary bytes: the text an architecture file holds. */
+/* fuzz_arch.c: the JSON reader (models/json.c: the strict check, then json-glib) and
+ * the architecture validator on top of it (models/arch.c) over arbitrary bytes: the
+ * text an architecture file holds.  What the reader accepts is written back and read
+ * again, so json-glib's generator is fuzzed too. */
 #include "fuzz_common.h"
 
 #include "arch.h"
@@ -8,14 +10,25 @@
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  gpunet_json *json = NULL;
+  JsonNode *json = NULL, *back = NULL;
+  int *lines = NULL;
   gpunet_arch *arch = NULL;
   char *err = NULL;
 
-  if (gpunet_json_parse ((const char *) data, size, &json, &err) == GPUNET_OK) {
+  if (gpunet_json_parse ((const char *) data, size, &json, &lines, &err) == GPUNET_OK) {
     (void) gpunet_json_get (json, "data");
-    gpunet_json_free (json);
+    if (lines && json_array_get_length (json_node_get_array (json)) > 0)
+      (void) lines[json_array_get_length (json_node_get_array (json)) - 1];
+    GString *text = g_string_new (NULL);
+    gpunet_json_generate (json, text);
+    if (gpunet_json_parse (text->str, text->len, &back, NULL, &err) != GPUNET_OK
+        || !json_node_equal (json, back))
+      __builtin_trap ();   /* our own output must read back to the same tree */
+    json_node_unref (back);
+    g_string_free (text, TRUE);
+    json_node_unref (json);
   }
+  free (lines);
   fuzz_drop_error (&err);
   if (gpunet_arch_parse ((const char *) data, size, "fuzz.json", &arch, &err) == GPUNET_OK)
     gpunet_arch_free (arch);
