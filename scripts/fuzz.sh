@@ -182,6 +182,8 @@ classify() {                    # classify LOG -> prints the known defect's name
 }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# GLib 2.74's slice allocator would hide leaked json-glib nodes from LeakSanitizer
+export G_SLICE=${G_SLICE:-always-malloc}
 new_total=0
 known_total=0
 summary=""
