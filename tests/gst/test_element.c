@@ -1472,7 +1472,7 @@ GST_END_TEST;
 
 static const gchar *json_labels[] = {
   "say \"hi\"", "back\\slash", "tab\there", "caf\xc3\xa9 \xe2\x9c\x93",
-  "bell\x07", "quote\"and\\both",
+  "bell\x07", "quote\"and\\both", "unit\x1fseparator",
 };
 
 /* The label of class `id` in the labels file of test_json_output. */
@@ -1629,7 +1629,7 @@ GST_START_TEST (test_json_output)
     static const gchar *escaped[] = {
       "\"say \\\"hi\\\"\"", "\"back\\\\slash\"", "\"tab\\there\"",
       "\"caf\xc3\xa9 \xe2\x9c\x93\"", "\"bell\\u0007\"",
-      "\"quote\\\"and\\\\both\"",
+      "\"quote\\\"and\\\\both\"", "\"unit\\u001fseparator\"",
     };
 
     for (i = 0; i < (gint) G_N_ELEMENTS (escaped); i++)
