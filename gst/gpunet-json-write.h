@@ -1,60 +1,42 @@
-/* gpunet-json-write.h: header-only JSON writing helpers (GLib) shared by the
- * element's json-output records and gpunet-tag's JSON lines: RFC 8259 strings (valid
- * UTF-8, every control character escaped) and locale-independent numbers. */
+/* gpunet-json-write.h: header-only JSON writing helpers shared by the element's
+ * json-output records and gpunet-tag's JSON lines.  Strings are written by json-glib's
+ * generator; numbers keep the fixed precision the records document (scores "%.9g",
+ * seconds "%.6f"), which json-glib cannot give (it prints every double as "%.17g"),
+ * so they are formatted here in the C locale. */
 #ifndef __GPUNET_JSON_WRITE_H__
 #define __GPUNET_JSON_WRITE_H__
 
 #include <math.h>
 
 #include <glib.h>
+#include <json-glib/json-glib.h>
 
 G_BEGIN_DECLS
 
-/* Appends `str` as a quoted JSON string: quote and backslash escaped, control
- * characters as \b \f \n \r \t or \u00XX, everything else (UTF-8 included) as
- * it is. Invalid UTF-8 (labels come from user files) becomes U+FFFD; NULL
- * becomes "". */
+/* Appends `str` as a quoted JSON string through json-glib (quote, backslash and
+ * control characters escaped, UTF-8 as it is).  Invalid UTF-8 (labels come from user
+ * files) becomes U+FFFD first; NULL becomes "".  json-glib 1.6 leaves U+001F raw,
+ * which RFC 8259 forbids: it is escaped here. */
 static inline void
 gpunet_json_write_string (GString * out, const gchar * str)
 {
-  gchar *valid = str ? g_utf8_make_valid (str, -1) : NULL;
-  const gchar *s;
+  gchar *valid = g_utf8_make_valid (str ? str : "", -1);
+  JsonNode *node = json_node_init_string (json_node_alloc (), valid);
+  JsonGenerator *gen = json_generator_new ();
+  gsize i;
 
-  g_string_append_c (out, '"');
-  for (s = valid; s && *s; s++) {
-    guchar c = (guchar) * s;
-
-    switch (c) {
-      case '"':
-        g_string_append (out, "\\\"");
-        break;
-      case '\\':
-        g_string_append (out, "\\\\");
-        break;
-      case '\b':
-        g_string_append (out, "\\b");
-        break;
-      case '\f':
-        g_string_append (out, "\\f");
-        break;
-      case '\n':
-        g_string_append (out, "\\n");
-        break;
-      case '\r':
-        g_string_append (out, "\\r");
-        break;
-      case '\t':
-        g_string_append (out, "\\t");
-        break;
-      default:
-        if (c < 0x20)
-          g_string_append_printf (out, "\\u%04x", c);
-        else
-          g_string_append_c (out, (gchar) c);
-        break;
+  i = out->len;
+  json_generator_set_root (gen, node);
+  json_generator_to_gstring (gen, out);
+  for (; i < out->len; i++) {
+    if (out->str[i] == 0x1f) {
+      out->str[i] = '\\';
+      g_string_insert (out, (gssize) i + 1, "u001f");
+      i += 5;
     }
   }
-  g_string_append_c (out, '"');
+  g_object_unref (gen);
+  json_node_unref (node);
   g_free (valid);
 }
 

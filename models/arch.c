@@ -307,7 +307,7 @@ validate (const gpunet_arch *a, const char *source, char **err)
 /* ---- JSON reading ----------------------------------------------------------------- */
 
 typedef struct {
-  const gpunet_json *obj;
+  JsonNode *obj;
   const char *source;
   char **err;
   int index;
@@ -316,17 +316,22 @@ typedef struct {
 } field_reader;
 
 static void
-describe (const gpunet_json *j, char *buf, size_t size)
+describe (JsonNode *j, char *buf, size_t size)
 {
-  switch (j->type) {
-    case GPUNET_JSON_NULL: snprintf (buf, size, "null"); break;
-    case GPUNET_JSON_BOOL: snprintf (buf, size, "%s", j->boolean ? "true" : "false"); break;
-    case GPUNET_JSON_NUMBER: snprintf (buf, size, "the number %.17g", j->number); break;
-    case GPUNET_JSON_STRING: snprintf (buf, size, "the string \"%.40s%s\"", j->string,
-        strlen (j->string) > 40 ? "..." : ""); break;
-    case GPUNET_JSON_ARRAY: snprintf (buf, size, "an array"); break;
-    case GPUNET_JSON_OBJECT: snprintf (buf, size, "an object"); break;
-  }
+  GType t = gpunet_json_value_type (j);
+  if (JSON_NODE_HOLDS_ARRAY (j))
+    snprintf (buf, size, "an array");
+  else if (JSON_NODE_HOLDS_OBJECT (j))
+    snprintf (buf, size, "an object");
+  else if (t == G_TYPE_BOOLEAN)
+    snprintf (buf, size, "%s", json_node_get_boolean (j) ? "true" : "false");
+  else if (t == G_TYPE_INT64 || t == G_TYPE_DOUBLE)
+    snprintf (buf, size, "the number %.17g", json_node_get_double (j));
+  else if (t == G_TYPE_STRING)
+    snprintf (buf, size, "the string \"%.40s%s\"", json_node_get_string (j),
+        strlen (json_node_get_string (j)) > 40 ? "..." : "");
+  else
+    snprintf (buf, size, "null");
 }
 
 static gpunet_status
@@ -355,63 +360,65 @@ field_missing (field_reader *r, const char *key)
 static gpunet_status
 read_int (field_reader *r, const char *key, int required, int *out)
 {
-  const gpunet_json *j = gpunet_json_get (r->obj, key);
+  JsonNode *j = gpunet_json_get (r->obj, key);
   char what[96];
   if (!j)
     return required ? field_missing (r, key) : GPUNET_OK;
-  if (j->type != GPUNET_JSON_NUMBER) {
+  if (!gpunet_json_is_number (j)) {
     describe (j, what, sizeof what);
     return field_fail (r, "field \"%s\" must be an integer, not %s (write it without quotes)",
         key, what);
   }
-  if (j->number != floor (j->number))
-    return field_fail (r, "field \"%s\" must be an integer, not %g", key, j->number);
-  if (j->number < -1e9 || j->number > 1e9)
-    return field_fail (r, "field \"%s\" is %.17g, far outside any valid range", key, j->number);
-  *out = (int) j->number;
+  double v = json_node_get_double (j);
+  if (v != floor (v))
+    return field_fail (r, "field \"%s\" must be an integer, not %g", key, v);
+  if (v < -1e9 || v > 1e9)
+    return field_fail (r, "field \"%s\" is %.17g, far outside any valid range", key, v);
+  *out = (int) v;
   return GPUNET_OK;
 }
 
 static gpunet_status
 read_number (field_reader *r, const char *key, double *out)
 {
-  const gpunet_json *j = gpunet_json_get (r->obj, key);
+  JsonNode *j = gpunet_json_get (r->obj, key);
   char what[96];
   if (!j)
     return field_missing (r, key);
-  if (j->type != GPUNET_JSON_NUMBER) {
+  if (!gpunet_json_is_number (j)) {
     describe (j, what, sizeof what);
     return field_fail (r, "field \"%s\" must be a number, not %s", key, what);
   }
-  *out = j->number;
+  *out = json_node_get_double (j);
   return GPUNET_OK;
 }
 
 static gpunet_status
 read_bool (field_reader *r, const char *key, int *out)
 {
-  const gpunet_json *j = gpunet_json_get (r->obj, key);
+  JsonNode *j = gpunet_json_get (r->obj, key);
   char what[96];
   if (!j)
     return field_missing (r, key);
-  if (j->type != GPUNET_JSON_BOOL) {
+  if (gpunet_json_value_type (j) != G_TYPE_BOOLEAN) {
     describe (j, what, sizeof what);
     return field_fail (r, "field \"%s\" must be true or false, not %s", key, what);
   }
-  *out = j->boolean;
+  *out = json_node_get_boolean (j);
   return GPUNET_OK;
 }
 
 static gpunet_status
 read_act (field_reader *r, int required, gpunet_act *out)
 {
-  const gpunet_json *j = gpunet_json_get (r->obj, "act");
+  JsonNode *j = gpunet_json_get (r->obj, "act");
+  const char *name = gpunet_json_value_type (j) == G_TYPE_STRING ? json_node_get_string (j) : "";
   char what[96];
   if (!j)
     return required ? field_missing (r, "act") : GPUNET_OK;
-  if (j->type == GPUNET_JSON_STRING && strcmp (j->string, "relu") == 0)
+  if (strcmp (name, "relu") == 0)
     *out = GPUNET_ACT_RELU;
-  else if (j->type == GPUNET_JSON_STRING && strcmp (j->string, "swish") == 0)
+  else if (strcmp (name, "swish") == 0)
     *out = GPUNET_ACT_SWISH;
   else {
     describe (j, what, sizeof what);
@@ -451,7 +458,7 @@ needs_text (int distill, gpunet_layer_type t)
 
 /* Reads one layer object (not "data") into *l; types and presence only. */
 static gpunet_status
-read_layer (const gpunet_json *j, int index, int distill, const char *source,
+read_layer (JsonNode *j, int index, int line, int distill, const char *source,
     gpunet_layer_spec *l, char **err)
 {
   static const struct { const char *name; gpunet_layer_type type; } types[] = {
@@ -466,37 +473,38 @@ read_layer (const gpunet_json *j, int index, int distill, const char *source,
   char what[96];
   gpunet_status st;
 
-  if (j->type != GPUNET_JSON_OBJECT) {
+  if (!JSON_NODE_HOLDS_OBJECT (j)) {
     describe (j, what, sizeof what);
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (line %d) must be a JSON object "
-        "with a \"layer_type\", not %s", index, j->line, what);
+        "with a \"layer_type\", not %s", index, line, what);
   }
-  const gpunet_json *t = gpunet_json_get (j, "layer_type");
-  if (!t)
+  JsonNode *tn = gpunet_json_get (j, "layer_type");
+  if (!tn)
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (line %d): field \"layer_type\" "
-        "is missing; it must be one of %s", index, j->line, accepted);
-  if (t->type != GPUNET_JSON_STRING) {
-    describe (t, what, sizeof what);
+        "is missing; it must be one of %s", index, line, accepted);
+  if (gpunet_json_value_type (tn) != G_TYPE_STRING) {
+    describe (tn, what, sizeof what);
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (line %d): field \"layer_type\" "
-        "must be a string (one of %s), not %s", index, j->line, accepted, what);
+        "must be a string (one of %s), not %s", index, line, accepted, what);
   }
-  if (strcmp (t->string, "data") == 0)
+  const char *t = json_node_get_string (tn);
+  if (strcmp (t, "data") == 0)
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (data): only the first entry "
         "may be the \"data\" layer; remove this one", index);
   int found = 0;
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    if (strcmp (t->string, types[i].name) == 0) {
+    if (strcmp (t, types[i].name) == 0) {
       l->type = types[i].type;
       found = 1;
     }
   }
   if (!found)
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (line %d): unknown layer_type "
-        "\"%.40s\"; %s accept %s", index, j->line, t->string, mode, accepted);
+        "\"%.40s\"; %s accept %s", index, line, t, mode, accepted);
   if (!type_allowed (distill, l->type))
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer %d (%s): layer_type \"%s\" exists "
         "only in %s configs, but this one says \"distill\": %s; %s accept %s", index,
-        t->string, t->string, distill ? "non-distilled" : "distilled",
+        t, t, distill ? "non-distilled" : "distilled",
         distill ? "true" : "false", mode, accepted);
 
   field_reader r = { j, source, err, index, type_name (l->type), needs_text (distill, l->type) };
@@ -554,33 +562,32 @@ read_layer (const gpunet_json *j, int index, int distill, const char *source,
    * when it is an integer, ignore it otherwise. */
   if (l->type == GPUNET_LAYER_HEAD || l->type == GPUNET_LAYER_HEAD_LARGE ||
       l->type == GPUNET_LAYER_TAIL) {
-    const gpunet_json *s = gpunet_json_get (j, "stage");
-    if (s && s->type == GPUNET_JSON_NUMBER && s->number == floor (s->number) &&
-        s->number >= 0 && s->number <= MAX_STAGE)
-      l->stage = (int) s->number;
+    JsonNode *s = gpunet_json_get (j, "stage");
+    double v = gpunet_json_is_number (s) ? json_node_get_double (s) : -1.0;
+    if (v == floor (v) && v >= 0 && v <= MAX_STAGE)
+      l->stage = (int) v;
   }
   return GPUNET_OK;
 }
 
 /* Reads the "data" entry. */
 static gpunet_status
-read_data (const gpunet_json *root, const char *source, gpunet_arch *a, char **err)
+read_data (JsonArray *root, const char *source, gpunet_arch *a, char **err)
 {
   const char *needs = "the first entry must be {\"layer_type\": \"data\", \"img_resolution\": "
       "<size>, \"distill\": <true|false>}";
-  if (root->n == 0)
+  if (json_array_get_length (root) == 0)
     return arch_fail (err, GPUNET_ERR_ARCH, source, "the layer list is empty; %s", needs);
-  const gpunet_json *d = &root->items[0];
-  const gpunet_json *t = gpunet_json_get (d, "layer_type");
-  if (d->type != GPUNET_JSON_OBJECT || !t || t->type != GPUNET_JSON_STRING ||
-      strcmp (t->string, "data") != 0)
+  JsonNode *d = json_array_get_element (root, 0);
+  JsonNode *t = gpunet_json_get (d, "layer_type");
+  if (gpunet_json_value_type (t) != G_TYPE_STRING || strcmp (json_node_get_string (t), "data") != 0)
     return arch_fail (err, GPUNET_ERR_ARCH, source, "layer 1 is not the \"data\" entry; %s",
         needs);
   field_reader r = { d, source, err, 1, "data", needs };
   gpunet_status st;
   if ((st = read_int (&r, "img_resolution", 1, &a->resolution)) != GPUNET_OK)
     return st;
-  const gpunet_json *dist = gpunet_json_get (d, "distill");
+  JsonNode *dist = gpunet_json_get (d, "distill");
   if (!dist)
     return field_fail (&r, "field \"distill\" is missing; NVIDIA's builder needs it to choose "
         "the distilled or the plain layer set: add \"distill\": false (or true for "
@@ -592,41 +599,46 @@ gpunet_status
 gpunet_arch_parse (const char *json, size_t len, const char *source, gpunet_arch **out,
     char **error_text)
 {
-  gpunet_json *root = NULL;
+  JsonNode *root = NULL;
+  int *lines = NULL;
   gpunet_status st;
   if (!source)
     source = "architecture";
   if (!out)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "gpunet_arch_parse: out is NULL");
   *out = NULL;
-  st = gpunet_json_parse (json, len, &root, error_text);
+  st = gpunet_json_parse (json, len, &root, &lines, error_text);
   if (st != GPUNET_OK) {
     gpunet_error_prefix (error_text, "%s", source);
     return st;
   }
-  if (root->type != GPUNET_JSON_ARRAY) {
+  if (!JSON_NODE_HOLDS_ARRAY (root)) {
     char what[96];
     describe (root, what, sizeof what);
-    gpunet_json_free (root);
+    json_node_unref (root);
     return arch_fail (error_text, GPUNET_ERR_ARCH, source, "the top level must be a JSON array "
         "of layers (NVIDIA's GPUNet config format), not %s", what);
   }
-  if (root->n > MAX_LAYERS) {
-    gpunet_json_free (root);
+  JsonArray *list = json_node_get_array (root);
+  guint n_items = json_array_get_length (list);
+  if (n_items > MAX_LAYERS) {
+    json_node_unref (root);
+    free (lines);
     return arch_fail (error_text, GPUNET_ERR_ARCH, source, "%lu layers is more than the %d "
-        "this reader accepts", (unsigned long) root->n, MAX_LAYERS);
+        "this reader accepts", (unsigned long) n_items, MAX_LAYERS);
   }
 
   gpunet_arch *a = calloc (1, sizeof *a);
   if (!a) {
-    gpunet_json_free (root);
+    json_node_unref (root);
+    free (lines);
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
   }
   a->crop_pct = 1.0f;
-  st = read_data (root, source, a, error_text);
+  st = read_data (list, source, a, error_text);
   if (st == GPUNET_OK) {
-    a->n_layers = (int) root->n - 1;
-    a->layers = calloc (root->n, sizeof *a->layers);
+    a->n_layers = (int) n_items - 1;
+    a->layers = calloc (n_items, sizeof *a->layers);
     if (!a->layers)
       st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
   }
@@ -642,13 +654,15 @@ gpunet_arch_parse (const char *json, size_t len, const char *source, gpunet_arch
     st = arch_fail (error_text, GPUNET_ERR_ARCH, source, "layer 1 (data): img_resolution is %d; "
         "it must be from %d to %d", a->resolution, MIN_RESOLUTION, MAX_RESOLUTION);
   for (int i = 0; st == GPUNET_OK && i < a->n_layers; i++) {
-    st = read_layer (&root->items[i + 1], i + 2, a->distill, source, &a->layers[i], error_text);
+    st = read_layer (json_array_get_element (list, (guint) i + 1), i + 2, lines[i + 1],
+        a->distill, source, &a->layers[i], error_text);
     if (st == GPUNET_OK)
       st = validate_layer (&v, &a->layers[i], i);
   }
   if (st == GPUNET_OK)
     st = validate (a, source, error_text);
-  gpunet_json_free (root);
+  json_node_unref (root);
+  free (lines);
   if (st != GPUNET_OK) {
     gpunet_arch_free (a);
     return st;

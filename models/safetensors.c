@@ -2,7 +2,6 @@
  * little-endian header length, JSON header, checked data offsets) for checkpoint.c,
  * and gpunet_safetensors_write (keys sorted, data 8-byte aligned and without holes). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +40,16 @@ gpunet_safetensors_detect (const uint8_t *data, size_t size)
   return n >= 2 && n <= (uint64_t) size - 8 && data[8] == '{';
 }
 
-/* A JSON number that is a non-negative integer below 2^53. */
+/* A JSON integer (no fraction or exponent) from 0 to 2^53. */
 static int
-json_uint (const gpunet_json *v, uint64_t *out)
+json_uint (JsonNode *v, uint64_t *out)
 {
-  if (!v || v->type != GPUNET_JSON_NUMBER || !v->is_integer || v->number < 0
-      || v->number > 9007199254740992.0 || (double) v->integer != v->number)
+  if (gpunet_json_value_type (v) != G_TYPE_INT64)
     return 0;
-  *out = (uint64_t) v->integer;
+  gint64 i = json_node_get_int (v);
+  if (i < 0 || i > ((gint64) 1 << 53))
+    return 0;
+  *out = (uint64_t) i;
   return 1;
 }
 
@@ -68,57 +69,65 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
     return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
         "the safetensors header is %llu bytes, more than the 100 MiB limit",
         (unsigned long long) hlen);
-  gpunet_json *root = NULL;
-  gpunet_status st = gpunet_json_parse ((const char *) data + 8, (size_t) hlen, &root, error_text);
+  JsonNode *root = NULL;
+  gpunet_status st = gpunet_json_parse ((const char *) data + 8, (size_t) hlen, &root, NULL,
+      error_text);
   if (st != GPUNET_OK) {
     gpunet_error_prefix (error_text, "invalid safetensors header");
     return GPUNET_ERR_FORMAT;
   }
-  if (root->type != GPUNET_JSON_OBJECT) {
-    gpunet_json_free (root);
+  if (!JSON_NODE_HOLDS_OBJECT (root)) {
+    json_node_unref (root);
     return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
         "invalid safetensors header: it is not a JSON object");
   }
   const uint8_t *base = data + 8 + hlen;
   uint64_t dsize = (uint64_t) size - 8 - hlen;
-  for (size_t i = 0; i < root->n && st == GPUNET_OK; i++) {
-    const char *name = root->keys[i];
-    const gpunet_json *e = &root->items[i];
+  /* members in file order (a repeated name keeps its first place and its last value) */
+  JsonObject *index = json_node_get_object (root);
+  GList *names = json_object_get_members (index);
+  for (GList *it = names; it && st == GPUNET_OK; it = it->next) {
+    const char *name = it->data;
+    JsonNode *e = json_object_get_member (index, name);
     if (strcmp (name, "__metadata__") == 0)
       continue;
-    const gpunet_json *dt = gpunet_json_get (e, "dtype"), *shape = gpunet_json_get (e, "shape");
-    const gpunet_json *offs = gpunet_json_get (e, "data_offsets");
-    if (!dt || dt->type != GPUNET_JSON_STRING || !shape || shape->type != GPUNET_JSON_ARRAY
-        || !offs || offs->type != GPUNET_JSON_ARRAY || offs->n != 2) {
+    JsonNode *dt = gpunet_json_get (e, "dtype"), *shape = gpunet_json_get (e, "shape");
+    JsonNode *offs = gpunet_json_get (e, "data_offsets");
+    if (gpunet_json_value_type (dt) != G_TYPE_STRING || !shape || !JSON_NODE_HOLDS_ARRAY (shape)
+        || !offs || !JSON_NODE_HOLDS_ARRAY (offs)
+        || json_array_get_length (json_node_get_array (offs)) != 2) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
           "invalid safetensors header: tensor '%s' lacks a dtype, shape or data_offsets", name);
       break;
     }
+    const char *dtype = json_node_get_string (dt);
+    JsonArray *dims = json_node_get_array (shape), *range = json_node_get_array (offs);
+    guint ndim = json_array_get_length (dims);
     gpunet_tensor t;
     memset (&t, 0, sizeof t);
     int d;
     for (d = 0; d < N_DTYPES; d++)
-      if (strcmp (dt->string, st_names[d]) == 0)
+      if (strcmp (dtype, st_names[d]) == 0)
         break;
     if (d == N_DTYPES) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
-          "tensor '%s' has the unsupported safetensors dtype '%s'", name, dt->string);
+          "tensor '%s' has the unsupported safetensors dtype '%s'", name, dtype);
       break;
     }
     t.dtype = (gpunet_dtype) d;
-    if (shape->n > GPUNET_MAX_DIMS) {
+    if (ndim > GPUNET_MAX_DIMS) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
-          "tensor '%s' has %zu dimensions (at most %d are supported)", name, shape->n,
+          "tensor '%s' has %u dimensions (at most %d are supported)", name, ndim,
           GPUNET_MAX_DIMS);
       break;
     }
-    t.ndim = (int) shape->n;
+    t.ndim = (int) ndim;
     uint64_t b = 0, e2 = 0;
     int64_t snumel = 0;
     int bad = 0;
-    for (size_t k = 0; k < shape->n && !bad; k++) {
+    for (guint k = 0; k < ndim && !bad; k++) {
       uint64_t dim;
-      bad = !json_uint (&shape->items[k], &dim) || dim > (uint64_t) INT64_MAX;
+      bad = !json_uint (json_array_get_element (dims, k), &dim);
       t.shape[k] = bad ? 0 : (int64_t) dim;
     }
     bad = bad || !gpunet_shape_check (t.shape, t.ndim, &snumel);
@@ -128,7 +137,8 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
           "tensor '%s' has an invalid shape in the safetensors header", name);
       break;
     }
-    if (!json_uint (&offs->items[0], &b) || !json_uint (&offs->items[1], &e2) || b > e2 || e2 > dsize) {
+    if (!json_uint (json_array_get_element (range, 0), &b)
+        || !json_uint (json_array_get_element (range, 1), &e2) || b > e2 || e2 > dsize) {
       st = gpunet_fail (error_text, GPUNET_ERR_FORMAT,
           "tensor '%s' has data_offsets outside the %llu data bytes of the file%s", name,
           (unsigned long long) dsize, e2 > dsize ? " (truncated?)" : "");
@@ -146,70 +156,12 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
     t.name = name;
     st = sink (ctx, name, &t, error_text);
   }
-  gpunet_json_free (root);
+  g_list_free (names);
+  json_node_unref (root);
   return st;
 }
 
 /* ---- writing ------------------------------------------------------------------- */
-
-typedef struct {
-  char *p;
-  size_t len, cap;
-  int failed;
-} sbuf;
-
-static void
-sb_add (sbuf *b, const char *s, size_t n)
-{
-  if (b->failed)
-    return;
-  if (b->len + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 256;
-    while (nc < b->len + n + 1)
-      nc *= 2;
-    char *q = realloc (b->p, nc);
-    if (!q) {
-      b->failed = 1;
-      return;
-    }
-    b->p = q;
-    b->cap = nc;
-  }
-  memcpy (b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = 0;
-}
-
-static void GPUNET_PRINTF (2, 3)
-sb_printf (sbuf *b, const char *fmt, ...)
-{
-  char tmp[128];
-  va_list ap;
-  va_start (ap, fmt);
-  int n = vsnprintf (tmp, sizeof tmp, fmt, ap);
-  va_end (ap);
-  if (n < 0 || (size_t) n >= sizeof tmp)
-    b->failed = 1;
-  else
-    sb_add (b, tmp, (size_t) n);
-}
-
-static void
-sb_json_string (sbuf *b, const char *s)
-{
-  sb_add (b, "\"", 1);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char) *s;
-    if (c == '"' || c == '\\') {
-      char e[2] = { '\\', (char) c };
-      sb_add (b, e, 2);
-    } else if (c < 0x20)
-      sb_printf (b, "\\u%04x", c);
-    else
-      sb_add (b, s, 1);
-  }
-  sb_add (b, "\"", 1);
-}
 
 typedef struct {
   const gpunet_tensor *t;
@@ -255,7 +207,7 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
 
   wentry *byname = calloc (n + 1, sizeof *byname);
   const gpunet_tensor **layout = calloc (n + 1, sizeof *layout);
-  sbuf h = { 0 };
+  GString *h = NULL;
   gpunet_status st = GPUNET_OK;
   FILE *f = NULL;
   if (!byname || !layout) {
@@ -283,25 +235,35 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
     off += layout[i]->nbytes;
   }
 
-  sb_add (&h, "{", 1);
+  /* the header through json-glib: {"name":{"dtype":..,"shape":[..],"data_offsets":[b,e]},..} */
+  JsonBuilder *jb = json_builder_new ();
+  json_builder_begin_object (jb);
   for (size_t i = 0; i < n; i++) {
     const gpunet_tensor *t = byname[i].t;
-    if (i)
-      sb_add (&h, ",", 1);
-    sb_json_string (&h, t->name);
-    sb_printf (&h, ":{\"dtype\":\"%s\",\"shape\":[", st_names[t->dtype]);
+    json_builder_set_member_name (jb, t->name);
+    json_builder_begin_object (jb);
+    json_builder_set_member_name (jb, "dtype");
+    json_builder_add_string_value (jb, st_names[t->dtype]);
+    json_builder_set_member_name (jb, "shape");
+    json_builder_begin_array (jb);
     for (int k = 0; k < t->ndim; k++)
-      sb_printf (&h, k ? ",%lld" : "%lld", (long long) t->shape[k]);
-    sb_printf (&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long) byname[i].offset,
-        (unsigned long long) (byname[i].offset + t->nbytes));
+      json_builder_add_int_value (jb, t->shape[k]);
+    json_builder_end_array (jb);
+    json_builder_set_member_name (jb, "data_offsets");
+    json_builder_begin_array (jb);
+    json_builder_add_int_value (jb, (gint64) byname[i].offset);
+    json_builder_add_int_value (jb, (gint64) (byname[i].offset + t->nbytes));
+    json_builder_end_array (jb);
+    json_builder_end_object (jb);
   }
-  sb_add (&h, "}", 1);
-  while (!h.failed && (8 + h.len) % 8)
-    sb_add (&h, " ", 1);
-  if (h.failed) {
-    st = gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
-    goto out;
-  }
+  json_builder_end_object (jb);
+  JsonNode *root = json_builder_get_root (jb);
+  g_object_unref (jb);
+  h = g_string_new (NULL);
+  gpunet_json_generate (root, h);
+  json_node_unref (root);
+  while ((8 + h->len) % 8)
+    g_string_append_c (h, ' ');
 
   f = fopen (path, "wb");
   if (!f) {
@@ -310,8 +272,8 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
   }
   uint8_t len8[8];
   for (int i = 0; i < 8; i++)
-    len8[i] = (uint8_t) ((uint64_t) h.len >> (8 * i));
-  int ok = fwrite (len8, 1, 8, f) == 8 && fwrite (h.p, 1, h.len, f) == h.len;
+    len8[i] = (uint8_t) ((uint64_t) h->len >> (8 * i));
+  int ok = fwrite (len8, 1, 8, f) == 8 && fwrite (h->str, 1, h->len, f) == h->len;
   for (size_t i = 0; ok && i < n; i++)
     if (layout[i]->nbytes)
       ok = fwrite (layout[i]->data, 1, layout[i]->nbytes, f) == layout[i]->nbytes;
@@ -329,6 +291,7 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
 out:
   free (byname);
   free (layout);
-  free (h.p);
+  if (h)
+    g_string_free (h, TRUE);
   return st;
 }

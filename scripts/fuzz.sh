@@ -70,7 +70,7 @@ fi
 reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$root/models -I$root/kernels"
 extra=""
-if grep -qs 'json-glib' "$root"/models/*.c && pkg-config --exists json-glib-1.0 2>/dev/null; then
+if grep -qs 'json-glib' "$root"/models/*.[ch] && pkg-config --exists json-glib-1.0 2>/dev/null; then
   extra=$(pkg-config --cflags --libs json-glib-1.0)
 fi
 objs=""
@@ -182,6 +182,8 @@ classify() {                    # classify LOG -> prints the known defect's name
 }
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# GLib 2.74's slice allocator would hide leaked json-glib nodes from LeakSanitizer
+export G_SLICE=${G_SLICE:-always-malloc}
 new_total=0
 known_total=0
 summary=""

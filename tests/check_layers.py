@@ -22,10 +22,7 @@ INTERNAL = "gpunet-internal.h"
 # the tools whose job needs the engine's inside view (docs/architecture.md)
 INTERNAL_USERS = {"gpunet-bench.c", "gpunet-selftest.c", "gpunet-convert.c"}
 # known exceptions, each with the reason it is still there; a stale one is reported
-EXCEPTIONS = {
-    ("tools/gpunet-tag-output.c", "json.h"):
-        "reads --resume records with the engine's JSON reader until that moves to json-glib",
-}
+EXCEPTIONS = {}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = (".c", ".h", ".cu")
 

@@ -14,7 +14,6 @@
 #include "gpunet-atomic.h"
 #include "gpunet-json-write.h"
 #include "gpunet-tag-common.h"
-#include "json.h"
 
 #define CSV_HEADER "type,input,frame,end_frame,pts,end,label_id,label,score," \
   "ids,labels,scores,frames,classified,duration,container_duration,wall_s," \
@@ -357,25 +356,28 @@ parse_summary (const gchar * rec, gsize len, TagFormat fmt, gchar ** input,
     gchar ** status)
 {
   if (fmt == TAG_FORMAT_JSONL) {
-    gpunet_json *j = NULL;
-    const gpunet_json *t, *i, *s;
+    JsonParser *parser;
+    JsonObject *o;
     gboolean ok = FALSE;
 
     if (g_strstr_len (rec, len, "\"summary\"") == NULL)
       return FALSE;
-    if (gpunet_json_parse (rec, len, &j, NULL) != GPUNET_OK)
-      return FALSE;
-    t = gpunet_json_get (j, "type");
-    i = gpunet_json_get (j, "input");
-    s = gpunet_json_get (j, "status");
-    if (t && t->type == GPUNET_JSON_STRING && !strcmp (t->string, "summary")
-        && i && i->type == GPUNET_JSON_STRING && s
-        && s->type == GPUNET_JSON_STRING) {
-      *input = g_strdup (i->string);
-      *status = g_strdup (s->string);
-      ok = TRUE;
+    parser = json_parser_new ();
+    if (json_parser_load_from_data (parser, rec, (gssize) len, NULL)
+        && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
+      const gchar *t, *i, *s;
+
+      o = json_node_get_object (json_parser_get_root (parser));
+      t = json_object_get_string_member_with_default (o, "type", NULL);
+      i = json_object_get_string_member_with_default (o, "input", NULL);
+      s = json_object_get_string_member_with_default (o, "status", NULL);
+      if (t && !strcmp (t, "summary") && i && s) {
+        *input = g_strdup (i);
+        *status = g_strdup (s);
+        ok = TRUE;
+      }
     }
-    gpunet_json_free (j);
+    g_object_unref (parser);
     return ok;
   } else {
     gchar **f;

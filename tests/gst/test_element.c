@@ -1492,7 +1492,7 @@ GST_END_TEST;
 
 static const gchar *json_labels[] = {
   "say \"hi\"", "back\\slash", "tab\there", "caf\xc3\xa9 \xe2\x9c\x93",
-  "bell\x07", "quote\"and\\both",
+  "bell\x07", "quote\"and\\both", "unit\x1fseparator",
 };
 
 /* The label of class `id` in the labels file of test_json_output. */
@@ -1504,71 +1504,83 @@ json_label (gint id)
   return g_strdup_printf ("label %d", id);
 }
 
+/* Element i of an array node (failing the test when there is none). */
+static JsonNode *
+json_item (JsonNode * v, guint i)
+{
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless (i < json_array_get_length (json_node_get_array (v)));
+  return json_array_get_element (json_node_get_array (v), i);
+}
+
 /* One parsed JSON line agrees with record `s` of a buffer with `pts`. */
 static void
-check_json_record (const gpunet_json * j, const GstStructure * s,
+check_json_record (JsonNode * j, const GstStructure * s,
     GstClockTime pts, guint64 frame)
 {
-  const gpunet_json *v;
+  JsonNode *v;
   gboolean inferred;
   guint i, n = gpunet_meta_n_results (s);
 
-  fail_unless (j != NULL && j->type == GPUNET_JSON_OBJECT);
-  fail_unless_equals_int (j->n, 11);
+  fail_unless (j != NULL && JSON_NODE_HOLDS_OBJECT (j));
+  fail_unless_equals_int (json_object_get_size (json_node_get_object (j)), 11);
   v = gpunet_json_get (j, "pts");
   if (GST_CLOCK_TIME_IS_VALID (pts)) {
-    fail_unless (v && v->type == GPUNET_JSON_NUMBER && v->is_integer);
-    fail_unless_equals_uint64 ((guint64) v->integer, pts);
+    fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
+    fail_unless_equals_uint64 ((guint64) json_node_get_int (v), pts);
   } else {
-    fail_unless (v && v->type == GPUNET_JSON_NULL);
+    fail_unless (v && JSON_NODE_HOLDS_NULL (v));
   }
   v = gpunet_json_get (j, "frame");
-  fail_unless (v && v->type == GPUNET_JSON_NUMBER && v->is_integer);
-  fail_unless_equals_uint64 ((guint64) v->integer, frame);
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
+  fail_unless_equals_uint64 ((guint64) json_node_get_int (v), frame);
   v = gpunet_json_get (j, "roi-id");
-  fail_unless (v && v->is_integer);
-  fail_unless_equals_int ((gint) v->integer, gpunet_meta_roi_id (s));
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
+  fail_unless_equals_int ((gint) json_node_get_int (v), gpunet_meta_roi_id (s));
   v = gpunet_json_get (j, "model");
-  fail_unless (v && v->type == GPUNET_JSON_STRING);
-  fail_unless_equals_string (v->string, gst_structure_get_string (s, "model"));
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_STRING);
+  fail_unless_equals_string (json_node_get_string (v),
+      gst_structure_get_string (s, "model"));
   v = gpunet_json_get (j, "label");
-  fail_unless (v && v->type == GPUNET_JSON_STRING);
-  fail_unless_equals_string (v->string, gpunet_meta_label (s));
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_STRING);
+  fail_unless_equals_string (json_node_get_string (v), gpunet_meta_label (s));
   v = gpunet_json_get (j, "label-id");
-  fail_unless (v && v->is_integer);
-  fail_unless_equals_int ((gint) v->integer, gpunet_meta_label_id (s));
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
+  fail_unless_equals_int ((gint) json_node_get_int (v),
+      gpunet_meta_label_id (s));
   v = gpunet_json_get (j, "confidence");
-  fail_unless (v && v->type == GPUNET_JSON_NUMBER);
-  fail_unless (fabs (v->number - gpunet_meta_confidence (s)) <= 1e-7);
+  fail_unless (gpunet_json_is_number (v));
+  fail_unless (fabs (json_node_get_double (v) - gpunet_meta_confidence (s)) <=
+      1e-7);
   v = gpunet_json_get (j, "inferred");
-  fail_unless (v && v->type == GPUNET_JSON_BOOL);
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_BOOLEAN);
   fail_unless (gst_structure_get_boolean (s, "inferred", &inferred));
-  fail_unless_equals_int (v->boolean, inferred);
+  fail_unless_equals_int (json_node_get_boolean (v), inferred);
 
   v = gpunet_json_get (j, "ids");
-  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
-  fail_unless_equals_int (v->n, n);
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless_equals_int (json_array_get_length (json_node_get_array (v)), n);
   for (i = 0; i < n; i++)
-    fail_unless_equals_int ((gint) v->items[i].integer,
+    fail_unless_equals_int ((gint) json_node_get_int (json_item (v, i)),
         gpunet_meta_nth_id (s, i));
   v = gpunet_json_get (j, "labels");
-  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
-  fail_unless_equals_int (v->n, n);
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless_equals_int (json_array_get_length (json_node_get_array (v)), n);
   for (i = 0; i < n; i++) {
     gchar *want = json_label (gpunet_meta_nth_id (s, i));
 
-    fail_unless (v->items[i].type == GPUNET_JSON_STRING);
-    fail_unless_equals_string (v->items[i].string, want);
-    fail_unless_equals_string (v->items[i].string,
+    fail_unless (gpunet_json_value_type (json_item (v, i)) == G_TYPE_STRING);
+    fail_unless_equals_string (json_node_get_string (json_item (v, i)), want);
+    fail_unless_equals_string (json_node_get_string (json_item (v, i)),
         gpunet_meta_nth_label (s, i));
     g_free (want);
   }
   v = gpunet_json_get (j, "scores");
-  fail_unless (v && v->type == GPUNET_JSON_ARRAY);
-  fail_unless_equals_int (v->n, n);
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless_equals_int (json_array_get_length (json_node_get_array (v)), n);
   for (i = 0; i < n; i++)
-    fail_unless (fabs (v->items[i].number - gpunet_meta_nth_score (s,
-                i)) <= 1e-7);
+    fail_unless (fabs (json_node_get_double (json_item (v, i)) -
+            gpunet_meta_nth_score (s, i)) <= 1e-7);
 }
 
 GST_START_TEST (test_json_output)
@@ -1637,7 +1649,7 @@ GST_START_TEST (test_json_output)
     static const gchar *escaped[] = {
       "\"say \\\"hi\\\"\"", "\"back\\\\slash\"", "\"tab\\there\"",
       "\"caf\xc3\xa9 \xe2\x9c\x93\"", "\"bell\\u0007\"",
-      "\"quote\\\"and\\\\both\"",
+      "\"quote\\\"and\\\\both\"", "\"unit\\u001fseparator\"",
     };
 
     for (i = 0; i < (gint) G_N_ELEMENTS (escaped); i++)
@@ -1649,16 +1661,16 @@ GST_START_TEST (test_json_output)
   n_lines = g_strv_length (lines) - 1;  /* after the final newline */
   fail_unless_equals_int (n_lines, records->len);
   for (f = 0; f < n_lines; f++) {
-    gpunet_json *j = NULL;
+    JsonNode *j = NULL;
     char *err = NULL;
 
     GST_LOG ("%s", lines[f]);
-    fail_unless (gpunet_json_parse (lines[f], strlen (lines[f]), &j,
+    fail_unless (gpunet_json_parse (lines[f], strlen (lines[f]), &j, NULL,
             &err) == GPUNET_OK, "line %u: %s", f, err);
     check_json_record (j, g_ptr_array_index (records, f),
         g_array_index (pts, GstClockTime, f), g_array_index (frames, guint64,
             f));
-    gpunet_json_free (j);
+    json_node_unref (j);
   }
   g_strfreev (lines);
   g_free (text);
