@@ -9,6 +9,13 @@
                                MEASURED lines "model precision gpu_ms" against the
                                "Latency, batch 1" table of DOC (docs/cuda.md): a line is
                                SLOW when more than S (default 0.10) above the table.
+  lines A B [--tol T]          two json-output files of gpunetclassify: the same (frame,
+                               roi-id) records, top-1 equal, scores within T (1e-3).
+  flat SAMPLES [--rss-mib R] [--gpu-mib G]
+                               SAMPLES lines "seconds rss_kib gpu_mib" of a long run: after
+                               the first quarter (warm-up), the median of the last quarter
+                               may exceed the median of the second quarter by at most R MiB
+                               of host memory (default 16) and G MiB of GPU memory (4).
   summary ROWS                 ROWS lines "step<TAB>status<TAB>detail" as one table.
 Exit status: 0 all within bounds, 1 a difference / a slow model, 2 unreadable input."""
 import json
@@ -65,6 +72,43 @@ def compare_records(a, b, tol):
     if frames == 0:
         bad.append("no frame records to compare")
     return bad
+
+
+def compare_lines(a, b, tol):
+    """Sentences for the differences between two element json-output line lists."""
+    key = lambda r: (r.get("frame"), r.get("roi-id"))
+    ma, mb = {key(r): r for r in a}, {key(r): r for r in b}
+    bad = []
+    if not a:
+        bad.append("no records")
+    if set(ma) != set(mb):
+        bad.append(f"{len(ma)} (frame, roi-id) records against {len(mb)}; "
+                   f"{len(set(ma) ^ set(mb))} not in both")
+    for k in sorted(set(ma) & set(mb), key=lambda k: (k[0] or 0, k[1] or 0)):
+        x, y = ma[k], mb[k]
+        if not x.get("ids") or not y.get("ids") or x["ids"][0] != y["ids"][0]:
+            bad.append(f"frame {k[0]} roi {k[1]}: top-1 {x.get('ids', [None])[:1]} against "
+                       f"{y.get('ids', [None])[:1]}")
+        else:
+            d = max(abs(p - q) for p, q in zip(x["scores"], y["scores"]))
+            if d > tol:
+                bad.append(f"frame {k[0]} roi {k[1]}: scores differ by {d:.3g}")
+    return bad
+
+
+def flat(samples, rss_mib, gpu_mib):
+    """(ok, sentence) for samples [(t, rss_kib, gpu_mib)] of a long run."""
+    if len(samples) < 8:
+        return False, f"only {len(samples)} samples (need 8 or more: a longer run)"
+    q = len(samples) // 4
+    early, late = samples[q:2 * q], samples[-q:]
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    d_rss = (med([s[1] for s in late]) - med([s[1] for s in early])) / 1024.0
+    d_gpu = med([s[2] for s in late]) - med([s[2] for s in early])
+    ok = d_rss <= rss_mib and d_gpu <= gpu_mib
+    return ok, (f"{len(samples)} samples over {samples[-1][0] - samples[0][0]:.0f} s: host RSS "
+                f"{d_rss:+.1f} MiB (limit {rss_mib:g}), GPU {d_gpu:+.1f} MiB (limit {gpu_mib:g}) "
+                f"from the 2nd to the 4th quarter")
 
 
 def doc_latency(doc_text):
@@ -141,6 +185,29 @@ def main(argv):
         print(f"latency: {len(rows)} measured, {slow} more than {slack * 100:.0f} % slower "
               "than docs/cuda.md")
         return 1 if slow or not rows else 0
+    if len(argv) >= 3 and argv[0] == "lines":
+        tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3
+        try:
+            bad = compare_lines(load_jsonl(argv[1]), load_jsonl(argv[2]), tol)
+        except (OSError, ValueError) as e:
+            print(f"lines: cannot read the outputs: {e}")
+            return 2
+        for line in bad[:10]:
+            print(line)
+        print(f"detail: {argv[1]} vs {argv[2]}: {len(bad)} differences (tolerance {tol:g})")
+        return 1 if bad else 0
+    if len(argv) >= 2 and argv[0] == "flat":
+        rss = float(argv[argv.index("--rss-mib") + 1]) if "--rss-mib" in argv else 16.0
+        gpu = float(argv[argv.index("--gpu-mib") + 1]) if "--gpu-mib" in argv else 4.0
+        try:
+            samples = [tuple(float(v) for v in l.split()[:3])
+                       for l in open(argv[1], encoding="utf-8") if l.strip() and l[0] != "#"]
+        except (OSError, ValueError) as e:
+            print(f"flat: {e}")
+            return 2
+        ok, text = flat(samples, rss, gpu)
+        print(f"detail: {'ok' if ok else 'FAIL'}: {text}")
+        return 0 if ok else 1
     if len(argv) == 2 and argv[0] == "summary":
         try:
             rows = [l.rstrip("\n").split("\t") for l in open(argv[1], encoding="utf-8")]
