@@ -5,10 +5,12 @@
 # summary table (step, ok/FAIL/skip, detail).  Steps:
 #   meson-test       meson test (all suites)
 #   selftest         gpunet-selftest, fp32 and fp16 x CUDA graphs on and off x batch 1/4/8
+#   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
 #   bench-sweep      batch sweep and per-op times of gpunet-0
+#   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   element-batch, element-regions, element-interval, element-resolution, element-two,
 #   element-cycles   gpunetclassify on nvh264dec's CUDA memory: batch-size 4, two regions
 #                    per frame, interval 5, a mid-stream resolution change, two elements in
@@ -30,7 +32,8 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest memcheck racecheck synccheck bench bench-sweep element-batch
+ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-sweep
+  pipeline element-batch
   element-regions element-interval element-resolution element-two element-cycles soak tag
   pytorch cpu-threads"
 MODELS=${MODELS:-$ALL_MODELS}
@@ -149,6 +152,7 @@ bench () {
 }
 export -f selftest sanitize bench
 step selftest 1800 selftest
+step selftest-dw-direct 300 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'
@@ -202,7 +206,21 @@ element_two () {
   [ "$(lines $W/two-a.jsonl)" -eq 300 ] || { echo "detail: FAIL: first element wrote $(lines $W/two-a.jsonl) of 300"; return 1; }
   $LIB lines "$W/two-a.jsonl" "$W/two-b.jsonl" --tol 1e-3
 }
-export -f need_nvdec launch lines element_batch element_interval element_resolution element_two
+# run_s: gst-launch's "Execution ended after" (PLAYING to EOS, start-up excluded)
+pipeline () {
+  need_nvdec || return $?
+  local a b
+  for i in 1 2; do
+    gst-launch-1.0 $DEC ! fakesink sync=false > "$W/dec.launch" 2>&1 || return 1
+    gst-launch-1.0 $DEC ! ${CLS/precision=fp32/precision=fp16} ! fakesink sync=false > "$W/cls.launch" 2>&1 || return 1
+    a=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\)$/\1 \2 \3/p' "$W/dec.launch" | awk '{print $1*3600+$2*60+$3}')
+    b=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\)$/\1 \2 \3/p' "$W/cls.launch" | awk '{print $1*3600+$2*60+$3}')
+    echo "run $i: nvh264dec alone ${a:-?} s, with gpunetclassify fp16 ${b:-?} s (300 frames of 1080p)"
+  done
+  echo "detail: 300 frames: decoder alone ${a:-?} s, with gpunetclassify fp16 ${b:-?} s (second run)"
+}
+export -f need_nvdec launch lines element_batch element_interval element_resolution element_two pipeline
+step pipeline 300 pipeline
 step element-batch 300 element_batch
 step element-regions 300 '$PYTHON "'"$HERE"'/gpu_check_element.py" regions --model gpunet-0 --checkpoint "$W/g0.safetensors" --frames 100'
 step element-interval 300 element_interval
