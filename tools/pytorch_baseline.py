@@ -280,7 +280,9 @@ def time_tensorrt(model, res, batch, path, groups, replays):
                       output_names=["logits"])
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
-    network = builder.create_network(0)
+    # explicit batch: a flag before TensorRT 10, the only mode from 10 on
+    flag = getattr(trt.NetworkDefinitionCreationFlag, "EXPLICIT_BATCH", None)
+    network = builder.create_network(0 if flag is None else 1 << int(flag))
     parser = trt.OnnxParser(network, logger)
     with open(path, "rb") as f:
         if not parser.parse(f.read()):
