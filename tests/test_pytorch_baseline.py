@@ -70,5 +70,14 @@ for m, config in zoo.items():
     count = sum(p.numel() for p in model.parameters())
     check(count == expected.get(m), f"{m}: {count} parameters, docs/models.md {expected.get(m)}")
 
+# the command line: --self-check on one model, and a bad model name
+import subprocess
+cmd = [sys.executable, os.path.join(root, "tools", "pytorch_baseline.py")]
+p = subprocess.run(cmd + ["--self-check", "--models", "gpunet-p0"], capture_output=True, text=True)
+check(p.returncode == 0 and "gpunet-p0 params=22815080" in p.stdout and p.stdout.rstrip().endswith("ok"),
+      f"--self-check: {p.returncode} {p.stdout!r} {p.stderr[-300:]!r}")
+p = subprocess.run(cmd + ["--models", "gpunet-9"], capture_output=True, text=True)
+check(p.returncode == 2 and "unknown model" in p.stdout, f"unknown model: exit 2: {p.stdout!r}")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
