@@ -259,7 +259,7 @@ tag () {
   "$TOOLS/gpunet-tag" $base --backend cuda --precision fp32 -o "$W/tag-gpu.jsonl" "$CLIP" 2> "$W/tag-gpu.err" || { cat "$W/tag-gpu.err"; return 1; }
   "$TOOLS/gpunet-tag" $base --backend cpu -o "$W/tag-cpu.jsonl" "$CLIP" 2> "$W/tag-cpu.err" || { cat "$W/tag-cpu.err"; return 1; }
   cat "$W/tag-gpu.err"
-  grep -q 'decoding into CUDA memory' "$W/tag-gpu.err" && grep -q "input caps: video/x-raw(memory:CUDAMemory)" "$W/tag-gpu.err" || { echo "detail: FAIL: the tagger did not classify CUDA memory"; return 1; }
+  grep -q 'decoding into CUDA memory' "$W/tag-gpu.err" && grep "input caps: video/x-raw(memory:CUDAMemory)" "$W/tag-gpu.err" | grep -q '(decoder nvh264dec)' || { echo "detail: FAIL: the tagger did not classify nvh264dec's CUDA memory"; return 1; }
   $LIB records "$W/tag-gpu.jsonl" "$W/tag-cpu.jsonl" --tol 1e-3 | tee "$W/tag.cmp"
   local rc=${PIPESTATUS[0]}
   echo "detail: $(tail -n 1 "$W/tag.cmp")"

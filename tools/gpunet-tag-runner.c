@@ -55,6 +55,7 @@ struct TagRunner {
   TagLabelCount top_out[N_TOP_LABELS];
   gchar *message;
   gchar *caps;                  /* gpunetclassify's input caps for this input */
+  gchar *decoder;               /* the video decoder's factory name, or NULL */
 };
 
 static void
@@ -258,6 +259,14 @@ on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
   klass = gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS);
   if (klass == NULL || !strstr (klass, "Decoder") || !strstr (klass, "Video"))
     return;
+  {
+    TagRunner *r = user;
+
+    g_mutex_lock (&r->lock);
+    if (r->decoder == NULL)
+      r->decoder = g_strdup (GST_OBJECT_NAME (f));
+    g_mutex_unlock (&r->lock);
+  }
   sink = gst_element_get_static_pad (e, "sink");
   src = gst_element_get_static_pad (e, "src");
   if (sink && src) {
@@ -383,6 +392,31 @@ have_factory (const gchar * name)
   return f != NULL;
 }
 
+/* nvh264dec and its siblings have the rank of the software decoders (primary),
+ * and decodebin breaks ties by name (avdec_h264 first). For this process only,
+ * nvcodec's video decoders are ranked above them, so uridecodebin picks NVDEC and
+ * its frames stay in CUDA memory. */
+static void
+prefer_nvcodec_decoders (void)
+{
+  GList *features = gst_registry_get_feature_list_by_plugin (gst_registry_get (),
+      "nvcodec");
+
+  for (GList * l = features; l; l = l->next) {
+    GstPluginFeature *f = l->data;
+    const gchar *klass;
+
+    if (!GST_IS_ELEMENT_FACTORY (f))
+      continue;
+    klass = gst_element_factory_get_metadata (GST_ELEMENT_FACTORY (f),
+        GST_ELEMENT_METADATA_KLASS);
+    if (klass && strstr (klass, "Decoder") && strstr (klass, "Video")
+        && gst_plugin_feature_get_rank (f) < GST_RANK_PRIMARY + 1)
+      gst_plugin_feature_set_rank (f, GST_RANK_PRIMARY + 1);
+  }
+  gst_plugin_feature_list_free (features);
+}
+
 /* Where decoded frames should live, once gpunetclassify has started: CUDA
  * memory when the element runs on CUDA and nvcodec's cudaupload exists, else
  * system memory. Sets r->note to a sentence saying which and why (NULL for
@@ -418,6 +452,7 @@ choose_memory (TagRunner * r)
     return;
   }
   r->cuda_memory = TRUE;
+  prefer_nvcodec_decoders ();
   r->note = g_strdup ("decoding into CUDA memory (nvcodec): frames are "
       "classified in place on the GPU");
 }
@@ -573,6 +608,7 @@ tag_runner_free (TagRunner * r)
   g_free (r->meta_error);
   g_free (r->message);
   g_free (r->caps);
+  g_free (r->decoder);
   g_free (r->note);
   g_free (r->seg.label);
   g_mutex_clear (&r->lock);
@@ -623,6 +659,7 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
   g_clear_pointer (&r->meta_error, g_free);
   g_clear_pointer (&r->message, g_free);
   g_clear_pointer (&r->caps, g_free);
+  g_clear_pointer (&r->decoder, g_free);
   g_mutex_unlock (&r->lock);
 }
 
@@ -842,6 +879,7 @@ summary:
         "timestamps' sequence", result->decode_errors, result->frames_missing);
   result->message = r->message;
   result->caps = r->caps;
+  result->decoder = r->decoder;
   result->duration = (r->first_pts >= 0 && end >= 0) ? end - r->first_pts : -1;
   result->container_duration = container;
   result->classify_s = r->classify_us / 1e6;

@@ -269,8 +269,9 @@ run_input (TagJobs * j, guint i, TagRunner ** runner, TagOutcome * oc)
     if (j->o->show_caps) {
       if (j->jobs > 1)
         g_mutex_lock (&j->lock);
-      tag_progress_message (j->progress, "%s: gpunetclassify's input caps: %s",
-          in->name, s.caps ? s.caps : "(none negotiated)");
+      tag_progress_message (j->progress, "%s: gpunetclassify's input caps: %s "
+          "(decoder %s)", in->name, s.caps ? s.caps : "(none negotiated)",
+          s.decoder ? s.decoder : "none");
       if (j->jobs > 1)
         g_mutex_unlock (&j->lock);
     }

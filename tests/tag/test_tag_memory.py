@@ -77,6 +77,8 @@ def main():
     caps = caps_lines(cpu.stderr)
     check(len(caps) == 1 and "video/x-raw" in caps[0] and "CUDAMemory" not in caps[0],
           f"--backend cpu: one system-memory caps line: {caps}")
+    check(len(caps) == 1 and "(decoder " in caps[0] and "(decoder none)" not in caps[0],
+          f"the caps line names the decoder: {caps}")
 
     # --- auto: a note saying where and why; here (no GPU) system memory, same records ---
     auto, auto_out = run("auto", ["--backend", "auto", "--precision", "fp32"])
@@ -123,6 +125,8 @@ def main():
         check(len(n) == 1 and "decoding into CUDA memory" in n[0], f"CUDA memory note: {n}")
         check(len(caps) == 1 and "video/x-raw(memory:CUDAMemory)" in caps[0],
               f"--backend cuda negotiates CUDA memory: {caps}")
+        check(len(caps) == 1 and "(decoder nvh264dec)" in caps[0],
+              f"--backend cuda decodes with NVDEC (ranked above the software decoders): {caps}")
         if gpu.returncode == 0:
             bad = lib.compare_records(lib.load_jsonl(gpu_out), lib.load_jsonl(cpu_out), 1e-3)
             check(bad == [], f"GPU records equal the CPU path's: {bad[:3]}")
