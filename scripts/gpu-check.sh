@@ -16,7 +16,7 @@
 #                    per frame, interval 5, a mid-stream resolution change, two elements in
 #                    one pipeline, 50 PLAYING->NULL cycles
 #   soak             SOAK_MIN minutes (default 10) of classification, host RSS and GPU
-#                    memory sampled every SOAK_EVERY s (default 10): both must stay flat
+#                    memory sampled every SOAK_EVERY s (default: 40 samples): both flat
 #   tag              gpunet-tag --backend cuda (CUDA memory, fp32) against --backend cpu
 #   pytorch          tools/pytorch_baseline.py (needs torch), fp16/fp32 batch 1, and
 #                    TensorRT fp16 at batch 1 and 8 when the tensorrt module imports
@@ -39,7 +39,9 @@ ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck b
 MODELS=${MODELS:-$ALL_MODELS}
 STEPS=${STEPS:-$ALL_STEPS}
 SOAK_MIN=${SOAK_MIN:-10}
-SOAK_EVERY=${SOAK_EVERY:-10}
+case $SOAK_MIN in ''|*[!0-9]*|0) echo "gpu-check: SOAK_MIN must be a whole number of minutes >= 1, not '$SOAK_MIN'"; exit 2 ;; esac
+# about 40 samples whatever the duration (the flatness check needs 8 or more)
+SOAK_EVERY=${SOAK_EVERY:-$(( SOAK_MIN * 60 / 40 > 0 ? SOAK_MIN * 60 / 40 : 1 ))}
 NVIDIA_SMI=${NVIDIA_SMI:-nvidia-smi}
 PYTHON=${PYTHON:-python3}
 LIB="$PYTHON $HERE/gpu_check_lib.py"

@@ -43,6 +43,10 @@ p = subprocess.run(["bash", script, build, os.path.join(tmp, "logs")], capture_o
                    text=True, env=env)
 check(p.returncode == 77 and "no GPU: nothing to check" in p.stdout,
       f"no GPU: exit 77 and the sentence: {p.returncode} {p.stdout!r} {p.stderr!r}")
+p = subprocess.run(["bash", script, build, os.path.join(tmp, "logs")], capture_output=True,
+                   text=True, env=dict(env, SOAK_MIN="0"))
+check(p.returncode == 2 and "SOAK_MIN must be a whole number" in p.stdout,
+      f"SOAK_MIN=0 is refused with a sentence: {p.returncode} {p.stdout!r}")
 fake = os.path.join(tmp, "fake-smi")
 with open(fake, "w") as f:
     f.write("#!/bin/sh\necho 'GPU 0: Fake GPU (UUID: GPU-0)'\n")
