@@ -275,7 +275,8 @@ pytorch () {
   rc=${PIPESTATUS[0]}
   [ $rc -eq 0 ] || { echo "detail: pytorch_baseline.py exit $rc"; return $rc; }
   if [ -n "$trt" ]; then
-    $PYTHON "$ROOT/tools/pytorch_baseline.py" --models "$(echo $MODELS | tr ' ' ',')" --batch 1,8 --precision fp16 $trt | grep tensorrt | tee -a "$W/pytorch.txt"
+    # PyTorch fp16 at batch 1 and 8 again, beside TensorRT's fp16 engine at both
+    $PYTHON "$ROOT/tools/pytorch_baseline.py" --models "$(echo $MODELS | tr ' ' ',')" --batch 1,8 --precision fp16 $trt | tee -a "$W/pytorch.txt"
   fi
   echo "detail: $(grep -vc '^#' "$W/pytorch.txt") timings${trt:+ (TensorRT included)}${trt:- (no tensorrt module: TensorRT not timed)}; see $W/pytorch.txt"
 }
