@@ -218,6 +218,18 @@ gst_gpunet_cuda_enter (void *context)
 #endif
 }
 
+gpointer
+gst_gpunet_cuda_context_handle (GstObject * context)
+{
+#ifdef HAVE_GST_CUDA
+  if (context != NULL)
+    return gst_cuda_context_get_handle (GST_CUDA_CONTEXT (context));
+#else
+  (void) context;
+#endif
+  return NULL;
+}
+
 void
 gst_gpunet_cuda_leave (void *context)
 {

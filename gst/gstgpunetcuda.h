@@ -65,6 +65,11 @@ GstObject *gst_gpunet_cuda_context_ref (GstGpunetCuda * cuda);
 void gst_gpunet_cuda_enter (void *context);
 void gst_gpunet_cuda_leave (void *context);
 
+/* The CUcontext of `context` (a GstCudaContext or NULL), for
+ * gpunet_session_params.cuda_context: the CUDA backend makes it current itself at
+ * every call, whatever the calling thread has pushed. */
+gpointer gst_gpunet_cuda_context_handle (GstObject * context);
+
 /* transform_caps: `caps` without its CUDAMemory structures unless the device path is
  * on.  Returns a new reference. */
 GstCaps *gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps);

@@ -79,6 +79,9 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     p.session.max_batch = (int) req->batch_size;
     p.batch_timeout_us = req->batch_timeout_us;
     if (req->cuda_context != NULL) {
+      /* the backend checks (and pushes) this context at each call; the hooks
+       * keep the engine's own work between calls in it too */
+      p.session.cuda_context = gst_gpunet_cuda_context_handle (req->cuda_context);
       p.enter = gst_gpunet_cuda_enter;
       p.leave = gst_gpunet_cuda_leave;
       p.hook_user = req->cuda_context;

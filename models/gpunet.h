@@ -95,6 +95,12 @@ typedef struct {
   int cuda_fused;  /* CUDA: 1 = the opt-in fused head and squeeze-excite kernels
                     * (docs/cuda.md, "Fused path"); 0 (default) = the verified path.
                     * gpunet-bench --cuda-fused and gpunet-selftest set it. */
+  void *cuda_context; /* CUDA: the CUcontext (of `device`) every CUDA call of the
+                       * session runs in, e.g. a GstCudaContext's; the backend makes it
+                       * current itself at each call (pushing it when the calling
+                       * thread has another).  NULL = the context current when the
+                       * session is created (the device's primary context unless the
+                       * caller pushed one).  It must outlive the session. */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);

@@ -73,6 +73,12 @@ for name in ("cpu", "cpu-ref"):
                                   and "sgemm_2048_gflops_s=n/a" in p.stdout)),
           f"--backend {name}: exit {p.returncode}, {b.group(0) if b else p.stderr[:200]!r}")
 
+# --threads as a list: the whole benchmark once per value, in order
+p = run(["--threads", "1,2", "--runs", "2", "--warmup", "0", "--preprocess-runs", "0"])
+finals = [FINAL.match(l) for l in p.stdout.splitlines() if FINAL.match(l)]
+check(p.returncode == 0 and [m.group(3) for m in finals] == ["1", "2"],
+      f"--threads 1,2: one final line per value: exit {p.returncode} {p.stdout[-300:]!r}")
+
 # bad invocations: exit 2 with a sentence naming the problem
 for args, stdin, word in (
         (["--backend", "fast"], None, "cpu, cuda, cpu-ref"),
@@ -82,7 +88,9 @@ for args, stdin, word in (
         (["--stdin-runs"], "", "no timed passes"),
         (["--stdin-runs", "--per-layer"], "1\n", "--per-layer"),
         (["--runs", "0"], None, "--runs"),
-        (["--threads", "x"], None, "--threads")):
+        (["--threads", "x"], None, "--threads"),
+        (["--threads", "1,x"], None, "list of them"),
+        (["--threads", "1,,2"], None, "list of them")):
     p = run(args, stdin)
     check(p.returncode == 2 and word in p.stderr,
           f"{args} {stdin!r}: exit {p.returncode}, stderr {p.stderr[:200]!r}")

@@ -6,9 +6,11 @@
  * seeded random weights.  The last line is machine-readable: model= batch= threads=
  * median_ms= min_ms= gflops= achieved_gflops_s= */
 #include <errno.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "gpunet.h"
@@ -30,7 +32,8 @@ usage (FILE *f)
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
       "  --batch       images per forward pass (default 1)\n"
-      "  --threads     CPU threads (default 2; 0 = all cores)\n"
+      "  --threads     CPU threads (default 2; 0 = all cores); a list (1,2,4,8,16) runs the\n"
+      "                whole benchmark once per value, one after the other\n"
       "  --runs        timed forward passes (default 20); --warmup untimed ones first (default 3)\n"
       "  --stdin-runs  instead of --runs: after the warm-up, prints 'ready', then reads whole\n"
       "                numbers from standard input, one per line; for each N > 0 times N forward\n"
@@ -433,9 +436,63 @@ time_preprocess (const gpunet_model *m, int runs, double *plan_ms)
   return result;
 }
 
+extern char **environ;
+
+/* --threads A,B,...: runs this program once per value (each a fresh process, so every
+ * run plans its own thread pool), in order, with --threads replaced.  Returns the first
+ * non-zero exit status, or 0; -1 when the list is not a list of whole numbers. */
+static int
+run_thread_list (int argc, char **argv, int at, const char *list)
+{
+  char **args = calloc ((size_t) argc + 1, sizeof *args);
+  char value[32];
+  int rc = 0;
+  if (!args)
+    return 1;
+  /* whole numbers of at most 4 digits between single commas; checked before any run */
+  for (const char *p = list; *p;) {
+    size_t n = strspn (p, "0123456789");
+    if (n == 0 || n > 4 || (p[n] != ',' && p[n] != '\0') || (p[n] == ',' && p[n + 1] == '\0'))
+      return free (args), -1;
+    p += n + (p[n] == ',');
+  }
+  for (int i = 0; i < argc; i++)
+    args[i] = argv[i];
+  for (const char *p = list; *p && rc == 0;) {
+    size_t n = strcspn (p, ",");
+    memcpy (value, p, n);
+    value[n] = '\0';
+    p += n + (p[n] == ',');
+    args[at] = value;
+    fflush (stdout);
+    pid_t pid;
+    int status = 0;
+    if (posix_spawn (&pid, "/proc/self/exe", NULL, NULL, args, environ) != 0
+        || waitpid (pid, &status, 0) < 0) {
+      fprintf (stderr, "gpunet-bench: cannot run itself for --threads %s: %s\n", value,
+          strerror (errno));
+      rc = 1;
+    } else if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+      rc = WIFEXITED (status) ? WEXITSTATUS (status) : 1;
+    }
+  }
+  free (args);
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp (argv[i], "--threads") && strchr (argv[i + 1], ',')) {
+      int rc = run_thread_list (argc, argv, i + 1, argv[i + 1]);
+      if (rc < 0) {
+        fprintf (stderr, "gpunet-bench: --threads takes a whole number or a list of them "
+            "separated by commas (1,2,4,8,16), not '%s'\n", argv[i + 1]);
+        return 2;
+      }
+      return rc;
+    }
   const char *model_name = NULL, *checkpoint = NULL, *backend_name = NULL;
   int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0, pre_runs = 20;
   int stdin_runs = 0;

@@ -14,9 +14,11 @@ typedef enum { TAG_FORMAT_JSONL = 0, TAG_FORMAT_CSV } TagFormat;
 
 typedef struct {
   gchar *model, *checkpoint, *labels, *backend;
+  gchar *precision;             /* NULL: the element's default (auto) */
   guint top_k, batch, every, threads;
   gdouble fps;
   gboolean segments, frames, resume, retry_failed, all_files, quiet;
+  gboolean show_caps;           /* print gpunetclassify's input caps per input */
   TagFormat format;
   gchar *output;                /* NULL or "-": stdout */
   guint shard_index, shard_count;
@@ -43,6 +45,8 @@ typedef struct {
   const gchar *input;
   gboolean ok;
   const gchar *message;         /* NULL when ok and nothing to say */
+  const gchar *caps;            /* gpunetclassify's input caps, NULL if none */
+  const gchar *decoder;         /* the video decoder's factory name, NULL if none */
   guint64 decoded, classified;
   guint64 decode_errors;        /* frames a decoder took in and never gave out */
   guint64 frames_missing;       /* frames absent from the timestamps' sequence */
@@ -99,6 +103,10 @@ TagResult tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
     TagSummary * result);
 void tag_runner_free (TagRunner * r);
 gdouble tag_runner_load_seconds (const TagRunner * r);
+/* Where the runner decodes to and why: "decoding into CUDA memory ..." or
+ * "decoding into system memory: <reason>"; NULL for --backend cpu. */
+const gchar *tag_runner_note (const TagRunner * r);
+gboolean tag_runner_cuda_memory (const TagRunner * r);
 
 /* ---- gpunet-tag-progress.c ---- */
 typedef struct TagProgress TagProgress;

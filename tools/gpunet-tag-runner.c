@@ -1,7 +1,11 @@
 /* gpunet-tag-runner.c: the GStreamer side of gpunet-tag. One pipeline lives for
  * the whole run: a persistent "queue ! videoconvert ! capsfilter ! gpunetclassify
  * ! appsink" part stays PLAYING (so the model is loaded once, in the element's
- * start()), and a uridecodebin is attached, flushed away and replaced per input. */
+ * start()), and a uridecodebin is attached, flushed away and replaced per input.
+ * When gpunetclassify runs on CUDA and nvcodec is present, the front is "queue !
+ * cudaupload ! cudaconvert ! capsfilter(memory:CUDAMemory)" instead: nvh264dec's
+ * frames stay on the GPU and are classified in place (cudaupload passes them
+ * through; it uploads only what a software decoder made). */
 #include <string.h>
 
 #include <gst/app/gstappsink.h>
@@ -10,6 +14,9 @@
 #include "gpunet-meta.h"
 
 #define CLASSIFY_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
+/* what gpunetclassify reads in place (GST_GPUNET_CUDA_FORMATS) */
+#define CLASSIFY_CUDA_CAPS "video/x-raw(memory:CUDAMemory), " \
+  "format={ NV12, I420, RGBA, BGRA, RGBx, BGRx }"
 #define TICK_US (250 * 1000)
 #define MAX_K 100
 #define N_TOP_LABELS 5
@@ -26,6 +33,8 @@ struct TagRunner {
   GstPad *entry;                /* the queue's sink pad: where a source links */
   GstBus *bus;
   gdouble load_s;
+  gboolean cuda_memory;         /* the front keeps frames in CUDA memory */
+  gchar *note;                  /* why (not) CUDA memory; NULL for backend=cpu */
 
   /* per input; written by streaming threads, read by the main thread */
   GMutex lock;
@@ -45,6 +54,8 @@ struct TagRunner {
   gchar *meta_error;
   TagLabelCount top_out[N_TOP_LABELS];
   gchar *message;
+  gchar *caps;                  /* gpunetclassify's input caps for this input */
+  gchar *decoder;               /* the video decoder's factory name, or NULL */
 };
 
 static void
@@ -248,6 +259,14 @@ on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
   klass = gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS);
   if (klass == NULL || !strstr (klass, "Decoder") || !strstr (klass, "Video"))
     return;
+  {
+    TagRunner *r = user;
+
+    g_mutex_lock (&r->lock);
+    if (r->decoder == NULL)
+      r->decoder = g_strdup (GST_OBJECT_NAME (f));
+    g_mutex_unlock (&r->lock);
+  }
   sink = gst_element_get_static_pad (e, "sink");
   src = gst_element_get_static_pad (e, "src");
   if (sink && src) {
@@ -331,19 +350,122 @@ set_classify_options (TagRunner * r)
     g_object_set (r->classify, "labels", o->labels, NULL);
   if (o->backend)
     gst_util_set_object_arg (G_OBJECT (r->classify), "backend", o->backend);
+  if (o->precision)
+    gst_util_set_object_arg (G_OBJECT (r->classify), "precision",
+        o->precision);
   if (o->threads)
     g_object_set (r->classify, "n-threads", o->threads, NULL);
   if (o->batch > 1)
     g_object_set (r->classify, "batch-size", o->batch, NULL);
 }
 
+/* TRUE when gpunetclassify's sink pad, now that its engine runs, takes CUDA
+ * memory: the element offers those caps only while its session is on the CUDA
+ * backend inside its GstCudaContext. */
+static gboolean
+classify_takes_cuda (GstElement * classify)
+{
+  GstPad *pad = gst_element_get_static_pad (classify, "sink");
+  GstCaps *caps = gst_pad_query_caps (pad, NULL);
+  gboolean cuda = FALSE;
+
+  for (guint i = 0; caps && i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    if (f && !gst_caps_features_is_any (f)
+        && gst_caps_features_contains (f, "memory:CUDAMemory"))
+      cuda = TRUE;
+  }
+  if (caps)
+    gst_caps_unref (caps);
+  gst_object_unref (pad);
+  return cuda;
+}
+
+static gboolean
+have_factory (const gchar * name)
+{
+  GstElementFactory *f = gst_element_factory_find (name);
+
+  if (f)
+    gst_object_unref (f);
+  return f != NULL;
+}
+
+/* nvh264dec and its siblings have the rank of the software decoders (primary),
+ * and decodebin breaks ties by name (avdec_h264 first). For this process only,
+ * nvcodec's video decoders are ranked above them, so uridecodebin picks NVDEC and
+ * its frames stay in CUDA memory. */
+static void
+prefer_nvcodec_decoders (void)
+{
+  GList *features = gst_registry_get_feature_list_by_plugin (gst_registry_get (),
+      "nvcodec");
+
+  for (GList * l = features; l; l = l->next) {
+    GstPluginFeature *f = l->data;
+    const gchar *klass;
+
+    if (!GST_IS_ELEMENT_FACTORY (f))
+      continue;
+    klass = gst_element_factory_get_metadata (GST_ELEMENT_FACTORY (f),
+        GST_ELEMENT_METADATA_KLASS);
+    if (klass && strstr (klass, "Decoder") && strstr (klass, "Video")
+        && gst_plugin_feature_get_rank (f) < GST_RANK_PRIMARY + 1)
+      gst_plugin_feature_set_rank (f, GST_RANK_PRIMARY + 1);
+  }
+  gst_plugin_feature_list_free (features);
+}
+
+/* Where decoded frames should live, once gpunetclassify has started: CUDA
+ * memory when the element runs on CUDA and nvcodec's cudaupload exists, else
+ * system memory. Sets r->note to a sentence saying which and why (NULL for
+ * --backend cpu or cpu-ref, where system memory is the plain choice). */
+static void
+choose_memory (TagRunner * r)
+{
+  const gchar *backend = r->opt->backend ? r->opt->backend : "auto";
+
+  r->cuda_memory = FALSE;
+  if (strcmp (backend, "cpu") == 0 || strcmp (backend, "cpu-ref") == 0)
+    return;
+  if (!classify_takes_cuda (r->classify)) {
+    /* backend=auto posts an INFO message when it fell back to the CPU */
+    GstMessage *m = gst_bus_pop_filtered (r->bus, GST_MESSAGE_INFO);
+
+    r->note = g_strdup_printf ("decoding into system memory: %s",
+        m ? "backend=auto found no usable CUDA GPU and runs gpunetclassify "
+        "on the CPU (--backend cuda says why)" : "gpunetclassify runs on "
+        "CUDA but takes no CUDA memory (the plugin was built without "
+        "GStreamer's CUDA library, gstreamer-cuda-1.0); frames are copied to "
+        "the GPU by gpunetclassify");
+    if (m)
+      gst_message_unref (m);
+    return;
+  }
+  if (!have_factory ("cudaupload")) {
+    r->note = g_strdup ("decoding into system memory: GStreamer's nvcodec "
+        "plugin offers no cudaupload/nvh264dec here (install "
+        "gstreamer1.0-plugins-bad with nvcodec; it registers its elements only "
+        "where an NVIDIA driver and GPU are found); frames are copied to the "
+        "GPU by gpunetclassify");
+    return;
+  }
+  r->cuda_memory = TRUE;
+  prefer_nvcodec_decoders ();
+  r->note = g_strdup ("decoding into CUDA memory (nvcodec): frames are "
+      "classified in place on the GPU");
+}
+
 /* Builds the persistent part and brings it to PLAYING, which loads the model
- * once for the whole run. Returns NULL with `error` set when that fails. */
+ * once for the whole run: first gpunetclassify ! appsink (the model loads and
+ * the element settles on its backend), then the front that suits it
+ * (choose_memory). Returns NULL with `error` set when that fails. */
 TagRunner *
 tag_runner_new (const TagOptions * opt, GError ** error)
 {
   TagRunner *r = g_new0 (TagRunner, 1);
-  GstElement *convert = NULL, *capsf = NULL;
+  GstElement *convert = NULL, *upload = NULL, *capsf = NULL;
   GstCaps *caps;
   GstAppSinkCallbacks cb = { 0 };
   GstPad *pad;
@@ -355,34 +477,22 @@ tag_runner_new (const TagOptions * opt, GError ** error)
       (GDestroyNotify) label_count_free);
   r->pipeline = gst_pipeline_new ("gpunet-tag");
   r->bus = gst_element_get_bus (r->pipeline);
-  if (!(r->queue = make ("queue", error)) || !(convert = make ("videoconvert",
-              error)) || !(capsf = make ("capsfilter", error))
-      || !(r->classify = make ("gpunetclassify", error))
+  if (!(r->classify = make ("gpunetclassify", error))
       || !(r->sink = make ("appsink", error)))
     goto fail;
 
-  /* a few frames of slack so decoding overlaps with classification */
-  g_object_set (r->queue, "max-size-buffers", 4, "max-size-bytes", 0,
-      "max-size-time", (guint64) 0, NULL);
-  caps = gst_caps_from_string ("video/x-raw, format=" CLASSIFY_FORMATS);
-  g_object_set (capsf, "caps", caps, NULL);
-  gst_caps_unref (caps);
   set_classify_options (r);
   g_object_set (r->sink, "sync", FALSE, "async", FALSE, "max-buffers", 2,
       "drop", FALSE, "enable-last-sample", FALSE, NULL);
   cb.new_sample = on_new_sample;
   cb.eos = on_eos;
   gst_app_sink_set_callbacks (GST_APP_SINK (r->sink), &cb, r, NULL);
-
-  gst_bin_add_many (GST_BIN (r->pipeline), r->queue, convert, capsf,
-      r->classify, r->sink, NULL);
-  if (!gst_element_link_many (r->queue, convert, capsf, r->classify, r->sink,
-          NULL)) {
+  gst_bin_add_many (GST_BIN (r->pipeline), r->classify, r->sink, NULL);
+  if (!gst_element_link (r->classify, r->sink)) {
     g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
-        "cannot link queue ! videoconvert ! gpunetclassify ! appsink");
+        "cannot link gpunetclassify ! appsink");
     goto fail;
   }
-  r->entry = gst_element_get_static_pad (r->queue, "sink");
   pad = gst_element_get_static_pad (r->classify, "sink");
   gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, classify_sink_probe, r,
       NULL);
@@ -395,12 +505,65 @@ tag_runner_new (const TagOptions * opt, GError ** error)
     goto fail;
   }
   r->load_s = (g_get_monotonic_time () - t0) / 1e6;
+
+  choose_memory (r);
+  if (!(r->queue = make ("queue", error)))
+    goto fail;
+  if (r->cuda_memory) {
+    /* cudaconvert (absent from some builds) turns other CUDA formats into
+     * one the element reads; cudaupload passes CUDA memory through */
+    if (!(upload = make ("cudaupload", error)))
+      goto fail;
+    if (have_factory ("cudaconvert") && !(convert = make ("cudaconvert",
+                error)))
+      goto fail;
+  } else if (!(convert = make ("videoconvert", error))) {
+    goto fail;
+  }
+  if (!(capsf = make ("capsfilter", error)))
+    goto fail;
+  /* a few frames of slack so decoding overlaps with classification */
+  g_object_set (r->queue, "max-size-buffers", 4, "max-size-bytes", 0,
+      "max-size-time", (guint64) 0, NULL);
+  caps = gst_caps_from_string (r->cuda_memory ? CLASSIFY_CUDA_CAPS :
+      "video/x-raw, format=" CLASSIFY_FORMATS);
+  g_object_set (capsf, "caps", caps, NULL);
+  gst_caps_unref (caps);
+  {
+    GstElement *chain[5];
+    guint n = 0;
+
+    chain[n++] = r->queue;
+    if (upload)
+      chain[n++] = upload;
+    if (convert)
+      chain[n++] = convert;
+    chain[n++] = capsf;
+    chain[n++] = r->classify;
+    for (guint i = 0; i + 1 < n; i++)
+      gst_bin_add (GST_BIN (r->pipeline), chain[i]);
+    for (guint i = 0; i + 1 < n; i++)
+      if (!gst_element_link (chain[i], chain[i + 1])) {
+        g_set_error (error, GST_CORE_ERROR, GST_CORE_ERROR_NEGOTIATION,
+            "cannot link %s to %s", GST_OBJECT_NAME (chain[i]),
+            GST_OBJECT_NAME (chain[i + 1]));
+        goto fail;
+      }
+    for (guint i = 0; i + 1 < n; i++)
+      if (!gst_element_sync_state_with_parent (chain[i])) {
+        take_bus_error (r->bus, error);
+        goto fail;
+      }
+  }
+  r->entry = gst_element_get_static_pad (r->queue, "sink");
   return r;
 
 fail:
   {
     /* elements made but not yet in the bin */
-    GstElement *all[] = { r->queue, convert, capsf, r->classify, r->sink };
+    GstElement *all[] = { r->queue, upload, convert, capsf, r->classify,
+      r->sink
+    };
     for (guint i = 0; i < G_N_ELEMENTS (all); i++)
       if (all[i] && !GST_OBJECT_PARENT (all[i]))
         gst_object_unref (gst_object_ref_sink (all[i]));
@@ -413,6 +576,18 @@ gdouble
 tag_runner_load_seconds (const TagRunner * r)
 {
   return r->load_s;
+}
+
+const gchar *
+tag_runner_note (const TagRunner * r)
+{
+  return r->note;
+}
+
+gboolean
+tag_runner_cuda_memory (const TagRunner * r)
+{
+  return r->cuda_memory;
 }
 
 void
@@ -432,6 +607,9 @@ tag_runner_free (TagRunner * r)
   g_queue_clear_full (&r->pending, g_free);
   g_free (r->meta_error);
   g_free (r->message);
+  g_free (r->caps);
+  g_free (r->decoder);
+  g_free (r->note);
   g_free (r->seg.label);
   g_mutex_clear (&r->lock);
   g_free (r);
@@ -480,6 +658,8 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
   g_hash_table_remove_all (r->labels);
   g_clear_pointer (&r->meta_error, g_free);
   g_clear_pointer (&r->message, g_free);
+  g_clear_pointer (&r->caps, g_free);
+  g_clear_pointer (&r->decoder, g_free);
   g_mutex_unlock (&r->lock);
 }
 
@@ -635,6 +815,16 @@ tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
   }
   if (res == TAG_RESULT_OK && container < 0)
     container = query_duration (r);
+  {
+    GstPad *pad = gst_element_get_static_pad (r->classify, "sink");
+    GstCaps *caps = gst_pad_get_current_caps (pad);
+
+    if (caps) {
+      r->caps = gst_caps_to_string (caps);
+      gst_caps_unref (caps);
+    }
+    gst_object_unref (pad);
+  }
   detach_source (r);
 
 summary:
@@ -688,6 +878,8 @@ summary:
         "decoder could not decode, %" G_GUINT64_FORMAT " missing from the "
         "timestamps' sequence", result->decode_errors, result->frames_missing);
   result->message = r->message;
+  result->caps = r->caps;
+  result->decoder = r->decoder;
   result->duration = (r->first_pts >= 0 && end >= 0) ? end - r->first_pts : -1;
   result->container_duration = container;
   result->classify_s = r->classify_us / 1e6;

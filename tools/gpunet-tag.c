@@ -201,6 +201,7 @@ typedef struct
   GCond cond;
   TagOutcome *outcomes;
   guint next;                   /* the next input a job takes (lock) */
+  gboolean noted;               /* the runner's memory note was printed (lock) */
   gint abort;                   /* atomic: take no more inputs */
 } TagJobs;
 
@@ -255,9 +256,26 @@ run_input (TagJobs * j, guint i, TagRunner ** runner, TagOutcome * oc)
       if (!j->o->quiet && j->jobs == 1)
         tag_progress_message (j->progress, "model loaded in %.3f s",
             tag_runner_load_seconds (*runner));
+      /* where frames are decoded to, once per run (every runner decides alike) */
+      if (j->jobs > 1)
+        g_mutex_lock (&j->lock);
+      if (!j->o->quiet && !j->noted && tag_runner_note (*runner))
+        tag_progress_message (j->progress, "%s", tag_runner_note (*runner));
+      j->noted = TRUE;
+      if (j->jobs > 1)
+        g_mutex_unlock (&j->lock);
     }
     oc->res = tag_runner_process (*runner, in, oc->block, &stop_requested,
         j->jobs == 1 ? tag_progress_tick : NULL, j->progress, &s);
+    if (j->o->show_caps) {
+      if (j->jobs > 1)
+        g_mutex_lock (&j->lock);
+      tag_progress_message (j->progress, "%s: gpunetclassify's input caps: %s "
+          "(decoder %s)", in->name, s.caps ? s.caps : "(none negotiated)",
+          s.decoder ? s.decoder : "none");
+      if (j->jobs > 1)
+        g_mutex_unlock (&j->lock);
+    }
   }
   oc->decoded = s.decoded;
   oc->wall_s = s.wall_s;
@@ -327,7 +345,11 @@ main (int argc, char **argv)
     {"labels", 0, 0, G_OPTION_ARG_FILENAME, &o.labels,
         "Label file, one per line", "FILE"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &o.backend,
-        "auto, cpu, cuda or cpu-ref (auto)", "NAME"},
+        "auto, cpu, cuda or cpu-ref (auto); with CUDA and GStreamer's nvcodec, "
+          "frames are decoded into CUDA memory and classified in place", "NAME"},
+    {"precision", 0, 0, G_OPTION_ARG_STRING, &o.precision,
+        "CUDA storage: auto, fp32 or fp16 (auto: fp16 on GPUs with tensor "
+          "cores)", "P"},
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
         "Frames per engine call, 1..64 (1)", "N"},
@@ -367,6 +389,9 @@ main (int argc, char **argv)
         "Print this shard's inputs and exit", NULL},
     {"plugin-path", 0, 0, G_OPTION_ARG_FILENAME, &plugin_path,
         "Directory holding the gpunet GStreamer plugin", "DIR"},
+    {"show-caps", 0, 0, G_OPTION_ARG_NONE, &o.show_caps,
+        "Print the caps gpunetclassify negotiated for each input (memory "
+          "kind, format, size) on stderr", NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &o.quiet,
         "No progress output (failures are still reported)", NULL},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &args, NULL,
@@ -414,6 +439,11 @@ main (int argc, char **argv)
       free (why);
       goto out;
     }
+  }
+  if (o.precision && strcmp (o.precision, "auto")
+      && strcmp (o.precision, "fp32") && strcmp (o.precision, "fp16")) {
+    rc = usage_error (ctx, "--precision must be auto, fp32 or fp16");
+    goto out;
   }
   o.top_k = (guint) top_k;
   o.batch = (guint) batch;
@@ -605,6 +635,7 @@ out:
   g_free (o.checkpoint);
   g_free (o.labels);
   g_free (o.backend);
+  g_free (o.precision);
   g_free (o.output);
   g_free (format);
   g_free (shard);

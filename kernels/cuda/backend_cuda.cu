@@ -67,16 +67,12 @@ tensor_floats (const gpunet_graph *g, int t, int n)
   return (size_t) n * (size_t) d->c * (size_t) d->h * (size_t) d->w;
 }
 
+/* Frees everything of `s`; the session's context is current (the callers' scope). */
 static void
-cuda_destroy (void *state)
+destroy_in_context (cuda_state *s)
 {
-  cuda_state *s = (cuda_state *) state;
-  if (!s)
-    return;
-  if (s->ctx.stream) {
-    gpunet_cuda_ctx_make_current (&s->ctx, NULL);   /* the frees below act on it */
+  if (s->ctx.stream)
     cudaStreamSynchronize (s->ctx.stream);
-  }
   for (int i = 0; i <= s->max_batch; i++) {
     if (s->fwd_graph)
       gpunet_cuda_graph_clear (&s->fwd_graph[i]);
@@ -122,6 +118,24 @@ cuda_destroy (void *state)
   gpunet_memplan_clear (&s->plan);
   gpunet_cuda_ctx_clear (&s->ctx);
   free (s);
+}
+
+static void
+cuda_destroy (void *state)
+{
+  cuda_state *s = (cuda_state *) state;
+  if (!s)
+    return;
+  void *cu = s->ctx.cu_ctx;
+  gpunet_cuda_ctx_scope scope = { 0 };
+  /* without the context nothing can be freed safely: leak rather than free elsewhere */
+  if (cu && gpunet_cuda_ctx_enter (cu, &scope, NULL) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-cuda: cannot make the session's CUDA context current to free it; "
+        "its device memory is left allocated\n");
+    return;
+  }
+  destroy_in_context (s);
+  gpunet_cuda_ctx_leave (cu, &scope, GPUNET_OK, NULL);
 }
 
 static void *
@@ -301,7 +315,11 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
   s->graphs = gpunet_cuda_graphs_enabled ();
   s->fused = params->cuda_fused;
   s->head_op = -1;
-  gpunet_status st = gpunet_cuda_ctx_init (&s->ctx, params->device, error_text);
+  /* planning runs in the session's context (pushed when the caller has another) */
+  gpunet_cuda_ctx_scope scope = { 0 };
+  gpunet_status st = gpunet_cuda_ctx_init (&s->ctx, params->device, params->cuda_context, &scope,
+      error_text);
+  void *cu = s->ctx.cu_ctx;
   if (st == GPUNET_OK)
     st = gpunet_cuda_resolve_precision (params->precision, &s->dtype, error_text);
   if (st == GPUNET_OK) {
@@ -310,7 +328,12 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
     st = plan_buffers (s, error_text);
   }
   if (st != GPUNET_OK) {
-    cuda_destroy (s);
+    destroy_in_context (s);
+    s = NULL;
+  }
+  st = gpunet_cuda_ctx_leave (cu, &scope, st, error_text);
+  if (st != GPUNET_OK) {
+    cuda_destroy (s);   /* planned, but the context stack was changed meanwhile */
     return st;
   }
   *state = s;
@@ -516,14 +539,11 @@ enqueue_forward (void *user, char **error_text)
 }
 
 static gpunet_status
-cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
-    void *trace_user, char **error_text)
+forward_in_context (cuda_state *s, const float *input, int n, float *logits,
+    gpunet_trace_func trace, void *trace_user, char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   const gpunet_graph *g = s->g;
-  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
-  if (st == GPUNET_OK)
-    st = set_batch (s, n, error_text);
+  gpunet_status st = set_batch (s, n, error_text);
   if (st != GPUNET_OK)
     return st;
   memcpy (s->h_input, input, tensor_floats (g, g->input, n) * sizeof (float));
@@ -572,6 +592,19 @@ cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   }
   memcpy (logits, s->h_logits, tensor_floats (g, g->output, n) * sizeof (float));
   return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
+    void *trace_user, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = forward_in_context (s, input, n, logits, trace, trace_user, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
 }
 
 /* Fails unless every plane of `img` is memory the current context's kernels can read. */
@@ -695,15 +728,15 @@ run_classify (cuda_state *s, int n, int k, gpunet_class_score *out, const char *
   return GPUNET_OK;
 }
 
-/* What classify_device and classify_host do first: the session's device current, the
+/* What classify_device and classify_host do first (in the session's context): the
  * arguments checked, the batch described and each image's tap tables on the device
  * (img_tables[i]; geometries the cache holds cost nothing). */
 static gpunet_status
 begin_classify (cuda_state *s, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *const *plans, int k, char **error_text)
 {
-  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
-  if (st == GPUNET_OK && !plans)
+  gpunet_status st = GPUNET_OK;
+  if (!plans)
     st = gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no preprocess plans");
   for (int i = 0; i < n && st == GPUNET_OK; i++)
     st = check_classify (s, &images[i], i, plans[i], k, error_text);
@@ -729,11 +762,10 @@ set_desc (cuda_state *s, int i, const gpunet_preprocess_plan *pre, const gpunet_
 }
 
 static gpunet_status
-cuda_classify_device (void *state, const gpunet_image *images, int n,
+classify_device_in_context (cuda_state *s, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
     char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   gpunet_status st = begin_classify (s, images, n, plans, k, error_text);
   for (int i = 0; i < n && st == GPUNET_OK; i++)
     st = check_device_planes (&images[i], i, s->ctx.device, error_text);
@@ -774,11 +806,10 @@ ensure_staging (cuda_state *s, size_t bytes, char **error_text)
  * reads, cuda_upload.h) and its copy to the device queued at once, so the packing of
  * the next frame overlaps the copy of this one; then the device path. */
 static gpunet_status
-cuda_classify_host (void *state, const gpunet_image *images, int n,
+classify_host_in_context (cuda_state *s, const gpunet_image *images, int n,
     const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
     char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
   gpunet_status st = begin_classify (s, images, n, plans, k, error_text);
   if (st != GPUNET_OK)
     return st;
@@ -817,6 +848,35 @@ cuda_classify_host (void *state, const gpunet_image *images, int n,
     at += lay.bytes;
   }
   return run_classify (s, n, k, out, "the host-frame classification", error_text);
+}
+
+/* The two classify entries: the work above inside the session's CUDA context. */
+static gpunet_status
+cuda_classify_device (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = classify_device_in_context (s, images, n, plans, k, out, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
+}
+
+static gpunet_status
+cuda_classify_host (void *state, const gpunet_image *images, int n,
+    const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out,
+    char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = classify_host_in_context (s, images, n, plans, k, out, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
 }
 
 static const gpunet_backend cuda_backend = {
@@ -860,15 +920,8 @@ gpunet_cuda_op_api_entry (int abi_version, size_t op_size, char **error_text)
 /* ---- benchmark hooks (cuda_module.h) ---------------------------------------------------- */
 
 static gpunet_status
-cuda_profile (void *state, double *op_seconds, char **error_text)
+profile_in_context (cuda_state *s, double *op_seconds, char **error_text)
 {
-  cuda_state *s = (cuda_state *) state;
-  s->prof = NULL;
-  if (!op_seconds)
-    return GPUNET_OK;
-  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
-  if (st != GPUNET_OK)
-    return st;
   const int ops = s->g->n_ops;
   if (!s->ev_start) {
     s->ev_start = (cudaEvent_t *) calloc ((size_t) ops + 1, sizeof (cudaEvent_t));
@@ -897,21 +950,44 @@ cuda_profile (void *state, double *op_seconds, char **error_text)
 }
 
 static gpunet_status
-cuda_forward_time (void *state, double *gpu_seconds, char **error_text)
+cuda_profile (void *state, double *op_seconds, char **error_text)
 {
   cuda_state *s = (cuda_state *) state;
-  s->fwd_time = NULL;
-  if (!gpu_seconds)
+  s->prof = NULL;
+  if (!op_seconds)
     return GPUNET_OK;
-  gpunet_status st = gpunet_cuda_ctx_make_current (&s->ctx, error_text);
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
   if (st != GPUNET_OK)
     return st;
+  st = profile_in_context (s, op_seconds, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
+}
+
+static gpunet_status
+forward_time_in_context (cuda_state *s, double *gpu_seconds, char **error_text)
+{
   for (int i = 0; i < 2; i++)
     if (!s->ev_fwd[i])
       GPUNET_CU_TRY (cudaEventCreate (&s->ev_fwd[i]), error_text,
           "cudaEventCreate (forward pass timing)");
   s->fwd_time = gpu_seconds;
   return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_forward_time (void *state, double *gpu_seconds, char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  s->fwd_time = NULL;
+  if (!gpu_seconds)
+    return GPUNET_OK;
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = forward_time_in_context (s, gpu_seconds, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
 }
 
 static int

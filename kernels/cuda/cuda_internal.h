@@ -12,6 +12,7 @@
 #include <cudnn.h>
 
 #include "backend.h"
+#include "cuda_context.h"
 #include "cuda_graph_state.h"
 #include "cuda_pre_cache.h"
 #include "cuda_preprocess.h"
@@ -197,6 +198,7 @@ void gpunet_cuda_graph_clear (gpunet_cuda_graph *g);
 
 typedef struct {
   int device;               /* the CUDA device the stream and handle belong to */
+  void *cu_ctx;             /* the CUcontext everything of the session lives in */
   cudaStream_t stream;
   cudnnHandle_t dnn;
   gpunet_cuda_dtype dtype;  /* storage of activations and weights; set before planning */
@@ -257,14 +259,25 @@ void gpunet_cuda_conv_clear (gpunet_cuda_layer *l);
 /* Checks the driver and device count (GPUNET_ERR_BACKEND_UNAVAILABLE with "no CUDA
  * driver..." / "no CUDA device..." sentences) and makes `device` current.  (layer.cu) */
 gpunet_status gpunet_cuda_select_device (int device, char **error_text);
-/* Selects the device, creates the stream and the cuDNN handle; dtype starts as F32.
- * (layer.cu) */
-gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text);
-/* Makes ctx->device current on the calling thread when it is not (a session planned on
- * one thread may run on another, whose current device is 0 unless set: kernels launched
- * into a stream of another device fail).  Leaves a pushed context of that device alone.
- * Call at every entry point that uses the context. */
-gpunet_status gpunet_cuda_ctx_make_current (const gpunet_cuda_ctx *ctx, char **error_text);
+/* Makes the session's context current: `cu_context` (a CUcontext of `device`, e.g. the
+ * GstCudaContext's; pushed here when another is current) or, when NULL, the context
+ * current on this thread after selecting `device` (its primary context unless the
+ * caller pushed one).  Records it in ctx->cu_ctx, creates the stream and the cuDNN
+ * handle in it; dtype starts as F32.  On success `scope` is open (pushed or not):
+ * close it with gpunet_cuda_ctx_leave when planning is done.  (layer.cu) */
+gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, void *cu_context,
+    gpunet_cuda_ctx_scope *scope, char **error_text);
+/* Every entry point of the backend and the op runner: makes cu_ctx (the session's
+ * ctx.cu_ctx) current on the
+ * calling thread for the scope (cuda_context.h: nothing when it already is, else a
+ * push), so no CUDA call of a session runs in another context whatever the caller did.
+ * GPUNET_ERR_BACKEND with a sentence when it cannot. */
+gpunet_status gpunet_cuda_ctx_enter (void *cu_ctx, gpunet_cuda_ctx_scope *scope,
+    char **error_text);
+/* Closes the scope (pops what enter pushed) and returns `st`, or, when `st` is GPUNET_OK
+ * and the pop finds a changed context stack, GPUNET_ERR_BACKEND with a sentence. */
+gpunet_status gpunet_cuda_ctx_leave (void *cu_ctx, gpunet_cuda_ctx_scope *scope,
+    gpunet_status st, char **error_text);
 /* Grows the workspace / SE scratch to at least the given sizes. */
 gpunet_status gpunet_cuda_ctx_reserve (gpunet_cuda_ctx *ctx, size_t workspace_bytes,
     size_t scratch_floats, char **error_text);

@@ -16,11 +16,12 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 7   /* 2: backend.h gained classify_device; 3: set_precision;
+#define GPUNET_CUDA_ABI_VERSION 8   /* 2: backend.h gained classify_device; 3: set_precision;
                                      * 4: classify_host and the bench API;
                                      * 5: the bench API's forward_time;
                                      * 6: classify_device/_host take one plan per image;
-                                     * 7: gpunet_session_params.cuda_fused */
+                                     * 7: gpunet_session_params.cuda_fused;
+                                     * 8: gpunet_session_params.cuda_context */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */

@@ -1,8 +1,13 @@
 /* layer.cu: one graph op on the device: weight upload into the session's arena, the
  * per-kind dispatch to cuDNN (conv2d.cu) or our launchers, and the context every layer
- * runs in (stream, cuDNN handle, workspace, SE scratch) with the device selection. */
+ * runs in (stream, cuDNN handle, workspace, SE scratch) with the device selection and
+ * the CUDA context scope of every entry point (cuda_context.h over the driver's
+ * functions, fetched through cudart: the module never links libcuda). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include "cuda_internal.h"
 #include "half.h"
@@ -255,13 +260,144 @@ gpunet_cuda_select_device (int device, char **error_text)
   return GPUNET_OK;
 }
 
-gpunet_status
-gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text)
+/* The driver's context functions, fetched once through cudart (thread-safe static). */
+typedef struct {
+  PFN_cuCtxGetCurrent_v4000 get_current;
+  PFN_cuCtxPushCurrent_v4000 push;
+  PFN_cuCtxPopCurrent_v4000 pop;
+  cudaError_t error;
+  const char *missing;
+} driver_ctx_fns;
+
+static driver_ctx_fns
+load_driver_ctx_fns (void)
 {
-  memset (ctx, 0, sizeof *ctx);
-  gpunet_status st = gpunet_cuda_select_device (device, error_text);
+  driver_ctx_fns f;
+  memset (&f, 0, sizeof f);
+  const struct { const char *name; void **fn; } want[] = {
+    { "cuCtxGetCurrent", (void **) &f.get_current },
+    { "cuCtxPushCurrent", (void **) &f.push },
+    { "cuCtxPopCurrent", (void **) &f.pop },
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaGetDriverEntryPointByVersion (want[i].name, want[i].fn, CUDART_VERSION,
+        cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*want[i].fn) {
+      f.error = e != cudaSuccess ? e : cudaErrorSymbolNotFound;
+      f.missing = want[i].name;
+      return f;
+    }
+  }
+  return f;
+}
+
+static const driver_ctx_fns *
+driver_ctx (void)
+{
+  static const driver_ctx_fns f = load_driver_ctx_fns ();
+  return &f;
+}
+
+static int
+drv_get_current (void *user, void **ctx)
+{
+  (void) user;
+  return (int) driver_ctx ()->get_current ((CUcontext *) ctx);
+}
+
+static int
+drv_push (void *user, void *ctx)
+{
+  (void) user;
+  return (int) driver_ctx ()->push ((CUcontext) ctx);
+}
+
+static int
+drv_pop (void *user, void **ctx)
+{
+  (void) user;
+  return (int) driver_ctx ()->pop ((CUcontext *) ctx);
+}
+
+static const gpunet_cuda_ctx_api driver_api = { drv_get_current, drv_push, drv_pop, NULL };
+
+static gpunet_status
+driver_ready (char **error_text)
+{
+  const driver_ctx_fns *f = driver_ctx ();
+  if (f->missing) {
+    char what[160];
+    snprintf (what, sizeof what, "cudaGetDriverEntryPointByVersion (%s: the driver's context "
+        "functions are needed to keep every call in the session's context)", f->missing);
+    gpunet_cuda_fail_rt (error_text, f->error, what);
+    return GPUNET_ERR_BACKEND_UNAVAILABLE;
+  }
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_ctx_enter (void *cu_ctx, gpunet_cuda_ctx_scope *scope, char **error_text)
+{
+  char why[320];
+  scope->pushed = 0;
+  gpunet_status st = driver_ready (error_text);
   if (st != GPUNET_OK)
     return st;
+  if (gpunet_cuda_ctx_scope_open (&driver_api, cu_ctx, scope, why, sizeof why) != 0)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND, "%s", why);
+  return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_cuda_ctx_leave (void *cu_ctx, gpunet_cuda_ctx_scope *scope, gpunet_status st,
+    char **error_text)
+{
+  char why[320];
+  if (gpunet_cuda_ctx_scope_close (&driver_api, cu_ctx, scope, why, sizeof why) != 0
+      && st == GPUNET_OK)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND, "%s", why);
+  return st;
+}
+
+gpunet_status
+gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, void *cu_context,
+    gpunet_cuda_ctx_scope *scope, char **error_text)
+{
+  memset (ctx, 0, sizeof *ctx);
+  scope->pushed = 0;
+  gpunet_status st = gpunet_cuda_select_device (device, error_text);
+  if (st == GPUNET_OK)
+    st = driver_ready (error_text);
+  if (st != GPUNET_OK)
+    return st;
+  if (cu_context == NULL) {
+    /* the caller's context, else the device's primary one (cudaSetDevice makes it
+     * current; select_device skips that call when the current device matches) */
+    void *current = NULL;
+    if (drv_get_current (NULL, &current) != 0)
+      current = NULL;
+    if (current == NULL) {
+      GPUNET_CU_TRY (cudaSetDevice (device), error_text, "cudaSetDevice (%d)", device);
+      GPUNET_CU_TRY (cudaFree (NULL), error_text, "cudaFree (0): initialising device %d", device);
+      if (drv_get_current (NULL, &current) != 0)
+        current = NULL;
+    }
+    if (current == NULL)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
+          "no CUDA context is current on device %d after cudaSetDevice", device);
+    cu_context = current;
+  }
+  ctx->cu_ctx = cu_context;
+  st = gpunet_cuda_ctx_enter (cu_context, scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  int in_ctx = -1;
+  GPUNET_CU_TRY (cudaGetDevice (&in_ctx), error_text, "cudaGetDevice (in the session's context)");
+  if (in_ctx != device)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "the CUDA context given to the session is on device %d, but the session asks for "
+        "device %d: pass that context's device (or no context)", in_ctx, device);
   ctx->device = device;
   cudaError_t e = gpunet_cuda_probe_kernels ();
   if (e != cudaSuccess) {
@@ -284,18 +420,6 @@ gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, char **error_text)
     return st == GPUNET_ERR_NO_MEMORY ? st : GPUNET_ERR_BACKEND_UNAVAILABLE;
   }
   GPUNET_DNN_TRY (cudnnSetStream (ctx->dnn, ctx->stream), error_text, "cudnnSetStream");
-  return GPUNET_OK;
-}
-
-gpunet_status
-gpunet_cuda_ctx_make_current (const gpunet_cuda_ctx *ctx, char **error_text)
-{
-  int current = -1;
-  GPUNET_CU_TRY (cudaGetDevice (&current), error_text, "cudaGetDevice");
-  /* as in select_device: leave a context pushed for this device alone */
-  if (current != ctx->device)
-    GPUNET_CU_TRY (cudaSetDevice (ctx->device), error_text,
-        "cudaSetDevice (%d, the session's device, on this thread)", ctx->device);
   return GPUNET_OK;
 }
 
@@ -346,13 +470,13 @@ gpunet_cuda_resolve_precision (int precision, gpunet_cuda_dtype *out, char **err
   return GPUNET_OK;
 }
 
+/* Frees the context's objects; the caller has the session's context current (a scope
+ * opened by gpunet_cuda_ctx_init or gpunet_cuda_ctx_enter). */
 void
 gpunet_cuda_ctx_clear (gpunet_cuda_ctx *ctx)
 {
-  if (ctx->stream) {
-    gpunet_cuda_ctx_make_current (ctx, NULL);
+  if (ctx->stream)
     cudaStreamSynchronize (ctx->stream);
-  }
   if (ctx->workspace)
     cudaFree (ctx->workspace);
   if (ctx->scratch)

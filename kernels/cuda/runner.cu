@@ -17,7 +17,12 @@ runner_free (gpunet_cuda_op_runner *r)
 {
   if (!r)
     return;
-  gpunet_cuda_ctx_clear (&r->ctx);
+  void *cu = r->ctx.cu_ctx;
+  gpunet_cuda_ctx_scope scope = { 0 };
+  if (!cu || gpunet_cuda_ctx_enter (cu, &scope, NULL) == GPUNET_OK) {
+    gpunet_cuda_ctx_clear (&r->ctx);
+    gpunet_cuda_ctx_leave (cu, &scope, GPUNET_OK, NULL);
+  }
   free (r);
 }
 
@@ -28,7 +33,9 @@ runner_new (int device, gpunet_cuda_op_runner **out, char **error_text)
   gpunet_cuda_op_runner *r = (gpunet_cuda_op_runner *) calloc (1, sizeof *r);
   if (!r)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
-  gpunet_status st = gpunet_cuda_ctx_init (&r->ctx, device, error_text);
+  gpunet_cuda_ctx_scope scope = { 0 };
+  gpunet_status st = gpunet_cuda_ctx_init (&r->ctx, device, NULL, &scope, error_text);
+  st = gpunet_cuda_ctx_leave (r->ctx.cu_ctx, &scope, st, error_text);
   if (st != GPUNET_OK) {
     runner_free (r);
     return st;
@@ -136,14 +143,9 @@ run_with (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, op_buffers *b, const gpune
 }
 
 static gpunet_status
-runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *in,
+run_in_context (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *in,
     const float *residual, float *out, char **error_text)
 {
-  if (n < 1)
-    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "batch %d < 1", n);
-  gpunet_status cur = gpunet_cuda_ctx_make_current (&r->ctx, error_text);
-  if (cur != GPUNET_OK)
-    return cur;
   gpunet_cuda_layer l;
   memset (&l, 0, sizeof l);
   op_buffers b;
@@ -162,7 +164,12 @@ runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *i
 static gpunet_status
 runner_set_precision (gpunet_cuda_op_runner *r, gpunet_precision precision, char **error_text)
 {
-  return gpunet_cuda_resolve_precision (precision, &r->ctx.dtype, error_text);
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (r->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = gpunet_cuda_resolve_precision (precision, &r->ctx.dtype, error_text);
+  return gpunet_cuda_ctx_leave (r->ctx.cu_ctx, &scope, st, error_text);
 }
 
 static void
@@ -204,9 +211,23 @@ device_free (void *ptr)
     cudaFree (ptr);
 }
 
+static gpunet_status
+runner_run (gpunet_cuda_op_runner *r, const gpunet_op *op, int n, const float *in,
+    const float *residual, float *out, char **error_text)
+{
+  if (n < 1)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "batch %d < 1", n);
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (r->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = run_in_context (r, op, n, in, residual, out, error_text);
+  return gpunet_cuda_ctx_leave (r->ctx.cu_ctx, &scope, st, error_text);
+}
+
 /* The preprocess kernel alone, through the same table upload as the backend. */
 static gpunet_status
-runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
+preprocess_in_context (gpunet_cuda_op_runner *r, const gpunet_image *image,
     const gpunet_preprocess_plan *plan, float *out_chw, char **error_text)
 {
   const size_t count = (size_t) 3 * plan->out_size * plan->out_size, bytes = count * sizeof (float);
@@ -216,10 +237,7 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
   float *d_out = NULL;
   void *d_typed = NULL;
   gpunet_cuda_pre_desc *d_desc = NULL;
-  gpunet_status st = gpunet_cuda_ctx_make_current (&r->ctx, error_text);
-  if (st != GPUNET_OK)
-    return st;
-  st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
+  gpunet_status st = gpunet_cuda_pre_tables_update (&t, plan, r->ctx.stream, error_text);
   cudaError_t e = cudaSuccess;
   if (st == GPUNET_OK) {
     e = cudaMalloc ((void **) &d_out, bytes);
@@ -259,6 +277,18 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
     cudaFree (d_desc);
   gpunet_cuda_pre_tables_clear (&t);
   return st;
+}
+
+static gpunet_status
+runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
+    const gpunet_preprocess_plan *plan, float *out_chw, char **error_text)
+{
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (r->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = preprocess_in_context (r, image, plan, out_chw, error_text);
+  return gpunet_cuda_ctx_leave (r->ctx.cu_ctx, &scope, st, error_text);
 }
 
 extern const gpunet_cuda_op_api gpunet_cuda_op_api_table;

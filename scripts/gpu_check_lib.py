@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""gpu_check_lib.py: the comparisons scripts/gpu-check.sh makes, kept here so a CPU test
+(tests/test_gpu_check.py) runs them on canned inputs.  Standard library only.
+
+  records A B [--tol T]        two gpunet-tag JSON-lines outputs: the same inputs, frames
+                               and segments, top-1 equal on every frame, every score within
+                               T (default 1e-3, the fp32 tolerance of the element step).
+  latency DOC MEASURED [--slack S]
+                               MEASURED lines "model precision gpu_ms" against the
+                               "Latency, batch 1" table of DOC (docs/cuda.md): a line is
+                               SLOW when more than S (default 0.10) above the table.
+  lines A B [--tol T]          two json-output files of gpunetclassify: the same (frame,
+                               roi-id) records, top-1 equal, scores within T (1e-3).
+  flat SAMPLES [--rss-mib R] [--gpu-mib G]
+                               SAMPLES lines "seconds rss_kib gpu_mib" of a long run: after
+                               the first quarter (warm-up), the median of the last quarter
+                               may exceed the median of the second quarter by at most R MiB
+                               of host memory (default 16) and G MiB of GPU memory (4).
+  summary ROWS                 ROWS lines "step<TAB>status<TAB>detail" as one table.
+Exit status: 0 all within bounds, 1 a difference / a slow model, 2 unreadable input."""
+import json
+import re
+import sys
+
+MODEL_NAMES = {"GPUNet-0": "gpunet-0", "GPUNet-1": "gpunet-1", "GPUNet-2": "gpunet-2",
+               "GPUNet-P0": "gpunet-p0", "GPUNet-P1": "gpunet-p1",
+               "GPUNet-D1": "gpunet-d1", "GPUNet-D2": "gpunet-d2"}
+
+
+def load_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def compare_records(a, b, tol):
+    """Returns a list of sentences, one per difference (empty: equal)."""
+    bad = []
+    ka = [r.get("type") for r in a]
+    kb = [r.get("type") for r in b]
+    if ka != kb:
+        bad.append(f"record kinds differ: {len(a)} records ({ka.count('frame')} frames) "
+                   f"against {len(b)} ({kb.count('frame')} frames)")
+        return bad
+    frames = 0
+    for i, (x, y) in enumerate(zip(a, b)):
+        where = f"record {i + 1} ({x.get('type')} of {x.get('input')!r}"
+        where += f", frame {x['frame']})" if "frame" in x else ")"
+        if x.get("input") != y.get("input"):
+            bad.append(f"{where}: input {x.get('input')!r} against {y.get('input')!r}")
+        elif x["type"] == "frame":
+            frames += 1
+            if x.get("frame") != y.get("frame") or x.get("pts") != y.get("pts"):
+                bad.append(f"{where}: frame/pts {x.get('frame')}/{x.get('pts')} against "
+                           f"{y.get('frame')}/{y.get('pts')}")
+            elif not x.get("ids") or not y.get("ids") or x["ids"][0] != y["ids"][0]:
+                bad.append(f"{where}: top-1 {x.get('ids', [None])[:1]} against "
+                           f"{y.get('ids', [None])[:1]}")
+            else:
+                d = max(abs(p - q) for p, q in zip(x["scores"], y["scores"]))
+                if len(x["scores"]) != len(y["scores"]) or d > tol:
+                    bad.append(f"{where}: scores differ by {d:.3g} (tolerance {tol:g})")
+        elif x["type"] == "segment":
+            keys = ("label_id", "start_frame", "end_frame")
+            if any(x.get(k) != y.get(k) for k in keys):
+                bad.append(f"{where}: segment {[x.get(k) for k in keys]} against "
+                           f"{[y.get(k) for k in keys]}")
+        elif x["type"] == "summary":
+            keys = ("status", "frames", "classified")
+            if any(x.get(k) != y.get(k) for k in keys):
+                bad.append(f"{where}: summary {[x.get(k) for k in keys]} against "
+                           f"{[y.get(k) for k in keys]}")
+    if frames == 0:
+        bad.append("no frame records to compare")
+    return bad
+
+
+def compare_lines(a, b, tol):
+    """Sentences for the differences between two element json-output line lists."""
+    key = lambda r: (r.get("frame"), r.get("roi-id"))
+    ma, mb = {key(r): r for r in a}, {key(r): r for r in b}
+    bad = []
+    if not a:
+        bad.append("no records")
+    if set(ma) != set(mb):
+        bad.append(f"{len(ma)} (frame, roi-id) records against {len(mb)}; "
+                   f"{len(set(ma) ^ set(mb))} not in both")
+    for k in sorted(set(ma) & set(mb), key=lambda k: (k[0] or 0, k[1] or 0)):
+        x, y = ma[k], mb[k]
+        if not x.get("ids") or not y.get("ids") or x["ids"][0] != y["ids"][0]:
+            bad.append(f"frame {k[0]} roi {k[1]}: top-1 {x.get('ids', [None])[:1]} against "
+                       f"{y.get('ids', [None])[:1]}")
+        else:
+            d = max(abs(p - q) for p, q in zip(x["scores"], y["scores"]))
+            if d > tol:
+                bad.append(f"frame {k[0]} roi {k[1]}: scores differ by {d:.3g}")
+    return bad
+
+
+def flat(samples, rss_mib, gpu_mib):
+    """(ok, sentence) for samples [(t, rss_kib, gpu_mib)] of a long run."""
+    if len(samples) < 8:
+        return False, f"only {len(samples)} samples (need 8 or more: a longer run)"
+    q = len(samples) // 4
+    early, late = samples[q:2 * q], samples[-q:]
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    d_rss = (med([s[1] for s in late]) - med([s[1] for s in early])) / 1024.0
+    d_gpu = med([s[2] for s in late]) - med([s[2] for s in early])
+    ok = d_rss <= rss_mib and d_gpu <= gpu_mib
+    return ok, (f"{len(samples)} samples over {samples[-1][0] - samples[0][0]:.0f} s: host RSS "
+                f"{d_rss:+.1f} MiB (limit {rss_mib:g}), GPU {d_gpu:+.1f} MiB (limit {gpu_mib:g}) "
+                f"from the 2nd to the 4th quarter")
+
+
+def doc_latency(doc_text):
+    """{(model, 'fp16'|'fp32'): gpu_ms} from the 'Latency, batch 1' table: rows
+    '| GPUNet-0 | 0.409 / 0.518 | 0.524 | 0.835 / 0.936 | 1.511 |' (ours fp16 GPU / wall,
+    PyTorch fp16, ours fp32 GPU / wall, PyTorch fp32; bold marks allowed)."""
+    out = {}
+    m = re.search(r"\*\*Latency, batch 1\*\*.*?\n(\|.*?)(?:\n\n|\Z)", doc_text, re.S)
+    if not m:
+        return out
+    for line in m.group(1).splitlines():
+        cells = [c.strip().replace("*", "") for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or cells[0] not in MODEL_NAMES:
+            continue
+        name = MODEL_NAMES[cells[0]]
+        for prec, cell in (("fp16", cells[1]), ("fp32", cells[3])):
+            try:
+                out[(name, prec)] = float(cell.split("/")[0])
+            except ValueError:
+                pass
+    return out
+
+
+def compare_latency(table, measured_lines, slack):
+    """Rows (model, precision, measured, table or None, verdict) and the count of SLOW."""
+    rows, slow = [], 0
+    for line in measured_lines:
+        parts = line.split()
+        if len(parts) < 3 or line.startswith("#"):
+            continue
+        model, prec, ms = parts[0], parts[1], float(parts[2])
+        ref = table.get((model, prec))
+        if ref is None:
+            verdict = "no reference"
+        elif ms > ref * (1 + slack):
+            verdict = f"SLOW (+{(ms / ref - 1) * 100:.1f} %)"
+            slow += 1
+        else:
+            verdict = f"ok ({(ms / ref - 1) * 100:+.1f} %)"
+        rows.append((model, prec, ms, ref, verdict))
+    return rows, slow
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "records":
+        tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3
+        try:
+            a, b = load_jsonl(argv[1]), load_jsonl(argv[2])
+        except (OSError, ValueError) as e:
+            print(f"records: cannot read the outputs: {e}")
+            return 2
+        bad = compare_records(a, b, tol)
+        n = sum(1 for r in a if r.get("type") == "frame")
+        for line in bad[:10]:
+            print(line)
+        print(f"records {argv[1]} vs {argv[2]}: {n} frames, {len(bad)} differences "
+              f"(tolerance {tol:g}): {'FAIL' if bad else 'ok'}")
+        return 1 if bad else 0
+    if len(argv) >= 3 and argv[0] == "latency":
+        slack = float(argv[argv.index("--slack") + 1]) if "--slack" in argv else 0.10
+        try:
+            table = doc_latency(open(argv[1], encoding="utf-8").read())
+            lines = open(argv[2], encoding="utf-8").read().splitlines()
+        except OSError as e:
+            print(f"latency: {e}")
+            return 2
+        if not table:
+            print(f"latency: no 'Latency, batch 1' table found in {argv[1]}")
+            return 2
+        rows, slow = compare_latency(table, lines, slack)
+        print(f"{'model':<10} {'prec':<5} {'gpu ms':>8} {'docs ms':>8}  verdict")
+        for model, prec, ms, ref, verdict in rows:
+            print(f"{model:<10} {prec:<5} {ms:8.3f} {ref if ref else float('nan'):8.3f}  {verdict}")
+        print(f"latency: {len(rows)} measured, {slow} more than {slack * 100:.0f} % slower "
+              "than docs/cuda.md")
+        return 1 if slow or not rows else 0
+    if len(argv) >= 3 and argv[0] == "lines":
+        tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3
+        try:
+            bad = compare_lines(load_jsonl(argv[1]), load_jsonl(argv[2]), tol)
+        except (OSError, ValueError) as e:
+            print(f"lines: cannot read the outputs: {e}")
+            return 2
+        for line in bad[:10]:
+            print(line)
+        print(f"detail: {argv[1]} vs {argv[2]}: {len(bad)} differences (tolerance {tol:g})")
+        return 1 if bad else 0
+    if len(argv) >= 2 and argv[0] == "flat":
+        rss = float(argv[argv.index("--rss-mib") + 1]) if "--rss-mib" in argv else 16.0
+        gpu = float(argv[argv.index("--gpu-mib") + 1]) if "--gpu-mib" in argv else 4.0
+        try:
+            samples = [tuple(float(v) for v in l.split()[:3])
+                       for l in open(argv[1], encoding="utf-8") if l.strip() and l[0] != "#"]
+        except (OSError, ValueError) as e:
+            print(f"flat: {e}")
+            return 2
+        ok, text = flat(samples, rss, gpu)
+        print(f"detail: {'ok' if ok else 'FAIL'}: {text}")
+        return 0 if ok else 1
+    if len(argv) == 2 and argv[0] == "summary":
+        try:
+            rows = [l.rstrip("\n").split("\t") for l in open(argv[1], encoding="utf-8")]
+        except OSError as e:
+            print(f"summary: {e}")
+            return 2
+        rows = [r + [""] * (3 - len(r)) for r in rows if r and r[0]]
+        w = max([len(r[0]) for r in rows] + [4])
+        print(f"{'step':<{w}}  {'result':<7}  detail")
+        print(f"{'-' * w}  {'-' * 7}  {'-' * 30}")
+        for r in rows:
+            print(f"{r[0]:<{w}}  {r[1]:<7}  {r[2]}")
+        return 1 if any(r[1] == "FAIL" for r in rows) else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
