@@ -19,7 +19,6 @@
 #include "backend_onednn.h"
 #include "blocked_ops.h"
 #include "dwconv.h"
-#include "eltwise.h"
 #include "linear.h"
 #include "pwconv.h"
 #include "se.h"
@@ -32,30 +31,6 @@ port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create befor
 
 /* the longest chain of Winograd ops run as one (plan_winograd) */
 #define WINO_CHAIN_MAX 8
-
-#define PROBE_LINES 2048   /* cores_far */
-#define PROBE_FAR_NS 15.0
-#define PROBE_EVERY 4
-/* The tuner (tune_choose): every TUNE_PERIOD passes, TUNE_RUN in a row run the other
- * choice of one knob (the knob's own window of passes); it becomes the choice when the
- * median of those is under TUNE_GAIN times the median of the last TUNE_RUN passes run with
- * both knobs at their choices. */
-#define TUNE_PERIOD 40
-#define TUNE_RUN 5
-#define TUNE_GAIN 0.98
-/* The knobs, and where their windows start in a period */
-enum { TUNE_STREAM, TUNE_SUMS, TUNE_KNOBS };
-static const int tune_window[TUNE_KNOBS] = { TUNE_PERIOD - TUNE_RUN, TUNE_PERIOD / 2 - TUNE_RUN };
-
-/* One of the tuner's knobs: two ways to run some ops that give the same results */
-typedef struct {
-  int forced;                  /* 0 or 1: always that way, no trials; -1: tried both ways
-                                * as the passes run; -2: no op to set */
-  int now;                     /* the way the plans are set now */
-  int best;                    /* the way outside the knob's trials */
-  double t[2][TUNE_RUN];       /* per way, the last TUNE_RUN per-image pass times */
-  long n[2];                   /* per way, how many were recorded (mod TUNE_RUN) */
-} tune_knob;
 
 /* One set of reordered weights of an op, in the layout some convolution pd asked for. */
 typedef struct weights_variant {
@@ -84,6 +59,7 @@ typedef struct {
 
 typedef struct {
   const gpunet_graph *g;
+  gpunet_cpu_options opt;      /* as planned (gpunet_session_params.cpu) */
   int max_batch, nt;
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
   dnnl_engine_t eng;
@@ -104,34 +80,14 @@ typedef struct {
                                 * (gpunet_blk_se) */
   int *defer_act;              /* per op: its activation is left to the depthwise op that
                                 * reads its output (plan_own_dw) */
-  int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
-                                * which gpunet_swish_inplace applies after it */
   float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
-  int *flush_in;               /* per op: evict its input from the caches after it
-                                * (plan_flush_inputs), where the cores are far apart */
-  float *probe;                /* PROBE_LINES lines for cores_far, NULL: never probed */
-  long forwards;               /* passes run, for probing every PROBE_EVERY-th */
-  int far;                     /* cores_far's last answer */
   float *own_scratch;          /* shared by our Winograd and depthwise ops
                                 * (one at a time) */
-  /* per op, the plans run instead while cores_far says far (plan_far_twins,
-   * plan_far_copies), else NULL */
-  gpunet_pw **pw_far;
-  gpunet_dw **dw_far;
-  gpunet_wino **wino_far;
   int *dw_in_act;              /* per depthwise op: the activation it applies to its input */
   int *chain;                  /* per op: how many Winograd ops from it on run as one chain
                                 * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
-  int chain_rows;              /* the chains by bands of tile rows, not columns */
   long wino_min_hw;            /* input h x w from which a convolution is first-stage and
                                 * not ours (wino_first_stage) */
-  /* TUNE_STREAM: whether our Winograd ops write their outputs with streaming stores
-   * (gpunet_wino_set_stream; forced by GPUNET_CPU_STREAM_OUT); TUNE_SUMS: whether the
-   * Strassen 1x1 ops store their input sums cached and keep them (gpunet_pw_set_sums_cached;
-   * forced by GPUNET_CPU_PW_SUMS) */
-  tune_knob knob[TUNE_KNOBS];
-  int own_linear;              /* fully connected ops by gpunet_linear_run (plan_linear) */
-  long tune_passes;            /* passes timed for the tuner */
   double *profile;
 } fast_state;
 
@@ -186,14 +142,13 @@ dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *
 /* The channel block of the activations between layers: 16 (nChw16c, one AVX-512 vector)
  * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has
  * jit kernels only for the block of the ISA it runs, and falls back to reference ones, tens
- * of times slower, for the other.  GPUNET_CPU_BLOCK=8 or 16 forces it (tests run the
- * 8-channel path on AVX-512 machines with it).  Read at each plan. */
+ * of times slower, for the other.  The option block=8 or 16 forces it (tests run the
+ * 8-channel path on AVX-512 machines with it). */
 static int
-choose_block (void)
+choose_block (const gpunet_cpu_options *o)
 {
-  const char *e = getenv ("GPUNET_CPU_BLOCK");
-  if (e && (!strcmp (e, "8") || !strcmp (e, "16")))
-    return atoi (e);
+  if (o->block == 8 || o->block == 16)
+    return o->block;
   const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
   const unsigned avx512 = (unsigned) dnnl_cpu_isa_avx512_core;
   return (isa & avx512) == avx512 ? 16 : 8;
@@ -258,9 +213,6 @@ fast_destroy (void *state)
         free (v);
       }
   free (s->weights);
-  for (int i = 0; s->wino_far && i < n_ops; i++)
-    gpunet_wino_free (s->wino_far[i]);   /* twins first: they borrow from s->wino */
-  free (s->wino_far);
   for (int i = 0; s->wino && i < n_ops; i++)
     gpunet_wino_free (s->wino[i]);
   free (s->wino);
@@ -270,22 +222,13 @@ fast_destroy (void *state)
   for (int i = 0; s->pw && i < n_ops; i++)
     gpunet_pw_free (s->pw[i]);
   free (s->pw);
-  for (int i = 0; s->pw_far && i < n_ops; i++)
-    gpunet_pw_free (s->pw_far[i]);
-  free (s->pw_far);
-  for (int i = 0; s->dw_far && i < n_ops; i++)
-    gpunet_dw_free (s->dw_far[i]);
-  free (s->dw_far);
   free (s->dw_in_act);
   for (int i = 0; s->se && i < n_ops; i++)
     gpunet_se_free (s->se[i]);
   free (s->se);
   free (s->defer_act);
-  free (s->post_swish);
   free (s->own_scratch);
   free (s->sums_scratch);
-  free (s->flush_in);
-  free (s->probe);
   free (s->chain);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
     free (s->bufs[b]);
@@ -384,7 +327,7 @@ plan_buffers (fast_state *s)
 static int
 planned_act (const fast_state *s, int op_index)
 {
-  return s->defer_act[op_index] || s->post_swish[op_index] ? GPUNET_EPI_NONE
+  return s->defer_act[op_index] ? GPUNET_EPI_NONE
       : s->g->ops[op_index].p.conv2d.act;
 }
 
@@ -462,10 +405,10 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
         TRY (dnnl_post_ops_append_sum (po, 1.0f));
       TRY (dnnl_primitive_attr_set_post_ops (attr, po));
     }
-    /* With GPUNET_CPU_WINOGRAD=onednn (ours off), 3x3 stride-1 dense convolutions try
-     * oneDNN's Winograd kernels first; shapes it does not implement use direct
-     * convolution.  GPUNET_CPU_DIRECT=1 turns Winograd off. */
-    const int wino = k == 3 && stride == 1 && groups == 1 && !getenv ("GPUNET_CPU_DIRECT");
+    /* 3x3 stride-1 dense convolutions left to oneDNN try its Winograd kernels first;
+     * shapes it does not implement use direct convolution.  winograd=off: direct only. */
+    const int wino = k == 3 && stride == 1 && groups == 1
+        && s->opt.winograd != GPUNET_CPU_OFF;
     dnnl_status_t ws = dnnl_unimplemented;
     if (wino
         && (ws = dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
@@ -618,16 +561,6 @@ out:
   return st;
 }
 
-/* With AVX2, a 3x3 stride-2 convolution runs on ours (F(4x4, 2x2) over the phase images,
- * 1.44x fewer multiply-adds than direct) while its transformed weights, 25 x 4 cin x cout
- * floats, take at most this many bytes; beyond, streaming them once per block of tiles
- * costs more than the saving and oneDNN's direct kernel is faster.  Per-op minima over 5
- * alternating rounds (2026-11-24): ours / oneDNN, GPUNet-1 24->96 (0.9 MB) 1.46 / 1.57 ms,
- * 64->256 (6.5 MB) 2.57 / 2.23; GPUNet-0 32->160 (2 MB) 3.32 / 3.19 and 0.93 / 0.78;
- * GPUNet-2 32->96 (1.2 MB, 3 rounds) 1.04 / 0.94.  GPUNET_CPU_WINO_S2=own / onednn: all
- * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
-#define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
-
 /* The stride-1 convolutions of the first stage, those reading a tensor of the network's
  * largest activation size (the stem's output in every GPUNet), run on oneDNN's direct
  * kernel and not on our Winograd: its rounding there reaches the logits most.  With
@@ -659,34 +592,25 @@ wino_first_stage (fast_state *s)
  * GPUNet shapes down).  With AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images)
  * measured, per-op minima over 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and
  * 3.27 -> 2.85 ms, GPUNet-2 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
- * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best); since
- * 2026-11-24 only those whose transformed weights are small (WINO_S2_MAX_U_BYTES).  Being ours
+ * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best); a rule
+ * leaving those with over 1 MiB of transformed weights to oneDNN gained under 1% of a pass
+ * and was dropped (docs/performance.md).  Being ours
  * everywhere also makes a batch of n give the same bits as n single frames, which mixing
  * oneDNN's batch-dependent algorithm choice with ours did not.
- * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
- * stride-1 shape, else direct); GPUNET_CPU_DIRECT=1: no Winograd of either kind.  Read
- * at each plan (not per frame), so a test can switch it between sessions. */
+ * winograd=onednn: none of ours (oneDNN's Winograd where it takes a 3x3 stride-1 shape,
+ * else direct); winograd=off: no Winograd of either kind. */
 static int
 use_own_winograd (const fast_state *s, const gpunet_op *op)
 {
-  const char *w = getenv ("GPUNET_CPU_WINOGRAD"), *d = getenv ("GPUNET_CPU_DIRECT");
-  if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available (s->blk))
+  if (s->opt.winograd == GPUNET_CPU_ONEDNN || s->opt.winograd == GPUNET_CPU_OFF
+      || !gpunet_wino_available (s->blk))
     return 0;
   if (op->kind != GPUNET_OP_CONV2D)
     return 0;
   const gpunet_conv2d_params *p = &op->p.conv2d;
-  if (p->kernel == 3 && p->stride == 2) {
-    const char *s2 = getenv ("GPUNET_CPU_WINO_S2");
-    const size_t u_bytes = (size_t) 25 * 4 * s->t[op->in].cp * s->t[op->out].cp * sizeof (float);
-    if (s2 && !strcmp (s2, "onednn"))
-      return 0;
-    const int forced = (s2 && !strcmp (s2, "own")) || (w && !strcmp (w, "own"));
-    if (!forced && s->blk == 8 && u_bytes > WINO_S2_MAX_U_BYTES)
-      return 0;
-  }
   /* the first stage's stride-1 layers stay on oneDNN (wino_first_stage), unless ours are
    * forced */
-  if (!(w && !strcmp (w, "own")) && p->stride == 1 && (long) p->ih * p->iw >= s->wino_min_hw)
+  if (s->opt.winograd != GPUNET_CPU_OWN && p->stride == 1 && (long) p->ih * p->iw >= s->wino_min_hw)
     return 0;
   return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
       && op->in != s->g->input
@@ -696,13 +620,11 @@ use_own_winograd (const fast_state *s, const gpunet_op *op)
 }
 
 /* Which depthwise convolutions run on our kernel (dwconv.h): all on a blocked input, when
- * the CPU runs our vector kernels.  GPUNET_CPU_DW=onednn: none (oneDNN's jit_dw).  Read at
- * each plan. */
+ * the CPU runs our vector kernels.  dw=onednn: none (oneDNN's jit_dw). */
 static int
 use_own_dw (const fast_state *s, const gpunet_op *op)
 {
-  const char *e = getenv ("GPUNET_CPU_DW");
-  return op->kind == GPUNET_OP_DWCONV2D && !(e && !strcmp (e, "onednn"))
+  return op->kind == GPUNET_OP_DWCONV2D && s->opt.dw != GPUNET_CPU_ONEDNN
       && gpunet_wino_available (s->blk) && op->in != s->g->input
       && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk;
 }
@@ -752,7 +674,7 @@ plan_own_dw (fast_state *s, char **err)
 }
 
 /* Our vector squeeze-excite (se.h) on blocked tensors, where the CPU runs our vector
- * kernels; GPUNET_CPU_SE=plain: gpunet_blk_se (plain C, per-channel dot products) for all.
+ * kernels (elsewhere gpunet_blk_se: plain C, per-channel dot products).
  * Sums of per-op minima over 4 alternating rounds (AVX2, 2 threads, a loaded phase): the
  * SE ops of GPUNet-1 1.17 -> 0.42 ms (its 1792-channel ones at 9x9 0.31 -> 0.11, about
  * the time their 1.6 MB of weights take to come from memory), of GPUNet-2 1.31 -> 0.68. */
@@ -760,8 +682,7 @@ static gpunet_status
 plan_own_se (fast_state *s, char **err)
 {
   const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_SE");
-  if ((e && !strcmp (e, "plain")) || !gpunet_wino_available (s->blk))
+  if (!gpunet_wino_available (s->blk))
     return GPUNET_OK;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
@@ -789,20 +710,17 @@ new_pw (const fast_state *s, int i, int strassen)
 /* After plan_own_dw (the deferred activations): our 1x1 convolutions (pwconv.h), every
  * dense 1x1 stride-1 convolution between blocked tensors where the CPU runs AVX-512
  * (gpunet_pw_available).  oneDNN 2.6's jit_1x1 ran GPUNet's at 0.90-0.94 of the FMA peak,
- * ours run at 0.95-0.99 (docs/performance.md).  GPUNET_CPU_PW=onednn: none of ours.  Read
- * at each plan. */
+ * ours run at 0.95-0.99 (docs/performance.md).  pw=onednn: none of ours. */
 static gpunet_status
 plan_own_pw (fast_state *s, char **err)
 {
   const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_PW");
-  if ((e && !strcmp (e, "onednn")) || !gpunet_pw_available (s->blk))
+  if (s->opt.pw == GPUNET_CPU_ONEDNN || !gpunet_pw_available (s->blk))
     return GPUNET_OK;
-  /* GPUNET_CPU_PW_STRASSEN=0: never one level of Strassen; 1: wherever the shape allows
-   * (tests, benchmarks); otherwise where pwconv.c's rule takes it */
-  const char *sv = getenv ("GPUNET_CPU_PW_STRASSEN");
-  const int strassen = sv && !strcmp (sv, "0") ? GPUNET_PW_STRASSEN_OFF
-      : sv && !strcmp (sv, "1") ? GPUNET_PW_STRASSEN_FORCE : GPUNET_PW_STRASSEN_AUTO;
+  /* strassen=off: never one level of Strassen; own: wherever the shape allows (tests,
+   * benchmarks); auto: where pwconv.c's rule takes it */
+  const int strassen = s->opt.strassen == GPUNET_CPU_OFF ? GPUNET_PW_STRASSEN_OFF
+      : s->opt.strassen == GPUNET_CPU_OWN ? GPUNET_PW_STRASSEN_FORCE : GPUNET_PW_STRASSEN_AUTO;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     if (op->kind != GPUNET_OP_CONV2D || op->in == g->input)
@@ -817,239 +735,6 @@ plan_own_pw (fast_state *s, char **err)
           "out of memory planning the 1x1 convolution of op %d (block %d)", i, op->block);
   }
   return GPUNET_OK;
-}
-
-/* Whether op j is one of our 1x1 convolutions splitting pixels between the threads; with
- * far, as it runs while the cores are far apart (its far-state twin where it has one). */
-static int
-pw_splits_pixels (const fast_state *s, int j, int far)
-{
-  const gpunet_pw *p = far && s->pw_far[j] ? s->pw_far[j] : s->pw[j];
-  return p && gpunet_pw_splits_pixels (p);
-}
-
-/* Whether depthwise op i sits between 1x1 convolutions that split pixels (pw_splits_pixels
- * with far): its producer and every op reading its output, an in-place squeeze-excite on
- * the output looked through; *producer: the op writing its input, or -1. */
-static int
-dw_between_pixel_splits (const fast_state *s, int i, int far, int *producer)
-{
-  const gpunet_graph *g = s->g;
-  const gpunet_op *op = &g->ops[i];
-  int readers = 0, ok = 1;
-  *producer = -1;
-  for (int j = 0; j < g->n_ops; j++)
-    if (g->ops[j].out == op->in)
-      *producer = j;
-  for (int j = 0; j < g->n_ops; j++) {
-    const gpunet_op *o = &g->ops[j];
-    if (o->residual == op->out || (o->in == op->out && o->out != op->out)) {
-      readers++;
-      ok = ok && pw_splits_pixels (s, j, far);
-    }
-  }
-  return ok && readers > 0 && *producer >= 0 && pw_splits_pixels (s, *producer, far);
-}
-
-/* After plan_dw_split: the plans run instead while cores_far says the cores are far apart.
- * A 1x1 convolution left chunk-major only for its few input channels (pwconv.c: 64 or
- * fewer, small weights) gets a pixel-major twin, and a depthwise op that then sits between
- * pixel splits a twin split by rows, so that a whole inverted residual block (GPUNet-P1's
- * 64 -> 512 -> 64 at 56x56) keeps each thread on its own rows.  Near, the chunk-major
- * expansions are 8-10% faster (whole output planes per thread, long reductions); far,
- * the lines the depthwise op and the projection read from the other core cost more:
- * GPUNet-P1 ran 5% faster there with the twins (docs/performance.md).  Both orders do the
- * same arithmetic for every output, so the logits do not change.  -1 when out of memory.
- * GPUNET_CPU_FAR_TWINS=0: none. */
-static int
-plan_far_twins (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FAR_TWINS");
-  if ((e && !strcmp (e, "0")) || s->nt < 2)
-    return 0;
-  for (int i = 0; i < g->n_ops; i++) {
-    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || gpunet_pw_is_strassen (s->pw[i]))
-      continue;
-    gpunet_pw *t = new_pw (s, i, GPUNET_PW_STRASSEN_OFF);
-    if (!t)
-      return -1;
-    if (gpunet_pw_pixel_major (t))
-      s->pw_far[i] = t;
-    else
-      gpunet_pw_free (t);
-  }
-  for (int i = 0; i < g->n_ops; i++) {
-    int producer;
-    if (!s->dw[i] || gpunet_dw_splits_rows (s->dw[i])
-        || !dw_between_pixel_splits (s, i, 1, &producer))
-      continue;
-    if (!(s->dw_far[i] = new_dw (s, i)))
-      return -1;
-    gpunet_dw_split_rows (s->dw_far[i], s->nt);
-  }
-  return 0;
-}
-
-/* After plan_own_pw: a 1x1 convolution that splits its output channels between the
- * threads (pwconv's chunk-major order, or Strassen) has every thread read all of its input,
- * so both cores end up holding the input's lines.  Where this op is the input's last reader,
- * the buffer's next tensor would have to take each line back from the other core one at a
- * time when written, up to 28 ns a line where the VM's cores are far apart
- * (docs/performance.md); evicting the lines right after the op (gpunet_blk_flush) lets
- * those writes miss to memory instead.  Only while cores_far says the cores are far apart,
- * and not where a far-state twin splits pixels (plan_far_twins).  GPUNET_CPU_FLUSH_INPUTS=0:
- * never evict. */
-static void
-plan_flush_inputs (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
-  const int flush = !(e && !strcmp (e, "0")) && gpunet_blk_can_flush () && s->nt >= 2;
-  for (int i = 0; flush && i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || op->in == g->input)
-      continue;
-    int last = 1;
-    for (int j = i + 1; j < g->n_ops && last; j++)
-      last = g->ops[j].in != op->in && g->ops[j].residual != op->in && g->ops[j].out != op->in;
-    s->flush_in[i] = last && g->output != op->in;
-  }
-}
-
-/* After plan_winograd (the thread strides set) and plan_far_twins: while cores_far says
- * far, the ops whose threads all read all of the weights (pixel-major 1x1 convolutions,
- * Winograd ones) run on twins whose second thread reads its own copy of them.  Two cores
- * on different dies reading the same lines is slow: 16 MB read by both took 0.6-0.7 ms on
- * the first core and 1.2-1.6 on the second, 8 MB halves 0.3 each; where the cores share
- * an L3, one copy is faster (0.5-0.65 ms against 0.9-1.0 for two).  GPUNet-2, alternating
- * turns with copies always on: far 0.979 (13 turns), near 1.015 (287 turns); so only far:
- * GPUNet-2 far 0.986 (49 turns), GPUNet-0 far 0.985 (11), near neutral or better
- * (docs/performance.md).  The weights are the same values, so the results do not change.
- * A converted 1x1 twin (plan_far_twins) gets the copies itself.  GPUNET_CPU_FAR_TWINS=0
- * or GPUNET_CPU_FAR_COPIES=0: none.  -1 when out of memory. */
-static int
-plan_far_copies (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FAR_TWINS"), *c = getenv ("GPUNET_CPU_FAR_COPIES");
-  if ((e && !strcmp (e, "0")) || (c && !strcmp (c, "0")) || s->nt < 2)
-    return 0;
-  for (int i = 0; i < g->n_ops; i++) {
-    if (s->pw_far[i]) {
-      if (gpunet_pw_copy_weights (s->pw_far[i], s->nt) < 0)
-        return -1;
-    } else if (s->pw[i] && gpunet_pw_splits_pixels (s->pw[i])) {
-      gpunet_pw *t = gpunet_pw_twin (s->pw[i]);
-      if (!t || gpunet_pw_copy_weights (t, s->nt) < 0) {
-        gpunet_pw_free (t);
-        return -1;
-      }
-      s->pw_far[i] = t;
-    }
-    if (s->wino[i]) {
-      gpunet_wino *t = gpunet_wino_twin (s->wino[i]);
-      if (!t || gpunet_wino_copy_weights (t, s->nt) < 0) {
-        gpunet_wino_free (t);
-        return -1;
-      }
-      s->wino_far[i] = t;
-    }
-  }
-  return 0;
-}
-
-/* After plan_far_twins, plan_far_copies and plan_flush_inputs: the probe (cores_far)
- * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1 or
- * GPUNET_CPU_FAR=1: no probe, always as if far apart; GPUNET_CPU_FAR=0: no probe, never
- * (tests, benchmarks).  -1 when out of memory. */
-static int
-plan_probe (fast_state *s)
-{
-  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS"), *f = getenv ("GPUNET_CPU_FAR");
-  int any = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL
-        || s->wino_far[i] != NULL;
-  if (f && (!strcmp (f, "0") || !strcmp (f, "1")))
-    s->far = any && !strcmp (f, "1");
-  else if (any && e && !strcmp (e, "1"))
-    s->far = 1;
-  else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
-    return -1;
-  return 0;
-}
-
-/* Whether the two cores the threads run on are far apart: thread 0 writes PROBE_LINES
- * lines (128 KB) that thread 1 has just read, and takes more than PROBE_FAR_NS a line
- * (gpunet_blk_cross_core_write_ns).  On this project's 2-vCPU VMs that write costs about
- * 0.7 ns a line with the vCPUs sharing an L2, about 7 sharing an L3, 28 on different dies,
- * and the placement changes every few
- * seconds to minutes; the input evictions (plan_flush_inputs) measured 1.2-2.8% faster in
- * the far state and 1.2-1.6% slower in the L3 one (docs/performance.md).  A probe costs
- * about 15 us near and 60 far, so it runs every PROBE_EVERY-th pass. */
-static int
-cores_far (fast_state *s)
-{
-  return gpunet_blk_cross_core_write_ns (s->probe, PROBE_LINES, 1) > PROBE_FAR_NS;
-}
-
-/* After plan_own_pw: a depthwise layer whose producer and readers are all our 1x1
- * convolutions in the pixel-major order (each thread a contiguous range of pixels) splits
- * its work by bands of rows too, so that it reads the rows its producer wrote on the same
- * core and writes those its readers read there; otherwise by channel blocks, as the
- * chunk-major 1x1 expansions before most of them split their output channels.  Where the
- * VM runs the two cores far apart (core-to-core round trip 330-400 ns instead of 55-90),
- * every line that changes cores is expensive (docs/performance.md).  An in-place
- * squeeze-excite on the output is looked through to the op after it.  After a Strassen
- * expansion, by channel blocks in the order that expansion's threads own them
- * (gpunet_dw_split_halves), which a Strassen projection after it also sums by.
- * GPUNET_CPU_DW_SPLIT=channels: neither, channel blocks in order. */
-static void
-plan_dw_split (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_DW_SPLIT");
-  if (e && !strcmp (e, "channels"))
-    return;
-  /* the squeeze-excite on a row-split output, by rows too (its results then depend on the
-   * thread count by rounding); GPUNET_CPU_SE_ROWS=0: by channels */
-  const char *sr = getenv ("GPUNET_CPU_SE_ROWS");
-  const int se_rows = !(sr && !strcmp (sr, "0"));
-  for (int i = 0; i < g->n_ops; i++) {
-    if (!s->dw[i])
-      continue;
-    const gpunet_op *op = &g->ops[i];
-    int producer;
-    if (dw_between_pixel_splits (s, i, 0, &producer)) {
-      gpunet_dw_split_rows (s->dw[i], s->nt);
-      for (int j = i + 1; j < g->n_ops && se_rows; j++)
-        if (g->ops[j].kind == GPUNET_OP_SE && g->ops[j].out == op->out && s->se[j])
-          gpunet_se_split_rows (s->se[j], s->nt);   /* out of memory: by channels */
-    } else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
-      gpunet_dw_split_halves (s->dw[i], s->nt);
-  }
-}
-
-/* After plan_winograd: the dense convolutions left to oneDNN with a swish and no residual
- * (a residual post-op would be added before our swish) run without the swish post-op, and
- * gpunet_swish_inplace applies it over their blocked output after them.  oneDNN's
- * post-op measured about twice that pass (docs/performance.md).
- * GPUNET_CPU_POST_SWISH=0: oneDNN's post-op. */
-static void
-plan_post_swish (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_POST_SWISH");
-  if ((e && !strcmp (e, "0")) || !gpunet_wino_available (s->blk))
-    return;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    s->post_swish[i] = op->kind == GPUNET_OP_CONV2D && !s->wino[i] && !s->pw[i]
-        && !s->defer_act[i]
-        && op->p.conv2d.act == GPUNET_EPI_SWISH && op->residual < 0
-        && s->t[op->out].blk == s->blk;
-  }
 }
 
 /* The chain of ops i .. i + len - 1 may share buffers (a layer writing the one the layer
@@ -1070,145 +755,6 @@ chain_buffers_ok (const fast_state *s, int i, int len)
   return 1;
 }
 
-/* Sets knob k of the tuner (TUNE_STREAM or TUNE_SUMS) to way on every plan it acts on
- * (twins included). */
-static void
-set_knob (fast_state *s, int k, int way)
-{
-  for (int i = 0; i < s->g->n_ops; i++) {
-    if (k == TUNE_STREAM) {
-      if (s->wino[i])
-        gpunet_wino_set_stream (s->wino[i], way);
-      if (s->wino_far[i])
-        gpunet_wino_set_stream (s->wino_far[i], way);
-    } else if (s->pw[i] && gpunet_pw_is_strassen (s->pw[i]))
-      gpunet_pw_set_sums_cached (s->pw[i], way);
-  }
-  s->knob[k].now = way;
-}
-
-static double
-median_of (const double *v, int n)
-{
-  double w[TUNE_RUN];
-  memcpy (w, v, sizeof (double) * (size_t) n);
-  for (int i = 1; i < n; i++)   /* insertion sort: n is TUNE_RUN */
-    for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
-      const double t = w[j];
-      w[j] = w[j - 1];
-      w[j - 1] = t;
-    }
-  return w[n / 2];
-}
-
-/* Whether pass number `pass` of the tuner falls in knob k's window */
-static int
-tune_in_window (long pass, int k)
-{
-  const long q = pass % TUNE_PERIOD;
-  return q >= tune_window[k] && q < tune_window[k] + TUNE_RUN;
-}
-
-/* Whether knob k is tried both ways in this pass: not forced, and for Strassen's sums not
- * while cores_far says far (there they are streamed: 3% faster on Zen 4, pwconv.c) */
-static int
-tune_active (const fast_state *s, int k)
-{
-  return s->knob[k].forced == -1 && !(k == TUNE_SUMS && s->far);
-}
-
-/* Whether some knob is tried both ways as the passes run */
-static int
-tune_any (const fast_state *s)
-{
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    if (s->knob[k].forced == -1)
-      return 1;
-  return 0;
-}
-
-/* Two knobs whose ways write the same values, and where the faster way depends on the
- * machine and the moment, so the passes try both:
- *   - TUNE_STREAM: streaming stores for the Winograd outputs (winograd.h) skip reading the
- *     lines they overwrite, but leave them in no cache.  On Zen 4 GPUNet-2 ran 1.1% slower
- *     with them in a phase where it took 52.5 ms a pass, 3% faster where it took 57-58
- *     (the same placement by the write test; GPUNet-0 and -1 5% faster there).
- *   - TUNE_SUMS: the Strassen 1x1 ops' input sums by cached stores, kept in the caches,
- *     instead of streaming stores and an eviction after each op (pwconv.c): on Zen 4 the
- *     streaming was faster (0.990-0.997 with the cores sharing an L3, 0.97 far apart), on
- *     a 2-vCPU Intel Xeon (2 MB L2 per core, a 480 MB L3) the cached stores (GPUNet-2 in
- *     0.973 of the time, 30 alternating turns).
- * (docs/performance.md).  Before a pass, tune_choose sets each knob: its best way, the
- * other one in its window of TUNE_RUN passes of every TUNE_PERIOD (Strassen's sums
- * streamed, untried, while the cores are far apart); after it, tune_record. */
-static void
-tune_choose (fast_state *s)
-{
-  for (int k = 0; k < TUNE_KNOBS; k++) {
-    tune_knob *kn = &s->knob[k];
-    if (kn->forced != -1)
-      continue;
-    const int way = !tune_active (s, k) ? 0
-        : tune_in_window (s->tune_passes, k) ? !kn->best : kn->best;
-    if (way != kn->now)
-      set_knob (s, k, way);
-  }
-}
-
-static void
-tune_record (fast_state *s, double per_image)
-{
-  const long pass = s->tune_passes++;
-  int trial = 0;   /* whether some knob ran its other way */
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    trial |= tune_active (s, k) && tune_in_window (pass, k);
-  for (int k = 0; k < TUNE_KNOBS; k++) {
-    tune_knob *kn = &s->knob[k];
-    if (!tune_active (s, k) || (trial && !tune_in_window (pass, k)))
-      continue;
-    kn->t[kn->now][kn->n[kn->now]++ % TUNE_RUN] = per_image;
-    /* the window's last pass */
-    if (pass % TUNE_PERIOD == tune_window[k] + TUNE_RUN - 1 && kn->n[0] >= TUNE_RUN
-        && kn->n[1] >= TUNE_RUN && kn->now != kn->best
-        && median_of (kn->t[kn->now], TUNE_RUN)
-            < TUNE_GAIN * median_of (kn->t[kn->best], TUNE_RUN))
-      kn->best = kn->now;
-  }
-}
-
-/* After plan_winograd: the tuner's starting state (tune_choose): no streaming Winograd
- * outputs, streamed Strassen sums.  GPUNET_CPU_STREAM_OUT=0 or 1: never or always
- * streaming Winograd outputs, GPUNET_CPU_PW_SUMS=stream or cached: Strassen's sums always
- * so, without trials (tests, benchmarks).  Read at each plan. */
-static void
-plan_tuner (fast_state *s)
-{
-  const char *e = getenv ("GPUNET_CPU_STREAM_OUT"), *m = getenv ("GPUNET_CPU_PW_SUMS");
-  int wino = 0, strassen = 0;
-  for (int i = 0; i < s->g->n_ops; i++) {
-    wino |= s->wino[i] != NULL;
-    strassen |= s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
-  }
-  memset (s->knob, 0, sizeof s->knob);
-  s->knob[TUNE_STREAM].forced = !wino ? -2
-      : e && !strcmp (e, "0") ? 0 : e && !strcmp (e, "1") ? 1 : -1;
-  s->knob[TUNE_SUMS].forced = !strassen ? -2
-      : m && !strcmp (m, "stream") ? 0 : m && !strcmp (m, "cached") ? 1 : -1;
-  s->tune_passes = 0;
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    if (s->knob[k].forced >= 0)
-      set_knob (s, k, s->knob[k].forced);
-}
-
-/* The fully connected ops by our vector kernel (linear.h) where the CPU has one, else by
- * gpunet_blk_linear; GPUNET_CPU_LINEAR=plain: always the latter (tests, benchmarks). */
-static void
-plan_linear (fast_state *s)
-{
-  const char *l = getenv ("GPUNET_CPU_LINEAR");
-  s->own_linear = gpunet_wino_available (s->blk) && !(l && !strcmp (l, "plain"));
-}
-
 /* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
  * their transformed weights and one scratch buffer for them, the depthwise ones and the
  * Strassen 1x1 ones (plan_batch then leaves these ops to us). */
@@ -1218,10 +764,6 @@ plan_winograd (fast_state *s, char **err)
   const gpunet_graph *g = s->g;
   size_t need = 0;
   wino_first_stage (s);
-  /* GPUNET_CPU_WINOGRAD_TILE=4 or 6 forces F(4x4, 3x3) or F(6x6, 3x3) (tests, benchmarks);
-   * the default is F(4x4, 3x3) (gpunet_wino_new) */
-  const char *tv = getenv ("GPUNET_CPU_WINOGRAD_TILE");
-  const int tile = tv && (!strcmp (tv, "4") || !strcmp (tv, "6")) ? atoi (tv) : 0;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
     if (!use_own_winograd (s, op))
@@ -1229,7 +771,7 @@ plan_winograd (fast_state *s, char **err)
     const gpunet_conv2d_params *p = &op->p.conv2d;
     s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
         p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow,
-        planned_act (s, i), tile, s->blk);
+        planned_act (s, i), 0, s->blk);
     if (!s->wino[i])
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
           "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
@@ -1243,11 +785,8 @@ plan_winograd (fast_state *s, char **err)
   for (int i = 0; i < g->n_ops; i++) {
     const size_t f = s->wino[i] ? gpunet_wino_thread_floats (s->wino[i])
         : s->dw[i] ? gpunet_dw_thread_floats (s->dw[i]) : 0;
-    const size_t ff = s->dw_far[i] ? gpunet_dw_thread_floats (s->dw_far[i]) : 0;
     if (f > stride)
       stride = f;
-    if (ff > stride)
-      stride = ff;
     if (s->pw[i] && gpunet_pw_scratch_floats (s->pw[i]) > sums)
       sums = gpunet_pw_scratch_floats (s->pw[i]);
   }
@@ -1257,8 +796,6 @@ plan_winograd (fast_state *s, char **err)
       gpunet_wino_set_thread_stride (s->wino[i], stride);
     if (s->dw[i])
       gpunet_dw_set_thread_stride (s->dw[i], stride);
-    if (s->dw_far[i])
-      gpunet_dw_set_thread_stride (s->dw_far[i], stride);
   }
   need = stride * (size_t) s->nt;
   if ((need && !(s->own_scratch = gpunet_blk_alloc (need)))
@@ -1269,16 +806,9 @@ plan_winograd (fast_state *s, char **err)
   /* Chains: runs of our 3x3 stride-1 Winograd ops, each reading the previous one's output,
    * none adding a residual (GPUNet-0/2's and P0/P1's stage-1 convolutions).  Run
    * interleaved by tile rows, a layer's input is still in the caches when read instead of
-   * coming back from memory (docs/performance.md).  GPUNET_CPU_WINO_CHAIN=0: each on its
-   * own (benchmarks). */
-  const char *cv = getenv ("GPUNET_CPU_WINO_CHAIN");
-  if (cv && !strcmp (cv, "0"))
+   * coming back from memory (docs/performance.md).  chain=off: each on its own. */
+  if (s->opt.chain == GPUNET_CPU_OFF)
     return GPUNET_OK;
-  /* with two threads, by bands of tile rows as the ops around it split (the stride-2
-   * Winograd op after GPUNet-2's chain read half its input from the other core with the
-   * chain by columns: 0.17 ms of its 5.3 far apart, docs/performance.md);
-   * GPUNET_CPU_WINO_CHAIN=columns: by columns */
-  s->chain_rows = !(cv && !strcmp (cv, "columns"));
   for (int i = 0; i < g->n_ops;) {
     int len = 1;
     while (s->wino[i] && i + len < g->n_ops && len < WINO_CHAIN_MAX) {
@@ -1308,7 +838,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->g = graph;
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
-  s->blk = choose_block ();
+  s->opt = params->cpu;
+  s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();
   omp_set_num_threads (s->nt);   /* oneDNN sizes its kernels for this count */
 
@@ -1324,16 +855,11 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   s->pw = calloc ((size_t) graph->n_ops, sizeof *s->pw);
   s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
   s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->flush_in = calloc ((size_t) graph->n_ops, sizeof (int));
   s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
-  s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->pw_far = calloc ((size_t) graph->n_ops, sizeof *s->pw_far);
-  s->dw_far = calloc ((size_t) graph->n_ops, sizeof *s->dw_far);
-  s->wino_far = calloc ((size_t) graph->n_ops, sizeof *s->wino_far);
   s->dw_in_act = calloc ((size_t) graph->n_ops, sizeof (int));
   if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
-      || !s->pw_far || !s->dw_far || !s->wino_far || !s->dw_in_act
-      || !s->defer_act || !s->chain || !s->se || !s->post_swish || !s->flush_in
+      || !s->dw_in_act
+      || !s->defer_act || !s->chain || !s->se
       || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
@@ -1363,22 +889,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = plan_own_se (s, err);
   if (st == GPUNET_OK)
     st = plan_own_pw (s, err);
-  if (st == GPUNET_OK) {
-    plan_dw_split (s);
-    plan_flush_inputs (s);
-    if (plan_far_twins (s) != 0)
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
-  }
   if (st == GPUNET_OK)
     st = plan_winograd (s, err);
-  if (st == GPUNET_OK && (plan_far_copies (s) != 0 || plan_probe (s) != 0))
-    st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
-  if (st == GPUNET_OK)
-    plan_tuner (s);
-  if (st == GPUNET_OK)
-    plan_linear (s);
-  if (st == GPUNET_OK)
-    plan_post_swish (s);
   if (st == GPUNET_OK)
     st = plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
@@ -1400,13 +912,6 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   const gpunet_graph *g = s->g;
   const int n = p->n, nt = s->nt;
   gpunet_status st = GPUNET_OK;
-  if (s->probe && s->forwards++ % PROBE_EVERY == 0)
-    s->far = cores_far (s);
-  /* the tuner times the untraced passes */
-  const int tune = !trace && tune_any (s);
-  if (tune)
-    tune_choose (s);
-  const double pass_t0 = tune ? now_s () : 0.0;
   int op_index = -1;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
@@ -1424,11 +929,11 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       const float *ins[WINO_CHAIN_MAX];
       float *outs[WINO_CHAIN_MAX];
       for (int l = 0; l < len; l++) {
-        ps[l] = s->far && s->wino_far[i + l] ? s->wino_far[i + l] : s->wino[i + l];
+        ps[l] = s->wino[i + l];
         ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
         outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
       }
-      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt, s->chain_rows);
+      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt);
       if (s->profile) {   /* the chain's time shared out by multiply-adds */
         const double dt = now_s () - t0;
         double macs = 0.0;
@@ -1445,7 +950,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_OP_DWCONV2D: {
         fast_step *step = &p->steps[i];
         if (s->dw[i]) {
-          gpunet_dw_run (s->far && s->dw_far[i] ? s->dw_far[i] : s->dw[i],
+          gpunet_dw_run (s->dw[i],
               tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
           break;
         }
@@ -1455,15 +960,11 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
             gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
                 out, to->blk, to->cp, n, d->c, hw, nt);
           }
-          if (s->pw[i]) {
-            const int twin = s->far && s->pw_far[i];
-            gpunet_pw_run (twin ? s->pw_far[i] : s->pw[i], tensor_ptr (s, op->in, input), out,
-                n, op->residual >= 0, s->sums_scratch, nt);
-            if (s->flush_in[i] && s->far && !twin)
-              gpunet_blk_flush (tensor_ptr (s, op->in, input),
-                  (size_t) n * ti->cp * g->tensors[op->in].h * g->tensors[op->in].w, nt);
-          } else
-            gpunet_wino_run (s->far && s->wino_far[i] ? s->wino_far[i] : s->wino[i],
+          if (s->pw[i])
+            gpunet_pw_run (s->pw[i], tensor_ptr (s, op->in, input), out, n,
+                op->residual >= 0, s->sums_scratch, nt);
+          else
+            gpunet_wino_run (s->wino[i],
                 tensor_ptr (s, op->in, input), out, n,
                 op->residual >= 0, s->own_scratch, nt);
           break;
@@ -1485,8 +986,6 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
           args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
         TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
         TRY (dnnl_stream_wait (s->stream));
-        if (s->post_swish[i])
-          gpunet_swish_inplace (out, (size_t) n * to->cp * hw, to->blk, nt);
         break;
       }
       case GPUNET_OP_SE:
@@ -1500,7 +999,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
             out, n, nt);
         break;
       case GPUNET_OP_LINEAR:
-        if (s->own_linear)
+        if (gpunet_wino_available (s->blk))
           gpunet_linear_run (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n,
               s->blk, nt);
         else
@@ -1522,8 +1021,6 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   const gpunet_tensor_desc *o = &g->tensors[g->output];
   gpunet_blk_relayout (tensor_ptr (s, g->output, input), tout->blk, tout->cp, logits, 1, o->c,
       n, o->c, (long) o->h * o->w, 1);
-  if (tune)
-    tune_record (s, (now_s () - pass_t0) / n);
 out:
   return st;
 }
@@ -1590,35 +1087,6 @@ gpunet_onednn_strassen_ops (const void *state)
   for (int i = 0; i < s->g->n_ops; i++)
     n += s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
   return n;
-}
-
-int
-gpunet_onednn_flushed_inputs (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += s->flush_in[i] != 0;
-  return n;
-}
-
-int
-gpunet_onednn_far_twins (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL) + (s->wino_far[i] != NULL);
-  return n;
-}
-
-long
-gpunet_onednn_tuned_passes (const void *state, int k, int way)
-{
-  const fast_state *s = state;
-  if (k < 0 || k >= TUNE_KNOBS || way < 0 || way > 1 || s->knob[k].forced != -1)
-    return -1;
-  return s->knob[k].n[way];
 }
 
 const gpunet_backend gpunet_backend_cpu_fast = {

@@ -85,13 +85,7 @@ struct gpunet_wino {
   int uoff[64];
   int urows;
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
-  int borrowed;      /* a twin (gpunet_wino_twin): u and bias belong to another plan */
-  int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
-  float *ux;         /* copy of u, thread t's at ux + (t - 1) usize; else NULL */
   size_t usize;      /* floats of u */
-  int stream;        /* outputs written with streaming stores (gpunet_wino_set_stream) */
-  int prefetch;      /* the next slice of U prefetched during each GEMM pass (wino_gemm_rows;
-                      * GPUNET_CPU_WINO_PREFETCH=0: not) */
 };
 
 /* Rows of U of transform element e (its reduction channels) */
@@ -151,42 +145,6 @@ gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
     p->thread_stride = floats;
 }
 
-gpunet_wino *
-gpunet_wino_twin (const gpunet_wino *p)
-{
-  gpunet_wino *q = malloc (sizeof *q);
-  if (!q)
-    return NULL;
-  *q = *p;
-  q->borrowed = 1;
-  q->ucopies = 0;
-  q->ux = NULL;
-  return q;
-}
-
-int
-gpunet_wino_copy_weights (gpunet_wino *p, int nt)
-{
-  if (nt < 2 || p->ux)
-    return 0;
-  if (!(p->ux = gpunet_blk_copies (p->u, p->usize, nt - 1)))
-    return -1;
-  p->ucopies = nt;
-  return 1;
-}
-
-void
-gpunet_wino_set_stream (gpunet_wino *p, int on)
-{
-  p->stream = on != 0;
-}
-
-const float *
-gpunet_wino_thread_weights (const gpunet_wino *p, int t)
-{
-  return t >= 1 && t < p->ucopies ? p->ux + (size_t) (t - 1) * p->usize : p->u;
-}
-
 int
 gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b)
 {
@@ -201,11 +159,8 @@ gpunet_wino_free (gpunet_wino *p)
 {
   if (!p)
     return;
-  if (!p->borrowed) {
-    free (p->u);
-    free (p->bias);
-  }
-  free (p->ux);
+  free (p->u);
+  free (p->bias);
   free (p);
 }
 
@@ -269,8 +224,6 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
     .pad = pad, .ih = ih, .iw = iw, .cp = cp };
-  const char *pe = getenv ("GPUNET_CPU_WINO_PREFETCH");
-  p->prefetch = !(pe && !strcmp (pe, "0"));
   const int phases = stride == 1 ? 1 : 4;
   for (int e = 0; e < p->ne; e++) {
     int nr = 0;
@@ -370,22 +323,21 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
 
 void
 gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
+    float *const *outs, int n, float *scratch, int nt)
 {
   if (ps[0]->vw == 16)
-    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt, by_rows);
+    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt);
   else
-    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt, by_rows);
+    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt);
 }
 
 #else /* not x86 with GCC-style intrinsics: never used */
 
 void
 gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
+    float *const *outs, int n, float *scratch, int nt)
 {
   (void) ps, (void) L, (void) ins, (void) outs, (void) n, (void) scratch, (void) nt;
-  (void) by_rows;
 }
 
 int

@@ -64,32 +64,12 @@ int gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b);
  * by rows of tiles so that each layer reads rows the previous one has just written, while
  * they are still in the caches; the results are those of L gpunet_wino_run calls.  A
  * buffer may serve two layers of the chain (outs[l + 2] == ins[l + 1], say): the rows a
- * layer overwrites are behind every row an earlier layer still reads.  by_rows (with two
- * threads): each thread takes one band of tile rows (top and bottom halves), as the ops
- * around the chain do, instead of one band of columns (winograd_simd.h).  scratch: as for
- * the largest gpunet_wino_scratch_floats of the chain. */
+ * layer overwrites are behind every row an earlier layer still reads.  With two threads
+ * each takes one band of tile rows (top and bottom halves), otherwise one band of tile
+ * columns each (winograd_simd.h).  scratch: as for the largest gpunet_wino_scratch_floats
+ * of the chain. */
 void gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows);
-
-/* A second plan doing what p does with p's transformed weights and bias (not copied: p
- * must outlive it), its thread stride included, to be given its own weight copies
- * (gpunet_wino_copy_weights).  NULL when out of memory. */
-gpunet_wino *gpunet_wino_twin (const gpunet_wino *p);
-
-/* Gives threads 1 .. nt - 1 their own copy of the transformed weights (every thread reads
- * all of them), as gpunet_pw_copy_weights.  1 when done, 0 when nt < 2 or done before, -1
- * when out of memory (nothing changes).  Call before the first run. */
-int gpunet_wino_copy_weights (gpunet_wino *p, int nt);
-
-/* Whether the runs write the outputs (those without a residual) with streaming stores,
- * which do not read the lines they overwrite (and leave them in no cache): the same values.
- * Where the lines would come from memory anyway, faster; where the next op would find
- * them in a cache, slower (backend_onednn.c tries both as it runs).  Off at first; call
- * between runs. */
-void gpunet_wino_set_stream (gpunet_wino *p, int on);
-
-/* The transformed weights thread t reads in the runs (its copy, or the plan's). */
-const float *gpunet_wino_thread_weights (const gpunet_wino *p, int t);
+    float *const *outs, int n, float *scratch, int nt);
 
 void gpunet_wino_free (gpunet_wino *p);
 

@@ -270,7 +270,6 @@ static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual, const int A)
 {
-  const int stream = p->stream && !residual;
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * VW;
   const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
@@ -311,16 +310,11 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           VEC val = FN (simd_act) (V_ADD (y[k], bias), act);
           if (residual)
             val = V_ADD (val, V_LOAD (q));
-          if (stream)
-            V_STREAM (q, val);
-          else
-            V_STORE (q, val);
+          V_STORE (q, val);
         }
       }
     }
   }
-  if (stream)
-    _mm_sfence ();   /* the streaming stores, before the barrier that publishes them */
 }
 
 static void
@@ -425,7 +419,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
   const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
   FN (wino_input) (p, in, t0, cnt, rows, V);
-  const float *ut = gpunet_wino_thread_weights (p, omp_get_thread_num ());
+  const float *ut = p->u;
   for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
     const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
@@ -433,7 +427,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     for (int e = 0; e < p->ne; e++) {
       /* the slice of U after this one: the next element's, else the next block's first */
       const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + V_OCB;
-      const float *next = p->prefetch && on < p->ocp
+      const float *next = on < p->ocp
           ? ut + ((size_t) (on / V_OCB) * p->urows + p->uoff[en]) * V_OCB : NULL;
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
           ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB, wino_urows (p, e),
@@ -491,12 +485,12 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
  * chain (split by rows too) keep on its core. */
 static void
 FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
+    float *const *outs, int n, float *scratch, int nt)
 {
   if (nt < 1)
     nt = 1;
   const int th = ps[0]->th, tw = ps[0]->tw;
-  by_rows = by_rows && nt == 2 && th >= 2;
+  const int by_rows = nt == 2 && th >= 2;
   if (!by_rows && nt > tw)
     nt = tw;
   size_t per = 0;
