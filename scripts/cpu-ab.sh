@@ -7,8 +7,9 @@
 # settings, run through env(1); "-" is the default (no change).  BENCH=PATH inside a variant
 # runs another binary (old main against a branch).  Each round runs every variant once in
 # turn (A B C .. A B C ..), so slow phases of a shared machine hit all of them alike.  Prints
-# one line per run, then per variant the median over the rounds of gpunet-bench's median_ms
-# and min_ms, and their ratios to the first variant.  Example:
+# one line per run, then per variant the median over its runs of gpunet-bench's median_ms
+# and min_ms, and their ratios to the first variant.  A variant listed more than once (the
+# default between every other one: - A - B - C) pools its runs.  Example:
 #   scripts/cpu-ab.sh -m gpunet-0 -n 5 - "--cpu winograd=onednn"
 set -eu
 rounds=5 model=gpunet-0 runs=30 bench=build/tools/gpunet-bench
@@ -27,6 +28,10 @@ r=0
 while [ $r -lt "$rounds" ]; do
   v=0
   for variant in "$@"; do
+    # a variant given more than once (the default between each other one, say) pools its
+    # runs under its first position
+    f=0
+    for w in "$@"; do [ "$w" = "$variant" ] && break; f=$((f + 1)); done
     envs="" args="" bin=$bench
     [ "$variant" = "-" ] || for w in $variant; do
       case $w in
@@ -41,8 +46,8 @@ while [ $r -lt "$rounds" ]; do
     med=$(echo "$line" | sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p')
     min=$(echo "$line" | sed -n 's/.*min_ms=\([0-9.]*\).*/\1/p')
     [ -n "$med" ] || { echo "$0: variant '$variant' printed no result" >&2; exit 1; }
-    echo "$med $min" >> "$tmp/$v"
-    echo "round $r variant $v ($variant): median_ms=$med min_ms=$min"
+    echo "$med $min" >> "$tmp/$f"
+    echo "round $r variant $f ($variant): median_ms=$med min_ms=$min"
     v=$((v + 1))
   done
   r=$((r + 1))
@@ -50,6 +55,8 @@ done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 v=0
 for variant in "$@"; do
+  [ -f "$tmp/$v.done" ] || [ ! -f "$tmp/$v" ] && { v=$((v + 1)); continue; }
+  touch "$tmp/$v.done"
   python3 - "$tmp/$v" "$tmp/0" "$variant" <<'EOF'
 import statistics, sys
 def meds(path):

@@ -1,8 +1,8 @@
-/* winograd.h: our own Winograd F(4x4, 3x3) and F(6x6, 3x3) convolutions for the fast CPU
+/* winograd.h: our own Winograd F(4x4, 3x3) convolutions for the fast CPU
  * path, on the nChw16c (AVX-512) or nChw8c (AVX2) activations of backend_onednn.c.  It
  * takes the dense 3x3 stride-1 convolutions that oneDNN 2.6 runs as direct convolutions
  * (its Winograd kernel turns down most GPUNet shapes): 36 multiplies per 4x4 output tile
- * instead of 144 (64 per 6x6 tile instead of 324 with F(6x6, 3x3)); and the 5x5 and 3x3
+ * instead of 144; and the 5x5 and 3x3
  * stride-2 ones, through their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
@@ -26,20 +26,13 @@ int gpunet_wino_available (int blk);
  * blk 16 (nChw16c) or 8 (nChw8c; see gpunet_wino_available).
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
- * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
- * F(6x6, 3x3), 0 to choose (4: F(6x6, 3x3) rounds about twice as much); 3x3 stride-2
- * kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
-    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
-    int blk);
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch): nt regions of the
  * per-thread size, or of the stride set by gpunet_wino_set_thread_stride if larger. */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
-
-/* The output tile p runs: 4 (F(4x4, 3x3), or F(4x4, 2x2) for 3x3 stride 2) or 6. */
-int gpunet_wino_tile (const gpunet_wino *p);
 
 /* Floats of scratch one thread uses (a multiple of 16). */
 size_t gpunet_wino_thread_floats (const gpunet_wino *p);

@@ -33,51 +33,6 @@ FN (wino_at) (const VEC *m, VEC *o)
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), d, b), m[5]);
 }
 
-/* out[0..7] = B^T in[0..7] of F(6x6, 3x3) (row 0 negated, see wino_g8): rows 2j - 1 and
- * 2j (points +a, -a) share their even part E and odd part O as E + O and E - O. */
-static inline __attribute__((always_inline)) void
-FN (wino_bt8) (const VEC *d, VEC *o)
-{
-  const VEC c525 = V_SET1 (5.25f), c425 = V_SET1 (4.25f);
-  const VEC c4 = V_SET1 (4.0f), c5 = V_SET1 (5.0f), c2 = V_SET1 (2.0f);
-  const VEC c25 = V_SET1 (2.5f), c125 = V_SET1 (1.25f);
-  const VEC c05 = V_SET1 (0.5f), c025 = V_SET1 (0.25f);
-  /* d0 - 5.25 d2 + 5.25 d4 - d6 and d7 - d1 + 5.25 (d3 - d5) */
-  o[0] = V_FMA (c525, V_SUB (d[4], d[2]), V_SUB (d[0], d[6]));
-  o[7] = V_FMA (c525, V_SUB (d[3], d[5]), V_SUB (d[7], d[1]));
-  /* +-1: (d2 - 4.25 d4 + d6) +- (d1 - 4.25 d3 + d5) */
-  VEC e = V_FNMA (c425, d[4], V_ADD (d[2], d[6]));
-  VEC q = V_FNMA (c425, d[3], V_ADD (d[1], d[5]));
-  o[1] = V_ADD (e, q);
-  o[2] = V_SUB (e, q);
-  /* +-2: (0.25 d2 - 1.25 d4 + d6) +- (0.5 d1 - 2.5 d3 + 2 d5) */
-  e = V_FNMA (c125, d[4], V_FMA (c025, d[2], d[6]));
-  q = V_FNMA (c25, d[3], V_FMA (c05, d[1], V_MUL (c2, d[5])));
-  o[3] = V_ADD (e, q);
-  o[4] = V_SUB (e, q);
-  /* +-1/2: (4 d2 - 5 d4 + d6) +- (2 d1 - 2.5 d3 + 0.5 d5) */
-  e = V_FNMA (c5, d[4], V_FMA (c4, d[2], d[6]));
-  q = V_FNMA (c25, d[3], V_FMA (c2, d[1], V_MUL (c05, d[5])));
-  o[5] = V_ADD (e, q);
-  o[6] = V_SUB (e, q);
-}
-
-/* out[0..5] = A^T in[0..7] of F(6x6, 3x3) */
-static inline __attribute__((always_inline)) void
-FN (wino_at8) (const VEC *m, VEC *o)
-{
-  const VEC s1 = V_ADD (m[1], m[2]), d1 = V_SUB (m[1], m[2]);
-  const VEC s2 = V_ADD (m[3], m[4]), d2 = V_SUB (m[3], m[4]);
-  const VEC s3 = V_ADD (m[5], m[6]), d3 = V_SUB (m[5], m[6]);
-  o[0] = V_ADD (V_ADD (m[0], s1), V_ADD (s2, s3));
-  o[1] = V_FMA (V_SET1 (2.0f), d2, V_FMA (V_SET1 (0.5f), d3, d1));
-  o[2] = V_FMA (V_SET1 (4.0f), s2, V_FMA (V_SET1 (0.25f), s3, s1));
-  o[3] = V_FMA (V_SET1 (8.0f), d2, V_FMA (V_SET1 (0.125f), d3, d1));
-  o[4] = V_FMA (V_SET1 (16.0f), s2, V_FMA (V_SET1 (0.0625f), s3, s1));
-  o[5] = V_ADD (V_FMA (V_SET1 (32.0f), d2,
-      V_FMA (V_SET1 (0.03125f), d3, d1)), m[7]);
-}
-
 /* out[0..4] = B^T in[0..4] of F(4x4, 2x2) */
 static inline __attribute__((always_inline)) void
 FN (wino_bt5) (const VEC *d, VEC *o)
@@ -221,9 +176,7 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
         VEC col[8], o[8];
         for (int i = 0; i < A; i++)
           col[i] = d[i][k];
-        if (A == 8)
-          FN (wino_bt8) (col, o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_bt) (col, o);
         else
           FN (wino_bt5) (col, o);
@@ -233,9 +186,7 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
       float *dst = V + (size_t) j * icp + (size_t) CB * VW;
       for (int i = 0; i < A; i++) {
         VEC o[8];
-        if (A == 8)
-          FN (wino_bt8) (t6[i], o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_bt) (t6[i], o);
         else
           FN (wino_bt5) (t6[i], o);
@@ -250,12 +201,6 @@ static void
 FN (wino_input6) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
 {
   FN (wino_input_t) (p, in, t0, cnt, rows, V, 6);
-}
-
-static void
-FN (wino_input8) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
-{
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 8);
 }
 
 static void
@@ -275,7 +220,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
   const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
-    const int mt = A == 8 ? 6 : 4;   /* output tile mt x mt */
+    const int mt = 4;   /* output tile mt x mt */
     const int oy = r / p->tw * mt, ox = r % p->tw * mt;
     const int ny = H - oy < mt ? H - oy : mt, nx = W - ox < mt ? W - ox : mt;
     for (int v = 0; v < nv; v++) {
@@ -286,9 +231,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
         VEC col[8], o[6];
         for (int i = 0; i < A; i++)
           col[i] = V_LOAD (src + (size_t) (i * A + k) * e_stride);
-        if (A == 8)
-          FN (wino_at8) (col, o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_at) (col, o);
         else
           FN (wino_at5) (col, o);
@@ -299,9 +242,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
       float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
       for (int i = 0; i < ny; i++) {
         VEC y[6];
-        if (A == 8)
-          FN (wino_at8) (s4[i], y);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_at) (s4[i], y);
         else
           FN (wino_at5) (s4[i], y);
@@ -322,13 +263,6 @@ FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int c
     float *out, int residual)
 {
   FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6);
-}
-
-static void
-FN (wino_output8) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
-{
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 8);
 }
 
 static void
@@ -389,9 +323,7 @@ FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const floa
 static void
 FN (wino_input) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
 {
-  if (p->alpha == 8)
-    FN (wino_input8) (p, in, t0, cnt, rows, V);
-  else if (p->alpha == 6)
+  if (p->alpha == 6)
     FN (wino_input6) (p, in, t0, cnt, rows, V);
   else
     FN (wino_input5) (p, in, t0, cnt, rows, V);
@@ -401,9 +333,7 @@ static void
 FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0,
     int nv, float *out, int residual)
 {
-  if (p->alpha == 8)
-    FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual);
-  else if (p->alpha == 6)
+  if (p->alpha == 6)
     FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
   else
     FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
