@@ -80,8 +80,7 @@ typedef enum {
   GPUNET_CPU_AUTO = 0,  /* the backend's rule (docs/performance.md, "Options") */
   GPUNET_CPU_OWN,       /* our kernel wherever it takes the shape */
   GPUNET_CPU_ONEDNN,    /* oneDNN's kernel */
-  GPUNET_CPU_OFF        /* neither: winograd none (direct convolutions), strassen never,
-                         * chain never */
+  GPUNET_CPU_OFF        /* neither: winograd none (direct convolutions), strassen never */
 } gpunet_cpu_choice;
 
 /* The fast CPU backend's options: every choice it makes at plan time that a caller may
@@ -92,17 +91,14 @@ typedef struct {
                                 * stage's stride-1 layers (accuracy); own: ours everywhere;
                                 * onednn: oneDNN's Winograd where it takes a shape, else
                                 * direct; off: direct convolutions only */
-  gpunet_cpu_choice dw;        /* depthwise: auto / own: ours; onednn */
   gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */
   gpunet_cpu_choice strassen;  /* our 1x1 by one level of Strassen: auto: where the rule
                                 * expects a gain; own: wherever the shape allows; off */
-  gpunet_cpu_choice chain;     /* runs of our 3x3 stride-1 Winograd layers interleaved by
-                                * rows of tiles: auto / own: yes; off: layer by layer */
   int block;                   /* channel block between layers: 0 by oneDNN's ISA (16 with
                                 * AVX-512, else 8), or 8 or 16 (tests) */
 } gpunet_cpu_options;
 
-/* Parses "key=value,key=value" (keys winograd, dw, pw, strassen, chain, block; values as
+/* Parses "key=value,key=value" (keys winograd, pw, strassen, block; values as
  * in gpunet_cpu_options: auto, own, onednn, off, and 0, 8, 16 for block) over *options,
  * left unchanged on failure.  `source` names where spec came from ("GPUNET_CPU",
  * "--cpu") in the error sentence, which names the bad key or value and lists the valid

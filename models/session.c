@@ -31,13 +31,9 @@ typedef struct {
 static const cpu_key cpu_keys[] = {
   { "winograd", offsetof (gpunet_cpu_options, winograd), { "auto", "own", "onednn", "off" },
     { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN, GPUNET_CPU_OFF }, "auto, own, onednn or off" },
-  { "dw", offsetof (gpunet_cpu_options, dw), { "auto", "own", "onednn" },
-    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN }, "auto, own or onednn" },
   { "pw", offsetof (gpunet_cpu_options, pw), { "auto", "own", "onednn" },
     { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN }, "auto, own or onednn" },
   { "strassen", offsetof (gpunet_cpu_options, strassen), { "auto", "own", "off" },
-    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_OFF }, "auto, own or off" },
-  { "chain", offsetof (gpunet_cpu_options, chain), { "auto", "own", "off" },
     { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_OFF }, "auto, own or off" },
   { "block", offsetof (gpunet_cpu_options, block), { "0", "auto", "8", "16" },
     { 0, 0, 8, 16 }, "auto (or 0), 8 or 16" },
@@ -65,8 +61,8 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, dw, pw, strassen, chain "
-          "and block (for example %s=winograd=off,strassen=off)", source, (int) len, item,
+          "key=value pair with a known key; the keys are winograd, pw, strassen and block "
+          "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;
     const size_t vlen = len - klen - 1;

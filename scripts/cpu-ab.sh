@@ -3,8 +3,9 @@
 #
 #   scripts/cpu-ab.sh [-n ROUNDS] [-m MODEL] [-r RUNS] [-b BENCH] VARIANT...
 #
-# A VARIANT is a space-separated list of gpunet-bench arguments and VAR=value environment
-# settings, run through env(1); "-" is the default (no change).  BENCH=PATH inside a variant
+# A VARIANT is a space-separated list of gpunet-bench arguments (--cpu winograd=off) and
+# VAR=value environment settings (names in capitals), run through env(1); "-" is the
+# default (no change).  BENCH=PATH inside a variant
 # runs another binary (old main against a branch).  Each round runs every variant once in
 # turn (A B C .. A B C ..), so slow phases of a shared machine hit all of them alike.  Prints
 # one line per run, then per variant the median over its runs of gpunet-bench's median_ms
@@ -36,7 +37,7 @@ while [ $r -lt "$rounds" ]; do
     [ "$variant" = "-" ] || for w in $variant; do
       case $w in
         BENCH=*) bin=${w#BENCH=} ;;
-        *=*) envs="$envs $w" ;;
+        [A-Z]*=*) envs="$envs $w" ;;
         *) args="$args $w" ;;
       esac
     done

@@ -409,113 +409,6 @@ rand_floats_aligned (size_t n, float scale)
   return p;
 }
 
-/* gpunet_wino_run_chain against one gpunet_wino_run per layer: the same tiles computed the
- * same way, so the same bits, with the layers' buffers distinct or shared (a layer writing
- * the buffer the layer before last read), batch 1 and 2, 1 to 3 threads (by rows of tiles
- * with 2, by columns otherwise). */
-static void
-test_wino_chain_direct (int blk)
-{
-  static const struct { int h, w, L, c[5]; } cases[] = {
-    { 20, 23, 3, { 8, 16, 16, 8 } }, { 13, 37, 4, { 24, 24, 24, 24, 24 } },
-    { 7, 6, 2, { 40, 8, 40 } }, { 1, 1, 2, { 16, 16, 16 } }, { 31, 5, 3, { 3, 20, 17, 9 } },
-  };
-  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-      for (int n = 1; n <= 2; n++)
-        for (int nt = 1; nt <= 3; nt++)
-          for (int share = 0; share <= 1; share++) {
-            const int h = cases[ci].h, w = cases[ci].w, L = cases[ci].L;
-            gpunet_wino *ps[4] = { NULL };
-            float *bufs[5], *outs[4];
-            const float *ins[4];
-            size_t need = 1;
-            int ok = 1;
-            for (int l = 0; l <= L; l++) {
-              const int cp = (cases[ci].c[l] + blk - 1) / blk * blk;
-              bufs[l] = rand_floats_aligned ((size_t) n * cp * h * w, 1.0f);
-            }
-            for (int l = 0; l < L; l++) {
-              const int cin = cases[ci].c[l], cout = cases[ci].c[l + 1];
-              const int cp = (cin + blk - 1) / blk * blk, ocp = (cout + blk - 1) / blk * blk;
-              const float *wt = rand_floats ((size_t) cout * cin * 9, 1.7f / sqrtf (9.0f * cin));
-              const float *bias = rand_floats ((size_t) cout, 0.2f);
-              ps[l] = gpunet_wino_new (wt, bias, cin, cout, 3, 1, 1, cp, ocp, h, w, h, w,
-                  l % 3, blk);
-              ok = ok && ps[l];
-              if (ps[l] && gpunet_wino_scratch_floats (ps[l], nt) > need)
-                need = gpunet_wino_scratch_floats (ps[l], nt);
-            }
-            CHECK_MSG (ok, "wino chain case %zu: plan failed", ci);
-            for (int l = 0; ok && l + 1 < L; l++)
-              CHECK_MSG (gpunet_wino_chains (ps[l], ps[l + 1]), "wino chain case %zu: layer %d "
-                  "does not chain", ci, l);
-            float *scratch = ok ? gpunet_blk_alloc (need * 2) : NULL;
-            /* the reference: layer by layer into bufs[1..L] (padding lanes of the input are
-             * zero, as the fast path keeps them) */
-            for (int l = 0; ok && l < L; l++) {
-              const int cin = cases[ci].c[l], cp = (cin + blk - 1) / blk * blk;
-              if (l == 0)
-                for (int b = 0; b < n; b++)
-                  for (int cc = cin; cc < cp; cc++)
-                    for (int q = 0; q < h * w; q++)
-                      bufs[0][(size_t) b * cp * h * w + (size_t) (cc / blk) * blk * h * w
-                          + (size_t) q * blk + cc % blk] = 0.0f;
-              gpunet_wino_run (ps[l], bufs[l], bufs[l + 1], n, 0, scratch, nt);
-            }
-            /* the chain, into fresh buffers (shared: layer l + 2 writes layer l's) */
-            float *cb[4];
-            for (int l = 0; ok && l < L; l++) {
-              const int ocp = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
-              cb[l] = share && l >= 2 && cases[ci].c[l + 1] == cases[ci].c[l - 1]
-                  ? cb[l - 2] : rand_floats_aligned ((size_t) n * ocp * h * w, 9.0f);
-              outs[l] = cb[l];
-              ins[l] = l ? outs[l - 1] : bufs[0];
-            }
-            /* with share, the chain also runs with one larger per-thread scratch stride for
-             * every layer (as the backend sets it): the same bits */
-            float *cs = scratch;
-            if (ok && share) {
-              size_t stride = 0;
-              for (int l = 0; l < L; l++)
-                if (gpunet_wino_thread_floats (ps[l]) > stride)
-                  stride = gpunet_wino_thread_floats (ps[l]);
-              stride += 16 * (ci + 1);
-              for (int l = 0; l < L; l++) {
-                gpunet_wino_set_thread_stride (ps[l], stride);
-                CHECK_MSG (gpunet_wino_scratch_floats (ps[l], nt) == stride * (size_t) nt,
-                    "wino chain case %zu: scratch with a thread stride", ci);
-              }
-              cs = gpunet_blk_alloc (stride * (size_t) nt);
-              ok = cs != NULL;
-            }
-            /* with two threads by bands of rows (a top band down, a bottom band up), else
-             * by bands of columns */
-            if (ok) {
-              for (int l = 0; l < L; l++) {   /* stale outputs must not pass */
-                const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
-                memset (outs[l], 0x7f, sizeof (float) * (size_t) n * op * h * w);
-              }
-              gpunet_wino_run_chain ((const gpunet_wino *const *) ps, L, ins, outs, n, cs, nt);
-              const int ocp = (cases[ci].c[L] + blk - 1) / blk * blk;
-              CHECK_MSG (!memcmp (outs[L - 1], bufs[L], sizeof (float) * (size_t) n * ocp * h * w),
-                  "wino chain case %zu (batch %d, %d threads, shared %d): "
-                  "output differs from layer-by-layer", ci, n, nt, share);
-              if (!share)
-                for (int l = 0; l + 1 < L; l++) {
-                  const int op = (cases[ci].c[l + 1] + blk - 1) / blk * blk;
-                  CHECK_MSG (!memcmp (outs[l], bufs[l + 1], sizeof (float) * (size_t) n * op * h * w),
-                      "wino chain case %zu (batch %d, %d threads): layer %d "
-                      "differs", ci, n, nt, l);
-                }
-            }
-            if (cs != scratch)
-              free (cs);
-            free (scratch);
-            for (int l = 0; l < L; l++)
-              gpunet_wino_free (ps[l]);
-          }
-}
-
 /* Plans g on the fast backend for batches up to max_batch on 2 threads (*sf: the state). */
 static gpunet_status
 plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
@@ -526,60 +419,6 @@ plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
   params.n_threads = 2;
   params.cpu = opts;
   return gpunet_backend_cpu_fast.plan (g, &params, sf, err);
-}
-
-/* The number of ops the fast backend plans to run in the Winograd chain of an op before
- * them, for g */
-static int
-chained_ops (const gpunet_graph *g)
-{
-  void *sf = NULL;
-  char *err = NULL;
-  int n = -1;
-  if (plan_fast (g, 3, &sf, &err) == GPUNET_OK) {
-    n = count_impl (sf, g, GPUNET_ONEDNN_WINO_CHAINED);
-    gpunet_backend_cpu_fast.destroy (sf);
-  }
-  free (err);
-  return n;
-}
-
-/* Chains planned by the backend (runs of 3x3 stride-1 Winograd ops without residuals),
- * untraced (a trace runs the ops one by one), against the reference: a chain of 3 whose
- * last layer writes the buffer of the chain's input; one of 2 whose middle tensor a later
- * op adds as a residual (its buffer must survive the chain); one broken by a residual; and
- * channel counts that make layers share buffers of different sizes per image (not chained
- * there: a layer would overwrite the next image of a tensor not yet read). */
-static void
-test_wino_chain_graphs (void)
-{
-  static const int want[4] = { 2, 1, 1, 0 };
-  for (int v = 0; v < 4; v++) {
-    test_graph tg;
-    tg_init (&tg, 8, 17, 19);
-    int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
-    int a = tg_conv (&tg, x, 24, 3, 1, 1, GPUNET_EPI_RELU, -1);
-    int b = tg_conv (&tg, a, v == 3 ? 48 : 24, 3, 1, 1, GPUNET_EPI_SWISH, -1);
-    if (v == 0)
-      tg_conv (&tg, b, 24, 3, 1, 1, GPUNET_EPI_RELU, -1);
-    else if (v == 1)
-      tg_conv (&tg, b, 24, 1, 1, 1, GPUNET_EPI_NONE, a);
-    else if (v == 2) {
-      int c = tg_conv (&tg, b, 24, 3, 1, 1, GPUNET_EPI_RELU, b);
-      tg_conv (&tg, c, 24, 3, 1, 1, GPUNET_EPI_NONE, -1);
-    } else
-      tg_conv (&tg, b, 16, 3, 1, 1, GPUNET_EPI_RELU, -1);
-    char what[64];
-    snprintf (what, sizeof what, "winograd chain graph %d", v);
-    /* ours although the whole graph is at its first stage's size (wino_first_stage) */
-    opts.winograd = GPUNET_CPU_OWN;
-    const int got = chained_ops (&tg.g);
-    CHECK_MSG (got == want[v], "%s: %d ops chained, expected %d", what, got, want[v]);
-    compare (what, &tg.g, 1, 1, 0);
-    compare (what, &tg.g, 3, 3, 0);
-    compare (what, &tg.g, 3, 2, 0);
-    opts.winograd = GPUNET_CPU_AUTO;
-  }
 }
 
 static void
@@ -1100,21 +939,21 @@ test_cpu_options (void)
 {
   gpunet_cpu_options o = { 0 };
   char *err = NULL;
-  CHECK (gpunet_cpu_options_parse (&o, "winograd=off,dw=onednn,pw=own,strassen=own,chain=off,"
-          "block=8", "--cpu", &err) == GPUNET_OK);
-  CHECK (o.winograd == GPUNET_CPU_OFF && o.dw == GPUNET_CPU_ONEDNN && o.pw == GPUNET_CPU_OWN
-      && o.strassen == GPUNET_CPU_OWN && o.chain == GPUNET_CPU_OFF && o.block == 8);
+  CHECK (gpunet_cpu_options_parse (&o, "winograd=off,pw=own,strassen=own,block=8", "--cpu",
+          &err) == GPUNET_OK);
+  CHECK (o.winograd == GPUNET_CPU_OFF && o.pw == GPUNET_CPU_OWN && o.strassen == GPUNET_CPU_OWN
+      && o.block == 8);
   CHECK (gpunet_cpu_options_parse (&o, "winograd=onednn,block=auto", "--cpu", &err) == GPUNET_OK);
-  CHECK (o.winograd == GPUNET_CPU_ONEDNN && o.block == 0 && o.dw == GPUNET_CPU_ONEDNN);
+  CHECK (o.winograd == GPUNET_CPU_ONEDNN && o.block == 0 && o.pw == GPUNET_CPU_OWN);
   CHECK (gpunet_cpu_options_parse (&o, "", "--cpu", &err) == GPUNET_OK
       && gpunet_cpu_options_parse (&o, NULL, "--cpu", &err) == GPUNET_OK
       && o.winograd == GPUNET_CPU_ONEDNN);
   static const struct { const char *spec, *says[2]; } bad[] = {
     { "winograd=fast", { "'fast' is not a value of winograd", "auto, own, onednn or off" } },
-    { "chain=off,wino=off", { "'wino=off'", "winograd, dw, pw, strassen, chain and block" } },
+    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen and block" } },
     { "strassen", { "'strassen'", "key=value" } },
     { "block=12", { "'12'", "8 or 16" } },
-    { "dw=own,,pw=own", { "''", "known key" } },
+    { "pw=own,,strassen=off", { "''", "known key" } },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     gpunet_cpu_options before = o;
@@ -1175,7 +1014,6 @@ run (const char *name, void (*fn) (void))
 
 static int cur_blk;
 static void random_networks (void) { for (unsigned seed = 1; seed <= 3; seed++) test_random_network (seed); }
-static void wino_chain_direct (void) { test_wino_chain_direct (cur_blk); }
 static void se_direct (void) { test_se_direct (cur_blk); }
 static void linear_direct (void) { test_linear_direct (cur_blk); }
 
@@ -1203,8 +1041,6 @@ main (int argc, char **argv)
     /* ours in both too: AVX-512 kernels on nChw16c, AVX2 ones on nChw8c */
     if (gpunet_wino_available (cur_blk)) {
       run ("own_winograd", test_own_winograd);
-      run ("wino_chain_direct", wino_chain_direct);
-      run ("wino_chain_graphs", test_wino_chain_graphs);
       run ("se_direct", se_direct);
       run ("linear_direct", linear_direct);
     }

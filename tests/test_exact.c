@@ -347,7 +347,7 @@ check_winograd (const char *name, const gpunet_graph *g, void *sf)
     const gpunet_conv2d_params *p = &g->ops[i].p.conv2d;
     const int first_stage = p->stride == 1 && (long) p->ih * p->iw >= first;
     const int impl = gpunet_onednn_op_impl (sf, i);
-    const int ours = impl == GPUNET_ONEDNN_WINO || impl == GPUNET_ONEDNN_WINO_CHAINED;
+    const int ours = impl == GPUNET_ONEDNN_WINO;
     n_shapes++;
     n_wino += ours;
     if (first_stage ? ours : !ours) {

@@ -1,7 +1,7 @@
 /* backend_onednn.c: the fast CPU backend: per session, one record per graph op (fast_op:
  * what runs it, its kernel plan, its flags), filled at plan time by one pure selection
  * function (select_impl: op + options + CPU -> impl) and a few passes over the records
- * (activations moved into depthwise ops, Winograd chains, scratch), then run by one loop
+ * (activations moved into depthwise ops, scratch), then run by one loop
  * with one switch.  Activations stay in oneDNN's blocked layout between layers (nChw16c
  * with AVX-512, nChw8c with AVX2); the convolutions left to oneDNN are in onednn_conv.c. */
 #include <pthread.h>
@@ -17,9 +17,6 @@
 #include "blocked_ops.h"
 #include "linear.h"
 #include "onednn_state.h"
-
-/* the longest chain of Winograd ops run as one (plan_chains) */
-#define WINO_CHAIN_MAX 8
 
 /* Process-wide core budget: a forward takes min(n_threads, cores) cores and waits while
  * other sessions hold them, so two elements in one process never run more OpenMP threads
@@ -210,7 +207,8 @@ wino_shape (const gpunet_conv2d_params *p)
  *     GPUNet's at 0.90-0.94 of the FMA peak, ours at 0.95-0.99); pw=onednn: oneDNN.
  *   - dense Winograd shapes (wino_shape): ours, but the first stage's stride-1 layers
  *     (first_hw) unless winograd=own; winograd=onednn or off: oneDNN.
- *   - depthwise: ours (dw=onednn: oneDNN's jit_dw).
+ *   - depthwise: ours (oneDNN's jit_dw measured level in whole passes, but ours takes
+ *     the expansions' activations, below).
  *   - squeeze-excite and the classifier: our vector kernels where the CPU runs them.
  * Everything else, and everything on a plain (unblocked) tensor: oneDNN or the plain
  * blocked ops. */
@@ -233,8 +231,7 @@ select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long f
       return GPUNET_ONEDNN_CONV;
     }
     case GPUNET_OP_DWCONV2D:
-      return blocked && isa.own && o->dw != GPUNET_CPU_ONEDNN ? GPUNET_ONEDNN_DW
-          : GPUNET_ONEDNN_CONV;
+      return blocked && isa.own ? GPUNET_ONEDNN_DW : GPUNET_ONEDNN_CONV;
     case GPUNET_OP_SE:
       return isa.own && t[op->out].blk == blk ? GPUNET_ONEDNN_SE : GPUNET_ONEDNN_SE_PLAIN;
     case GPUNET_OP_AVGPOOL:
@@ -355,53 +352,6 @@ plan_scratch (fast_state *s, char **err)
   return GPUNET_OK;
 }
 
-/* The chain of ops i .. i + len - 1 may share buffers (a layer writing the one the layer
- * before last read): gpunet_wino_run_chain is right then, image by image, while the tensors
- * sharing one have the same size per image; with different sizes a layer would overwrite
- * the next image of a tensor not yet read. */
-static int
-chain_buffers_ok (const fast_state *s, int i, int len)
-{
-  const gpunet_graph *g = s->g;
-  for (int a = 0; a <= len; a++)
-    for (int b = a + 1; b <= len; b++) {
-      const int ta = a ? g->ops[i + a - 1].out : g->ops[i].in;
-      const int tb = g->ops[i + b - 1].out;
-      if (s->t[ta].buf == s->t[tb].buf && s->t[ta].cp != s->t[tb].cp)
-        return 0;
-    }
-  return 1;
-}
-
-/* After plan_scratch: chains, runs of our 3x3 stride-1 Winograd ops, each reading the
- * previous one's output, none adding a residual (GPUNet-0/2's and P0/P1's stage-1
- * convolutions).  Run interleaved by tile rows, a layer's input is still in the caches when
- * read instead of coming back from memory (docs/performance.md).  chain=off: none. */
-static void
-plan_chains (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  if (s->opt.chain == GPUNET_CPU_OFF)
-    return;
-  for (int i = 0; i < g->n_ops;) {
-    int len = 1;
-    while (s->ops[i].impl == GPUNET_ONEDNN_WINO && i + len < g->n_ops && len < WINO_CHAIN_MAX) {
-      const fast_op *a = &s->ops[i + len - 1], *b = &s->ops[i + len];
-      if (b->impl != GPUNET_ONEDNN_WINO || b->op->in != a->op->out || a->op->residual >= 0
-          || b->op->residual >= 0 || !gpunet_wino_chains (a->k.wino, b->k.wino)
-          || !chain_buffers_ok (s, i, len + 1))
-        break;
-      len++;
-    }
-    if (len > 1) {
-      s->ops[i].chain = len;
-      for (int l = 1; l < len; l++)
-        s->ops[i + l].impl = GPUNET_ONEDNN_WINO_CHAINED;
-    }
-    i += len;
-  }
-}
-
 static void
 fast_destroy (void *state)
 {
@@ -413,7 +363,6 @@ fast_destroy (void *state)
     fast_op *r = &s->ops[i];
     switch (r->impl) {
       case GPUNET_ONEDNN_WINO:
-      case GPUNET_ONEDNN_WINO_CHAINED:
         gpunet_wino_free (r->k.wino);
         break;
       case GPUNET_ONEDNN_DW:
@@ -504,8 +453,6 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
   if (st == GPUNET_OK)
     st = plan_scratch (s, err);
   if (st == GPUNET_OK)
-    plan_chains (s);
-  if (st == GPUNET_OK)
     st = gpunet_onednn_plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
     st = gpunet_onednn_plan_batch (s, 1, err);
@@ -519,35 +466,7 @@ out:
   return GPUNET_OK;
 }
 
-/* A chain of Winograd ops from op i (plan_chains), its time shared out by multiply-adds
- * when profiling. */
-static void
-run_chain (fast_state *s, int i, const float *input, int n)
-{
-  const gpunet_graph *g = s->g;
-  const int len = s->ops[i].chain;
-  const gpunet_wino *ps[WINO_CHAIN_MAX];
-  const float *ins[WINO_CHAIN_MAX];
-  float *outs[WINO_CHAIN_MAX];
-  const double t0 = s->profile ? now_s () : 0.0;
-  for (int l = 0; l < len; l++) {
-    ps[l] = s->ops[i + l].k.wino;
-    ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
-    outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
-  }
-  gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, s->nt);
-  if (s->profile) {
-    const double dt = now_s () - t0;
-    double macs = 0.0;
-    for (int l = 0; l < len; l++)
-      macs += gpunet_op_macs (&g->ops[i + l]);
-    for (int l = 0; l < len; l++)
-      s->profile[i + l] += macs > 0.0 ? dt * gpunet_op_macs (&g->ops[i + l]) / macs : 0.0;
-  }
-}
-
-/* The forward pass: one record after the other, one switch.  With a trace, the ops of a
- * chain run one by one (a layer's output may share its buffer with a later layer's). */
+/* The forward pass: one record after the other, one switch. */
 static gpunet_status
 run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trace_func trace,
     void *trace_user, char **err)
@@ -563,11 +482,6 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
     const long hw = (long) d->h * d->w;
     const float *in = tensor_ptr (s, op->in, input);
     float *out = tensor_ptr (s, op->out, input);
-    if (r->chain > 1 && !trace) {
-      run_chain (s, i, input, n);
-      i += r->chain - 1;
-      continue;
-    }
     const double t0 = s->profile ? now_s () : 0.0;
     if (r->copy_residual) {
       const fast_tensor *tr = &s->t[op->residual];
@@ -579,7 +493,6 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
         st = gpunet_onednn_run_conv (s, p, i, input, err);
         break;
       case GPUNET_ONEDNN_WINO:
-      case GPUNET_ONEDNN_WINO_CHAINED:
         gpunet_wino_run (r->k.wino, in, out, n, op->residual >= 0, s->own_scratch, nt);
         break;
       case GPUNET_ONEDNN_DW:

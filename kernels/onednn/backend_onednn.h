@@ -16,9 +16,7 @@ extern const gpunet_backend gpunet_backend_cpu_fast;
 /* What runs one op of a plan (backend_onednn.c, select_impl). */
 typedef enum {
   GPUNET_ONEDNN_CONV = 0,      /* a oneDNN convolution primitive (dense, grouped, depthwise) */
-  GPUNET_ONEDNN_WINO,          /* our Winograd convolution (winograd.h), alone or first of a
-                                * chain */
-  GPUNET_ONEDNN_WINO_CHAINED,  /* our Winograd convolution run in the chain of an op before */
+  GPUNET_ONEDNN_WINO,          /* our Winograd convolution (winograd.h) */
   GPUNET_ONEDNN_DW,            /* our depthwise convolution (dwconv.h) */
   GPUNET_ONEDNN_PW,            /* our 1x1 convolution (pwconv.h) */
   GPUNET_ONEDNN_PW_STRASSEN,   /* our 1x1 convolution by one level of Strassen */

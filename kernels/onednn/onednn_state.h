@@ -47,9 +47,6 @@ typedef struct {
                                 * where a depthwise op reading its output applies it
                                 * (defer_activations) */
   int in_act;                  /* depthwise: the activation it applies to its input */
-  int chain;                   /* GPUNET_ONEDNN_WINO: how many ops from this one on run as
-                                * one chain (gpunet_wino_run_chain), else 0; the chained
-                                * ones after the first are GPUNET_ONEDNN_WINO_CHAINED */
   union {
     gpunet_wino *wino;
     gpunet_dw *dw;

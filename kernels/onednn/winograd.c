@@ -136,15 +136,6 @@ gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
     p->thread_stride = floats;
 }
 
-int
-gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b)
-{
-  const int ok_a = a->stride == 1 && a->alpha == a->m + 2 && a->pad == 1;
-  const int ok_b = b->stride == 1 && b->alpha == b->m + 2 && b->pad == 1;
-  return ok_a && ok_b && a->m == b->m && a->vw == b->vw && a->h == b->h && a->w == b->w
-      && b->ih == a->h && b->iw == a->w && b->cp == a->ocp;
-}
-
 void
 gpunet_wino_free (gpunet_wino *p)
 {
@@ -299,24 +290,7 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
     wino_run_avx2 (p, in, out, n, residual_in_dst, scratch, nt);
 }
 
-void
-gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt)
-{
-  if (ps[0]->vw == 16)
-    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt);
-  else
-    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt);
-}
-
 #else /* not x86 with GCC-style intrinsics: never used */
-
-void
-gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt)
-{
-  (void) ps, (void) L, (void) ins, (void) outs, (void) n, (void) scratch, (void) nt;
-}
 
 int
 gpunet_wino_available (int blk)

@@ -38,8 +38,8 @@ size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
 size_t gpunet_wino_thread_floats (const gpunet_wino *p);
 
 /* Thread t's scratch starts at t x floats (a multiple of 16, at least
- * gpunet_wino_thread_floats), as gpunet_dw_set_thread_stride.  In a chain, the largest
- * stride of its layers.  Call before the first run. */
+ * gpunet_wino_thread_floats), as gpunet_dw_set_thread_stride.  Call before the first
+ * run. */
 void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
 
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
@@ -47,22 +47,6 @@ void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
  * are written as zeros.  in and out must not overlap.  scratch: 64-byte aligned. */
 void gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);
-
-/* 1 when b can follow a in gpunet_wino_run_chain: both 3x3, stride 1, pad 1, the same
- * output tile, b's input is a's output (same size and padded channels). */
-int gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b);
-
-/* Runs L convolutions one after the other, each reading the previous one's output
- * (ins[l + 1] == outs[l], no residuals, every ps[l] chaining to ps[l + 1]), interleaved
- * by rows of tiles so that each layer reads rows the previous one has just written, while
- * they are still in the caches; the results are those of L gpunet_wino_run calls.  A
- * buffer may serve two layers of the chain (outs[l + 2] == ins[l + 1], say): the rows a
- * layer overwrites are behind every row an earlier layer still reads.  With two threads
- * each takes one band of tile rows (top and bottom halves), otherwise one band of tile
- * columns each (winograd_simd.h).  scratch: as for the largest gpunet_wino_scratch_floats
- * of the chain. */
-void gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt);
 
 void gpunet_wino_free (gpunet_wino *p);
 
