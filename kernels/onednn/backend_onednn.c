@@ -1,9 +1,9 @@
 /* backend_onednn.c: the fast CPU backend: per session, one record per graph op (fast_op:
  * what runs it, its kernel plan, its flags), filled at plan time by one pure selection
- * function (select_impl: op + options + CPU -> impl) and a few passes over the records
- * (activations moved into depthwise ops, scratch), then run by one loop
- * with one switch.  Activations stay in oneDNN's blocked layout between layers (nChw16c
- * with AVX-512, nChw8c with AVX2); the convolutions left to oneDNN are in onednn_conv.c. */
+ * function (select_impl: op + options + CPU -> impl) and two passes over the records
+ * (activations moved into depthwise ops, scratch), then run by one loop with one switch.
+ * Activations stay in oneDNN's blocked layout between layers (nChw16c with AVX-512,
+ * nChw8c with AVX2); the convolutions left to oneDNN are in onednn_conv.c. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
