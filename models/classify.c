@@ -126,6 +126,9 @@ session_plan (gpunet_session *s, const gpunet_image *img, int R, gpunet_resize_m
   if (st != GPUNET_OK)
     return gpunet_fail (error_text, st, "cannot plan the preprocess of a %dx%d frame to %dx%d%s",
         img->width, img->height, R, R, st == GPUNET_ERR_NO_MEMORY ? ": out of memory" : "");
+  /* simd=portable / avx2 (gpunet_cpu_options) caps the CPU pass's vector code */
+  plan->simd_cap = s->params.cpu.simd == GPUNET_CPU_SIMD_PORTABLE ? 0
+      : s->params.cpu.simd == GPUNET_CPU_SIMD_AVX2 ? 1 : -1;
   s->plan_used[slot] = ++s->plan_clock;
   *out = plan;
   return GPUNET_OK;

@@ -86,6 +86,50 @@ typedef enum {
   GPUNET_PRECISION_FP16
 } gpunet_precision;
 
+/* A kernel choice of the fast CPU backend (kernels/onednn). */
+typedef enum {
+  GPUNET_CPU_AUTO = 0,  /* the backend's rule (docs/performance.md, "Options") */
+  GPUNET_CPU_OWN,       /* our kernel wherever it takes the shape */
+  GPUNET_CPU_ONEDNN,    /* oneDNN's kernel */
+  GPUNET_CPU_OFF        /* neither: winograd none (direct convolutions), strassen never */
+} gpunet_cpu_choice;
+
+/* The vector code a CPU session may use (gpunet_cpu_options.simd): tests simulate an
+ * AVX2-only or a plain CPU on a bigger one with it. */
+typedef enum {
+  GPUNET_CPU_SIMD_AUTO = 0,
+  GPUNET_CPU_SIMD_AVX2,
+  GPUNET_CPU_SIMD_PORTABLE
+} gpunet_cpu_simd;
+
+/* The fast CPU backend's options: every choice it makes at plan time that a caller may
+ * change, each documented with the measurement that justifies it in docs/performance.md
+ * ("Options").  All zero (GPUNET_CPU_AUTO) is the default. */
+typedef struct {
+  gpunet_cpu_choice winograd;  /* auto: ours, but oneDNN's direct kernel on the first
+                                * stage's stride-1 layers (accuracy); own: ours everywhere;
+                                * onednn: oneDNN's Winograd where it takes a shape, else
+                                * direct; off: direct convolutions only */
+  gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */
+  gpunet_cpu_choice strassen;  /* our 1x1 by one level of Strassen: auto: where the rule
+                                * expects a gain; own: wherever the shape allows; off */
+  int block;                   /* channel block between layers: 0 by oneDNN's ISA (16 with
+                                * AVX-512, else 8), or 8 or 16 (tests) */
+  gpunet_cpu_simd simd;        /* the most vector code our own kernels and the session's
+                                * preprocess use: auto (what the CPU has), avx2 (also the
+                                * 8-channel block unless `block` says otherwise) or portable
+                                * (plain C); oneDNN's own kernels follow DNNL_MAX_CPU_ISA */
+} gpunet_cpu_options;
+
+/* Parses "key=value,key=value" (keys winograd, pw, strassen, block, simd; values as
+ * in gpunet_cpu_options: auto, own, onednn, off; 0, 8, 16 for block; auto, avx2,
+ * portable for simd) over *options,
+ * left unchanged on failure.  `source` names where spec came from ("GPUNET_CPU",
+ * "--cpu") in the error sentence, which names the bad key or value and lists the valid
+ * ones.  An empty or NULL spec changes nothing. */
+gpunet_status gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec,
+    const char *source, char **error_text);
+
 typedef struct {
   gpunet_backend_kind backend;
   gpunet_precision precision;
@@ -101,6 +145,9 @@ typedef struct {
                        * thread has another).  NULL = the context current when the
                        * session is created (the device's primary context unless the
                        * caller pushed one).  It must outlive the session. */
+  gpunet_cpu_options cpu;  /* the fast CPU backend's options; gpunet_session_new applies
+                            * the environment variable GPUNET_CPU over them (same syntax
+                            * as gpunet_cpu_options_parse) and fails on a malformed one */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);

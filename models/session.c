@@ -1,5 +1,6 @@
 /* session.c: gpunet_session: picks a backend (auto: CUDA when built and a device
  * works, else CPU), lets it plan the model's graph for a batch size, and runs it. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,72 @@ gpunet_session_params_init (gpunet_session_params *p)
   p->backend = GPUNET_BACKEND_AUTO;
   p->precision = GPUNET_PRECISION_AUTO;
   p->max_batch = 1;
+  p->cpu = (gpunet_cpu_options) { 0 };   /* every choice GPUNET_CPU_AUTO, block by the ISA */
+}
+
+/* One key of gpunet_cpu_options_parse: its field and the values it takes. */
+typedef struct {
+  const char *key;
+  size_t offset;             /* of an int-sized field of gpunet_cpu_options */
+  const char *names[5];      /* the values, NULL-terminated */
+  int values[5];
+  const char *valid;         /* the values for the error sentence */
+} cpu_key;
+
+static const cpu_key cpu_keys[] = {
+  { "winograd", offsetof (gpunet_cpu_options, winograd), { "auto", "own", "onednn", "off" },
+    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN, GPUNET_CPU_OFF }, "auto, own, onednn or off" },
+  { "pw", offsetof (gpunet_cpu_options, pw), { "auto", "own", "onednn" },
+    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN }, "auto, own or onednn" },
+  { "strassen", offsetof (gpunet_cpu_options, strassen), { "auto", "own", "off" },
+    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_OFF }, "auto, own or off" },
+  { "block", offsetof (gpunet_cpu_options, block), { "0", "auto", "8", "16" },
+    { 0, 0, 8, 16 }, "auto (or 0), 8 or 16" },
+  { "simd", offsetof (gpunet_cpu_options, simd), { "auto", "avx2", "portable" },
+    { GPUNET_CPU_SIMD_AUTO, GPUNET_CPU_SIMD_AVX2, GPUNET_CPU_SIMD_PORTABLE },
+    "auto, avx2 or portable" },
+};
+
+gpunet_status
+gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const char *source,
+    char **error_text)
+{
+  if (!options)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "gpunet_cpu_options_parse needs options to fill");
+  if (!source)
+    source = "cpu options";
+  gpunet_cpu_options o = *options;
+  const size_t n_keys = sizeof cpu_keys / sizeof cpu_keys[0];
+  for (const char *item = spec; item && *item;) {
+    const char *end = strchr (item, ',');
+    const size_t len = end ? (size_t) (end - item) : strlen (item);
+    const char *eq = memchr (item, '=', len);
+    const size_t klen = eq ? (size_t) (eq - item) : len;
+    const cpu_key *k = NULL;
+    for (size_t i = 0; i < n_keys && !k; i++)
+      if (strlen (cpu_keys[i].key) == klen && !strncmp (cpu_keys[i].key, item, klen))
+        k = &cpu_keys[i];
+    if (len == 0 || !k || !eq)
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block and simd "
+          "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
+          source);
+    const char *val = eq + 1;
+    const size_t vlen = len - klen - 1;
+    int found = 0;
+    for (int v = 0; k->names[v] && !found; v++)
+      if (strlen (k->names[v]) == vlen && !strncmp (k->names[v], val, vlen)) {
+        *(int *) ((char *) &o + k->offset) = k->values[v];
+        found = 1;
+      }
+    if (!found)
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
+          "value of %s; use %s", source, (int) vlen, val, k->key, k->valid);
+    item = end ? end + 1 : NULL;
+  }
+  *options = o;
+  return GPUNET_OK;
 }
 
 static gpunet_status
@@ -45,6 +112,11 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   if (p.n_threads < 0)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "n_threads %d is negative (0 means all cores)", p.n_threads);
+  /* the one place the library reads GPUNET_CPU */
+  gpunet_status cst = gpunet_cpu_options_parse (&p.cpu, getenv ("GPUNET_CPU"),
+      "environment variable GPUNET_CPU", error_text);
+  if (cst != GPUNET_OK)
+    return cst;
 
   gpunet_session *s = calloc (1, sizeof *s);
   if (!s)

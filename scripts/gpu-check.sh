@@ -20,7 +20,7 @@
 #   tag              gpunet-tag --backend cuda (CUDA memory, fp32) against --backend cpu
 #   pytorch          tools/pytorch_baseline.py (needs torch), fp16/fp32 batch 1, and
 #                    TensorRT fp16 at batch 1 and 8 when the tensorrt module imports
-#   cpu-threads      gpunet-bench --backend fast --threads 1,2,4,8,16 (gpunet-0)
+#   cpu-threads      gpunet-bench --backend cpu --threads 1,2,4,8,16 (gpunet-0)
 #   graph-capture    fails when any log says a CUDA graph capture failed
 # Usage: scripts/gpu-check.sh [BUILD_DIR [LOG_DIR]]      (defaults: build, gpu-logs)
 #   env STEPS (a subset of the names above), MODELS (latency runs; default all seven),
@@ -283,7 +283,7 @@ pytorch () {
 export -f tag pytorch
 step tag 900 tag
 step pytorch 1200 pytorch
-step cpu-threads 900 '"$TOOLS/gpunet-bench" --model gpunet-0 --backend fast --threads 1,2,4,8,16 --runs 30 --warmup 5 | tee "$W/threads.txt" && echo "detail: $(grep "^model=" "$W/threads.txt" | sed "s/.*threads=\([0-9]*\) median_ms=\([0-9.]*\).*/\1:\2ms/" | tr "\n" " ")"'
+step cpu-threads 900 '"$TOOLS/gpunet-bench" --model gpunet-0 --backend cpu --threads 1,2,4,8,16 --runs 30 --warmup 5 | tee "$W/threads.txt" && echo "detail: $(grep "^model=" "$W/threads.txt" | sed "s/.*threads=\([0-9]*\) median_ms=\([0-9.]*\).*/\1:\2ms/" | tr "\n" " ")"'
 
 # a refused graph capture falls back to plain launches (correct, slower): still a failure here
 captures=$(grep -l 'graph capture.*failed' "$LOGS"/*.log 2>/dev/null | xargs -r -n1 basename | tr '\n' ' ')

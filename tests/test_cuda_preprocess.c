@@ -15,6 +15,10 @@
 #include "cuda/cuda_topk.h"
 #include "gpunet.h"
 
+/* the CPU pass's vector code: -1 what this CPU has; "portable" (argument) 0, so the plain
+ * loops are held to the same per-pixel maths on a CPU with AVX2 or AVX-512 */
+static int simd_cap = -1;
+
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
 static uint32_t
@@ -86,6 +90,7 @@ compare_frame (const gpunet_image *img, int R, gpunet_resize_mode mode, float cr
     CHECK_MSG (0, "plan %dx%d -> %d", img->width, img->height, R);
     return 1;
   }
+  plan.simd_cap = simd_cap;
   const size_t plane = (size_t) R * R;
   float *cpu = malloc (3 * plane * sizeof (float));
   gpunet_cpu_preprocess (&plan, img, cpu);
@@ -204,6 +209,7 @@ test_mixed_batch (void)
         cases[i].mode, cases[i].crop) == GPUNET_OK;
     if (!ok)
       break;
+    plan.simd_cap = simd_cap;
     gpunet_cpu_preprocess (&plan, &img[i], want + i * per_image);
     gpunet_cuda_pre_desc_init (&desc[i], &plan, &img[i]);
     if (cases[i].shares >= 0) {
@@ -374,8 +380,14 @@ test_engine_checks (void)
 }
 
 int
-main (void)
+main (int argc, char **argv)
 {
+  if (argc > 1 && !strcmp (argv[1], "portable"))
+    simd_cap = 0;
+  else if (argc > 1) {
+    fprintf (stderr, "usage: test_cuda_preprocess [portable]\n");
+    return 2;
+  }
   test_preprocess_pixel ();
   test_mixed_batch ();
   test_topk ();

@@ -40,7 +40,7 @@ act64 (double x, int act)
 }
 
 /* float64 sums of a convolution of one image, NCHW, without bias: the reference oracle's
- * loop order (kernels/cpu/conv2d.c) with double accumulators, by blocks of output rows
+ * loop order (kernels/ref/conv2d.c) with double accumulators, by blocks of output rows
  * that stay in the L1 cache while every input channel and tap is added in. */
 static void
 conv64 (const gpunet_conv2d_params *p, const double *in, double *out)
@@ -330,10 +330,9 @@ winograd_shape (const gpunet_graph *g, const gpunet_op *op)
 
 /* Our Winograd kernels where the plan should put them: not on the stride-1 layers of the
  * first stage, on the tensors of the network's largest size (the stem's output), where
- * their rounding reaches the logits most (wino_first_stage in backend_onednn.c);
- * F(4x4, 3x3) on every other 3x3 stride-1 and 5x5 stride-2 layer; F(4x4, 2x2) or oneDNN's
- * direct kernel on the 3x3 stride-2 ones (with AVX2 the latter where the transformed
- * weights are large).  Returns how many ops run ours. */
+ * their rounding reaches the logits most (first_stage_hw in backend_onednn.c); ours
+ * (F(4x4, 3x3), F(4x4, 2x2) for 3x3 stride 2) on every other 3x3 and 5x5 stride-2 layer.
+ * Returns how many ops run ours. */
 static int
 check_winograd (const char *name, const gpunet_graph *g, void *sf)
 {
@@ -346,16 +345,16 @@ check_winograd (const char *name, const gpunet_graph *g, void *sf)
     if (!winograd_shape (g, &g->ops[i]))
       continue;
     const gpunet_conv2d_params *p = &g->ops[i].p.conv2d;
-    const int s2 = p->kernel == 3 && p->stride == 2;
     const int first_stage = p->stride == 1 && (long) p->ih * p->iw >= first;
-    const int tile = gpunet_onednn_wino_tile (sf, i);
+    const int impl = gpunet_onednn_op_impl (sf, i);
+    const int ours = impl == GPUNET_ONEDNN_WINO;
     n_shapes++;
-    n_wino += tile > 0;
-    if (first_stage ? tile != 0 : tile != 4 && !(s2 && tile == 0)) {
+    n_wino += ours;
+    if (first_stage ? ours : !ours) {
       n_bad++;
-      fprintf (stderr, "%s: op %d (%dx%d stride %d, %d->%d, %dx%d) runs Winograd tile %d, "
-          "expected %s\n", name, i, p->kernel, p->kernel, p->stride, p->cin, p->cout, p->ih,
-          p->iw, tile, first_stage ? "0 (first stage)" : s2 ? "4 or 0" : "4");
+      fprintf (stderr, "%s: op %d (%dx%d stride %d, %d->%d, %dx%d) runs impl %d, expected "
+          "%s\n", name, i, p->kernel, p->kernel, p->stride, p->cin, p->cout, p->ih, p->iw,
+          impl, first_stage ? "oneDNN (first stage)" : "our Winograd");
     }
   }
   CHECK_MSG (n_bad == 0, "%s: %d of %d Winograd-shaped ops not on the expected kernel",

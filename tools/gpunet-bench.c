@@ -27,7 +27,7 @@ usage (FILE *f)
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
-      "                    [--stdin-runs] [--cuda-fused]\n"
+      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -57,6 +57,11 @@ usage (FILE *f)
       "                the CPU backends always run fp32\n"
       "  --cuda-fused  CUDA: the opt-in fused head and squeeze-excite kernels (session\n"
       "                parameter cuda_fused; not run on a GPU yet)\n"
+      "  --cpu SPEC    fast CPU backend options, key=value,... as in the environment\n"
+      "                variable GPUNET_CPU (which sessions read; this tool plans the backend\n"
+      "                directly and reads only --cpu): winograd=auto|own|onednn|off,\n"
+      "                pw=auto|own|onednn, strassen=auto|own|off, block=auto|8|16\n"
+      "                (docs/performance.md, Options)\n"
       "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
       "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
       "  a VM's cores sharing an L2 (about 1 ns) or an L3 (about 7) from far apart ones (28).\n"
@@ -498,6 +503,7 @@ main (int argc, char **argv)
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   int cuda_fused = 0;
+  const char *cpu_spec = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -525,6 +531,8 @@ main (int argc, char **argv)
       stdin_runs = 1;
     else if (!strcmp (a, "--cuda-fused"))
       cuda_fused = 1;
+    else if (!strcmp (a, "--cpu") && v)
+      cpu_spec = argv[++i];
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -617,6 +625,11 @@ main (int argc, char **argv)
   params.n_threads = threads;
   params.precision = precision;
   params.cuda_fused = cuda_fused;
+  if ((st = gpunet_cpu_options_parse (&params.cpu, cpu_spec, "--cpu", &err)) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: %s\n", err ? err : gpunet_status_string (st));
+    free (err);
+    return 2;
+  }
   void *state = NULL;
   const double plan_t0 = now_s ();
   if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {

@@ -76,6 +76,7 @@ gpunet_preprocess_plan_init (gpunet_preprocess_plan *p, int in_w, int in_h, int 
     return GPUNET_ERR_NO_MEMORY;
   }
   p->round8 = 1;
+  p->simd_cap = -1;
   for (int c = 0; c < 3; c++)
     for (int v = 0; v < 256; v++)
       p->norm[c][v] = gpunet_normalize ((float) v, c);
@@ -135,28 +136,24 @@ gpunet_preprocess_plan_clear (gpunet_preprocess_plan *p)
 #define GPUNET_PRE_SIMD 1
 #include <immintrin.h>
 
-/* The vector code this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none.
- * GPUNET_CPU_PREPROCESS_SIMD=0|1 caps it, so the tests compare the paths on one CPU. */
+/* The vector code this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none; at most the
+ * plan's simd_cap, so the tests compare the paths on one CPU. */
 static int
-cpu_simd_level (void)
+cpu_simd_level (const gpunet_preprocess_plan *p)
 {
   static int level = -1;
   if (level < 0) {
     __builtin_cpu_init ();
-    int l = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
-    const char *cap = getenv ("GPUNET_CPU_PREPROCESS_SIMD");
-    if (cap && *cap >= '0' && *cap <= '2' && cap[1] == '\0' && *cap - '0' < l)
-      l = *cap - '0';
-    level = l;
+    level = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
   }
-  return level;
+  return p->simd_cap >= 0 && p->simd_cap < level ? p->simd_cap : level;
 }
 
 /* The vector horizontal pass: needs rounding and whole groups of 16 weights. */
 static int
 horizontal_simd_level (const gpunet_preprocess_plan *p)
 {
-  return p->round8 && p->x.ksize % 16 == 0 ? cpu_simd_level () : 0;
+  return p->round8 && p->x.ksize % 16 == 0 ? cpu_simd_level (p) : 0;
 }
 
 #endif
@@ -674,7 +671,7 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
   gpunet_pixel_src src;
   gpunet_pixel_src_init (&src, image);
 #ifdef GPUNET_PRE_SIMD
-  const int simd = cpu_simd_level (), hsimd = horizontal_simd_level (p);
+  const int simd = cpu_simd_level (p), hsimd = horizontal_simd_level (p);
 #else
   const int simd = 0;
 #endif

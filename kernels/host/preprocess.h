@@ -25,6 +25,9 @@ typedef struct {
   float crop_pct;
   gpunet_resample_axis x, y;
   float pad[3];         /* the normalised value of a padding pixel, per channel */
+  int simd_cap;         /* the most vector code the pass uses: -1 (plan_init's default)
+                         * what the CPU has, 0 the portable loops, 1 AVX2 (the session
+                         * sets it from gpunet_cpu_options.simd; tests set it) */
   int round8;           /* 1 (plan_init's default): round each resampled value to an
                          * integer 0..255 like PIL's 8-bit output; 0: clamp only */
   float norm[3][256];   /* gpunet_normalize (v, c) of each 8-bit value (used with round8:

@@ -1,9 +1,9 @@
-/* backend_onednn.c: the fast CPU backend on oneDNN 2.x: plans per batch size a chain of
- * convolution primitives (bias + eltwise + sum post-ops) over nChw16c activations (nChw8c
- * without AVX-512), owns the activation buffers, the reordered weights and one shared
- * scratchpad, and runs our blocked kernels (blocked_ops.c) for SE, pooling and the classifier,
- * and our Winograd (winograd.c) and depthwise (dwconv.c) convolutions where the CPU has AVX2
- * or AVX-512. */
+/* backend_onednn.c: the fast CPU backend: per session, one record per graph op (fast_op:
+ * what runs it, its kernel plan, its flags), filled at plan time by one pure selection
+ * function (select_impl: op + options + CPU -> impl) and two passes over the records
+ * (activations moved into depthwise ops, scratch), then run by one loop with one switch.
+ * Activations stay in oneDNN's blocked layout between layers (nChw16c with AVX-512,
+ * nChw8c with AVX2); the convolutions left to oneDNN are in onednn_conv.c. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,129 +11,12 @@
 #include <time.h>
 
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl_debug.h>
 
-#include "activation.h"
-#include "backend_onednn.h"
-#include "blocked_ops.h"
-#include "dwconv.h"
-#include "eltwise.h"
 #include "kernel_error.h"
+#include "activation.h"
+#include "blocked_ops.h"
 #include "linear.h"
-#include "pwconv.h"
-#include "se.h"
-#include "winograd.h"
-
-#if DNNL_VERSION_MAJOR != 2
-#error "backend_onednn.c uses the oneDNN 2.x op-descriptor API (convolution_forward_desc_init); \
-port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create before building against 3.x"
-#endif
-
-/* the longest chain of Winograd ops run as one (plan_winograd) */
-#define WINO_CHAIN_MAX 8
-
-#define PROBE_LINES 2048   /* cores_far */
-#define PROBE_FAR_NS 15.0
-#define PROBE_EVERY 4
-/* The tuner (tune_choose): every TUNE_PERIOD passes, TUNE_RUN in a row run the other
- * choice of one knob (the knob's own window of passes); it becomes the choice when the
- * median of those is under TUNE_GAIN times the median of the last TUNE_RUN passes run with
- * both knobs at their choices. */
-#define TUNE_PERIOD 40
-#define TUNE_RUN 5
-#define TUNE_GAIN 0.98
-/* The knobs, and where their windows start in a period */
-enum { TUNE_STREAM, TUNE_SUMS, TUNE_KNOBS };
-static const int tune_window[TUNE_KNOBS] = { TUNE_PERIOD - TUNE_RUN, TUNE_PERIOD / 2 - TUNE_RUN };
-
-/* One of the tuner's knobs: two ways to run some ops that give the same results */
-typedef struct {
-  int forced;                  /* 0 or 1: always that way, no trials; -1: tried both ways
-                                * as the passes run; -2: no op to set */
-  int now;                     /* the way the plans are set now */
-  int best;                    /* the way outside the knob's trials */
-  double t[2][TUNE_RUN];       /* per way, the last TUNE_RUN per-image pass times */
-  long n[2];                   /* per way, how many were recorded (mod TUNE_RUN) */
-} tune_knob;
-
-/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
-typedef struct weights_variant {
-  dnnl_memory_t mem;
-  float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
-  struct weights_variant *next;
-} weights_variant;
-
-/* One op planned for one batch size (conv/dwconv only; our own ops need nothing). */
-typedef struct {
-  dnnl_primitive_t prim;
-  dnnl_memory_t src, wei, bias, dst, scratch;
-} fast_step;
-
-typedef struct {
-  int n;
-  fast_step *steps;
-  size_t scratch_bytes;
-} fast_plan;
-
-typedef struct {
-  int blk, cp;    /* layout: the session's block (nChw16c or nChw8c) or 1 (plain NCHW);
-                   * padded channels */
-  int buf;        /* activation buffer, -1 for the graph input */
-} fast_tensor;
-
-typedef struct {
-  const gpunet_graph *g;
-  int max_batch, nt;
-  int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
-  dnnl_engine_t eng;
-  dnnl_stream_t stream;
-  fast_tensor *t;
-  int *copy_residual;          /* per op: residual copied into dst before the conv */
-  int n_bufs;
-  float **bufs;
-  void *scratchpad;            /* shared by every primitive (one runs at a time) */
-  size_t scratchpad_bytes;
-  float *se_scratch, *trace_buf;
-  weights_variant **weights;   /* per op */
-  fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
-  gpunet_wino **wino;          /* per op: our Winograd convolution, or NULL (oneDNN) */
-  gpunet_dw **dw;              /* per op: our depthwise convolution, or NULL (oneDNN) */
-  gpunet_pw **pw;              /* per op: our 1x1 convolution (pwconv.h), or NULL (oneDNN) */
-  gpunet_se **se;              /* per op: our vector squeeze-excite (se.h), or NULL
-                                * (gpunet_blk_se) */
-  int *defer_act;              /* per op: its activation is left to the depthwise op that
-                                * reads its output (plan_own_dw) */
-  int *post_swish;             /* per op: a oneDNN convolution planned without its swish,
-                                * which gpunet_swish_inplace applies after it */
-  float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
-  int *flush_in;               /* per op: evict its input from the caches after it
-                                * (plan_flush_inputs), where the cores are far apart */
-  float *probe;                /* PROBE_LINES lines for cores_far, NULL: never probed */
-  long forwards;               /* passes run, for probing every PROBE_EVERY-th */
-  int far;                     /* cores_far's last answer */
-  float *own_scratch;          /* shared by our Winograd and depthwise ops
-                                * (one at a time) */
-  /* per op, the plans run instead while cores_far says far (plan_far_twins,
-   * plan_far_copies), else NULL */
-  gpunet_pw **pw_far;
-  gpunet_dw **dw_far;
-  gpunet_wino **wino_far;
-  int *dw_in_act;              /* per depthwise op: the activation it applies to its input */
-  int *chain;                  /* per op: how many Winograd ops from it on run as one chain
-                                * (gpunet_wino_run_chain; 2..WINO_CHAIN_MAX), else 0 */
-  int chain_rows;              /* the chains by bands of tile rows, not columns */
-  long wino_min_hw;            /* input h x w from which a convolution is first-stage and
-                                * not ours (wino_first_stage) */
-  /* TUNE_STREAM: whether our Winograd ops write their outputs with streaming stores
-   * (gpunet_wino_set_stream; forced by GPUNET_CPU_STREAM_OUT); TUNE_SUMS: whether the
-   * Strassen 1x1 ops store their input sums cached and keep them (gpunet_pw_set_sums_cached;
-   * forced by GPUNET_CPU_PW_SUMS) */
-  tune_knob knob[TUNE_KNOBS];
-  int own_linear;              /* fully connected ops by gpunet_linear_run (plan_linear) */
-  long tune_passes;            /* passes timed for the tuner */
-  double *profile;
-} fast_state;
+#include "onednn_state.h"
 
 /* Process-wide core budget: a forward takes min(n_threads, cores) cores and waits while
  * other sessions hold them, so two elements in one process never run more OpenMP threads
@@ -166,49 +49,21 @@ cores_release (int got)
   pthread_mutex_unlock (&budget_lock);
 }
 
-static gpunet_status
-dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
-{
-  if (op >= 0)
-    return gpunet_fail (err, GPUNET_ERR_BACKEND,
-        "oneDNN %s failed (%s) planning op %d (block %d) of the fast CPU backend", call,
-        dnnl_status2str (s), op, g->ops[op].block);
-  return gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN %s failed (%s) in the fast CPU backend",
-      call, dnnl_status2str (s));
-}
-
-/* Evaluates a dnnl call; on failure turns it into a gpunet_status naming the call. */
-#define TRY(call) do { \
-    dnnl_status_t s_ = (call); \
-    if (s_ != dnnl_success) { st = dnnl_failed (err, s_, #call, s->g, op_index); goto out; } \
-  } while (0)
-
 /* The channel block of the activations between layers: 16 (nChw16c, one AVX-512 vector)
  * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has
  * jit kernels only for the block of the ISA it runs, and falls back to reference ones, tens
- * of times slower, for the other.  GPUNET_CPU_BLOCK=8 or 16 forces it (tests run the
- * 8-channel path on AVX-512 machines with it).  Read at each plan. */
+ * of times slower, for the other.  The option block=8 or 16 forces it (tests run the
+ * 8-channel path on AVX-512 machines with it). */
 static int
-choose_block (void)
+choose_block (const gpunet_cpu_options *o)
 {
-  const char *e = getenv ("GPUNET_CPU_BLOCK");
-  if (e && (!strcmp (e, "8") || !strcmp (e, "16")))
-    return atoi (e);
+  if (o->block == 8 || o->block == 16)
+    return o->block;
+  if (o->simd != GPUNET_CPU_SIMD_AUTO)
+    return 8;   /* our 16-channel kernels are AVX-512 ones */
   const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
   const unsigned avx512 = (unsigned) dnnl_cpu_isa_avx512_core;
   return (isa & avx512) == avx512 ? 16 : 8;
-}
-
-static dnnl_format_tag_t
-layout_tag (int blk)
-{
-  return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
-}
-
-static float *
-tensor_ptr (const fast_state *s, int t, const float *input)
-{
-  return t == s->g->input ? (float *) input : s->bufs[s->t[t].buf];
 }
 
 static double
@@ -219,87 +74,10 @@ now_s (void)
   return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
-static void
-plan_free (fast_plan *p, int n_ops)
+static float *
+tensor_ptr (const fast_state *s, int t, const float *input)
 {
-  if (!p)
-    return;
-  for (int i = 0; p->steps && i < n_ops; i++) {
-    fast_step *st = &p->steps[i];
-    if (st->prim)
-      dnnl_primitive_destroy (st->prim);
-    /* st->wei belongs to the op's weights variants */
-    dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
-    for (int j = 0; j < 4; j++)
-      if (m[j])
-        dnnl_memory_destroy (m[j]);
-  }
-  free (p->steps);
-  free (p);
-}
-
-static void
-fast_destroy (void *state)
-{
-  fast_state *s = state;
-  if (!s)
-    return;
-  const int n_ops = s->g->n_ops;
-  if (s->plans)
-    for (int n = 0; n <= s->max_batch; n++)
-      plan_free (s->plans[n], n_ops);
-  free (s->plans);
-  if (s->weights)
-    for (int i = 0; i < n_ops; i++)
-      for (weights_variant *v = s->weights[i], *next; v; v = next) {
-        next = v->next;
-        dnnl_memory_destroy (v->mem);
-        free (v->buf);
-        free (v);
-      }
-  free (s->weights);
-  for (int i = 0; s->wino_far && i < n_ops; i++)
-    gpunet_wino_free (s->wino_far[i]);   /* twins first: they borrow from s->wino */
-  free (s->wino_far);
-  for (int i = 0; s->wino && i < n_ops; i++)
-    gpunet_wino_free (s->wino[i]);
-  free (s->wino);
-  for (int i = 0; s->dw && i < n_ops; i++)
-    gpunet_dw_free (s->dw[i]);
-  free (s->dw);
-  for (int i = 0; s->pw && i < n_ops; i++)
-    gpunet_pw_free (s->pw[i]);
-  free (s->pw);
-  for (int i = 0; s->pw_far && i < n_ops; i++)
-    gpunet_pw_free (s->pw_far[i]);
-  free (s->pw_far);
-  for (int i = 0; s->dw_far && i < n_ops; i++)
-    gpunet_dw_free (s->dw_far[i]);
-  free (s->dw_far);
-  free (s->dw_in_act);
-  for (int i = 0; s->se && i < n_ops; i++)
-    gpunet_se_free (s->se[i]);
-  free (s->se);
-  free (s->defer_act);
-  free (s->post_swish);
-  free (s->own_scratch);
-  free (s->sums_scratch);
-  free (s->flush_in);
-  free (s->probe);
-  free (s->chain);
-  for (int b = 0; s->bufs && b < s->n_bufs; b++)
-    free (s->bufs[b]);
-  free (s->bufs);
-  free (s->scratchpad);
-  free (s->se_scratch);
-  free (s->trace_buf);
-  free (s->t);
-  free (s->copy_residual);
-  if (s->stream)
-    dnnl_stream_destroy (s->stream);
-  if (s->eng)
-    dnnl_engine_destroy (s->eng);
-  free (s);
+  return t == s->g->input ? (float *) input : s->bufs[s->t[t].buf];
 }
 
 /* Lifetimes and buffers: tensors whose lifetimes do not overlap share a buffer, and a
@@ -359,7 +137,7 @@ plan_buffers (fast_state *s)
           size[best] = need;
         s->t[t].buf = best;
         if (r >= 0)
-          s->copy_residual[i] = 1;
+          s->ops[i].copy_residual = 1;
       }
       owner[s->t[t].buf] = t;
     }
@@ -379,254 +157,11 @@ plan_buffers (fast_state *s)
   return ok ? 0 : -1;
 }
 
-/* The activation a dense convolution is planned with: its own, or none where a depthwise
- * op applies it to the output instead (defer_act). */
-static int
-planned_act (const fast_state *s, int op_index)
-{
-  return s->defer_act[op_index] || s->post_swish[op_index] ? GPUNET_EPI_NONE
-      : s->g->ops[op_index].p.conv2d.act;
-}
-
-/* Plans one convolution (dense, grouped or depthwise) of op `op_index` for batch n. */
-static gpunet_status
-plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
-{
-  const gpunet_graph *g = s->g;
-  const gpunet_op *op = &g->ops[op_index];
-  gpunet_status st = GPUNET_OK;
-  int cin, cout, k, stride, pad, groups, ih, iw, oh, ow, act;
-  const float *weight, *bias;
-  if (op->kind == GPUNET_OP_CONV2D) {
-    const gpunet_conv2d_params *p = &op->p.conv2d;
-    cin = p->cin, cout = p->cout, k = p->kernel, stride = p->stride, pad = p->pad;
-    groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow;
-    act = planned_act (s, op_index);
-    weight = p->weight, bias = p->bias;
-  } else {
-    const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
-    cin = cout = groups = p->c, k = p->kernel, stride = p->stride, pad = p->pad;
-    ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
-    weight = p->weight, bias = p->bias;
-  }
-  const fast_tensor *ti = &s->t[op->in], *to = &s->t[op->out];
-  dnnl_primitive_attr_t attr = NULL;
-  dnnl_post_ops_t po = NULL;
-  dnnl_primitive_desc_t pd = NULL, rpd = NULL;
-  dnnl_primitive_t reorder = NULL;
-  dnnl_memory_t user_w = NULL;
-  weights_variant *nv = NULL;
-
-  dnnl_memory_desc_t src_md, wany_md, wuser_md, bias_md, dst_md;
-  dnnl_dims_t dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
-  dnnl_dims_t strides = { stride, stride }, pad_l = { pad, pad };
-  dnnl_dims_t pad_r = { (oh - 1) * stride + k - ih - pad, (ow - 1) * stride + k - iw - pad };
-  dnnl_dims_t w_dims;
-  int w_ndims;
-  float *padded_w = NULL;
-
-  /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
-   * not a multiple of the block (it falls back to a slow reference one).  The blocked
-   * activation buffers are zero in their padding lanes (allocated zeroed; every writer
-   * keeps them zero), so such a convolution is planned again over the padded input
-   * channels with zero weights for the padding: the same result at jit speed. */
-  for (int attempt = 0; attempt < 2; attempt++) {
-    const int cin_d = attempt ? ti->cp : cin;
-    dnnl_dims_t src_dims = { n, cin_d, ih, iw };
-    if (groups == 1) {
-      w_ndims = 4;
-      w_dims[0] = cout, w_dims[1] = cin_d, w_dims[2] = k, w_dims[3] = k;
-    } else {
-      w_ndims = 5;
-      w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
-      w_dims[3] = k, w_dims[4] = k;
-    }
-    TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
-            layout_tag (ti->blk)));
-    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, layout_tag (s->blk)));
-    TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
-    TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
-            groups == 1 ? dnnl_oihw : dnnl_goihw));
-    TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
-
-    dnnl_convolution_desc_t cd;
-    if (!attr) {
-      TRY (dnnl_primitive_attr_create (&attr));
-      TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
-      TRY (dnnl_post_ops_create (&po));
-      if (act == GPUNET_EPI_RELU)
-        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
-      else if (act == GPUNET_EPI_SWISH)
-        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
-      if (op->residual >= 0)
-        TRY (dnnl_post_ops_append_sum (po, 1.0f));
-      TRY (dnnl_primitive_attr_set_post_ops (attr, po));
-    }
-    /* With GPUNET_CPU_WINOGRAD=onednn (ours off), 3x3 stride-1 dense convolutions try
-     * oneDNN's Winograd kernels first; shapes it does not implement use direct
-     * convolution.  GPUNET_CPU_DIRECT=1 turns Winograd off. */
-    const int wino = k == 3 && stride == 1 && groups == 1 && !getenv ("GPUNET_CPU_DIRECT");
-    dnnl_status_t ws = dnnl_unimplemented;
-    if (wino
-        && (ws = dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
-                dnnl_convolution_winograd, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
-                strides, pad_l, pad_r)) == dnnl_success)
-      ws = dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL);
-    if (ws != dnnl_success) {
-      pd = NULL;
-      TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
-              dnnl_convolution_direct, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
-              strides, pad_l, pad_r));
-      TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
-    }
-    const char *impl = NULL;
-    TRY (dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl));
-    const int slow = impl && strncmp (impl, "ref", 3) == 0;
-    if (attempt || !slow || groups != 1 || ti->blk == 1 || ti->cp == cin)
-      break;
-    padded_w = calloc ((size_t) cout * ti->cp * k * k, sizeof (float));
-    if (!padded_w) {
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
-      goto out;
-    }
-    for (int o = 0; o < cout; o++)
-      memcpy (padded_w + (size_t) o * ti->cp * k * k, weight + (size_t) o * cin * k * k,
-          sizeof (float) * (size_t) cin * k * k);
-    weight = padded_w;
-    dnnl_primitive_desc_destroy (pd);
-    pd = NULL;
-  }
-  TRY (dnnl_primitive_create (&step->prim, pd));
-
-  /* weights: reuse a variant already reordered to this layout, else reorder once now */
-  const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md (pd, dnnl_query_weights_md, 0);
-  if (!w_md) {
-    st = gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN dnnl_primitive_desc_query_md gave no "
-        "weights layout for op %d (block %d) of the fast CPU backend", op_index, op->block);
-    goto out;
-  }
-  for (weights_variant *v = s->weights[op_index]; v && !step->wei; v = v->next) {
-    const dnnl_memory_desc_t *have;
-    TRY (dnnl_memory_get_memory_desc (v->mem, &have));
-    if (dnnl_memory_desc_equal (have, w_md))
-      step->wei = v->mem;
-  }
-  if (!step->wei) {
-    if (!(nv = calloc (1, sizeof *nv))) {
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
-      goto out;
-    }
-    const size_t w_bytes = dnnl_memory_desc_get_size (w_md);
-    if (!(nv->buf = gpunet_blk_alloc ((w_bytes + sizeof (float) - 1) / sizeof (float)))) {
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating %zu bytes of "
-          "weights for op %d (block %d) of the fast CPU backend", w_bytes, op_index, op->block);
-      goto out;
-    }
-    TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
-    TRY (dnnl_memory_create (&user_w, &wuser_md, s->eng, (void *) weight));
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, &wuser_md, s->eng, w_md, s->eng, NULL));
-    TRY (dnnl_primitive_create (&reorder, rpd));
-    dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
-    TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
-    TRY (dnnl_stream_wait (s->stream));
-    nv->next = s->weights[op_index];
-    s->weights[op_index] = nv;
-    step->wei = nv->mem;
-    nv = NULL;
-  }
-  if (bias)
-    TRY (dnnl_memory_create (&step->bias, &bias_md, s->eng, (void *) bias));
-  TRY (dnnl_memory_create (&step->src, &src_md, s->eng,
-          op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
-  TRY (dnnl_memory_create (&step->dst, &dst_md, s->eng, s->bufs[to->buf]));
-  const dnnl_memory_desc_t *sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
-  if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
-    TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
-
-out:
-  free (padded_w);
-  if (nv) {
-    if (nv->mem)
-      dnnl_memory_destroy (nv->mem);
-    free (nv->buf);
-    free (nv);
-  }
-  if (user_w)
-    dnnl_memory_destroy (user_w);
-  if (reorder)
-    dnnl_primitive_destroy (reorder);
-  if (rpd)
-    dnnl_primitive_desc_destroy (rpd);
-  if (pd)
-    dnnl_primitive_desc_destroy (pd);
-  if (po)
-    dnnl_post_ops_destroy (po);
-  if (attr)
-    dnnl_primitive_attr_destroy (attr);
-  return st;
-}
-
-/* Plans every convolution for batch n, then (re)points all scratchpad memories at one
- * buffer large enough for all plans so far. */
-static gpunet_status
-plan_batch (fast_state *s, int n, char **err)
-{
-  const gpunet_graph *g = s->g;
-  gpunet_status st = GPUNET_OK;
-  const int op_index = -1;
-  fast_plan *p = calloc (1, sizeof *p);
-  if (p)
-    p->steps = calloc ((size_t) g->n_ops, sizeof (fast_step));
-  if (!p || !p->steps) {
-    plan_free (p, g->n_ops);
-    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
-  }
-  p->n = n;
-  for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
-    if ((g->ops[i].kind == GPUNET_OP_CONV2D || g->ops[i].kind == GPUNET_OP_DWCONV2D)
-        && !s->wino[i] && !s->dw[i] && !s->pw[i])
-      st = plan_conv (s, i, n, &p->steps[i], err);
-  if (st != GPUNET_OK) {
-    plan_free (p, g->n_ops);
-    return st;
-  }
-  s->plans[n] = p;
-
-  size_t need = 0;
-  for (int b = 1; b <= s->max_batch; b++)
-    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
-      if (s->plans[b]->steps[i].scratch) {
-        const dnnl_memory_desc_t *md;
-        TRY (dnnl_memory_get_memory_desc (s->plans[b]->steps[i].scratch, &md));
-        size_t sz = dnnl_memory_desc_get_size (md);
-        if (sz > need)
-          need = sz;
-      }
-  if (need > s->scratchpad_bytes) {
-    free (s->scratchpad);
-    s->scratchpad_bytes = 0;
-    if (!(s->scratchpad = gpunet_blk_alloc ((need + sizeof (float) - 1) / sizeof (float))))
-      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-          "out of memory allocating a %zu-byte oneDNN scratchpad", need);
-    s->scratchpad_bytes = need;
-  }
-  for (int b = 1; b <= s->max_batch; b++)
-    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
-      if (s->plans[b]->steps[i].scratch)
-        TRY (dnnl_memory_set_data_handle (s->plans[b]->steps[i].scratch, s->scratchpad));
-out:
-  return st;
-}
-
-/* With AVX2, a 3x3 stride-2 convolution runs on ours (F(4x4, 2x2) over the phase images,
- * 1.44x fewer multiply-adds than direct) while its transformed weights, 25 x 4 cin x cout
- * floats, take at most this many bytes; beyond, streaming them once per block of tiles
- * costs more than the saving and oneDNN's direct kernel is faster.  Per-op minima over 5
- * alternating rounds (2026-11-24): ours / oneDNN, GPUNet-1 24->96 (0.9 MB) 1.46 / 1.57 ms,
- * 64->256 (6.5 MB) 2.57 / 2.23; GPUNet-0 32->160 (2 MB) 3.32 / 3.19 and 0.93 / 0.78;
- * GPUNet-2 32->96 (1.2 MB, 3 rounds) 1.04 / 0.94.  GPUNET_CPU_WINO_S2=own / onednn: all
- * of them ours / oneDNN's (GPUNET_CPU_WINOGRAD=own: ours too). */
-#define WINO_S2_MAX_U_BYTES ((size_t) 1 << 20)
+/* What this CPU runs of ours on blk-channel blocks */
+typedef struct {
+  int own;   /* Winograd, depthwise, SE, classifier: AVX-512 (blk 16) or AVX2 + FMA (8) */
+  int pw;    /* 1x1: AVX-512 only */
+} fast_isa;
 
 /* The stride-1 convolutions of the first stage, those reading a tensor of the network's
  * largest activation size (the stem's output in every GPUNet), run on oneDNN's direct
@@ -638,99 +173,94 @@ out:
  * GPUNet-P1 2.4e-5 and 5.4e-5 against 1.5e-5.  Our Winograd on the first stage's strided
  * layers (GPUNet-2's and P1's 5x5 stride-2 ones, the largest convolutions of those
  * networks) and on every later layer adds little: at most 1.6e-5 over the seven models
- * with F(4x4, 3x3).  Sets s->wino_min_hw: the input size (h x w) from which a
- * convolution is first-stage. */
-static void
-wino_first_stage (fast_state *s)
+ * with F(4x4, 3x3).  Returns the input size (h x w) from which a convolution is
+ * first-stage. */
+static long
+first_stage_hw (const gpunet_graph *g)
 {
-  const gpunet_graph *g = s->g;
   long hw = 0;
   for (int t = 0; t < g->n_tensors; t++)
     if (t != g->input && (long) g->tensors[t].h * g->tensors[t].w > hw)
       hw = (long) g->tensors[t].h * g->tensors[t].w;
-  s->wino_min_hw = hw > 0 ? hw : 1;
+  return hw > 0 ? hw : 1;
 }
 
-/* Which convolutions run on our own Winograd kernels (winograd.h, AVX-512 on nChw16c or
- * AVX2 + FMA on nChw8c): every dense 3x3 stride-1 or stride-2 and 5x5 stride-2
- * convolution on a blocked input.  Measured in GPUNet-0/1/2 on this machine kind
- * (docs/performance.md), ours is ahead of oneDNN 2.6's direct kernels by 1.3-2x and level
- * with or ahead of its Winograd kernel where that one takes the shape (it turns most
- * GPUNet shapes down).  With AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images)
- * measured, per-op minima over 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and
- * 3.27 -> 2.85 ms, GPUNet-2 1.11 -> 0.95 ms, GPUNet-P0/P1 level,
- * GPUNet-0 level and 0.93 -> 1.07 ms (where oneDNN's direct kernel is at its best); since
- * 2026-11-24 only those whose transformed weights are small (WINO_S2_MAX_U_BYTES).  Being ours
- * everywhere also makes a batch of n give the same bits as n single frames, which mixing
- * oneDNN's batch-dependent algorithm choice with ours did not.
- * GPUNET_CPU_WINOGRAD=onednn: none of ours (oneDNN's Winograd where it takes a 3x3
- * stride-1 shape, else direct); GPUNET_CPU_DIRECT=1: no Winograd of either kind.  Read
- * at each plan (not per frame), so a test can switch it between sessions. */
+/* Whether our Winograd kernels (winograd.h) take dense convolution p between blocked
+ * tensors: 3x3 stride 1 or 2, 5x5 stride 2.  Measured in GPUNet-0/1/2 (docs/performance.md),
+ * ours is ahead of oneDNN 2.6's direct kernels by 1.3-2x and level with or ahead of its
+ * Winograd kernel where that one takes the shape (it turns most GPUNet shapes down).  With
+ * AVX2 the 3x3 stride-2 ones (F(4x4, 2x2) on the phase images) measured, per-op minima over
+ * 4-6 alternating rounds: GPUNet-1 2.09 -> 1.47 and 3.27 -> 2.85 ms, GPUNet-2 1.11 -> 0.95,
+ * GPUNet-P0/P1 level, GPUNet-0 level and 0.93 -> 1.07 ms; a rule leaving those with over
+ * 1 MiB of transformed weights to oneDNN gained under 1% of a pass and was dropped.  Being
+ * ours everywhere also makes a batch of n give the same bits as n single frames. */
 static int
-use_own_winograd (const fast_state *s, const gpunet_op *op)
+wino_shape (const gpunet_conv2d_params *p)
 {
-  const char *w = getenv ("GPUNET_CPU_WINOGRAD"), *d = getenv ("GPUNET_CPU_DIRECT");
-  if ((d && *d && strcmp (d, "0")) || (w && !strcmp (w, "onednn")) || !gpunet_wino_available (s->blk))
-    return 0;
-  if (op->kind != GPUNET_OP_CONV2D)
-    return 0;
-  const gpunet_conv2d_params *p = &op->p.conv2d;
-  if (p->kernel == 3 && p->stride == 2) {
-    const char *s2 = getenv ("GPUNET_CPU_WINO_S2");
-    const size_t u_bytes = (size_t) 25 * 4 * s->t[op->in].cp * s->t[op->out].cp * sizeof (float);
-    if (s2 && !strcmp (s2, "onednn"))
-      return 0;
-    const int forced = (s2 && !strcmp (s2, "own")) || (w && !strcmp (w, "own"));
-    if (!forced && s->blk == 8 && u_bytes > WINO_S2_MAX_U_BYTES)
-      return 0;
-  }
-  /* the first stage's stride-1 layers stay on oneDNN (wino_first_stage), unless ours are
-   * forced */
-  if (!(w && !strcmp (w, "own")) && p->stride == 1 && (long) p->ih * p->iw >= s->wino_min_hw)
-    return 0;
-  return p->groups == 1 && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk
-      && op->in != s->g->input
+  return p->groups == 1
       && ((p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2))
       && p->oh == (p->ih + 2 * p->pad - p->kernel) / p->stride + 1
       && p->ow == (p->iw + 2 * p->pad - p->kernel) / p->stride + 1;
 }
 
-/* Which depthwise convolutions run on our kernel (dwconv.h): all on a blocked input, when
- * the CPU runs our vector kernels.  GPUNET_CPU_DW=onednn: none (oneDNN's jit_dw).  Read at
- * each plan. */
-static int
-use_own_dw (const fast_state *s, const gpunet_op *op)
+/* What runs op i of g, given the tensors' layouts t, the session's block, the options and
+ * what the CPU runs; pure.
+ *   - dense 1x1 stride 1 not on the graph input: ours with AVX-512 (oneDNN's jit_1x1 ran
+ *     GPUNet's at 0.90-0.94 of the FMA peak, ours at 0.95-0.99); pw=onednn: oneDNN.
+ *   - dense Winograd shapes (wino_shape): ours, but the first stage's stride-1 layers
+ *     (first_hw) unless winograd=own; winograd=onednn or off: oneDNN.
+ *   - depthwise: ours (oneDNN's jit_dw measured level in whole passes, but ours takes
+ *     the expansions' activations, below).
+ *   - squeeze-excite and the classifier: our vector kernels where the CPU runs them.
+ * Everything else, and everything on a plain (unblocked) tensor: oneDNN or the plain
+ * blocked ops. */
+static gpunet_onednn_impl
+select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long first_hw,
+    const gpunet_cpu_options *o, fast_isa isa)
 {
-  const char *e = getenv ("GPUNET_CPU_DW");
-  return op->kind == GPUNET_OP_DWCONV2D && !(e && !strcmp (e, "onednn"))
-      && gpunet_wino_available (s->blk) && op->in != s->g->input
-      && s->t[op->in].blk == s->blk && s->t[op->out].blk == s->blk;
+  const gpunet_op *op = &g->ops[i];
+  const int blocked = op->in != g->input && t[op->in].blk == blk && t[op->out].blk == blk;
+  switch (op->kind) {
+    case GPUNET_OP_CONV2D: {
+      const gpunet_conv2d_params *p = &op->p.conv2d;
+      if (blocked && isa.pw && o->pw != GPUNET_CPU_ONEDNN && p->kernel == 1 && p->stride == 1
+          && p->pad == 0 && p->groups == 1 && p->ih == p->oh && p->iw == p->ow)
+        return GPUNET_ONEDNN_PW;
+      if (blocked && isa.own && wino_shape (p)
+          && (o->winograd == GPUNET_CPU_OWN || (o->winograd == GPUNET_CPU_AUTO
+                  && !(p->stride == 1 && (long) p->ih * p->iw >= first_hw))))
+        return GPUNET_ONEDNN_WINO;
+      return GPUNET_ONEDNN_CONV;
+    }
+    case GPUNET_OP_DWCONV2D:
+      return blocked && isa.own ? GPUNET_ONEDNN_DW : GPUNET_ONEDNN_CONV;
+    case GPUNET_OP_SE:
+      return isa.own && t[op->out].blk == blk ? GPUNET_ONEDNN_SE : GPUNET_ONEDNN_SE_PLAIN;
+    case GPUNET_OP_AVGPOOL:
+      return GPUNET_ONEDNN_AVGPOOL;
+    case GPUNET_OP_LINEAR:
+      return isa.own ? GPUNET_ONEDNN_LINEAR : GPUNET_ONEDNN_LINEAR_PLAIN;
+  }
+  return GPUNET_ONEDNN_CONV;
 }
 
-/* Our depthwise convolution of op i, its input activation s->dw_in_act[i]; NULL when out
- * of memory. */
-static gpunet_dw *
-new_dw (const fast_state *s, int i)
-{
-  const gpunet_op *op = &s->g->ops[i];
-  return gpunet_dw_new (&op->p.dwconv2d, s->dw_in_act[i], s->t[op->out].cp, s->blk);
-}
-
-/* Our depthwise convolutions.  Where one is the only reader of a convolution's output (an
- * inverted residual block's expansion), that convolution's activation moves into it
- * (defer_act): oneDNN's swish post-op measured about 0.3 ms on GPUNet-2's 144 -> 864
- * expansions at 23x23, ours 0.09-0.14 ms applied while the depthwise op copies its input.
- * Not when the tensor is traced (a block's output), read by another op, added as a
- * residual, or the producer adds a residual itself (after its activation). */
-static gpunet_status
-plan_own_dw (fast_state *s, char **err)
+/* After select_impl: where one of our depthwise ops is the only reader of a dense
+ * convolution's output (an inverted residual block's expansion), that convolution's
+ * activation moves into it: oneDNN's swish post-op measured about 0.3 ms on GPUNet-2's
+ * 144 -> 864 expansions at 23x23, ours 0.09-0.14 ms applied while the depthwise op copies
+ * its input.  Not when the tensor is traced (a block's output), read by another op, added
+ * as a residual, or the producer adds a residual itself (after its activation). */
+static void
+defer_activations (fast_state *s)
 {
   const gpunet_graph *g = s->g;
+  for (int i = 0; i < g->n_ops; i++)
+    s->ops[i].act = g->ops[i].kind == GPUNET_OP_CONV2D ? g->ops[i].p.conv2d.act
+        : g->ops[i].kind == GPUNET_OP_DWCONV2D ? g->ops[i].p.dwconv2d.act : GPUNET_EPI_NONE;
   for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (!use_own_dw (s, op))
+    if (s->ops[i].impl != GPUNET_ONEDNN_DW)
       continue;
-    const int t = op->in;
+    const int t = g->ops[i].in;
     int producer = -1, readers = 0;
     for (int j = 0; j < g->n_ops; j++) {
       const gpunet_op *o = &g->ops[j];
@@ -739,606 +269,162 @@ plan_own_dw (fast_state *s, char **err)
       readers += (o->in == t && o->out != t) + (o->residual == t);
     }
     const gpunet_op *pr = producer >= 0 ? &g->ops[producer] : NULL;
-    const int defer = pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
-        && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE;
-    s->dw_in_act[i] = defer ? pr->p.conv2d.act : GPUNET_EPI_NONE;
-    if (!(s->dw[i] = new_dw (s, i)))
-      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-          "out of memory planning the depthwise convolution of op %d (block %d)", i, op->block);
-    if (defer)
-      s->defer_act[producer] = 1;
-  }
-  return GPUNET_OK;
-}
-
-/* Our vector squeeze-excite (se.h) on blocked tensors, where the CPU runs our vector
- * kernels; GPUNET_CPU_SE=plain: gpunet_blk_se (plain C, per-channel dot products) for all.
- * Sums of per-op minima over 4 alternating rounds (AVX2, 2 threads, a loaded phase): the
- * SE ops of GPUNet-1 1.17 -> 0.42 ms (its 1792-channel ones at 9x9 0.31 -> 0.11, about
- * the time their 1.6 MB of weights take to come from memory), of GPUNet-2 1.31 -> 0.68. */
-static gpunet_status
-plan_own_se (fast_state *s, char **err)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_SE");
-  if ((e && !strcmp (e, "plain")) || !gpunet_wino_available (s->blk))
-    return GPUNET_OK;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (op->kind != GPUNET_OP_SE || s->t[op->out].blk != s->blk)
-      continue;
-    s->se[i] = gpunet_se_new (&op->p.se, s->t[op->out].cp, s->blk, s->max_batch);
-    if (!s->se[i])
-      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-          "out of memory planning the squeeze-excite of op %d (block %d)", i, op->block);
-  }
-  return GPUNET_OK;
-}
-
-/* Our 1x1 convolution of op i (a GPUNET_PW_STRASSEN_* rule), as planned between its
- * tensors; NULL when out of memory. */
-static gpunet_pw *
-new_pw (const fast_state *s, int i, int strassen)
-{
-  const gpunet_op *op = &s->g->ops[i];
-  const gpunet_conv2d_params *p = &op->p.conv2d;
-  return gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, s->t[op->in].cp,
-      s->t[op->out].cp, (long) p->oh * p->ow, planned_act (s, i), op->residual >= 0, strassen);
-}
-
-/* After plan_own_dw (the deferred activations): our 1x1 convolutions (pwconv.h), every
- * dense 1x1 stride-1 convolution between blocked tensors where the CPU runs AVX-512
- * (gpunet_pw_available).  oneDNN 2.6's jit_1x1 ran GPUNet's at 0.90-0.94 of the FMA peak,
- * ours run at 0.95-0.99 (docs/performance.md).  GPUNET_CPU_PW=onednn: none of ours.  Read
- * at each plan. */
-static gpunet_status
-plan_own_pw (fast_state *s, char **err)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_PW");
-  if ((e && !strcmp (e, "onednn")) || !gpunet_pw_available (s->blk))
-    return GPUNET_OK;
-  /* GPUNET_CPU_PW_STRASSEN=0: never one level of Strassen; 1: wherever the shape allows
-   * (tests, benchmarks); otherwise where pwconv.c's rule takes it */
-  const char *sv = getenv ("GPUNET_CPU_PW_STRASSEN");
-  const int strassen = sv && !strcmp (sv, "0") ? GPUNET_PW_STRASSEN_OFF
-      : sv && !strcmp (sv, "1") ? GPUNET_PW_STRASSEN_FORCE : GPUNET_PW_STRASSEN_AUTO;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (op->kind != GPUNET_OP_CONV2D || op->in == g->input)
-      continue;
-    const gpunet_conv2d_params *p = &op->p.conv2d;
-    if (p->kernel != 1 || p->stride != 1 || p->pad != 0 || p->groups != 1
-        || p->ih != p->oh || p->iw != p->ow
-        || s->t[op->in].blk != s->blk || s->t[op->out].blk != s->blk)
-      continue;
-    if (!(s->pw[i] = new_pw (s, i, strassen)))
-      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-          "out of memory planning the 1x1 convolution of op %d (block %d)", i, op->block);
-  }
-  return GPUNET_OK;
-}
-
-/* Whether op j is one of our 1x1 convolutions splitting pixels between the threads; with
- * far, as it runs while the cores are far apart (its far-state twin where it has one). */
-static int
-pw_splits_pixels (const fast_state *s, int j, int far)
-{
-  const gpunet_pw *p = far && s->pw_far[j] ? s->pw_far[j] : s->pw[j];
-  return p && gpunet_pw_splits_pixels (p);
-}
-
-/* Whether depthwise op i sits between 1x1 convolutions that split pixels (pw_splits_pixels
- * with far): its producer and every op reading its output, an in-place squeeze-excite on
- * the output looked through; *producer: the op writing its input, or -1. */
-static int
-dw_between_pixel_splits (const fast_state *s, int i, int far, int *producer)
-{
-  const gpunet_graph *g = s->g;
-  const gpunet_op *op = &g->ops[i];
-  int readers = 0, ok = 1;
-  *producer = -1;
-  for (int j = 0; j < g->n_ops; j++)
-    if (g->ops[j].out == op->in)
-      *producer = j;
-  for (int j = 0; j < g->n_ops; j++) {
-    const gpunet_op *o = &g->ops[j];
-    if (o->residual == op->out || (o->in == op->out && o->out != op->out)) {
-      readers++;
-      ok = ok && pw_splits_pixels (s, j, far);
+    if (pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
+        && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE) {
+      s->ops[i].in_act = pr->p.conv2d.act;
+      s->ops[producer].act = GPUNET_EPI_NONE;
     }
   }
-  return ok && readers > 0 && *producer >= 0 && pw_splits_pixels (s, *producer, far);
 }
 
-/* After plan_dw_split: the plans run instead while cores_far says the cores are far apart.
- * A 1x1 convolution left chunk-major only for its few input channels (pwconv.c: 64 or
- * fewer, small weights) gets a pixel-major twin, and a depthwise op that then sits between
- * pixel splits a twin split by rows, so that a whole inverted residual block (GPUNet-P1's
- * 64 -> 512 -> 64 at 56x56) keeps each thread on its own rows.  Near, the chunk-major
- * expansions are 8-10% faster (whole output planes per thread, long reductions); far,
- * the lines the depthwise op and the projection read from the other core cost more:
- * GPUNet-P1 ran 5% faster there with the twins (docs/performance.md).  Both orders do the
- * same arithmetic for every output, so the logits do not change.  -1 when out of memory.
- * GPUNET_CPU_FAR_TWINS=0: none. */
-static int
-plan_far_twins (fast_state *s)
+/* After defer_activations: our kernels' plans (weights packed or transformed once). */
+static gpunet_status
+plan_kernels (fast_state *s, char **err)
 {
   const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FAR_TWINS");
-  if ((e && !strcmp (e, "0")) || s->nt < 2)
-    return 0;
+  const int strassen = s->opt.strassen == GPUNET_CPU_OFF ? GPUNET_PW_STRASSEN_OFF
+      : s->opt.strassen == GPUNET_CPU_OWN ? GPUNET_PW_STRASSEN_FORCE : GPUNET_PW_STRASSEN_AUTO;
   for (int i = 0; i < g->n_ops; i++) {
-    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || gpunet_pw_is_strassen (s->pw[i]))
-      continue;
-    gpunet_pw *t = new_pw (s, i, GPUNET_PW_STRASSEN_OFF);
-    if (!t)
-      return -1;
-    if (gpunet_pw_pixel_major (t))
-      s->pw_far[i] = t;
-    else
-      gpunet_pw_free (t);
-  }
-  for (int i = 0; i < g->n_ops; i++) {
-    int producer;
-    if (!s->dw[i] || gpunet_dw_splits_rows (s->dw[i])
-        || !dw_between_pixel_splits (s, i, 1, &producer))
-      continue;
-    if (!(s->dw_far[i] = new_dw (s, i)))
-      return -1;
-    gpunet_dw_split_rows (s->dw_far[i], s->nt);
-  }
-  return 0;
-}
-
-/* After plan_own_pw: a 1x1 convolution that splits its output channels between the
- * threads (pwconv's chunk-major order, or Strassen) has every thread read all of its input,
- * so both cores end up holding the input's lines.  Where this op is the input's last reader,
- * the buffer's next tensor would have to take each line back from the other core one at a
- * time when written, up to 28 ns a line where the VM's cores are far apart
- * (docs/performance.md); evicting the lines right after the op (gpunet_blk_flush) lets
- * those writes miss to memory instead.  Only while cores_far says the cores are far apart,
- * and not where a far-state twin splits pixels (plan_far_twins).  GPUNET_CPU_FLUSH_INPUTS=0:
- * never evict. */
-static void
-plan_flush_inputs (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS");
-  const int flush = !(e && !strcmp (e, "0")) && gpunet_blk_can_flush () && s->nt >= 2;
-  for (int i = 0; flush && i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (!s->pw[i] || gpunet_pw_splits_pixels (s->pw[i]) || op->in == g->input)
-      continue;
-    int last = 1;
-    for (int j = i + 1; j < g->n_ops && last; j++)
-      last = g->ops[j].in != op->in && g->ops[j].residual != op->in && g->ops[j].out != op->in;
-    s->flush_in[i] = last && g->output != op->in;
-  }
-}
-
-/* After plan_winograd (the thread strides set) and plan_far_twins: while cores_far says
- * far, the ops whose threads all read all of the weights (pixel-major 1x1 convolutions,
- * Winograd ones) run on twins whose second thread reads its own copy of them.  Two cores
- * on different dies reading the same lines is slow: 16 MB read by both took 0.6-0.7 ms on
- * the first core and 1.2-1.6 on the second, 8 MB halves 0.3 each; where the cores share
- * an L3, one copy is faster (0.5-0.65 ms against 0.9-1.0 for two).  GPUNet-2, alternating
- * turns with copies always on: far 0.979 (13 turns), near 1.015 (287 turns); so only far:
- * GPUNet-2 far 0.986 (49 turns), GPUNet-0 far 0.985 (11), near neutral or better
- * (docs/performance.md).  The weights are the same values, so the results do not change.
- * A converted 1x1 twin (plan_far_twins) gets the copies itself.  GPUNET_CPU_FAR_TWINS=0
- * or GPUNET_CPU_FAR_COPIES=0: none.  -1 when out of memory. */
-static int
-plan_far_copies (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_FAR_TWINS"), *c = getenv ("GPUNET_CPU_FAR_COPIES");
-  if ((e && !strcmp (e, "0")) || (c && !strcmp (c, "0")) || s->nt < 2)
-    return 0;
-  for (int i = 0; i < g->n_ops; i++) {
-    if (s->pw_far[i]) {
-      if (gpunet_pw_copy_weights (s->pw_far[i], s->nt) < 0)
-        return -1;
-    } else if (s->pw[i] && gpunet_pw_splits_pixels (s->pw[i])) {
-      gpunet_pw *t = gpunet_pw_twin (s->pw[i]);
-      if (!t || gpunet_pw_copy_weights (t, s->nt) < 0) {
-        gpunet_pw_free (t);
-        return -1;
+    fast_op *r = &s->ops[i];
+    const gpunet_op *op = r->op;
+    const int cp = s->t[op->in].cp, ocp = s->t[op->out].cp;
+    int ok = 1;
+    switch (r->impl) {
+      case GPUNET_ONEDNN_WINO: {
+        const gpunet_conv2d_params *p = &op->p.conv2d;
+        ok = (r->k.wino = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel,
+                p->stride, p->pad, cp, ocp, p->ih, p->iw, p->oh, p->ow, r->act, s->blk)) != NULL;
+        break;
       }
-      s->pw_far[i] = t;
-    }
-    if (s->wino[i]) {
-      gpunet_wino *t = gpunet_wino_twin (s->wino[i]);
-      if (!t || gpunet_wino_copy_weights (t, s->nt) < 0) {
-        gpunet_wino_free (t);
-        return -1;
+      case GPUNET_ONEDNN_DW:
+        ok = (r->k.dw = gpunet_dw_new (&op->p.dwconv2d, r->in_act, ocp, s->blk)) != NULL;
+        break;
+      case GPUNET_ONEDNN_PW: {
+        const gpunet_conv2d_params *p = &op->p.conv2d;
+        ok = (r->k.pw = gpunet_pw_new (p->weight, p->bias, p->cin, p->cout, cp, ocp,
+                (long) p->oh * p->ow, r->act, op->residual >= 0, strassen)) != NULL;
+        if (ok && gpunet_pw_is_strassen (r->k.pw))
+          r->impl = GPUNET_ONEDNN_PW_STRASSEN;
+        break;
       }
-      s->wino_far[i] = t;
+      case GPUNET_ONEDNN_SE:
+        ok = (r->k.se = gpunet_se_new (&op->p.se, ocp, s->blk, s->max_batch)) != NULL;
+        break;
+      default:
+        break;
     }
-  }
-  return 0;
-}
-
-/* After plan_far_twins, plan_far_copies and plan_flush_inputs: the probe (cores_far)
- * where some op acts on it, an eviction or a twin.  GPUNET_CPU_FLUSH_INPUTS=1 or
- * GPUNET_CPU_FAR=1: no probe, always as if far apart; GPUNET_CPU_FAR=0: no probe, never
- * (tests, benchmarks).  -1 when out of memory. */
-static int
-plan_probe (fast_state *s)
-{
-  const char *e = getenv ("GPUNET_CPU_FLUSH_INPUTS"), *f = getenv ("GPUNET_CPU_FAR");
-  int any = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    any |= s->flush_in[i] || s->pw_far[i] != NULL || s->dw_far[i] != NULL
-        || s->wino_far[i] != NULL;
-  if (f && (!strcmp (f, "0") || !strcmp (f, "1")))
-    s->far = any && !strcmp (f, "1");
-  else if (any && e && !strcmp (e, "1"))
-    s->far = 1;
-  else if (any && !(s->probe = gpunet_blk_alloc ((size_t) PROBE_LINES * 16)))
-    return -1;
-  return 0;
-}
-
-/* Whether the two cores the threads run on are far apart: thread 0 writes PROBE_LINES
- * lines (128 KB) that thread 1 has just read, and takes more than PROBE_FAR_NS a line
- * (gpunet_blk_cross_core_write_ns).  On this project's 2-vCPU VMs that write costs about
- * 0.7 ns a line with the vCPUs sharing an L2, about 7 sharing an L3, 28 on different dies,
- * and the placement changes every few
- * seconds to minutes; the input evictions (plan_flush_inputs) measured 1.2-2.8% faster in
- * the far state and 1.2-1.6% slower in the L3 one (docs/performance.md).  A probe costs
- * about 15 us near and 60 far, so it runs every PROBE_EVERY-th pass. */
-static int
-cores_far (fast_state *s)
-{
-  return gpunet_blk_cross_core_write_ns (s->probe, PROBE_LINES, 1) > PROBE_FAR_NS;
-}
-
-/* After plan_own_pw: a depthwise layer whose producer and readers are all our 1x1
- * convolutions in the pixel-major order (each thread a contiguous range of pixels) splits
- * its work by bands of rows too, so that it reads the rows its producer wrote on the same
- * core and writes those its readers read there; otherwise by channel blocks, as the
- * chunk-major 1x1 expansions before most of them split their output channels.  Where the
- * VM runs the two cores far apart (core-to-core round trip 330-400 ns instead of 55-90),
- * every line that changes cores is expensive (docs/performance.md).  An in-place
- * squeeze-excite on the output is looked through to the op after it.  After a Strassen
- * expansion, by channel blocks in the order that expansion's threads own them
- * (gpunet_dw_split_halves), which a Strassen projection after it also sums by.
- * GPUNET_CPU_DW_SPLIT=channels: neither, channel blocks in order. */
-static void
-plan_dw_split (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_DW_SPLIT");
-  if (e && !strcmp (e, "channels"))
-    return;
-  /* the squeeze-excite on a row-split output, by rows too (its results then depend on the
-   * thread count by rounding); GPUNET_CPU_SE_ROWS=0: by channels */
-  const char *sr = getenv ("GPUNET_CPU_SE_ROWS");
-  const int se_rows = !(sr && !strcmp (sr, "0"));
-  for (int i = 0; i < g->n_ops; i++) {
-    if (!s->dw[i])
-      continue;
-    const gpunet_op *op = &g->ops[i];
-    int producer;
-    if (dw_between_pixel_splits (s, i, 0, &producer)) {
-      gpunet_dw_split_rows (s->dw[i], s->nt);
-      for (int j = i + 1; j < g->n_ops && se_rows; j++)
-        if (g->ops[j].kind == GPUNET_OP_SE && g->ops[j].out == op->out && s->se[j])
-          gpunet_se_split_rows (s->se[j], s->nt);   /* out of memory: by channels */
-    } else if (producer >= 0 && s->pw[producer] && gpunet_pw_is_strassen (s->pw[producer]))
-      gpunet_dw_split_halves (s->dw[i], s->nt);
-  }
-}
-
-/* After plan_winograd: the dense convolutions left to oneDNN with a swish and no residual
- * (a residual post-op would be added before our swish) run without the swish post-op, and
- * gpunet_swish_inplace applies it over their blocked output after them.  oneDNN's
- * post-op measured about twice that pass (docs/performance.md).
- * GPUNET_CPU_POST_SWISH=0: oneDNN's post-op. */
-static void
-plan_post_swish (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  const char *e = getenv ("GPUNET_CPU_POST_SWISH");
-  if ((e && !strcmp (e, "0")) || !gpunet_wino_available (s->blk))
-    return;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    s->post_swish[i] = op->kind == GPUNET_OP_CONV2D && !s->wino[i] && !s->pw[i]
-        && !s->defer_act[i]
-        && op->p.conv2d.act == GPUNET_EPI_SWISH && op->residual < 0
-        && s->t[op->out].blk == s->blk;
-  }
-}
-
-/* The chain of ops i .. i + len - 1 may share buffers (a layer writing the one the layer
- * before last read): gpunet_wino_run_chain is right then, image by image, while the tensors
- * sharing one have the same size per image; with different sizes a layer would overwrite
- * the next image of a tensor not yet read. */
-static int
-chain_buffers_ok (const fast_state *s, int i, int len)
-{
-  const gpunet_graph *g = s->g;
-  for (int a = 0; a <= len; a++)
-    for (int b = a + 1; b <= len; b++) {
-      const int ta = a ? g->ops[i + a - 1].out : g->ops[i].in;
-      const int tb = g->ops[i + b - 1].out;
-      if (s->t[ta].buf == s->t[tb].buf && s->t[ta].cp != s->t[tb].cp)
-        return 0;
-    }
-  return 1;
-}
-
-/* Sets knob k of the tuner (TUNE_STREAM or TUNE_SUMS) to way on every plan it acts on
- * (twins included). */
-static void
-set_knob (fast_state *s, int k, int way)
-{
-  for (int i = 0; i < s->g->n_ops; i++) {
-    if (k == TUNE_STREAM) {
-      if (s->wino[i])
-        gpunet_wino_set_stream (s->wino[i], way);
-      if (s->wino_far[i])
-        gpunet_wino_set_stream (s->wino_far[i], way);
-    } else if (s->pw[i] && gpunet_pw_is_strassen (s->pw[i]))
-      gpunet_pw_set_sums_cached (s->pw[i], way);
-  }
-  s->knob[k].now = way;
-}
-
-static double
-median_of (const double *v, int n)
-{
-  double w[TUNE_RUN];
-  memcpy (w, v, sizeof (double) * (size_t) n);
-  for (int i = 1; i < n; i++)   /* insertion sort: n is TUNE_RUN */
-    for (int j = i; j > 0 && w[j] < w[j - 1]; j--) {
-      const double t = w[j];
-      w[j] = w[j - 1];
-      w[j - 1] = t;
-    }
-  return w[n / 2];
-}
-
-/* Whether pass number `pass` of the tuner falls in knob k's window */
-static int
-tune_in_window (long pass, int k)
-{
-  const long q = pass % TUNE_PERIOD;
-  return q >= tune_window[k] && q < tune_window[k] + TUNE_RUN;
-}
-
-/* Whether knob k is tried both ways in this pass: not forced, and for Strassen's sums not
- * while cores_far says far (there they are streamed: 3% faster on Zen 4, pwconv.c) */
-static int
-tune_active (const fast_state *s, int k)
-{
-  return s->knob[k].forced == -1 && !(k == TUNE_SUMS && s->far);
-}
-
-/* Whether some knob is tried both ways as the passes run */
-static int
-tune_any (const fast_state *s)
-{
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    if (s->knob[k].forced == -1)
-      return 1;
-  return 0;
-}
-
-/* Two knobs whose ways write the same values, and where the faster way depends on the
- * machine and the moment, so the passes try both:
- *   - TUNE_STREAM: streaming stores for the Winograd outputs (winograd.h) skip reading the
- *     lines they overwrite, but leave them in no cache.  On Zen 4 GPUNet-2 ran 1.1% slower
- *     with them in a phase where it took 52.5 ms a pass, 3% faster where it took 57-58
- *     (the same placement by the write test; GPUNet-0 and -1 5% faster there).
- *   - TUNE_SUMS: the Strassen 1x1 ops' input sums by cached stores, kept in the caches,
- *     instead of streaming stores and an eviction after each op (pwconv.c): on Zen 4 the
- *     streaming was faster (0.990-0.997 with the cores sharing an L3, 0.97 far apart), on
- *     a 2-vCPU Intel Xeon (2 MB L2 per core, a 480 MB L3) the cached stores (GPUNet-2 in
- *     0.973 of the time, 30 alternating turns).
- * (docs/performance.md).  Before a pass, tune_choose sets each knob: its best way, the
- * other one in its window of TUNE_RUN passes of every TUNE_PERIOD (Strassen's sums
- * streamed, untried, while the cores are far apart); after it, tune_record. */
-static void
-tune_choose (fast_state *s)
-{
-  for (int k = 0; k < TUNE_KNOBS; k++) {
-    tune_knob *kn = &s->knob[k];
-    if (kn->forced != -1)
-      continue;
-    const int way = !tune_active (s, k) ? 0
-        : tune_in_window (s->tune_passes, k) ? !kn->best : kn->best;
-    if (way != kn->now)
-      set_knob (s, k, way);
-  }
-}
-
-static void
-tune_record (fast_state *s, double per_image)
-{
-  const long pass = s->tune_passes++;
-  int trial = 0;   /* whether some knob ran its other way */
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    trial |= tune_active (s, k) && tune_in_window (pass, k);
-  for (int k = 0; k < TUNE_KNOBS; k++) {
-    tune_knob *kn = &s->knob[k];
-    if (!tune_active (s, k) || (trial && !tune_in_window (pass, k)))
-      continue;
-    kn->t[kn->now][kn->n[kn->now]++ % TUNE_RUN] = per_image;
-    /* the window's last pass */
-    if (pass % TUNE_PERIOD == tune_window[k] + TUNE_RUN - 1 && kn->n[0] >= TUNE_RUN
-        && kn->n[1] >= TUNE_RUN && kn->now != kn->best
-        && median_of (kn->t[kn->now], TUNE_RUN)
-            < TUNE_GAIN * median_of (kn->t[kn->best], TUNE_RUN))
-      kn->best = kn->now;
-  }
-}
-
-/* After plan_winograd: the tuner's starting state (tune_choose): no streaming Winograd
- * outputs, streamed Strassen sums.  GPUNET_CPU_STREAM_OUT=0 or 1: never or always
- * streaming Winograd outputs, GPUNET_CPU_PW_SUMS=stream or cached: Strassen's sums always
- * so, without trials (tests, benchmarks).  Read at each plan. */
-static void
-plan_tuner (fast_state *s)
-{
-  const char *e = getenv ("GPUNET_CPU_STREAM_OUT"), *m = getenv ("GPUNET_CPU_PW_SUMS");
-  int wino = 0, strassen = 0;
-  for (int i = 0; i < s->g->n_ops; i++) {
-    wino |= s->wino[i] != NULL;
-    strassen |= s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
-  }
-  memset (s->knob, 0, sizeof s->knob);
-  s->knob[TUNE_STREAM].forced = !wino ? -2
-      : e && !strcmp (e, "0") ? 0 : e && !strcmp (e, "1") ? 1 : -1;
-  s->knob[TUNE_SUMS].forced = !strassen ? -2
-      : m && !strcmp (m, "stream") ? 0 : m && !strcmp (m, "cached") ? 1 : -1;
-  s->tune_passes = 0;
-  for (int k = 0; k < TUNE_KNOBS; k++)
-    if (s->knob[k].forced >= 0)
-      set_knob (s, k, s->knob[k].forced);
-}
-
-/* The fully connected ops by our vector kernel (linear.h) where the CPU has one, else by
- * gpunet_blk_linear; GPUNET_CPU_LINEAR=plain: always the latter (tests, benchmarks). */
-static void
-plan_linear (fast_state *s)
-{
-  const char *l = getenv ("GPUNET_CPU_LINEAR");
-  s->own_linear = gpunet_wino_available (s->blk) && !(l && !strcmp (l, "plain"));
-}
-
-/* Before any plan_batch, after plan_own_dw and plan_own_pw: our Winograd convolutions,
- * their transformed weights and one scratch buffer for them, the depthwise ones and the
- * Strassen 1x1 ones (plan_batch then leaves these ops to us). */
-static gpunet_status
-plan_winograd (fast_state *s, char **err)
-{
-  const gpunet_graph *g = s->g;
-  size_t need = 0;
-  wino_first_stage (s);
-  /* GPUNET_CPU_WINOGRAD_TILE=4 or 6 forces F(4x4, 3x3) or F(6x6, 3x3) (tests, benchmarks);
-   * the default is F(4x4, 3x3) (gpunet_wino_new) */
-  const char *tv = getenv ("GPUNET_CPU_WINOGRAD_TILE");
-  const int tile = tv && (!strcmp (tv, "4") || !strcmp (tv, "6")) ? atoi (tv) : 0;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
-    if (!use_own_winograd (s, op))
-      continue;
-    const gpunet_conv2d_params *p = &op->p.conv2d;
-    s->wino[i] = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel, p->stride,
-        p->pad, s->t[op->in].cp, s->t[op->out].cp, p->ih, p->iw, p->oh, p->ow,
-        planned_act (s, i), tile, s->blk);
-    if (!s->wino[i])
+    if (!ok)
       return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
-          "out of memory transforming the Winograd weights of op %d (block %d)", i, op->block);
+          "out of memory planning op %d (block %d) of the fast CPU backend", i, op->block);
   }
-  /* One per-thread stride for every op: thread t's Winograd and depthwise scratch always
-   * starts at the same place, so its lines stay in the caches of the core that uses them
-   * instead of moving to the other core as the ops' sizes differ (where the VM's cores are
-   * far apart, a line the other core holds costs up to 28 ns to write, docs/performance.md).
-   * The Strassen 1x1 ops' sums, which every thread reads, in a buffer of their own. */
+  return GPUNET_OK;
+}
+
+/* After plan_kernels: one scratch for our Winograd and depthwise ops and one for the
+ * Strassen 1x1 ops' sums.  One per-thread stride for every op: thread t's scratch always
+ * starts at the same place, so its lines stay in the caches of the core that uses them. */
+static gpunet_status
+plan_scratch (fast_state *s, char **err)
+{
+  const gpunet_graph *g = s->g;
   size_t stride = 0, sums = 0;
   for (int i = 0; i < g->n_ops; i++) {
-    const size_t f = s->wino[i] ? gpunet_wino_thread_floats (s->wino[i])
-        : s->dw[i] ? gpunet_dw_thread_floats (s->dw[i]) : 0;
-    const size_t ff = s->dw_far[i] ? gpunet_dw_thread_floats (s->dw_far[i]) : 0;
+    const fast_op *r = &s->ops[i];
+    const size_t f = r->impl == GPUNET_ONEDNN_WINO ? gpunet_wino_thread_floats (r->k.wino)
+        : r->impl == GPUNET_ONEDNN_DW ? gpunet_dw_thread_floats (r->k.dw) : 0;
     if (f > stride)
       stride = f;
-    if (ff > stride)
-      stride = ff;
-    if (s->pw[i] && gpunet_pw_scratch_floats (s->pw[i]) > sums)
-      sums = gpunet_pw_scratch_floats (s->pw[i]);
+    if ((r->impl == GPUNET_ONEDNN_PW || r->impl == GPUNET_ONEDNN_PW_STRASSEN)
+        && gpunet_pw_scratch_floats (r->k.pw) > sums)
+      sums = gpunet_pw_scratch_floats (r->k.pw);
   }
   stride = (stride + 15) / 16 * 16;
   for (int i = 0; i < g->n_ops; i++) {
-    if (s->wino[i])
-      gpunet_wino_set_thread_stride (s->wino[i], stride);
-    if (s->dw[i])
-      gpunet_dw_set_thread_stride (s->dw[i], stride);
-    if (s->dw_far[i])
-      gpunet_dw_set_thread_stride (s->dw_far[i], stride);
+    if (s->ops[i].impl == GPUNET_ONEDNN_WINO)
+      gpunet_wino_set_thread_stride (s->ops[i].k.wino, stride);
+    else if (s->ops[i].impl == GPUNET_ONEDNN_DW)
+      gpunet_dw_set_thread_stride (s->ops[i].k.dw, stride);
   }
-  need = stride * (size_t) s->nt;
+  const size_t need = stride * (size_t) s->nt;
   if ((need && !(s->own_scratch = gpunet_blk_alloc (need)))
       || (sums && !(s->sums_scratch = gpunet_blk_alloc (sums))))
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating %zu bytes of Winograd, depthwise and 1x1 scratch",
         (need + sums) * sizeof (float));
-  /* Chains: runs of our 3x3 stride-1 Winograd ops, each reading the previous one's output,
-   * none adding a residual (GPUNet-0/2's and P0/P1's stage-1 convolutions).  Run
-   * interleaved by tile rows, a layer's input is still in the caches when read instead of
-   * coming back from memory (docs/performance.md).  GPUNET_CPU_WINO_CHAIN=0: each on its
-   * own (benchmarks). */
-  const char *cv = getenv ("GPUNET_CPU_WINO_CHAIN");
-  if (cv && !strcmp (cv, "0"))
-    return GPUNET_OK;
-  /* with two threads, by bands of tile rows as the ops around it split (the stride-2
-   * Winograd op after GPUNet-2's chain read half its input from the other core with the
-   * chain by columns: 0.17 ms of its 5.3 far apart, docs/performance.md);
-   * GPUNET_CPU_WINO_CHAIN=columns: by columns */
-  s->chain_rows = !(cv && !strcmp (cv, "columns"));
-  for (int i = 0; i < g->n_ops;) {
-    int len = 1;
-    while (s->wino[i] && i + len < g->n_ops && len < WINO_CHAIN_MAX) {
-      const gpunet_op *a = &g->ops[i + len - 1], *b = &g->ops[i + len];
-      if (!s->wino[i + len] || b->in != a->out || a->residual >= 0 || b->residual >= 0
-          || !gpunet_wino_chains (s->wino[i + len - 1], s->wino[i + len])
-          || !chain_buffers_ok (s, i, len + 1))
-        break;
-      len++;
-    }
-    if (len > 1)
-      s->chain[i] = len;
-    i += len;
-  }
   return GPUNET_OK;
+}
+
+static void
+fast_destroy (void *state)
+{
+  fast_state *s = state;
+  if (!s)
+    return;
+  gpunet_onednn_free_convs (s);
+  for (int i = 0; s->ops && i < s->g->n_ops; i++) {
+    fast_op *r = &s->ops[i];
+    switch (r->impl) {
+      case GPUNET_ONEDNN_WINO:
+        gpunet_wino_free (r->k.wino);
+        break;
+      case GPUNET_ONEDNN_DW:
+        gpunet_dw_free (r->k.dw);
+        break;
+      case GPUNET_ONEDNN_PW:
+      case GPUNET_ONEDNN_PW_STRASSEN:
+        gpunet_pw_free (r->k.pw);
+        break;
+      case GPUNET_ONEDNN_SE:
+        gpunet_se_free (r->k.se);
+        break;
+      default:
+        break;
+    }
+  }
+  free (s->ops);
+  free (s->own_scratch);
+  free (s->sums_scratch);
+  for (int b = 0; s->bufs && b < s->n_bufs; b++)
+    free (s->bufs[b]);
+  free (s->bufs);
+  free (s->scratchpad);
+  free (s->se_scratch);
+  free (s->trace_buf);
+  free (s->t);
+  if (s->stream)
+    dnnl_stream_destroy (s->stream);
+  if (s->eng)
+    dnnl_engine_destroy (s->eng);
+  free (s);
 }
 
 static gpunet_status
 fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
     char **err)
 {
-  const int op_index = -1;
   gpunet_status st = GPUNET_OK;
   fast_state *s = calloc (1, sizeof *s);
   if (!s)
     return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
   s->g = graph;
+  s->opt = params->cpu;
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
-  s->blk = choose_block ();
+  s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();
   omp_set_num_threads (s->nt);   /* oneDNN sizes its kernels for this count */
 
-  TRY (dnnl_engine_create (&s->eng, dnnl_cpu, 0));
-  TRY (dnnl_stream_create (&s->stream, s->eng, dnnl_stream_default_flags));
-
   s->t = calloc ((size_t) graph->n_tensors, sizeof *s->t);
-  s->copy_residual = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->weights = calloc ((size_t) graph->n_ops, sizeof *s->weights);
+  s->ops = calloc ((size_t) graph->n_ops, sizeof *s->ops);
   s->plans = calloc ((size_t) s->max_batch + 1, sizeof *s->plans);
-  s->wino = calloc ((size_t) graph->n_ops, sizeof *s->wino);
-  s->dw = calloc ((size_t) graph->n_ops, sizeof *s->dw);
-  s->pw = calloc ((size_t) graph->n_ops, sizeof *s->pw);
-  s->defer_act = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->chain = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->flush_in = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->se = calloc ((size_t) graph->n_ops, sizeof *s->se);
-  s->post_swish = calloc ((size_t) graph->n_ops, sizeof (int));
-  s->pw_far = calloc ((size_t) graph->n_ops, sizeof *s->pw_far);
-  s->dw_far = calloc ((size_t) graph->n_ops, sizeof *s->dw_far);
-  s->wino_far = calloc ((size_t) graph->n_ops, sizeof *s->wino_far);
-  s->dw_in_act = calloc ((size_t) graph->n_ops, sizeof (int));
-  if (!s->t || !s->copy_residual || !s->weights || !s->plans || !s->wino || !s->dw || !s->pw
-      || !s->pw_far || !s->dw_far || !s->wino_far || !s->dw_in_act
-      || !s->defer_act || !s->chain || !s->se || !s->post_swish || !s->flush_in
-      || plan_buffers (s) != 0) {
+  if (!s->t || !s->ops || !s->plans || plan_buffers (s) != 0) {
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
         "out of memory allocating activation buffers for batch %d", s->max_batch);
     goto out;
   }
+  st = gpunet_onednn_engine (s, err);
+  if (st != GPUNET_OK)
+    goto out;
   size_t se_need = 1, trace_need = 1;
   for (int i = 0; i < graph->n_ops; i++) {
     const gpunet_op *op = &graph->ops[i];
@@ -1358,31 +444,24 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params,
     st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
     goto out;
   }
-  st = plan_own_dw (s, err);
-  if (st == GPUNET_OK)
-    st = plan_own_se (s, err);
-  if (st == GPUNET_OK)
-    st = plan_own_pw (s, err);
-  if (st == GPUNET_OK) {
-    plan_dw_split (s);
-    plan_flush_inputs (s);
-    if (plan_far_twins (s) != 0)
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+  /* simd=portable: none of our vector kernels (the plain blocked ops; oneDNN for the
+   * convolutions); simd=avx2 keeps the 8-channel block, whose kernels are AVX2 ones */
+  const int own_simd = s->opt.simd != GPUNET_CPU_SIMD_PORTABLE;
+  const fast_isa isa = { own_simd && gpunet_wino_available (s->blk),
+    own_simd && gpunet_pw_available (s->blk) };
+  const long first_hw = first_stage_hw (graph);
+  for (int i = 0; i < graph->n_ops; i++) {
+    s->ops[i].op = &graph->ops[i];
+    s->ops[i].impl = select_impl (graph, i, s->t, s->blk, first_hw, &s->opt, isa);
   }
+  defer_activations (s);
+  st = plan_kernels (s, err);
   if (st == GPUNET_OK)
-    st = plan_winograd (s, err);
-  if (st == GPUNET_OK && (plan_far_copies (s) != 0 || plan_probe (s) != 0))
-    st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+    st = plan_scratch (s, err);
   if (st == GPUNET_OK)
-    plan_tuner (s);
-  if (st == GPUNET_OK)
-    plan_linear (s);
-  if (st == GPUNET_OK)
-    plan_post_swish (s);
-  if (st == GPUNET_OK)
-    st = plan_batch (s, s->max_batch, err);
+    st = gpunet_onednn_plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
-    st = plan_batch (s, 1, err);
+    st = gpunet_onednn_plan_batch (s, 1, err);
 out:
   omp_set_num_threads (saved_threads);
   if (st != GPUNET_OK) {
@@ -1393,6 +472,7 @@ out:
   return GPUNET_OK;
 }
 
+/* The forward pass: one record after the other, one switch. */
 static gpunet_status
 run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trace_func trace,
     void *trace_user, char **err)
@@ -1400,111 +480,50 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
   const gpunet_graph *g = s->g;
   const int n = p->n, nt = s->nt;
   gpunet_status st = GPUNET_OK;
-  if (s->probe && s->forwards++ % PROBE_EVERY == 0)
-    s->far = cores_far (s);
-  /* the tuner times the untraced passes */
-  const int tune = !trace && tune_any (s);
-  if (tune)
-    tune_choose (s);
-  const double pass_t0 = tune ? now_s () : 0.0;
-  int op_index = -1;
-  for (int i = 0; i < g->n_ops; i++) {
-    const gpunet_op *op = &g->ops[i];
+  for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++) {
+    const fast_op *r = &s->ops[i];
+    const gpunet_op *op = r->op;
     const fast_tensor *ti = &s->t[op->in], *to = &s->t[op->out];
     const gpunet_tensor_desc *d = &g->tensors[op->out];
     const long hw = (long) d->h * d->w;
+    const float *in = tensor_ptr (s, op->in, input);
     float *out = tensor_ptr (s, op->out, input);
     const double t0 = s->profile ? now_s () : 0.0;
-    op_index = i;
-    if (s->chain[i] > 1 && !trace) {
-      /* a chain of Winograd ops (plan_winograd); with a trace, each runs on its own, since
-       * a layer's output may share its buffer with a later layer's */
-      const int len = s->chain[i];
-      const gpunet_wino *ps[WINO_CHAIN_MAX];
-      const float *ins[WINO_CHAIN_MAX];
-      float *outs[WINO_CHAIN_MAX];
-      for (int l = 0; l < len; l++) {
-        ps[l] = s->far && s->wino_far[i + l] ? s->wino_far[i + l] : s->wino[i + l];
-        ins[l] = tensor_ptr (s, g->ops[i + l].in, input);
-        outs[l] = tensor_ptr (s, g->ops[i + l].out, input);
-      }
-      gpunet_wino_run_chain (ps, len, ins, outs, n, s->own_scratch, nt, s->chain_rows);
-      if (s->profile) {   /* the chain's time shared out by multiply-adds */
-        const double dt = now_s () - t0;
-        double macs = 0.0;
-        for (int l = 0; l < len; l++)
-          macs += gpunet_op_macs (&g->ops[i + l]);
-        for (int l = 0; l < len; l++)
-          s->profile[i + l] += macs > 0.0 ? dt * gpunet_op_macs (&g->ops[i + l]) / macs : 0.0;
-      }
-      i += len - 1;
-      continue;
+    if (r->copy_residual) {
+      const fast_tensor *tr = &s->t[op->residual];
+      gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp, out, to->blk,
+          to->cp, n, d->c, hw, nt);
     }
-    switch (op->kind) {
-      case GPUNET_OP_CONV2D:
-      case GPUNET_OP_DWCONV2D: {
-        fast_step *step = &p->steps[i];
-        if (s->dw[i]) {
-          gpunet_dw_run (s->far && s->dw_far[i] ? s->dw_far[i] : s->dw[i],
-              tensor_ptr (s, op->in, input), out, n, s->own_scratch, nt);
-          break;
-        }
-        if (s->wino[i] || s->pw[i]) {
-          if (s->copy_residual[i]) {
-            const fast_tensor *tr = &s->t[op->residual];
-            gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
-                out, to->blk, to->cp, n, d->c, hw, nt);
-          }
-          if (s->pw[i]) {
-            const int twin = s->far && s->pw_far[i];
-            gpunet_pw_run (twin ? s->pw_far[i] : s->pw[i], tensor_ptr (s, op->in, input), out,
-                n, op->residual >= 0, s->sums_scratch, nt);
-            if (s->flush_in[i] && s->far && !twin)
-              gpunet_blk_flush (tensor_ptr (s, op->in, input),
-                  (size_t) n * ti->cp * g->tensors[op->in].h * g->tensors[op->in].w, nt);
-          } else
-            gpunet_wino_run (s->far && s->wino_far[i] ? s->wino_far[i] : s->wino[i],
-                tensor_ptr (s, op->in, input), out, n,
-                op->residual >= 0, s->own_scratch, nt);
-          break;
-        }
-        if (op->in == g->input)
-          TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
-        if (s->copy_residual[i]) {
-          const fast_tensor *tr = &s->t[op->residual];
-          gpunet_blk_relayout (tensor_ptr (s, op->residual, input), tr->blk, tr->cp,
-              out, to->blk, to->cp, n, d->c, hw, nt);
-        }
-        dnnl_exec_arg_t args[5] = {
-          { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
-          { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
-        int nargs = 3;
-        if (step->scratch)
-          nargs++;
-        if (step->bias)
-          args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
-        TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
-        TRY (dnnl_stream_wait (s->stream));
-        if (s->post_swish[i])
-          gpunet_swish_inplace (out, (size_t) n * to->cp * hw, to->blk, nt);
+    switch (r->impl) {
+      case GPUNET_ONEDNN_CONV:
+        st = gpunet_onednn_run_conv (s, p, i, input, err);
         break;
-      }
-      case GPUNET_OP_SE:
-        if (s->se[i])
-          gpunet_se_run (s->se[i], out, n, nt);
-        else
-          gpunet_blk_se (&op->p.se, out, to->blk, to->cp, n, s->se_scratch, nt);
+      case GPUNET_ONEDNN_WINO:
+        gpunet_wino_run (r->k.wino, in, out, n, op->residual >= 0, s->own_scratch, nt);
         break;
-      case GPUNET_OP_AVGPOOL:
-        gpunet_blk_avgpool (&op->p.avgpool, tensor_ptr (s, op->in, input), ti->blk, ti->cp,
-            out, n, nt);
+      case GPUNET_ONEDNN_DW:
+        gpunet_dw_run (r->k.dw, in, out, n, s->own_scratch, nt);
         break;
-      case GPUNET_OP_LINEAR:
-        if (s->own_linear)
-          gpunet_linear_run (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n,
-              s->blk, nt);
-        else
-          gpunet_blk_linear (&op->p.linear, tensor_ptr (s, op->in, input), ti->cp, out, n, nt);
+      case GPUNET_ONEDNN_PW:
+      case GPUNET_ONEDNN_PW_STRASSEN:
+        gpunet_pw_run (r->k.pw, in, out, n, op->residual >= 0, s->sums_scratch, nt);
+        break;
+      case GPUNET_ONEDNN_SE:
+        gpunet_se_run (r->k.se, out, n, nt);
+        break;
+      case GPUNET_ONEDNN_SE_PLAIN:
+        gpunet_blk_se (&op->p.se, out, to->blk, to->cp, n, s->se_scratch, nt);
+        break;
+      case GPUNET_ONEDNN_AVGPOOL:
+        gpunet_blk_avgpool (&op->p.avgpool, in, ti->blk, ti->cp, out, n, nt);
+        break;
+      case GPUNET_ONEDNN_LINEAR:
+        gpunet_linear_run (&op->p.linear, in, ti->cp, out, n, s->blk, nt);
+        break;
+      case GPUNET_ONEDNN_LINEAR_PLAIN:
+        gpunet_blk_linear (&op->p.linear, in, ti->cp, out, n, nt);
+        break;
+      case GPUNET_ONEDNN_IMPLS:
         break;
     }
     if (s->profile)
@@ -1518,14 +537,13 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       trace (trace_user, d->block, plain, n, d->c, d->h, d->w);
     }
   }
+  if (st != GPUNET_OK)
+    return st;
   const fast_tensor *tout = &s->t[g->output];
   const gpunet_tensor_desc *o = &g->tensors[g->output];
   gpunet_blk_relayout (tensor_ptr (s, g->output, input), tout->blk, tout->cp, logits, 1, o->c,
       n, o->c, (long) o->h * o->w, 1);
-  if (tune)
-    tune_record (s, (now_s () - pass_t0) / n);
-out:
-  return st;
+  return GPUNET_OK;
 }
 
 static gpunet_status
@@ -1541,7 +559,7 @@ fast_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   omp_set_num_threads (s->nt);
   gpunet_status st = GPUNET_OK;
   if (!s->plans[n])
-    st = plan_batch (s, n, err);   /* a batch size between 1 and max_batch, first seen */
+    st = gpunet_onednn_plan_batch (s, n, err);   /* a batch size between 1 and max_batch */
   if (st == GPUNET_OK)
     st = run (s, s->plans[n], input, logits, trace, trace_user, err);
   omp_set_num_threads (saved_threads);
@@ -1556,69 +574,10 @@ gpunet_onednn_profile (void *state, double *op_seconds)
 }
 
 int
-gpunet_onednn_chained_ops (const void *state)
+gpunet_onednn_op_impl (const void *state, int op)
 {
   const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += s->chain[i];
-  return n;
-}
-
-int
-gpunet_onednn_wino_tile (const void *state, int op)
-{
-  const fast_state *s = state;
-  return op >= 0 && op < s->g->n_ops && s->wino[op] ? gpunet_wino_tile (s->wino[op]) : 0;
-}
-
-int
-gpunet_onednn_wino_ops (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += s->wino[i] != NULL;
-  return n;
-}
-
-int
-gpunet_onednn_strassen_ops (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += s->pw[i] && gpunet_pw_is_strassen (s->pw[i]);
-  return n;
-}
-
-int
-gpunet_onednn_flushed_inputs (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += s->flush_in[i] != 0;
-  return n;
-}
-
-int
-gpunet_onednn_far_twins (const void *state)
-{
-  const fast_state *s = state;
-  int n = 0;
-  for (int i = 0; i < s->g->n_ops; i++)
-    n += (s->pw_far[i] != NULL) + (s->dw_far[i] != NULL) + (s->wino_far[i] != NULL);
-  return n;
-}
-
-long
-gpunet_onednn_tuned_passes (const void *state, int k, int way)
-{
-  const fast_state *s = state;
-  if (k < 0 || k >= TUNE_KNOBS || way < 0 || way > 1 || s->knob[k].forced != -1)
-    return -1;
-  return s->knob[k].n[way];
+  return op >= 0 && op < s->g->n_ops ? (int) s->ops[op].impl : -1;
 }
 
 const gpunet_backend gpunet_backend_cpu_fast = {

@@ -1,47 +1,40 @@
 /* backend_onednn.h: the fast CPU backend: oneDNN convolutions with fused bias, activation
- * and residual, activations kept in the nChw16c blocked layout between layers, and our own
- * blocked kernels for squeeze-excite, pooling and the classifier.  Built only when
- * libdnnl (2.x API) is found; the reference backend stays the oracle. */
+ * and residual, activations kept in the nChw16c / nChw8c blocked layout between layers,
+ * and our own kernels (Winograd, depthwise, 1x1, squeeze-excite, classifier) where the CPU
+ * runs them.  Built only when libdnnl (2.x API) is found; the reference backend stays the
+ * oracle. */
 #ifndef GPUNET_BACKEND_ONEDNN_H
 #define GPUNET_BACKEND_ONEDNN_H
 
 #include "backend.h"
 
-/* The fast CPU backend ("cpu-fast").  A planned state is used from one thread at a time;
- * forward sets that thread's OpenMP thread count to n_threads for its duration only. */
+/* The fast CPU backend ("cpu").  A planned state is used from one thread at a time;
+ * forward sets that thread's OpenMP thread count to n_threads for its duration only.
+ * plan reads its choices from params->cpu (gpunet_cpu_options). */
 extern const gpunet_backend gpunet_backend_cpu_fast;
+
+/* What runs one op of a plan (backend_onednn.c, select_impl). */
+typedef enum {
+  GPUNET_ONEDNN_CONV = 0,      /* a oneDNN convolution primitive (dense, grouped, depthwise) */
+  GPUNET_ONEDNN_WINO,          /* our Winograd convolution (winograd.h) */
+  GPUNET_ONEDNN_DW,            /* our depthwise convolution (dwconv.h) */
+  GPUNET_ONEDNN_PW,            /* our 1x1 convolution (pwconv.h) */
+  GPUNET_ONEDNN_PW_STRASSEN,   /* our 1x1 convolution by one level of Strassen */
+  GPUNET_ONEDNN_SE,            /* our vector squeeze-excite (se.h) */
+  GPUNET_ONEDNN_SE_PLAIN,      /* the plain squeeze-excite (blocked_ops.h) */
+  GPUNET_ONEDNN_AVGPOOL,       /* global average pool (blocked_ops.h) */
+  GPUNET_ONEDNN_LINEAR,        /* our vector fully connected layer (linear.h) */
+  GPUNET_ONEDNN_LINEAR_PLAIN,  /* the plain fully connected layer (blocked_ops.h) */
+  GPUNET_ONEDNN_IMPLS
+} gpunet_onednn_impl;
+
+/* Tests and benchmarks: what runs op `op` of a planned state (what
+ * gpunet_backend_cpu_fast.plan gave); -1 for an op index out of range. */
+int gpunet_onednn_op_impl (const void *state, int op);
 
 /* Benchmarks only: when op_seconds is non-NULL (one double per graph op, zeroed by the
  * caller), each later forward on `state` waits after every op and adds its wall time in
- * seconds there.  Pass NULL to stop.  `state` is what gpunet_backend_cpu_fast.plan gave. */
+ * seconds there.  Pass NULL to stop. */
 void gpunet_onednn_profile (void *state, double *op_seconds);
-
-/* Tests and benchmarks: how many ops of the planned graph run in chains of Winograd ops
- * (gpunet_wino_run_chain), 0 when none do. */
-int gpunet_onednn_chained_ops (const void *state);
-
-/* Tests: the output tile of op `op`'s own Winograd convolution in the plan
- * (gpunet_wino_tile: 4 or 6), 0 when another kernel runs it. */
-int gpunet_onednn_wino_tile (const void *state, int op);
-
-/* Tests: how many ops of the plan run our Winograd convolutions, 0 when none do. */
-int gpunet_onednn_wino_ops (const void *state);
-
-/* Tests: how many 1x1 convolutions of the plan run through one level of Strassen
- * (gpunet_pw_is_strassen), 0 when none do. */
-int gpunet_onednn_strassen_ops (const void *state);
-
-/* Tests: how many ops evict their input after them where the cores are far apart
- * (plan_flush_inputs in backend_onednn.c), 0 when none do. */
-int gpunet_onednn_flushed_inputs (const void *state);
-
-/* Tests: how many ops have a twin plan run instead while the cores are far apart
- * (plan_far_twins in backend_onednn.c), 0 when none do. */
-int gpunet_onednn_far_twins (const void *state);
-
-/* Tests: how many passes the tuner recorded with knob k (0: streaming Winograd outputs,
- * 1: cached Strassen sums; backend_onednn.c, tune_choose) set to way (0 or 1); -1 when
- * the knob is not tried both ways (forced, or no op it acts on). */
-long gpunet_onednn_tuned_passes (const void *state, int k, int way);
 
 #endif

@@ -6,7 +6,6 @@
 
 #include <omp.h>
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#include <cpuid.h>
 #endif
 
 #include "activation.h"
@@ -26,59 +25,6 @@ gpunet_blk_l2_bytes (void)
     l2 = v > 0 ? v : -1;
   }
   return l2 > 0 ? (size_t) l2 : 0;
-}
-
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-int
-gpunet_blk_can_flush (void)
-{
-  static int has = -1;   /* a race here writes the same value */
-  if (has < 0) {
-    unsigned a, b, c, d;
-    has = __get_cpuid_count (7, 0, &a, &b, &c, &d) && (b & (1u << 23)) ? 1 : 0;
-  }
-  return has;
-}
-
-__attribute__ ((target ("clflushopt"))) static void
-flush_lines (float *floats, long first, long lines)
-{
-  for (long l = first; l < first + lines; l++)
-    __builtin_ia32_clflushopt (floats + l * 16);
-}
-
-void
-gpunet_blk_flush_lines (float *floats, long first, long lines)
-{
-  if (gpunet_blk_can_flush ())
-    flush_lines (floats, first, lines);
-}
-#else
-int
-gpunet_blk_can_flush (void)
-{
-  return 0;
-}
-
-void
-gpunet_blk_flush_lines (float *floats, long first, long lines)
-{
-  (void) floats, (void) first, (void) lines;
-}
-#endif
-
-void
-gpunet_blk_flush (float *floats, size_t count, int nt)
-{
-  const long lines = (long) (count / 16);
-  if (!gpunet_blk_can_flush () || lines < 1)
-    return;
-#pragma omp parallel num_threads(nt > 0 ? nt : 1)
-  {
-    const int t = omp_get_thread_num (), team = omp_get_num_threads ();
-    const long l0 = lines * t / team, l1 = lines * (t + 1) / team;
-    gpunet_blk_flush_lines (floats, l0, l1 - l0);
-  }
 }
 
 double

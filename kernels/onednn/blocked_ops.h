@@ -47,17 +47,6 @@ gpunet_blk_alloc (size_t floats)
   return m;
 }
 
-/* copies copies of src's floats one after the other, from gpunet_blk_alloc (the per-thread
- * weight copies of the far-state twins); NULL when out of memory. */
-static inline float *
-gpunet_blk_copies (const float *src, size_t floats, int copies)
-{
-  float *m = gpunet_blk_alloc (floats * (size_t) copies);
-  for (int c = 0; m && c < copies; c++)
-    memcpy (m + floats * (size_t) c, src, sizeof (float) * floats);
-  return m;
-}
-
 /* Below this many elements a kernel of the fast path runs on the calling thread: waking
  * the team and the barrier cost more than the work (and a descheduled sibling on shared
  * cores stalls it). */
@@ -75,22 +64,8 @@ gpunet_blk_pad (int c, int blk)
 void gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int dcp,
     int n, int c, long hw, int nt);
 
-/* 1 when this CPU has CLFLUSHOPT (gpunet_blk_flush does something). */
-int gpunet_blk_can_flush (void);
-
 /* The size of a core's L2 cache in bytes (sysconf), 0 where the C library does not know it. */
 size_t gpunet_blk_l2_bytes (void);
-
-/* Evicts lines [first, first + lines) of the 64-byte lines from floats (64-byte aligned) from
- * every core's caches with CLFLUSHOPT, issued back to back; contents unchanged.  Nothing
- * without CLFLUSHOPT.  For data both cores have read and that will be overwritten next:
- * otherwise each line the writer takes back from the other core costs one round trip, up
- * to 28 ns where a VM's cores sit on different dies (docs/performance.md). */
-void gpunet_blk_flush_lines (float *floats, long first, long lines);
-
-/* gpunet_blk_flush_lines over the whole of `floats` floats, its lines split between nt
- * threads. */
-void gpunet_blk_flush (float *floats, size_t count, int nt);
 
 /* Nanoseconds per line for thread 0 of a 2-thread team to overwrite `lines` 64-byte lines
  * of buf (64-byte aligned) that thread 1 has just read (other_reads 1), or that nobody else

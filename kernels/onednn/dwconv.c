@@ -4,7 +4,7 @@
  * copied, activated (the producer's deferred activation) and zero-bordered into a per-thread
  * buffer of at most DW_BUF_BUDGET bytes, so the kernel loop has no edge cases; then eight
  * outputs of a row at a time take each weight vector once, bias first, activation at the
- * store.  Against the reference op (kernels/cpu/dwconv2d.c: bias added last, no fused
+ * store.  Against the reference op (kernels/ref/dwconv2d.c: bias added last, no fused
  * multiply-adds) results differ by rounding only. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,9 +26,6 @@ struct gpunet_dw {
   int cw;              /* buffer row: padded input columns the outputs read, (ow - 1) s + k */
   int strip_rows;      /* output rows per task */
   int strips;          /* tasks per channel block: ceil(oh / strip_rows) */
-  int row_split;       /* tasks strip-major (gpunet_dw_split_rows), else channel-major */
-  int *cb_order;       /* channel-major: the block at each position (gpunet_dw_split_halves),
-                        * NULL: in order */
   size_t buf_floats;   /* per thread */
   size_t thread_stride;   /* floats between threads' buffers: buf_floats or more */
   float *w;            /* [cp / vw][k * k][vw], zero in padded channels */
@@ -42,44 +39,7 @@ gpunet_dw_free (gpunet_dw *d)
     return;
   free (d->w);
   free (d->bias);
-  free (d->cb_order);
   free (d);
-}
-
-void
-gpunet_dw_split_rows (gpunet_dw *d, int nt)
-{
-  const int band = (d->oh + (nt > 1 ? nt : 1) - 1) / (nt > 1 ? nt : 1);
-  if (d->strip_rows > band) {
-    d->strip_rows = band;
-    d->strips = (d->oh + band - 1) / band;
-  }
-  d->row_split = 1;
-}
-
-void
-gpunet_dw_split_halves (gpunet_dw *d, int nt)
-{
-  const int nblk = d->cp / d->vw, half = nblk / 2;
-  if (nblk % 2 || d->row_split || d->cb_order)
-    return;
-  if (nt < 1)
-    nt = 1;
-  int *order = malloc (sizeof (int) * (size_t) nblk);
-  if (!order)
-    return;   /* the plain order: slower where the cores are far apart, same results */
-  int pos = 0;
-  for (int t = 0; t < nt; t++)
-    for (int h = 0; h < 2; h++)
-      for (int j = half * t / nt; j < half * (t + 1) / nt; j++)
-        order[pos++] = h * half + j;
-  d->cb_order = order;
-}
-
-int
-gpunet_dw_splits_rows (const gpunet_dw *d)
-{
-  return d->row_split;
 }
 
 size_t

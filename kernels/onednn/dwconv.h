@@ -19,23 +19,6 @@ typedef struct gpunet_dw gpunet_dw;
  * or the arguments are invalid. */
 gpunet_dw *gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk);
 
-/* Splits the work by rows instead of channel blocks: with nt threads, thread t takes the
- * t-th of nt bands of output rows of every channel block (at most ceil(oh / nt) rows per
- * task), so that a depthwise layer between two ops that split by pixels (pwconv's
- * pixel-major order) reads and writes the rows its own core holds.  Call before the first
- * run; the scratch size does not grow. */
-void gpunet_dw_split_rows (gpunet_dw *d, int nt);
-
-/* Splits the channel blocks as one level of Strassen's 1x1 convolution (pwconv.c) owns
- * them: with nt threads, thread t takes the t-th of nt parts of each half of the channel
- * blocks (GPUNet-2's 1664 channels, 104 blocks, 2 threads: blocks 0-25 and 52-77 to the
- * first), the blocks a Strassen expansion's thread wrote and a Strassen projection's thread
- * sums.  cp / blk must be even; else nothing changes.  Call before the first run. */
-void gpunet_dw_split_halves (gpunet_dw *d, int nt);
-
-/* 1 when gpunet_dw_split_rows was applied. */
-int gpunet_dw_splits_rows (const gpunet_dw *d);
-
 /* Floats of scratch gpunet_dw_run needs with nt threads: nt regions of the per-thread
  * size, or of the stride set by gpunet_dw_set_thread_stride if larger. */
 size_t gpunet_dw_scratch_floats (const gpunet_dw *d, int nt);

@@ -131,11 +131,11 @@ FN (dw_run) (const gpunet_dw *d, const float *in, float *out, int n, float *scra
     float *buf = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
 #pragma omp for schedule(static)
     for (long t = 0; t < tasks; t++) {
-      /* channel-major: (image, block, strip); strip-major: (strip, image, block) */
-      const long u = d->row_split ? t % ((long) n * nblk) : t / strips;
+      /* channel-major: (image, block, strip) */
+      const long u = t / strips;
       const int b = (int) (u / nblk);
-      const int cb = d->cb_order ? d->cb_order[u % nblk] : (int) (u % nblk);
-      const int oy0 = (int) (d->row_split ? t / ((long) n * nblk) : t % strips) * d->strip_rows;
+      const int cb = (int) (u % nblk);
+      const int oy0 = (int) (t % strips) * d->strip_rows;
       const int oy1 = oy0 + d->strip_rows < d->oh ? oy0 + d->strip_rows : d->oh;
       const int y0 = oy0 * s, rows = (oy1 - 1 - oy0) * s + k;
       const size_t plane_index = (size_t) b * nblk + (size_t) cb;

@@ -56,7 +56,6 @@ struct gpunet_pw {
   long hw;
   int nch;        /* chunks of output channels: ceil(ocp / 64) */
   long npb;       /* blocks of pixels: ceil(hw / 6) */
-  long nbig;      /* the first nbig of them of 6 pixels, the rest of 5 (pw_block) */
   long pg;        /* pixel blocks per group (npb: one group) */
   int pixel_major;
   float *w;       /* chunk c at w + c * cp * 64: [cp][nj * 16]; NULL with Strassen */
@@ -69,29 +68,17 @@ struct gpunet_pw {
   long h1, h2;    /* pixels of the top and bottom halves: h1 = ceil(hw / 2) */
   long npb1;      /* blocks of 6 pixels per half: ceil(h1 / 6) */
   float *t;       /* the 7 weight combinations T1..T7, each nch2 chunks of [k2][nj * 16] */
-  int flush_sums; /* evict the sums after each run (gpunet_blk_flush_lines) */
-  int sums_cached; /* gpunet_pw_set_sums_cached: the sums by cached stores, never evicted */
-  int prefetch;   /* fetch the next chunk's weights during this one's (pw_prefetch_lines) */
-  int borrowed;   /* a twin (gpunet_pw_twin): w, t and bias belong to another plan */
-  int wcopies;    /* gpunet_pw_copy_weights: threads 1 .. wcopies - 1 read their own copy */
-  float *wx;      /* of w, thread t's at wx + (t - 1) * nch * cp * 64; else NULL */
 };
 
-/* Pixels px .. px + rows - 1 of block pb: where hw leaves a short last block of 6 (49 =
- * 8 x 6 + 1), blocks of 6 and 5 instead (49 = 4 x 6 + 5 x 5): a block of one or two pixels
- * runs at a fraction of the FMA rate (GPUNet-P1's 5632 -> 704 at 7x7, isolated, minima of
- * 200: 1.74 ms at 49 pixels against 1.65 at 48).  The same arithmetic for every output
- * whatever the blocks. */
+
+/* Pixels px .. px + rows - 1 of block pb: blocks of 6, a shorter one last (blocks of 6
+ * and 5 where that leaves a block of 1 or 2 measured 0.991 of the pass on GPUNet-P1:
+ * dropped, docs/performance.md).  The same arithmetic for every output whatever the blocks. */
 static inline void
 pw_block (const gpunet_pw *p, long pb, long *px, int *rows)
 {
-  if (pb < p->nbig) {
-    *px = pb * PW_MR;
-    *rows = p->hw - *px < PW_MR ? (int) (p->hw - *px) : PW_MR;
-  } else {
-    *px = p->nbig * PW_MR + (pb - p->nbig) * (PW_MR - 1);
-    *rows = PW_MR - 1;
-  }
+  *px = pb * PW_MR;
+  *rows = p->hw - *px < PW_MR ? (int) (p->hw - *px) : PW_MR;
 }
 
 /* The largest chunk of weights whose next one is prefetched (pw_prefetch_lines): 3/8 of
@@ -128,71 +115,16 @@ gpunet_pw_free (gpunet_pw *p)
 {
   if (!p)
     return;
-  if (!p->borrowed) {
-    free (p->w);
-    free (p->t);
-    free (p->bias);
-  }
-  free (p->wx);
+  free (p->w);
+  free (p->t);
+  free (p->bias);
   free (p);
-}
-
-gpunet_pw *
-gpunet_pw_twin (const gpunet_pw *p)
-{
-  gpunet_pw *q = malloc (sizeof *q);
-  if (!q)
-    return NULL;
-  *q = *p;
-  q->borrowed = 1;
-  q->wcopies = 0;
-  q->wx = NULL;
-  return q;
-}
-
-int
-gpunet_pw_splits_pixels (const gpunet_pw *p)
-{
-  return !p->strassen && p->pixel_major;
-}
-
-int
-gpunet_pw_pixel_major (gpunet_pw *p)
-{
-  if (!p->strassen && !p->pixel_major && (size_t) p->cp * p->ocp * sizeof (float) <= PW_SMALL_W) {
-    p->pixel_major = 1;
-    p->pg = p->npb;
-  }
-  return gpunet_pw_splits_pixels (p);
-}
-
-int
-gpunet_pw_copy_weights (gpunet_pw *p, int nt)
-{
-  if (!p->pixel_major || p->strassen || nt < 2 || p->wx)
-    return 0;
-  if (!(p->wx = gpunet_blk_copies (p->w, (size_t) p->nch * p->cp * PW_NR, nt - 1)))
-    return -1;
-  p->wcopies = nt;
-  return 1;
-}
-
-const float *
-gpunet_pw_thread_weights (const gpunet_pw *p, int t)
-{
-  return t >= 1 && t < p->wcopies ? p->wx + (size_t) (t - 1) * p->nch * p->cp * PW_NR : p->w;
 }
 
 int
 gpunet_pw_is_strassen (const gpunet_pw *p)
 {
   return p->strassen;
-}
-
-void
-gpunet_pw_set_sums_cached (gpunet_pw *p, int on)
-{
-  p->sums_cached = on != 0;
 }
 
 size_t
@@ -267,31 +199,6 @@ pw_strassen_fits (int cp, int ocp, long hw, int act, int residual, int force)
       && (size_t) h1 * k2 * sizeof (float) <= PW_STRASSEN_MAX_OPERAND;
 }
 
-/* Whether Strassen runs evict their sums: the CPU has CLFLUSHOPT, and
- * GPUNET_CPU_PW_FLUSH_SUMS is not 0 (benchmarks). */
-static int
-pw_flush_sums (void)
-{
-  const char *e = getenv ("GPUNET_CPU_PW_FLUSH_SUMS");
-  return !(e && !strcmp (e, "0")) && gpunet_blk_can_flush ();
-}
-
-/* GPUNET_CPU_PW_PREFETCH=0: no software prefetch of the next chunk's weights (benchmarks) */
-static int
-getenv_prefetch (void)
-{
-  const char *e = getenv ("GPUNET_CPU_PW_PREFETCH");
-  return !(e && !strcmp (e, "0"));
-}
-
-/* GPUNET_CPU_PW_BLOCKS=6: blocks of 6 pixels only, a short one last (tests, benchmarks) */
-static int
-getenv_blocks (void)
-{
-  const char *e = getenv ("GPUNET_CPU_PW_BLOCKS");
-  return !(e && !strcmp (e, "6"));
-}
-
 gpunet_pw *
 gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp, int ocp,
     long hw, int act, int residual, int strassen)
@@ -304,10 +211,8 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
   if (!p)
     return NULL;
   *p = (gpunet_pw) { .cin = cin, .cout = cout, .cp = cp, .ocp = ocp, .act = act, .hw = hw,
-    .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR,
-    .prefetch = getenv_prefetch () };
+    .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR };
   /* blocks of 6 and 5 where every block can have 5 or more (pw_block), else of 6 */
-  p->nbig = hw >= (PW_MR - 1) * p->npb && getenv_blocks () ? hw - (PW_MR - 1) * p->npb : p->npb;
   p->strassen = strassen != GPUNET_PW_STRASSEN_OFF
       && pw_strassen_fits (cp, ocp, hw, act, residual, strassen == GPUNET_PW_STRASSEN_FORCE);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
@@ -330,7 +235,6 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
       return NULL;
     }
     pw_pack_strassen (p, weight);
-    p->flush_sums = pw_flush_sums ();
     return p;
   }
   p->w = gpunet_blk_alloc ((size_t) p->nch * cp * PW_NR);
@@ -574,16 +478,12 @@ static const pws_fn pws_kernels[PW_MR][4] = {
 
 /* The input sums of kernel blocks cb0 .. cb1 - 1 of one image: S1 = X11 + X22,
  * S2 = X21 + X22, S5 = X11 + X12, S6 = X21 - X11, S7 = X12 - X22, each [k2 / 16][h1][16]
- * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero.  By default
- * written with streaming stores (the caller fences them before its barrier): the sums'
- * lines were evicted after the last op's products (pw_run_strassen), and writing them
- * through the caches first read each from memory, or from the other core where the
- * eviction missed it.  Zen 4, GPUNet-2, alternating turns against cached stores: cores
- * sharing an L3 0.990 and 0.997 (129 and 142 turns), far apart 0.974 and 0.970 (21 and 8
- * turns).  With sums_cached (gpunet_pw_set_sums_cached) cached stores instead, and no
- * eviction: the lines stay in the caches from one Strassen op to the next. */
-static inline __attribute__((always_inline)) void
-pws_sums_t (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1, const int cached)
+ * at s + i * h1 * k2; the bottom half's missing pixel (odd hw) read as zero.  Cached
+ * stores: the lines stay in the caches from one Strassen op to the next (streaming stores
+ * with an eviction after each op measured 0.97-1.03 of this depending on the machine: no
+ * longer a choice, docs/performance.md). */
+static void
+pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
 {
   const long hw = p->hw, h1 = p->h1, h2 = p->h2;
   const int kb = p->k2 / 16;
@@ -600,21 +500,9 @@ pws_sums_t (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1, con
         _mm512_add_ps (x11, x12), _mm512_sub_ps (x21, x11), _mm512_sub_ps (x12, x22) };
 #pragma GCC unroll 5
       for (int i = 0; i < PW_NS; i++)
-        if (cached)
-          _mm512_store_ps (q + i * ss, v[i]);
-        else
-          _mm512_stream_ps (q + i * ss, v[i]);
+        _mm512_store_ps (q + i * ss, v[i]);
     }
   }
-}
-
-static void
-pws_sums (const gpunet_pw *p, const float *in, float *s, int cb0, int cb1)
-{
-  if (p->sums_cached)
-    pws_sums_t (p, in, s, cb0, cb1, 1);
-  else
-    pws_sums_t (p, in, s, cb0, cb1, 0);
 }
 
 /* The seven products in the order they run, so that every quadrant's first contribution
@@ -657,12 +545,7 @@ pws_split (const gpunet_pw *p, long units, int t, int team)
  * blocks), then each takes one contiguous range of units (chunk of 64 channels of an
  * output half x block of 6 pixels of a pixel half, chunk-major) and runs the seven
  * products for each; a unit's four output quadrant blocks are written by its thread
- * only, so the products need no barrier between them.  Every thread has read every line
- * of the sums, so both cores hold them; the next Strassen op's writes would take each line
- * back from the other core one at a time, up to 28 ns a line where the VM's cores are far
- * apart (docs/performance.md), so each thread evicts its share of them from both cores
- * after the last product (gpunet_blk_flush_lines) and the next op's streaming stores
- * (pws_sums) find them in no cache. */
+ * only, so the products need no barrier between them. */
 static void
 pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
@@ -671,7 +554,7 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
   const int kb = p->k2 / 16, nb2 = p->n2 / 16;
   const long units = (long) p->nch2 * npb1;
   const size_t tsize = (size_t) p->nch2 * p->k2 * PW_NR, ss = (size_t) h1 * p->k2;
-  const int prefetch = p->prefetch && npb1 >= PW_PREFETCH_MIN_BLOCKS
+  const int prefetch = npb1 >= PW_PREFETCH_MIN_BLOCKS
       && (size_t) p->k2 * PW_NR * sizeof (float) <= pw_prefetch_max_chunk ();
 #pragma omp parallel num_threads(nt)
   {
@@ -681,7 +564,6 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
       const float *x = in + (size_t) img * p->cp * hw;
       float *z = out + (size_t) img * p->ocp * hw;
       pws_sums (p, x, scratch, kb * t / team, kb * (t + 1) / team);
-      _mm_sfence ();   /* the streaming stores, before the other threads read them */
 #pragma omp barrier
       for (int k = 0; k < 7; k++)
         for (long u = u0; u < u1; u++) {
@@ -733,10 +615,6 @@ pw_run_strassen (const gpunet_pw *p, const float *in, float *out, int n, int res
       /* the sums of the next image overwrite the scratch */
 #pragma omp barrier
     }
-    if (p->flush_sums && !p->sums_cached) {
-      const long lines = (long) (5 * ss / 16);
-      gpunet_blk_flush_lines (scratch, lines * t / team, lines * (t + 1) / team - lines * t / team);
-    }
   }
 }
 
@@ -756,13 +634,13 @@ gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n, int resid
   /* whole blocks of real input channels, then the rest of a padded last block */
   const int ncb = p->cin / 16, rem = p->cin % 16;
   /* chunk-major, with chunks small enough for this one and the next to share L2 */
-  const int prefetch = p->prefetch && !p->pixel_major && ncb > 0
+  const int prefetch = !p->pixel_major && ncb > 0
       && (size_t) p->cp * PW_NR * sizeof (float) <= pw_prefetch_max_chunk ();
 #pragma omp parallel num_threads(nt)
   {
     const int t = omp_get_thread_num (), team = omp_get_num_threads ();
     const long u0 = units * t / team, u1 = units * (t + 1) / team;
-    const float *wt = gpunet_pw_thread_weights (p, t);
+    const float *wt = p->w;
     for (long u = u0; u < u1; u++) {
       const long img = u / per_img, v = u % per_img;
       long pb;

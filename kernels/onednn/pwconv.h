@@ -39,19 +39,8 @@ gpunet_pw *gpunet_pw_new (const float *weight, const float *bias, int cin, int c
  * the pixel-major order, not Strassen. */
 int gpunet_pw_splits_pixels (const gpunet_pw *p);
 
-/* Switches a plan left in the chunk-major order only for its few input channels (weights
- * of at most 1 MB, 64 input channels or fewer: pwconv.c) to the pixel-major order, the
- * same arithmetic for every output.  Returns 1 when the plan now splits pixels.  Call
- * before the first run. */
-int gpunet_pw_pixel_major (gpunet_pw *p);
-
 /* 1 when the plan runs one level of Strassen. */
 int gpunet_pw_is_strassen (const gpunet_pw *p);
-
-/* For a Strassen plan's next runs: on 1, the sums of input quadrants go to the scratch
- * by cached stores and stay in the caches; on 0 (the default), by streaming stores,
- * evicted after the products (pwconv.c).  The same values either way.  Between runs. */
-void gpunet_pw_set_sums_cached (gpunet_pw *p, int on);
 
 /* Floats of scratch gpunet_pw_run needs (any batch, any thread count); 0 without Strassen. */
 size_t gpunet_pw_scratch_floats (const gpunet_pw *p);
@@ -62,21 +51,6 @@ size_t gpunet_pw_scratch_floats (const gpunet_pw *p);
  * aligned, gpunet_pw_scratch_floats of them (NULL when that is 0). */
 void gpunet_pw_run (const gpunet_pw *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);
-
-/* A second plan doing what p does with p's weights and bias (not copied: p must outlive
- * it and stay unchanged), to be given its own weight copies (gpunet_pw_copy_weights).
- * NULL when out of memory. */
-gpunet_pw *gpunet_pw_twin (const gpunet_pw *p);
-
-/* Gives threads 1 .. nt - 1 of a pixel-major plan (each thread reads all of the weights)
- * their own copy of the weights, so that no two cores read the same weight lines: where
- * the VM's cores are far apart a line the other core has read comes over more slowly than
- * from memory (docs/performance.md).  1 when done, 0 when not a pixel-major plan (nothing
- * changes), -1 when out of memory (nothing changes).  Call before the first run. */
-int gpunet_pw_copy_weights (gpunet_pw *p, int nt);
-
-/* The packed weights thread t reads in gpunet_pw_run (its copy, or the plan's). */
-const float *gpunet_pw_thread_weights (const gpunet_pw *p, int t);
 
 void gpunet_pw_free (gpunet_pw *p);
 

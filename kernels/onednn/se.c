@@ -4,7 +4,7 @@
  *   wr[c][rp]          reduce weights transposed: mid[r .. r + VW) += mean[c] wr[c][r ..]
  *   we[cp / VW][rd][VW] expand weights per channel block: gate[blk] += mid[r] we[blk][r]
  * zero in every padding lane, so padded channels get a gate of sigmoid(0) times x = 0.
- * Against the reference op (kernels/cpu: per-output dot products, expf) results differ by
+ * Against the reference op (kernels/ref: per-output dot products, expf) results differ by
  * rounding only. */
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +21,6 @@ struct gpunet_se {
   float *wr, *br;      /* [c][rp], [rp] */
   float *we, *be;      /* [cp / vw][rd][vw], [cp] */
   float *means, *mid;  /* [max_batch][cp], [max_batch][rp] */
-  int row_nt;          /* gpunet_se_split_rows: up to this many threads split by rows */
-  float *partial;      /* [row_nt][cp] partial sums, by rows */
-  float *gates;        /* [cp], by rows */
 };
 
 void
@@ -37,8 +34,6 @@ gpunet_se_free (gpunet_se *q)
   free (q->be);
   free (q->means);
   free (q->mid);
-  free (q->partial);
-  free (q->gates);
   free (q);
 }
 
@@ -75,23 +70,6 @@ gpunet_se_new (const gpunet_se_params *p, int cp, int blk, int max_batch)
     q->be[ch] = p->b_expand[ch];
   }
   return q;
-}
-
-int
-gpunet_se_split_rows (gpunet_se *q, int nt)
-{
-  if (nt < 2 || q->row_nt)
-    return q->row_nt ? 0 : -1;
-  q->partial = gpunet_blk_alloc ((size_t) nt * q->cp);
-  q->gates = gpunet_blk_alloc ((size_t) q->cp);
-  if (!q->partial || !q->gates) {
-    free (q->partial);
-    free (q->gates);
-    q->partial = q->gates = NULL;
-    return -1;
-  }
-  q->row_nt = nt;
-  return 0;
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))

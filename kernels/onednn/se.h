@@ -20,15 +20,6 @@ typedef struct gpunet_se gpunet_se;
  * images.  NULL when out of memory or the arguments are invalid. */
 gpunet_se *gpunet_se_new (const gpunet_se_params *p, int cp, int blk, int max_batch);
 
-/* Splits the work by pixels instead of channel blocks, for up to nt threads: each thread
- * sums its own range of pixels of every channel, the means add the threads' partial sums
- * in thread order (so results differ from the channel split by rounding only, and depend
- * on the thread count), and each thread scales its own pixels.  Where the op before and
- * the op after split by rows (a depthwise op between pixel-major 1x1 ops), the activation's
- * lines then stay on the core that holds them.  0 when done, -1 when out of memory or
- * nt < 2 (the channel split stays).  Call before the first run. */
-int gpunet_se_split_rows (gpunet_se *q, int nt);
-
 /* n images (n <= max_batch) of x, scaled in place; padded channels stay 0. */
 void gpunet_se_run (const gpunet_se *q, float *x, int n, int nt);
 

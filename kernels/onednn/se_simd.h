@@ -96,15 +96,6 @@ FN (se_expand_scale) (const gpunet_se *q, float *x, const float *mid, int k0, in
   }
 }
 
-/* By rows (gpunet_se_split_rows): the sums over pixels p0 .. p1 - 1 of every channel block
- * into part */
-static void
-FN (se_partial) (const gpunet_se *q, const float *x, float *part, long p0, long p1)
-{
-  for (int k = 0; k < q->cp / VW; k++)
-    V_STORE (part + (size_t) k * VW, FN (se_block_sum) (x + (size_t) k * q->hw * VW, p0, p1));
-}
-
 static void
 FN (se_run) (const gpunet_se *q, float *x, int n, int nt)
 {
@@ -115,39 +106,9 @@ FN (se_run) (const gpunet_se *q, float *x, int n, int nt)
     const int me = omp_get_thread_num (), team = omp_get_num_threads ();
     const int k0 = nblk * me / team, k1 = nblk * (me + 1) / team;
     const int v0 = nrv * me / team, v1 = nrv * (me + 1) / team;
-    const int rows = q->row_nt >= team && team > 1;   /* the same for every thread */
-    const long p0 = (long) q->hw * me / team, p1 = (long) q->hw * (me + 1) / team;
-    const VEC inv = V_SET1 (1.0f / (float) q->hw);
     for (int b = 0; b < n; b++) {
       float *xb = x + (size_t) b * q->cp * q->hw;
       float *means = q->means + (size_t) b * q->cp, *mid = q->mid + (size_t) b * q->rp;
-      if (rows) {
-        /* each thread its own pixels of every channel, the rows its core wrote and the
-         * op after reads: partial sums, the means in thread order, the gates, the scale */
-        FN (se_partial) (q, xb, q->partial + (size_t) me * q->cp, p0, p1);
-#pragma omp barrier
-        for (int k = k0; k < k1; k++) {
-          VEC sum = V_LOAD (q->partial + (size_t) k * VW);
-          for (int t = 1; t < team; t++)
-            sum = V_ADD (sum, V_LOAD (q->partial + (size_t) t * q->cp + (size_t) k * VW));
-          V_STORE (means + (size_t) k * VW, V_MUL (sum, inv));
-        }
-#pragma omp barrier
-        FN (se_reduce) (q, means, mid, v0, v1);
-#pragma omp barrier
-        for (int k = k0; k < k1; k++)
-          V_STORE (q->gates + (size_t) k * VW, FN (se_gate) (q, mid, k));
-#pragma omp barrier
-        for (int k = 0; k < nblk; k++) {
-          const VEC g = V_LOAD (q->gates + (size_t) k * VW);
-          float *xk = xb + (size_t) k * q->hw * VW;
-          for (long s = p0; s < p1; s++)
-            V_STORE (xk + s * VW, V_MUL (V_LOAD (xk + s * VW), g));
-        }
-        /* the next image's partial sums and gates overwrite these */
-#pragma omp barrier
-        continue;
-      }
       FN (se_means) (q, xb, means, k0, k1);
 #pragma omp barrier
       FN (se_reduce) (q, means, mid, v0, v1);

@@ -17,7 +17,6 @@
 #define V_LOAD _mm512_load_ps
 #define V_LOADU _mm512_loadu_ps
 #define V_STORE _mm512_store_ps
-#define V_STREAM _mm512_stream_ps
 #define V_ADD _mm512_add_ps
 #define V_SUB _mm512_sub_ps
 #define V_MUL _mm512_mul_ps
@@ -40,7 +39,6 @@
 #define V_LOAD _mm256_load_ps
 #define V_LOADU _mm256_loadu_ps
 #define V_STORE _mm256_store_ps
-#define V_STREAM _mm256_stream_ps
 #define V_ADD _mm256_add_ps
 #define V_SUB _mm256_sub_ps
 #define V_MUL _mm256_mul_ps

@@ -6,7 +6,6 @@
 #undef V_LOAD
 #undef V_LOADU
 #undef V_STORE
-#undef V_STREAM
 #undef V_ADD
 #undef V_SUB
 #undef V_MUL

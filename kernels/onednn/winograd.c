@@ -1,18 +1,15 @@
-/* winograd.c: Winograd F(4x4, 3x3) and F(6x6, 3x3) on nChw16c activations with AVX-512
- * or nChw8c ones with AVX2 (see winograd.h).
+/* winograd.c: Winograd F(4x4, 3x3) on nChw16c activations with AVX-512 or nChw8c ones
+ * with AVX2 (see winograd.h).
  *
  * Transforms (Lavin and Gray, interpolation points 0, 1, -1, 2, -2, infinity):
  *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
  * Work per 4x4 output tile and input/output channel pair: 36 multiply-adds instead of 144.
- * F(6x6, 3x3) (points 0, 1, -1, 2, -2, 1/2, -1/2, infinity; 8x8 input patches) needs 64 per
- * 6x6 tile, 1.78 per output instead of 2.25, and fewer transform loads and stores per
- * output; its transformed weights are 1.8x larger.  It is the default for every 3x3
- * stride-1 and 5x5 stride-2 kernel (see gpunet_wino_new for the measurements).
+ * (F(6x6, 3x3), 1.78 per output instead of 2.25, measured level in whole passes and
+ * rounded twice as much: removed, docs/performance.md.)
  * A 5x5 stride-2 convolution is run as a 3x3 stride-1 one over the four phase images of
- * its input (Winograd on the polyphase decomposition), with F(6x6, 3x3): 225 multiply-adds
- * per 6x6 tile instead of 36 x 25, 4x fewer (the odd phases' kernels have 2 taps down or
- * across, not 3, so their transformed kernels are zero in the last row or column of the
- * 8x8 and those products are skipped: 225 of 4 x 64).  A 3x3 stride-2 one likewise becomes
+ * its input (Winograd on the polyphase decomposition): the odd phases' kernels have 2 taps
+ * down or across, not 3, so their transformed kernels are zero in the last row or column
+ * of the 6x6 and those products are skipped.  A 3x3 stride-2 one likewise becomes
  * a 2x2 kernel over the phases, run as F(4x4, 2x2) (5x5 input tiles, points 0, 1, -1, 2):
  * 81 of 4 x 25 products per 4x4 tile instead of 16 x 9, 1.78x fewer.
  * The weight transform is done once in double precision; the input and output transforms
@@ -51,7 +48,7 @@ wino_l2_budget (void)
 
 struct gpunet_wino {
   int cin, cout, icp, ocp, h, w, act;
-  int m;             /* output tile m x m: 4, or 6 for F(6x6, 3x3) */
+  int m;             /* output tile m x m: 4 */
   int th, tw;        /* tiles per image, down and across */
   int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
   int vw, ocb;       /* channel block (floats per vector: 16 AVX-512, 8 AVX2) and output
@@ -85,13 +82,7 @@ struct gpunet_wino {
   int uoff[64];
   int urows;
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
-  int borrowed;      /* a twin (gpunet_wino_twin): u and bias belong to another plan */
-  int ucopies;       /* gpunet_wino_copy_weights: threads 1 .. ucopies - 1 read their own */
-  float *ux;         /* copy of u, thread t's at ux + (t - 1) usize; else NULL */
   size_t usize;      /* floats of u */
-  int stream;        /* outputs written with streaming stores (gpunet_wino_set_stream) */
-  int prefetch;      /* the next slice of U prefetched during each GEMM pass (wino_gemm_rows;
-                      * GPUNET_CPU_WINO_PREFETCH=0: not) */
 };
 
 /* Rows of U of transform element e (its reduction channels) */
@@ -138,12 +129,6 @@ gpunet_wino_thread_floats (const gpunet_wino *p)
   return per_thread_floats (p);
 }
 
-int
-gpunet_wino_tile (const gpunet_wino *p)
-{
-  return p->m;
-}
-
 void
 gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
 {
@@ -151,61 +136,13 @@ gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats)
     p->thread_stride = floats;
 }
 
-gpunet_wino *
-gpunet_wino_twin (const gpunet_wino *p)
-{
-  gpunet_wino *q = malloc (sizeof *q);
-  if (!q)
-    return NULL;
-  *q = *p;
-  q->borrowed = 1;
-  q->ucopies = 0;
-  q->ux = NULL;
-  return q;
-}
-
-int
-gpunet_wino_copy_weights (gpunet_wino *p, int nt)
-{
-  if (nt < 2 || p->ux)
-    return 0;
-  if (!(p->ux = gpunet_blk_copies (p->u, p->usize, nt - 1)))
-    return -1;
-  p->ucopies = nt;
-  return 1;
-}
-
-void
-gpunet_wino_set_stream (gpunet_wino *p, int on)
-{
-  p->stream = on != 0;
-}
-
-const float *
-gpunet_wino_thread_weights (const gpunet_wino *p, int t)
-{
-  return t >= 1 && t < p->ucopies ? p->ux + (size_t) (t - 1) * p->usize : p->u;
-}
-
-int
-gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b)
-{
-  const int ok_a = a->stride == 1 && a->alpha == a->m + 2 && a->pad == 1;
-  const int ok_b = b->stride == 1 && b->alpha == b->m + 2 && b->pad == 1;
-  return ok_a && ok_b && a->m == b->m && a->vw == b->vw && a->h == b->h && a->w == b->w
-      && b->ih == a->h && b->iw == a->w && b->cp == a->ocp;
-}
-
 void
 gpunet_wino_free (gpunet_wino *p)
 {
   if (!p)
     return;
-  if (!p->borrowed) {
-    free (p->u);
-    free (p->bias);
-  }
-  free (p->ux);
+  free (p->u);
+  free (p->bias);
   free (p);
 }
 
@@ -222,14 +159,6 @@ static const double wino_g[6][3] = {
   { 1.0 / 24, 1.0 / 12, 1.0 / 6 }, { 1.0 / 24, -1.0 / 12, 1.0 / 6 }, { 0, 0, 1 },
 };
 
-/* G of F(6x6, 3x3), points 0, 1, -1, 2, -2, 1/2, -1/2 (and infinity); row 0 negated
- * together with row 0 of B^T (wino_bt8) */
-static const double wino_g8[8][3] = {
-  { 1, 0, 0 }, { -2.0 / 9, -2.0 / 9, -2.0 / 9 }, { -2.0 / 9, 2.0 / 9, -2.0 / 9 },
-  { 1.0 / 90, 1.0 / 45, 2.0 / 45 }, { 1.0 / 90, -1.0 / 45, 2.0 / 45 },
-  { 32.0 / 45, 16.0 / 45, 8.0 / 45 }, { 32.0 / 45, -16.0 / 45, 8.0 / 45 }, { 0, 0, 1 },
-};
-
 int
 gpunet_wino_available (int blk)
 {
@@ -243,9 +172,9 @@ gpunet_wino_available (int blk)
 
 gpunet_wino *
 gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
-    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile, int blk)
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk)
 {
-  if ((blk != 16 && blk != 8) || (tile != 0 && tile != 4 && tile != 6) || cin < 1 || cout < 1
+  if ((blk != 16 && blk != 8) || cin < 1 || cout < 1
       || cp < cin || ocp < cout || cp % blk || ocp % blk || ih < 1 || iw < 1
       || oh < 1 || ow < 1 || pad < 0
       || !((k == 3 && stride == 1) || (k == 5 && stride == 2) || (k == 3 && stride == 2)))
@@ -257,20 +186,13 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     return NULL;
   const int icp = stride == 1 ? cp : 4 * cp;
   const int r = k == 3 && stride == 2 ? 2 : 3;   /* the virtual kernel is r x r */
-  /* F(4x4, 3x3) by default: F(6x6, 3x3) needs 64 / 36 = 1.78 multiplies per output
-   * instead of 2.25, but its points +-1/2 round about twice as much (with measured
-   * BatchNorm statistics and a float64 reference, tests/test_exact.c: GPUNet-2 3.8e-5 of
-   * the largest logit against 1.5e-5, GPUNet-D2 8.9e-5 against 5.3e-5, both with the
-   * first stage ours), and docs/performance.md measured the whole pass level (1.006).
-   * F(4x4, 2x2) stays for the 3x3 stride-2 kernels. */
-  const int m = r == 2 ? 4 : tile ? tile : 4;
+  /* F(4x4, 3x3), and F(4x4, 2x2) for the 3x3 stride-2 kernels */
+  const int m = 4;
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
     .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
     .pad = pad, .ih = ih, .iw = iw, .cp = cp };
-  const char *pe = getenv ("GPUNET_CPU_WINO_PREFETCH");
-  p->prefetch = !(pe && !strcmp (pe, "0"));
   const int phases = stride == 1 ? 1 : 4;
   for (int e = 0; e < p->ne; e++) {
     int nr = 0;
@@ -310,7 +232,7 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     for (int ph = 0; ph < phases; ph++)
       for (int i = 0; i < cin; i++) {
         const float *kw = weight + ((size_t) o * cin + i) * k * k;
-        const double *G = r == 2 ? &wino_g2[0][0] : alpha == 8 ? &wino_g8[0][0] : &wino_g[0][0];
+        const double *G = r == 2 ? &wino_g2[0][0] : &wino_g[0][0];
         double gv[3][3], gk[8][3], u[8][8];
         for (int a = 0; a < r; a++)
           for (int b = 0; b < r; b++) {
@@ -368,25 +290,7 @@ gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int r
     wino_run_avx2 (p, in, out, n, residual_in_dst, scratch, nt);
 }
 
-void
-gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
-{
-  if (ps[0]->vw == 16)
-    wino_run_chain_avx512 (ps, L, ins, outs, n, scratch, nt, by_rows);
-  else
-    wino_run_chain_avx2 (ps, L, ins, outs, n, scratch, nt, by_rows);
-}
-
 #else /* not x86 with GCC-style intrinsics: never used */
-
-void
-gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
-{
-  (void) ps, (void) L, (void) ins, (void) outs, (void) n, (void) scratch, (void) nt;
-  (void) by_rows;
-}
 
 int
 gpunet_wino_available (int blk)
@@ -397,9 +301,9 @@ gpunet_wino_available (int blk)
 
 gpunet_wino *
 gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
-    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile, int blk)
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk)
 {
-  (void) blk, (void) tile, (void) weight, (void) bias, (void) cin, (void) cout, (void) k, (void) stride, (void) pad;
+  (void) blk, (void) weight, (void) bias, (void) cin, (void) cout, (void) k, (void) stride, (void) pad;
   (void) cp, (void) ocp, (void) ih, (void) iw, (void) oh, (void) ow, (void) act;
   return NULL;
 }

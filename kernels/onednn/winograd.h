@@ -1,8 +1,8 @@
-/* winograd.h: our own Winograd F(4x4, 3x3) and F(6x6, 3x3) convolutions for the fast CPU
+/* winograd.h: our own Winograd F(4x4, 3x3) convolutions for the fast CPU
  * path, on the nChw16c (AVX-512) or nChw8c (AVX2) activations of backend_onednn.c.  It
  * takes the dense 3x3 stride-1 convolutions that oneDNN 2.6 runs as direct convolutions
  * (its Winograd kernel turns down most GPUNet shapes): 36 multiplies per 4x4 output tile
- * instead of 144 (64 per 6x6 tile instead of 324 with F(6x6, 3x3)); and the 5x5 and 3x3
+ * instead of 144; and the 5x5 and 3x3
  * stride-2 ones, through their polyphase decomposition.
  *
  * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
@@ -26,27 +26,20 @@ int gpunet_wino_available (int blk);
  * blk 16 (nChw16c) or 8 (nChw8c; see gpunet_wino_available).
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
- * tile: the output tile of the 3x3 (and 5x5 stride-2) kernels, 4 for F(4x4, 3x3), 6 for
- * F(6x6, 3x3), 0 to choose (4: F(6x6, 3x3) rounds about twice as much); 3x3 stride-2
- * kernels always run F(4x4, 2x2).
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
-    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int tile,
-    int blk);
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch): nt regions of the
  * per-thread size, or of the stride set by gpunet_wino_set_thread_stride if larger. */
 size_t gpunet_wino_scratch_floats (const gpunet_wino *p, int nt);
 
-/* The output tile p runs: 4 (F(4x4, 3x3), or F(4x4, 2x2) for 3x3 stride 2) or 6. */
-int gpunet_wino_tile (const gpunet_wino *p);
-
 /* Floats of scratch one thread uses (a multiple of 16). */
 size_t gpunet_wino_thread_floats (const gpunet_wino *p);
 
 /* Thread t's scratch starts at t x floats (a multiple of 16, at least
- * gpunet_wino_thread_floats), as gpunet_dw_set_thread_stride.  In a chain, the largest
- * stride of its layers.  Call before the first run. */
+ * gpunet_wino_thread_floats), as gpunet_dw_set_thread_stride.  Call before the first
+ * run. */
 void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
 
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
@@ -54,42 +47,6 @@ void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
  * are written as zeros.  in and out must not overlap.  scratch: 64-byte aligned. */
 void gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n,
     int residual_in_dst, float *scratch, int nt);
-
-/* 1 when b can follow a in gpunet_wino_run_chain: both 3x3, stride 1, pad 1, the same
- * output tile, b's input is a's output (same size and padded channels). */
-int gpunet_wino_chains (const gpunet_wino *a, const gpunet_wino *b);
-
-/* Runs L convolutions one after the other, each reading the previous one's output
- * (ins[l + 1] == outs[l], no residuals, every ps[l] chaining to ps[l + 1]), interleaved
- * by rows of tiles so that each layer reads rows the previous one has just written, while
- * they are still in the caches; the results are those of L gpunet_wino_run calls.  A
- * buffer may serve two layers of the chain (outs[l + 2] == ins[l + 1], say): the rows a
- * layer overwrites are behind every row an earlier layer still reads.  by_rows (with two
- * threads): each thread takes one band of tile rows (top and bottom halves), as the ops
- * around the chain do, instead of one band of columns (winograd_simd.h).  scratch: as for
- * the largest gpunet_wino_scratch_floats of the chain. */
-void gpunet_wino_run_chain (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows);
-
-/* A second plan doing what p does with p's transformed weights and bias (not copied: p
- * must outlive it), its thread stride included, to be given its own weight copies
- * (gpunet_wino_copy_weights).  NULL when out of memory. */
-gpunet_wino *gpunet_wino_twin (const gpunet_wino *p);
-
-/* Gives threads 1 .. nt - 1 their own copy of the transformed weights (every thread reads
- * all of them), as gpunet_pw_copy_weights.  1 when done, 0 when nt < 2 or done before, -1
- * when out of memory (nothing changes).  Call before the first run. */
-int gpunet_wino_copy_weights (gpunet_wino *p, int nt);
-
-/* Whether the runs write the outputs (those without a residual) with streaming stores,
- * which do not read the lines they overwrite (and leave them in no cache): the same values.
- * Where the lines would come from memory anyway, faster; where the next op would find
- * them in a cache, slower (backend_onednn.c tries both as it runs).  Off at first; call
- * between runs. */
-void gpunet_wino_set_stream (gpunet_wino *p, int on);
-
-/* The transformed weights thread t reads in the runs (its copy, or the plan's). */
-const float *gpunet_wino_thread_weights (const gpunet_wino *p, int t);
 
 void gpunet_wino_free (gpunet_wino *p);
 

@@ -33,51 +33,6 @@ FN (wino_at) (const VEC *m, VEC *o)
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), d, b), m[5]);
 }
 
-/* out[0..7] = B^T in[0..7] of F(6x6, 3x3) (row 0 negated, see wino_g8): rows 2j - 1 and
- * 2j (points +a, -a) share their even part E and odd part O as E + O and E - O. */
-static inline __attribute__((always_inline)) void
-FN (wino_bt8) (const VEC *d, VEC *o)
-{
-  const VEC c525 = V_SET1 (5.25f), c425 = V_SET1 (4.25f);
-  const VEC c4 = V_SET1 (4.0f), c5 = V_SET1 (5.0f), c2 = V_SET1 (2.0f);
-  const VEC c25 = V_SET1 (2.5f), c125 = V_SET1 (1.25f);
-  const VEC c05 = V_SET1 (0.5f), c025 = V_SET1 (0.25f);
-  /* d0 - 5.25 d2 + 5.25 d4 - d6 and d7 - d1 + 5.25 (d3 - d5) */
-  o[0] = V_FMA (c525, V_SUB (d[4], d[2]), V_SUB (d[0], d[6]));
-  o[7] = V_FMA (c525, V_SUB (d[3], d[5]), V_SUB (d[7], d[1]));
-  /* +-1: (d2 - 4.25 d4 + d6) +- (d1 - 4.25 d3 + d5) */
-  VEC e = V_FNMA (c425, d[4], V_ADD (d[2], d[6]));
-  VEC q = V_FNMA (c425, d[3], V_ADD (d[1], d[5]));
-  o[1] = V_ADD (e, q);
-  o[2] = V_SUB (e, q);
-  /* +-2: (0.25 d2 - 1.25 d4 + d6) +- (0.5 d1 - 2.5 d3 + 2 d5) */
-  e = V_FNMA (c125, d[4], V_FMA (c025, d[2], d[6]));
-  q = V_FNMA (c25, d[3], V_FMA (c05, d[1], V_MUL (c2, d[5])));
-  o[3] = V_ADD (e, q);
-  o[4] = V_SUB (e, q);
-  /* +-1/2: (4 d2 - 5 d4 + d6) +- (2 d1 - 2.5 d3 + 0.5 d5) */
-  e = V_FNMA (c5, d[4], V_FMA (c4, d[2], d[6]));
-  q = V_FNMA (c25, d[3], V_FMA (c2, d[1], V_MUL (c05, d[5])));
-  o[5] = V_ADD (e, q);
-  o[6] = V_SUB (e, q);
-}
-
-/* out[0..5] = A^T in[0..7] of F(6x6, 3x3) */
-static inline __attribute__((always_inline)) void
-FN (wino_at8) (const VEC *m, VEC *o)
-{
-  const VEC s1 = V_ADD (m[1], m[2]), d1 = V_SUB (m[1], m[2]);
-  const VEC s2 = V_ADD (m[3], m[4]), d2 = V_SUB (m[3], m[4]);
-  const VEC s3 = V_ADD (m[5], m[6]), d3 = V_SUB (m[5], m[6]);
-  o[0] = V_ADD (V_ADD (m[0], s1), V_ADD (s2, s3));
-  o[1] = V_FMA (V_SET1 (2.0f), d2, V_FMA (V_SET1 (0.5f), d3, d1));
-  o[2] = V_FMA (V_SET1 (4.0f), s2, V_FMA (V_SET1 (0.25f), s3, s1));
-  o[3] = V_FMA (V_SET1 (8.0f), d2, V_FMA (V_SET1 (0.125f), d3, d1));
-  o[4] = V_FMA (V_SET1 (16.0f), s2, V_FMA (V_SET1 (0.0625f), s3, s1));
-  o[5] = V_ADD (V_FMA (V_SET1 (32.0f), d2,
-      V_FMA (V_SET1 (0.03125f), d3, d1)), m[7]);
-}
-
 /* out[0..4] = B^T in[0..4] of F(4x4, 2x2) */
 static inline __attribute__((always_inline)) void
 FN (wino_bt5) (const VEC *d, VEC *o)
@@ -221,9 +176,7 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
         VEC col[8], o[8];
         for (int i = 0; i < A; i++)
           col[i] = d[i][k];
-        if (A == 8)
-          FN (wino_bt8) (col, o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_bt) (col, o);
         else
           FN (wino_bt5) (col, o);
@@ -233,9 +186,7 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
       float *dst = V + (size_t) j * icp + (size_t) CB * VW;
       for (int i = 0; i < A; i++) {
         VEC o[8];
-        if (A == 8)
-          FN (wino_bt8) (t6[i], o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_bt) (t6[i], o);
         else
           FN (wino_bt5) (t6[i], o);
@@ -253,12 +204,6 @@ FN (wino_input6) (const gpunet_wino *p, const float *in, int t0, int cnt, int ro
 }
 
 static void
-FN (wino_input8) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
-{
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 8);
-}
-
-static void
 FN (wino_input5) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
 {
   FN (wino_input_t) (p, in, t0, cnt, rows, V, 5);
@@ -270,13 +215,12 @@ static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual, const int A)
 {
-  const int stream = p->stream && !residual;
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * VW;
   const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
-    const int mt = A == 8 ? 6 : 4;   /* output tile mt x mt */
+    const int mt = 4;   /* output tile mt x mt */
     const int oy = r / p->tw * mt, ox = r % p->tw * mt;
     const int ny = H - oy < mt ? H - oy : mt, nx = W - ox < mt ? W - ox : mt;
     for (int v = 0; v < nv; v++) {
@@ -287,9 +231,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
         VEC col[8], o[6];
         for (int i = 0; i < A; i++)
           col[i] = V_LOAD (src + (size_t) (i * A + k) * e_stride);
-        if (A == 8)
-          FN (wino_at8) (col, o);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_at) (col, o);
         else
           FN (wino_at5) (col, o);
@@ -300,9 +242,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
       float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
       for (int i = 0; i < ny; i++) {
         VEC y[6];
-        if (A == 8)
-          FN (wino_at8) (s4[i], y);
-        else if (A == 6)
+        if (A == 6)
           FN (wino_at) (s4[i], y);
         else
           FN (wino_at5) (s4[i], y);
@@ -311,16 +251,11 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           VEC val = FN (simd_act) (V_ADD (y[k], bias), act);
           if (residual)
             val = V_ADD (val, V_LOAD (q));
-          if (stream)
-            V_STREAM (q, val);
-          else
-            V_STORE (q, val);
+          V_STORE (q, val);
         }
       }
     }
   }
-  if (stream)
-    _mm_sfence ();   /* the streaming stores, before the barrier that publishes them */
 }
 
 static void
@@ -328,13 +263,6 @@ FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int c
     float *out, int residual)
 {
   FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6);
-}
-
-static void
-FN (wino_output8) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
-{
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 8);
 }
 
 static void
@@ -395,9 +323,7 @@ FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const floa
 static void
 FN (wino_input) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
 {
-  if (p->alpha == 8)
-    FN (wino_input8) (p, in, t0, cnt, rows, V);
-  else if (p->alpha == 6)
+  if (p->alpha == 6)
     FN (wino_input6) (p, in, t0, cnt, rows, V);
   else
     FN (wino_input5) (p, in, t0, cnt, rows, V);
@@ -407,9 +333,7 @@ static void
 FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0,
     int nv, float *out, int residual)
 {
-  if (p->alpha == 8)
-    FN (wino_output8) (p, M, rows, t0, cnt, oc0, nv, out, residual);
-  else if (p->alpha == 6)
+  if (p->alpha == 6)
     FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
   else
     FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
@@ -425,7 +349,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
   const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
   FN (wino_input) (p, in, t0, cnt, rows, V);
-  const float *ut = gpunet_wino_thread_weights (p, omp_get_thread_num ());
+  const float *ut = p->u;
   for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
     const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
@@ -433,7 +357,7 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
     for (int e = 0; e < p->ne; e++) {
       /* the slice of U after this one: the next element's, else the next block's first */
       const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + V_OCB;
-      const float *next = p->prefetch && on < p->ocp
+      const float *next = on < p->ocp
           ? ut + ((size_t) (on / V_OCB) * p->urows + p->uoff[en]) * V_OCB : NULL;
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
           ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB, wino_urows (p, e),
@@ -472,61 +396,5 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
       if (cnt > 0)
         FN (wino_block) (p, in, out, t0, cnt, residual_in_dst, V);
     }
-  }
-}
-
-/* A chain of L convolutions (see gpunet_wino_run_chain).  Columns: each thread on its own
- * columns of tiles; at step s, layer l computes tile row s - 2 l, whose input rows layer
- * l - 1 finished at step s - 1 or before (a 3x3 kernel with pad 1 reads one row beyond its
- * tile row); one barrier per step.  The rows a step writes are so close behind the ones its
- * layers read that they are still in the core's L2 or the L3 when read.
- * Rows (two threads): thread 0 takes the top th / 2 tile rows and goes down, thread 1 the
- * rest and goes up, so that at step s layer l computes row s - 2 l of thread 0's band, or
- * row th - 1 - (s - 2 l) of thread 1's.  The rows at the boundary are the last ones both
- * reach: thread 0's layer l - 1 finishes its last row at step th / 2 + 2 l - 3 and thread
- * 1's at step th - th / 2 + 2 l - 3, both before either's layer l needs them (step
- * th / 2 + 2 l - 1 and th - th / 2 + 2 l - 1); a layer overwriting the buffer the layer
- * before last wrote writes row r at least one step after every read of it, as in the
- * column order.  Each thread then reads and writes the rows the ops before and after the
- * chain (split by rows too) keep on its core. */
-static void
-FN (wino_run_chain) (const gpunet_wino *const *ps, int L, const float *const *ins,
-    float *const *outs, int n, float *scratch, int nt, int by_rows)
-{
-  if (nt < 1)
-    nt = 1;
-  const int th = ps[0]->th, tw = ps[0]->tw;
-  by_rows = by_rows && nt == 2 && th >= 2;
-  if (!by_rows && nt > tw)
-    nt = tw;
-  size_t per = 0;
-  for (int l = 0; l < L; l++)
-    if (thread_stride (ps[l]) > per)
-      per = thread_stride (ps[l]);
-#pragma omp parallel num_threads(nt)
-  {
-    const int me = omp_get_thread_num (), team = omp_get_num_threads ();
-    const int rows = by_rows && team == 2;
-    float *V = scratch + per * (size_t) me;
-    const int c0 = rows ? 0 : tw * me / team, c1 = rows ? tw : tw * (me + 1) / team;
-    /* rows: this thread's band of tile rows, r0 .. r1 - 1 */
-    const int r0 = rows && me ? th / 2 : 0, r1 = rows && !me ? th / 2 : th;
-    const int steps = (rows ? (r1 - r0 > th - (r1 - r0) ? r1 - r0 : th - (r1 - r0)) : th)
-        + 2 * (L - 1);
-    for (int b = 0; b < n; b++)
-      for (int s = 0; s < steps; s++) {
-        for (int l = 0; l < L; l++) {
-          const int k = s - 2 * l;
-          const int r = rows && me ? th - 1 - k : r0 + k;
-          if (k < 0 || r < r0 || r >= r1)
-            continue;
-          const gpunet_wino *p = ps[l];
-          for (int c = c0; c < c1; c += p->rows_max) {
-            const int cnt = c1 - c < p->rows_max ? c1 - c : p->rows_max;
-            FN (wino_block) (p, ins[l], outs[l], (b * th + r) * tw + c, cnt, 0, V);
-          }
-        }
-#pragma omp barrier
-      }
   }
 }

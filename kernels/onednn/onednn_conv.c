@@ -1,0 +1,342 @@
+/* onednn_conv.c: the oneDNN half of the fast CPU backend: the convolutions left to oneDNN
+ * 2.x (impl GPUNET_ONEDNN_CONV), planned per batch size as primitives with bias, eltwise
+ * and sum post-ops over the blocked activations, their weights reordered once per layout,
+ * one scratchpad shared by all; and running one of them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "kernel_error.h"
+#include "activation.h"
+#include "blocked_ops.h"
+#include "onednn_state.h"
+
+#if DNNL_VERSION_MAJOR != 2
+#error "onednn_conv.c uses the oneDNN 2.x op-descriptor API (convolution_forward_desc_init); \
+port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create before building against 3.x"
+#endif
+
+static gpunet_status
+dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
+{
+  if (op >= 0)
+    return gpunet_fail (err, GPUNET_ERR_BACKEND,
+        "oneDNN %s failed (%s) planning op %d (block %d) of the fast CPU backend", call,
+        dnnl_status2str (s), op, g->ops[op].block);
+  return gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN %s failed (%s) in the fast CPU backend",
+      call, dnnl_status2str (s));
+}
+
+/* Evaluates a dnnl call; on failure turns it into a gpunet_status naming the call. */
+#define TRY(call) do { \
+    dnnl_status_t s_ = (call); \
+    if (s_ != dnnl_success) { st = dnnl_failed (err, s_, #call, s->g, op_index); goto out; } \
+  } while (0)
+
+static dnnl_format_tag_t
+layout_tag (int blk)
+{
+  return blk == 16 ? dnnl_nChw16c : blk == 8 ? dnnl_nChw8c : dnnl_nchw;
+}
+
+static void
+plan_free (fast_plan *p, int n_ops)
+{
+  if (!p)
+    return;
+  for (int i = 0; p->steps && i < n_ops; i++) {
+    fast_step *st = &p->steps[i];
+    if (st->prim)
+      dnnl_primitive_destroy (st->prim);
+    /* st->wei belongs to the op's weights variants */
+    dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
+    for (int j = 0; j < 4; j++)
+      if (m[j])
+        dnnl_memory_destroy (m[j]);
+  }
+  free (p->steps);
+  free (p);
+}
+
+/* Plans one convolution (dense, grouped or depthwise) of op `op_index` for batch n. */
+static gpunet_status
+plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
+{
+  const gpunet_graph *g = s->g;
+  const gpunet_op *op = &g->ops[op_index];
+  gpunet_status st = GPUNET_OK;
+  int cin, cout, k, stride, pad, groups, ih, iw, oh, ow, act;
+  const float *weight, *bias;
+  if (op->kind == GPUNET_OP_CONV2D) {
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    cin = p->cin, cout = p->cout, k = p->kernel, stride = p->stride, pad = p->pad;
+    groups = p->groups, ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow;
+    act = s->ops[op_index].act;
+    weight = p->weight, bias = p->bias;
+  } else {
+    const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
+    cin = cout = groups = p->c, k = p->kernel, stride = p->stride, pad = p->pad;
+    ih = p->ih, iw = p->iw, oh = p->oh, ow = p->ow, act = p->act;
+    weight = p->weight, bias = p->bias;
+  }
+  const fast_tensor *ti = &s->t[op->in], *to = &s->t[op->out];
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+  dnnl_primitive_t reorder = NULL;
+  dnnl_memory_t user_w = NULL;
+  weights_variant *nv = NULL;
+
+  dnnl_memory_desc_t src_md, wany_md, wuser_md, bias_md, dst_md;
+  dnnl_dims_t dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
+  dnnl_dims_t strides = { stride, stride }, pad_l = { pad, pad };
+  dnnl_dims_t pad_r = { (oh - 1) * stride + k - ih - pad, (ow - 1) * stride + k - iw - pad };
+  dnnl_dims_t w_dims;
+  int w_ndims;
+  float *padded_w = NULL;
+
+  /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
+   * not a multiple of the block (it falls back to a slow reference one).  The blocked
+   * activation buffers are zero in their padding lanes (allocated zeroed; every writer
+   * keeps them zero), so such a convolution is planned again over the padded input
+   * channels with zero weights for the padding: the same result at jit speed. */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    const int cin_d = attempt ? ti->cp : cin;
+    dnnl_dims_t src_dims = { n, cin_d, ih, iw };
+    if (groups == 1) {
+      w_ndims = 4;
+      w_dims[0] = cout, w_dims[1] = cin_d, w_dims[2] = k, w_dims[3] = k;
+    } else {
+      w_ndims = 5;
+      w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
+      w_dims[3] = k, w_dims[4] = k;
+    }
+    TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
+            layout_tag (ti->blk)));
+    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, layout_tag (s->blk)));
+    TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
+    TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
+            groups == 1 ? dnnl_oihw : dnnl_goihw));
+    TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
+
+    dnnl_convolution_desc_t cd;
+    if (!attr) {
+      TRY (dnnl_primitive_attr_create (&attr));
+      TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
+      TRY (dnnl_post_ops_create (&po));
+      if (act == GPUNET_EPI_RELU)
+        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+      else if (act == GPUNET_EPI_SWISH)
+        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
+      if (op->residual >= 0)
+        TRY (dnnl_post_ops_append_sum (po, 1.0f));
+      TRY (dnnl_primitive_attr_set_post_ops (attr, po));
+    }
+    /* 3x3 stride-1 dense convolutions left to oneDNN try its Winograd kernels first;
+     * shapes it does not implement use direct convolution.  winograd=off: direct only. */
+    const int wino = k == 3 && stride == 1 && groups == 1
+        && s->opt.winograd != GPUNET_CPU_OFF;
+    dnnl_status_t ws = dnnl_unimplemented;
+    if (wino
+        && (ws = dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
+                dnnl_convolution_winograd, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
+                strides, pad_l, pad_r)) == dnnl_success)
+      ws = dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL);
+    if (ws != dnnl_success) {
+      pd = NULL;
+      TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
+              dnnl_convolution_direct, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
+              strides, pad_l, pad_r));
+      TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
+    }
+    const char *impl = NULL;
+    TRY (dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl));
+    const int slow = impl && strncmp (impl, "ref", 3) == 0;
+    if (attempt || !slow || groups != 1 || ti->blk == 1 || ti->cp == cin)
+      break;
+    padded_w = calloc ((size_t) cout * ti->cp * k * k, sizeof (float));
+    if (!padded_w) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+      goto out;
+    }
+    for (int o = 0; o < cout; o++)
+      memcpy (padded_w + (size_t) o * ti->cp * k * k, weight + (size_t) o * cin * k * k,
+          sizeof (float) * (size_t) cin * k * k);
+    weight = padded_w;
+    dnnl_primitive_desc_destroy (pd);
+    pd = NULL;
+  }
+  TRY (dnnl_primitive_create (&step->prim, pd));
+
+  /* weights: reuse a variant already reordered to this layout, else reorder once now */
+  const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md (pd, dnnl_query_weights_md, 0);
+  if (!w_md) {
+    st = gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN dnnl_primitive_desc_query_md gave no "
+        "weights layout for op %d (block %d) of the fast CPU backend", op_index, op->block);
+    goto out;
+  }
+  for (weights_variant *v = s->ops[op_index].weights; v && !step->wei; v = v->next) {
+    const dnnl_memory_desc_t *have;
+    TRY (dnnl_memory_get_memory_desc (v->mem, &have));
+    if (dnnl_memory_desc_equal (have, w_md))
+      step->wei = v->mem;
+  }
+  if (!step->wei) {
+    if (!(nv = calloc (1, sizeof *nv))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+      goto out;
+    }
+    const size_t w_bytes = dnnl_memory_desc_get_size (w_md);
+    if (!(nv->buf = gpunet_blk_alloc ((w_bytes + sizeof (float) - 1) / sizeof (float)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating %zu bytes of "
+          "weights for op %d (block %d) of the fast CPU backend", w_bytes, op_index, op->block);
+      goto out;
+    }
+    TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
+    TRY (dnnl_memory_create (&user_w, &wuser_md, s->eng, (void *) weight));
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, &wuser_md, s->eng, w_md, s->eng, NULL));
+    TRY (dnnl_primitive_create (&reorder, rpd));
+    dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
+    TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
+    TRY (dnnl_stream_wait (s->stream));
+    nv->next = s->ops[op_index].weights;
+    s->ops[op_index].weights = nv;
+    step->wei = nv->mem;
+    nv = NULL;
+  }
+  if (bias)
+    TRY (dnnl_memory_create (&step->bias, &bias_md, s->eng, (void *) bias));
+  TRY (dnnl_memory_create (&step->src, &src_md, s->eng,
+          op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
+  TRY (dnnl_memory_create (&step->dst, &dst_md, s->eng, s->bufs[to->buf]));
+  const dnnl_memory_desc_t *sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
+  if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
+    TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
+
+out:
+  free (padded_w);
+  if (nv) {
+    if (nv->mem)
+      dnnl_memory_destroy (nv->mem);
+    free (nv->buf);
+    free (nv);
+  }
+  if (user_w)
+    dnnl_memory_destroy (user_w);
+  if (reorder)
+    dnnl_primitive_destroy (reorder);
+  if (rpd)
+    dnnl_primitive_desc_destroy (rpd);
+  if (pd)
+    dnnl_primitive_desc_destroy (pd);
+  if (po)
+    dnnl_post_ops_destroy (po);
+  if (attr)
+    dnnl_primitive_attr_destroy (attr);
+  return st;
+}
+
+/* Plans every convolution for batch n, then (re)points all scratchpad memories at one
+ * buffer large enough for all plans so far. */
+gpunet_status
+gpunet_onednn_plan_batch (fast_state *s, int n, char **err)
+{
+  const gpunet_graph *g = s->g;
+  gpunet_status st = GPUNET_OK;
+  const int op_index = -1;
+  fast_plan *p = calloc (1, sizeof *p);
+  if (p)
+    p->steps = calloc ((size_t) g->n_ops, sizeof (fast_step));
+  if (!p || !p->steps) {
+    plan_free (p, g->n_ops);
+    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU backend");
+  }
+  p->n = n;
+  for (int i = 0; i < g->n_ops && st == GPUNET_OK; i++)
+    if (s->ops[i].impl == GPUNET_ONEDNN_CONV)
+      st = plan_conv (s, i, n, &p->steps[i], err);
+  if (st != GPUNET_OK) {
+    plan_free (p, g->n_ops);
+    return st;
+  }
+  s->plans[n] = p;
+
+  size_t need = 0;
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
+      if (s->plans[b]->steps[i].scratch) {
+        const dnnl_memory_desc_t *md;
+        TRY (dnnl_memory_get_memory_desc (s->plans[b]->steps[i].scratch, &md));
+        size_t sz = dnnl_memory_desc_get_size (md);
+        if (sz > need)
+          need = sz;
+      }
+  if (need > s->scratchpad_bytes) {
+    free (s->scratchpad);
+    s->scratchpad_bytes = 0;
+    if (!(s->scratchpad = gpunet_blk_alloc ((need + sizeof (float) - 1) / sizeof (float))))
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY,
+          "out of memory allocating a %zu-byte oneDNN scratchpad", need);
+    s->scratchpad_bytes = need;
+  }
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < g->n_ops; i++)
+      if (s->plans[b]->steps[i].scratch)
+        TRY (dnnl_memory_set_data_handle (s->plans[b]->steps[i].scratch, s->scratchpad));
+out:
+  return st;
+}
+
+gpunet_status
+gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *input,
+    char **err)
+{
+  const fast_step *step = &p->steps[i];
+  gpunet_status st = GPUNET_OK;
+  const int op_index = i;
+  if (s->g->ops[i].in == s->g->input)
+    TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
+  dnnl_exec_arg_t args[5] = {
+    { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
+    { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
+  int nargs = 3;
+  if (step->scratch)
+    nargs++;
+  if (step->bias)
+    args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
+  TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
+  TRY (dnnl_stream_wait (s->stream));
+out:
+  return st;
+}
+
+void
+gpunet_onednn_free_convs (fast_state *s)
+{
+  const int n_ops = s->g->n_ops;
+  if (s->plans)
+    for (int n = 0; n <= s->max_batch; n++)
+      plan_free (s->plans[n], n_ops);
+  free (s->plans);
+  s->plans = NULL;
+  for (int i = 0; s->ops && i < n_ops; i++)
+    for (weights_variant *v = s->ops[i].weights, *next; v; v = next) {
+      next = v->next;
+      dnnl_memory_destroy (v->mem);
+      free (v->buf);
+      free (v);
+    }
+}
+
+gpunet_status
+gpunet_onednn_engine (fast_state *s, char **err)
+{
+  gpunet_status st = GPUNET_OK;
+  const int op_index = -1;
+  TRY (dnnl_engine_create (&s->eng, dnnl_cpu, 0));
+  TRY (dnnl_stream_create (&s->stream, s->eng, dnnl_stream_default_flags));
+out:
+  return st;
+}

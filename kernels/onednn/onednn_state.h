@@ -1,0 +1,94 @@
+/* onednn_state.h: the fast CPU backend's planned state, shared by its two halves:
+ * backend_onednn.c (kernel selection, memory plan, the run loop) and onednn_conv.c (the
+ * oneDNN convolution primitives).  Private to kernels/onednn. */
+#ifndef GPUNET_ONEDNN_STATE_H
+#define GPUNET_ONEDNN_STATE_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "backend_onednn.h"
+#include "dwconv.h"
+#include "pwconv.h"
+#include "se.h"
+#include "winograd.h"
+
+/* One set of reordered weights of an op, in the layout some convolution pd asked for. */
+typedef struct weights_variant {
+  dnnl_memory_t mem;
+  float *buf;   /* its memory, ours (gpunet_blk_alloc: huge pages for the large ones) */
+  struct weights_variant *next;
+} weights_variant;
+
+/* One oneDNN convolution planned for one batch size. */
+typedef struct {
+  dnnl_primitive_t prim;
+  dnnl_memory_t src, wei, bias, dst, scratch;
+} fast_step;
+
+/* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
+ * GPUNET_ONEDNN_CONV, empty for the others. */
+typedef struct {
+  int n;
+  fast_step *steps;
+} fast_plan;
+
+typedef struct {
+  int blk, cp;    /* layout: the session's block (nChw16c or nChw8c) or 1 (plain NCHW);
+                   * padded channels */
+  int buf;        /* activation buffer, -1 for the graph input */
+} fast_tensor;
+
+/* One planned op: what runs it and how. */
+typedef struct {
+  gpunet_onednn_impl impl;
+  const gpunet_op *op;
+  int copy_residual;           /* the residual copied into the output buffer first */
+  int act;                     /* the activation the op's kernel applies: its own, or none
+                                * where a depthwise op reading its output applies it
+                                * (defer_activations) */
+  int in_act;                  /* depthwise: the activation it applies to its input */
+  union {
+    gpunet_wino *wino;
+    gpunet_dw *dw;
+    gpunet_pw *pw;
+    gpunet_se *se;
+  } k;                         /* our kernel's plan, by impl */
+  weights_variant *weights;    /* GPUNET_ONEDNN_CONV: the reordered weights */
+} fast_op;
+
+typedef struct {
+  const gpunet_graph *g;
+  gpunet_cpu_options opt;      /* as planned (gpunet_session_params.cpu) */
+  int max_batch, nt;
+  int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
+  dnnl_engine_t eng;
+  dnnl_stream_t stream;
+  fast_tensor *t;              /* per tensor */
+  fast_op *ops;                /* per graph op */
+  int n_bufs;
+  float **bufs;
+  void *scratchpad;            /* shared by every primitive (one runs at a time) */
+  size_t scratchpad_bytes;
+  float *se_scratch, *trace_buf;
+  fast_plan **plans;           /* [1..max_batch], planned lazily beyond 1 and max_batch */
+  float *sums_scratch;         /* the Strassen 1x1 ops' sums of input quadrants */
+  float *own_scratch;          /* shared by our Winograd and depthwise ops (one at a time) */
+  double *profile;
+} fast_state;
+
+/* onednn_conv.c: plans the oneDNN convolutions (impl GPUNET_ONEDNN_CONV) for batch n into
+ * s->plans[n] and points every plan's scratchpad at one buffer large enough for all. */
+gpunet_status gpunet_onednn_plan_batch (fast_state *s, int n, char **err);
+
+/* Runs op i's oneDNN convolution of plan p on input (the graph input, used where op i
+ * reads it). */
+gpunet_status gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i,
+    const float *input, char **err);
+
+/* Frees s->plans and every op's weights variants. */
+void gpunet_onednn_free_convs (fast_state *s);
+
+/* Creates s->eng and s->stream. */
+gpunet_status gpunet_onednn_engine (fast_state *s, char **err);
+
+#endif
