@@ -27,7 +27,7 @@ usage (FILE *f)
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
-      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC]\n"
+      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--no-peak]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -55,6 +55,7 @@ usage (FILE *f)
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
+      "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --cuda-fused  CUDA: the opt-in fused head and squeeze-excite kernels (session\n"
       "                parameter cuda_fused; not run on a GPU yet)\n"
       "  --cpu SPEC    fast CPU backend options, key=value,... as in the environment\n"
@@ -360,11 +361,16 @@ cross_core_write_ns (double *shared_ns, double *own_ns)
 #endif
 }
 
+/* --no-peak: no sgemm reference (about 1-2 s per run; the tests skip it) */
+static int no_peak;
+
 /* Median GFLOP/s of a 2048^3 oneDNN sgemm on the current thread count, 0 when not built. */
 static double
 sgemm_peak (int threads)
 {
 #ifdef GPUNET_HAVE_ONEDNN
+  if (no_peak)
+    return -1.0;
   const int n = 2048;
   float *a = malloc (sizeof (float) * n * n), *b = malloc (sizeof (float) * n * n);
   float *c = malloc (sizeof (float) * n * n);
@@ -531,6 +537,8 @@ main (int argc, char **argv)
       stdin_runs = 1;
     else if (!strcmp (a, "--cuda-fused"))
       cuda_fused = 1;
+    else if (!strcmp (a, "--no-peak"))
+      no_peak = 1;
     else if (!strcmp (a, "--cpu") && v)
       cpu_spec = argv[++i];
     else if (!strcmp (a, "--precision") && v) {
@@ -709,6 +717,8 @@ main (int argc, char **argv)
   else if (peak > 0)
     printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
         achieved / peak);
+  else if (peak < 0)
+    printf ("sgemm_2048_gflops_s=n/a (--no-peak)\n");
   else
     printf ("sgemm_2048_gflops_s=n/a (built without oneDNN)\n");
   if (!is_cuda && threads != 1) {
