@@ -735,41 +735,6 @@ test_fixture (const char *dir)
   gpunet_model_unref (model);
 }
 
-static double
-now_ms (void)
-{
-  struct timespec t;
-  clock_gettime (CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-/* Prints the time of a 1080p NV12 frame to GPUNet-0's 320 x 320 input (center-crop,
- * crop_pct 1.0), best of a few runs with a cached plan, and the plan's own cost. */
-static void
-bench (void)
-{
-  const int w = 1920, h = 1080, R = 320;
-  uint8_t *rgb = smooth_rgb (w, h), *mem;
-  gpunet_image img = make_frame (GPUNET_FORMAT_NV12, rgb, w, h, 0, 0, 0, &mem);
-  float *out = malloc (sizeof (float) * 3 * R * R);
-  gpunet_preprocess_plan plan;
-  double t0 = now_ms ();
-  gpunet_preprocess_plan_init (&plan, w, h, R, GPUNET_RESIZE_CENTER_CROP, 1.0f);
-  const double t_plan = now_ms () - t0;
-  double best = 1e9;
-  for (int i = 0; i < 15; i++) {
-    t0 = now_ms ();
-    gpunet_cpu_preprocess (&plan, &img, out);
-    best = fmin (best, now_ms () - t0);
-  }
-  printf ("bench: 1920x1080 NV12 -> 320x320 center-crop: %.2f ms per frame (best of 15, one "
-      "thread), plan %.3f ms\n", best, t_plan);
-  gpunet_preprocess_plan_clear (&plan);
-  free (out);
-  free (mem);
-  free (rgb);
-}
-
 int
 main (void)
 {
@@ -783,6 +748,5 @@ main (void)
   test_byte_order ();
   test_letterbox_and_constant ();
   test_fixture (check_data_dir ());
-  bench ();
   return check_report ();
 }
