@@ -20,10 +20,18 @@ G_BEGIN_DECLS
 static inline void
 gpunet_json_write_string (GString * out, const gchar * str)
 {
+  /* one generator per thread, made on its first string: records write several strings
+   * per frame, and a GObject each cost more than the escaping itself */
+  static GPrivate gen_key = G_PRIVATE_INIT (g_object_unref);
   gchar *valid = g_utf8_make_valid (str ? str : "", -1);
   JsonNode *node = json_node_init_string (json_node_alloc (), valid);
-  JsonGenerator *gen = json_generator_new ();
+  JsonGenerator *gen = g_private_get (&gen_key);
   gsize i;
+
+  if (gen == NULL) {
+    gen = json_generator_new ();
+    g_private_set (&gen_key, gen);
+  }
 
   i = out->len;
   json_generator_set_root (gen, node);
@@ -35,7 +43,6 @@ gpunet_json_write_string (GString * out, const gchar * str)
       i += 5;
     }
   }
-  g_object_unref (gen);
   json_node_unref (node);
   g_free (valid);
 }
