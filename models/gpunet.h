@@ -106,8 +106,8 @@ typedef enum {
  * change, each documented with the measurement that justifies it in docs/performance.md
  * ("Options").  All zero (GPUNET_CPU_AUTO) is the default. */
 typedef struct {
-  gpunet_cpu_choice winograd;  /* auto: ours, but oneDNN's direct kernel on the first
-                                * stage's stride-1 layers (accuracy); own: ours everywhere;
+  gpunet_cpu_choice winograd;  /* auto: ours, F(3x3, 3x3) on the first stage's stride-1
+                                * layers (accuracy); own: F(4x4, 3x3) everywhere;
                                 * onednn: oneDNN's Winograd where it takes a shape, else
                                 * direct; off: direct convolutions only */
   gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */

@@ -317,7 +317,6 @@ test_conv2d (void)
 static void
 test_own_winograd (void)
 {
-  expect_impl = GPUNET_ONEDNN_WINO;
   const char *tn = "";
   static const struct { int cin, h, w, cout, act; } cases[] = {
     { 24, 17, 20, 40, GPUNET_EPI_NONE }, { 64, 13, 14, 256, GPUNET_EPI_RELU },
@@ -325,28 +324,36 @@ test_own_winograd (void)
     { 40, 2, 5, 16, GPUNET_EPI_SWISH }, { 64, 41, 43, 64, GPUNET_EPI_SWISH },
     { 112, 6, 7, 336, GPUNET_EPI_RELU },
   };
-  opts.winograd = GPUNET_CPU_OWN;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    test_graph tg;
-    tg_init (&tg, 8, cases[i].h, cases[i].w);
-    int x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
-    tg_conv (&tg, x, cases[i].cout, 3, 1, 1, cases[i].act, -1);
-    char what[112];
-    snprintf (what, sizeof what, "%sown winograd %d->%d %dx%d act%d", tn, cases[i].cin, cases[i].cout,
-        cases[i].h, cases[i].w, cases[i].act);
-    compare_batches (what, &tg.g);
+  /* 3x3 stride 1 in both tile sizes: F(4x4, 3x3) forced on with winograd=own, and
+   * F(3x3, 3x3), which the default plans for these layers: they read the largest tensor
+   * of their graph, as a network's first stage does */
+  for (int tile = 4; tile >= 3; tile--) {
+    opts.winograd = tile == 4 ? GPUNET_CPU_OWN : GPUNET_CPU_AUTO;
+    expect_impl = tile == 4 ? GPUNET_ONEDNN_WINO : GPUNET_ONEDNN_WINO3;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+      test_graph tg;
+      tg_init (&tg, 8, cases[i].h, cases[i].w);
+      int x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
+      tg_conv (&tg, x, cases[i].cout, 3, 1, 1, cases[i].act, -1);
+      char what[112];
+      snprintf (what, sizeof what, "%sown winograd F(%d) %d->%d %dx%d act%d", tn, tile,
+          cases[i].cin, cases[i].cout, cases[i].h, cases[i].w, cases[i].act);
+      compare_batches (what, &tg.g);
+    }
+    /* 1 to 26 tiles per image (a block's tiles go to the GEMM in calls of 6 rows, then of
+     * 1 to 5: every split of the rest is run) */
+    for (int t = 1; t <= 13; t++) {
+      test_graph tg;
+      tg_init (&tg, 8, 5, 5 * t + 1);
+      int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
+      tg_conv (&tg, x, 40, 3, 1, 1, GPUNET_EPI_RELU, -1);
+      char what[112];
+      snprintf (what, sizeof what, "%sown winograd F(%d) 24->40 5x%d (tile count)", tn, tile,
+          5 * t + 1);
+      compare_batches (what, &tg.g);
+    }
   }
-  /* 1 to 26 tiles per image (a block's tiles go to the GEMM in calls of 6 rows, then of 1
-   * to 5: every split of the rest is run) */
-  for (int t = 1; t <= 13; t++) {
-    test_graph tg;
-    tg_init (&tg, 8, 5, 5 * t + 1);
-    int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
-    tg_conv (&tg, x, 40, 3, 1, 1, GPUNET_EPI_RELU, -1);
-    char what[112];
-    snprintf (what, sizeof what, "%sown winograd 24->40 5x%d (tile count)", tn, 5 * t + 1);
-    compare_batches (what, &tg.g);
-  }
+  expect_impl = GPUNET_ONEDNN_WINO;
   /* 5x5 and 3x3 stride 2 (polyphase): ours by default */
   static const struct { int k, cin, h, w, cout, pad, act; } s2[] = {
     { 5, 32, 19, 22, 48, 2, GPUNET_EPI_SWISH }, { 5, 24, 8, 8, 40, 2, GPUNET_EPI_RELU },
@@ -367,24 +374,29 @@ test_own_winograd (void)
           s2[i].k, s2[i].k, s2[i].pad, s2[i].cin, s2[i].cout, s2[i].h, s2[i].w, s2[i].act);
       compare_batches (what, &tg.g);
   }
-  opts.winograd = GPUNET_CPU_OWN;
-  for (int act = 0; act <= 2; act++) {
-    test_graph tg;
-    char what[96];
-    /* in place: the 3x3 adds a residual whose last use it is */
-    tg_init (&tg, 8, 11, 10);
-    int a = tg_conv (&tg, 0, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
-    int b = tg_conv (&tg, a, 72, 1, 1, 1, GPUNET_EPI_RELU, -1);
-    tg_conv (&tg, b, 72, 3, 1, 1, act, a);
-    snprintf (what, sizeof what, "%sown winograd residual in place act%d", tn, act);
-    compare_batches (what, &tg.g);
-    /* copied: the residual is used again afterwards */
-    tg_init (&tg, 8, 10, 9);
-    a = tg_conv (&tg, 0, 64, 1, 1, 1, GPUNET_EPI_RELU, -1);
-    b = tg_conv (&tg, a, 64, 3, 1, 1, act, a);
-    tg_conv (&tg, b, 64, 1, 1, 1, GPUNET_EPI_NONE, a);
-    snprintf (what, sizeof what, "%sown winograd residual copied act%d", tn, act);
-    compare_batches (what, &tg.g);
+  for (int tile = 4; tile >= 3; tile--) {
+    opts.winograd = tile == 4 ? GPUNET_CPU_OWN : GPUNET_CPU_AUTO;
+    expect_impl = tile == 4 ? GPUNET_ONEDNN_WINO : GPUNET_ONEDNN_WINO3;
+    for (int act = 0; act <= 2; act++) {
+      test_graph tg;
+      char what[96];
+      /* in place: the 3x3 adds a residual whose last use it is */
+      tg_init (&tg, 8, 11, 10);
+      int a = tg_conv (&tg, 0, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
+      int b = tg_conv (&tg, a, 72, 1, 1, 1, GPUNET_EPI_RELU, -1);
+      tg_conv (&tg, b, 72, 3, 1, 1, act, a);
+      snprintf (what, sizeof what, "%sown winograd F(%d) residual in place act%d", tn, tile,
+          act);
+      compare_batches (what, &tg.g);
+      /* copied: the residual is used again afterwards */
+      tg_init (&tg, 8, 10, 9);
+      a = tg_conv (&tg, 0, 64, 1, 1, 1, GPUNET_EPI_RELU, -1);
+      b = tg_conv (&tg, a, 64, 3, 1, 1, act, a);
+      tg_conv (&tg, b, 64, 1, 1, 1, GPUNET_EPI_NONE, a);
+      snprintf (what, sizeof what, "%sown winograd F(%d) residual copied act%d", tn, tile,
+          act);
+      compare_batches (what, &tg.g);
+    }
   }
   opts.winograd = GPUNET_CPU_AUTO;
   expect_impl = -1;
@@ -982,7 +994,8 @@ test_cpu_options (void)
     CHECK (gpunet_backend_cpu_fast.plan (g, &params, &state, &err) == GPUNET_OK);
     for (int i = 0; state && i < g->n_ops; i++) {
       const int impl = gpunet_onednn_op_impl (state, i);
-      CHECK_MSG (impl != GPUNET_ONEDNN_WINO && impl != GPUNET_ONEDNN_DW
+      CHECK_MSG (impl != GPUNET_ONEDNN_WINO && impl != GPUNET_ONEDNN_WINO3
+          && impl != GPUNET_ONEDNN_DW
           && impl != GPUNET_ONEDNN_PW && impl != GPUNET_ONEDNN_PW_STRASSEN
           && impl != GPUNET_ONEDNN_SE && impl != GPUNET_ONEDNN_LINEAR,
           "simd=portable planned our vector kernel %d at op %d", impl, i);

@@ -328,10 +328,10 @@ winograd_shape (const gpunet_graph *g, const gpunet_op *op)
   return (p->kernel == 3 && p->stride <= 2) || (p->kernel == 5 && p->stride == 2);
 }
 
-/* Our Winograd kernels where the plan should put them: not on the stride-1 layers of the
- * first stage, on the tensors of the network's largest size (the stem's output), where
- * their rounding reaches the logits most (first_stage_hw in backend_onednn.c); ours
- * (F(4x4, 3x3), F(4x4, 2x2) for 3x3 stride 2) on every other 3x3 and 5x5 stride-2 layer.
+/* Our Winograd kernels where the plan should put them: F(3x3, 3x3) on the stride-1 layers
+ * of the first stage, on the tensors of the network's largest size (the stem's output),
+ * where F(4x4)'s rounding reaches the logits most (first_stage_hw in backend_onednn.c);
+ * F(4x4, 3x3) (F(4x4, 2x2) for 3x3 stride 2) on every other 3x3 and 5x5 stride-2 layer.
  * Returns how many ops run ours. */
 static int
 check_winograd (const char *name, const gpunet_graph *g, void *sf)
@@ -347,14 +347,14 @@ check_winograd (const char *name, const gpunet_graph *g, void *sf)
     const gpunet_conv2d_params *p = &g->ops[i].p.conv2d;
     const int first_stage = p->stride == 1 && (long) p->ih * p->iw >= first;
     const int impl = gpunet_onednn_op_impl (sf, i);
-    const int ours = impl == GPUNET_ONEDNN_WINO;
+    const int want = first_stage ? GPUNET_ONEDNN_WINO3 : GPUNET_ONEDNN_WINO;
     n_shapes++;
-    n_wino += ours;
-    if (first_stage ? ours : !ours) {
+    n_wino += impl == GPUNET_ONEDNN_WINO || impl == GPUNET_ONEDNN_WINO3;
+    if (impl != want) {
       n_bad++;
       fprintf (stderr, "%s: op %d (%dx%d stride %d, %d->%d, %dx%d) runs impl %d, expected "
           "%s\n", name, i, p->kernel, p->kernel, p->stride, p->cin, p->cout, p->ih, p->iw,
-          impl, first_stage ? "oneDNN (first stage)" : "our Winograd");
+          impl, first_stage ? "our F(3x3, 3x3) (first stage)" : "our F(4x4) Winograd");
     }
   }
   CHECK_MSG (n_bad == 0, "%s: %d of %d Winograd-shaped ops not on the expected kernel",

@@ -164,13 +164,13 @@ typedef struct {
 } fast_isa;
 
 /* The stride-1 convolutions of the first stage, those reading a tensor of the network's
- * largest activation size (the stem's output in every GPUNet), run on oneDNN's direct
- * kernel and not on our Winograd: its rounding there reaches the logits most.  With
+ * largest activation size (the stem's output in every GPUNet), run on our F(3x3, 3x3)
+ * Winograd, not F(4x4, 3x3): the rounding there reaches the logits most.  With
  * measured BatchNorm statistics (tests/test_exact.c, as tools/compare_pytorch.py gives
- * them) and a float64 forward as the reference, Winograd on GPUNet-D2's two 48->48
- * stage-1 layers costs 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with
- * F(6x6, 3x3), against 1.2e-5 with them direct (the bound is 5e-5); on the whole of
- * GPUNet-P1 2.4e-5 and 5.4e-5 against 1.5e-5.  Our Winograd on the first stage's strided
+ * them) and a float64 forward as the reference, GPUNet-D2's two 48->48 stage-1 layers
+ * cost 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with F(6x6, 3x3), 2.3e-5
+ * with F(3x3, 3x3) and 1.2e-5 with oneDNN's direct kernel (the bound is 5e-5); on the
+ * whole of GPUNet-P1 F(4x4) gave 2.4e-5, F(3x3) 1.6e-5.  Our Winograd on the first stage's strided
  * layers (GPUNet-2's and P1's 5x5 stride-2 ones, the largest convolutions of those
  * networks) and on every later layer adds little: at most 1.6e-5 over the seven models
  * with F(4x4, 3x3).  Returns the input size (h x w) from which a convolution is
@@ -207,8 +207,9 @@ wino_shape (const gpunet_conv2d_params *p)
  * what the CPU runs; pure.
  *   - dense 1x1 stride 1 not on the graph input: ours with AVX-512 (oneDNN's jit_1x1 ran
  *     GPUNet's at 0.90-0.94 of the FMA peak, ours at 0.95-0.99); pw=onednn: oneDNN.
- *   - dense Winograd shapes (wino_shape): ours, but the first stage's stride-1 layers
- *     (first_hw) unless winograd=own; winograd=onednn or off: oneDNN.
+ *   - dense Winograd shapes (wino_shape): ours, F(3x3, 3x3) on the first stage's stride-1
+ *     layers (first_hw) unless winograd=own (F(4x4) there too); winograd=onednn or off:
+ *     oneDNN.
  *   - depthwise: ours (oneDNN's jit_dw measured level in whole passes, but ours takes
  *     the expansions' activations, below).
  *   - squeeze-excite and the classifier: our vector kernels where the CPU runs them.
@@ -226,10 +227,11 @@ select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long f
       if (blocked && isa.pw && o->pw != GPUNET_CPU_ONEDNN && p->kernel == 1 && p->stride == 1
           && p->pad == 0 && p->groups == 1 && p->ih == p->oh && p->iw == p->ow)
         return GPUNET_ONEDNN_PW;
-      if (blocked && isa.own && wino_shape (p)
-          && (o->winograd == GPUNET_CPU_OWN || (o->winograd == GPUNET_CPU_AUTO
-                  && !(p->stride == 1 && (long) p->ih * p->iw >= first_hw))))
+      if (blocked && isa.own && wino_shape (p) && o->winograd == GPUNET_CPU_OWN)
         return GPUNET_ONEDNN_WINO;
+      if (blocked && isa.own && wino_shape (p) && o->winograd == GPUNET_CPU_AUTO)
+        return p->stride == 1 && (long) p->ih * p->iw >= first_hw ? GPUNET_ONEDNN_WINO3
+            : GPUNET_ONEDNN_WINO;
       return GPUNET_ONEDNN_CONV;
     }
     case GPUNET_OP_DWCONV2D:
@@ -290,10 +292,12 @@ plan_kernels (fast_state *s, char **err)
     const int cp = s->t[op->in].cp, ocp = s->t[op->out].cp;
     int ok = 1;
     switch (r->impl) {
-      case GPUNET_ONEDNN_WINO: {
+      case GPUNET_ONEDNN_WINO:
+      case GPUNET_ONEDNN_WINO3: {
         const gpunet_conv2d_params *p = &op->p.conv2d;
         ok = (r->k.wino = gpunet_wino_new (p->weight, p->bias, p->cin, p->cout, p->kernel,
-                p->stride, p->pad, cp, ocp, p->ih, p->iw, p->oh, p->ow, r->act, s->blk)) != NULL;
+                p->stride, p->pad, cp, ocp, p->ih, p->iw, p->oh, p->ow, r->act, s->blk,
+                r->impl == GPUNET_ONEDNN_WINO3 ? 3 : 4)) != NULL;
         break;
       }
       case GPUNET_ONEDNN_DW:
@@ -330,7 +334,8 @@ plan_scratch (fast_state *s, char **err)
   size_t stride = 0, sums = 0;
   for (int i = 0; i < g->n_ops; i++) {
     const fast_op *r = &s->ops[i];
-    const size_t f = r->impl == GPUNET_ONEDNN_WINO ? gpunet_wino_thread_floats (r->k.wino)
+    const int wino = r->impl == GPUNET_ONEDNN_WINO || r->impl == GPUNET_ONEDNN_WINO3;
+    const size_t f = wino ? gpunet_wino_thread_floats (r->k.wino)
         : r->impl == GPUNET_ONEDNN_DW ? gpunet_dw_thread_floats (r->k.dw) : 0;
     if (f > stride)
       stride = f;
@@ -340,7 +345,7 @@ plan_scratch (fast_state *s, char **err)
   }
   stride = (stride + 15) / 16 * 16;
   for (int i = 0; i < g->n_ops; i++) {
-    if (s->ops[i].impl == GPUNET_ONEDNN_WINO)
+    if (s->ops[i].impl == GPUNET_ONEDNN_WINO || s->ops[i].impl == GPUNET_ONEDNN_WINO3)
       gpunet_wino_set_thread_stride (s->ops[i].k.wino, stride);
     else if (s->ops[i].impl == GPUNET_ONEDNN_DW)
       gpunet_dw_set_thread_stride (s->ops[i].k.dw, stride);
@@ -365,6 +370,7 @@ fast_destroy (void *state)
     fast_op *r = &s->ops[i];
     switch (r->impl) {
       case GPUNET_ONEDNN_WINO:
+      case GPUNET_ONEDNN_WINO3:
         gpunet_wino_free (r->k.wino);
         break;
       case GPUNET_ONEDNN_DW:
@@ -499,6 +505,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
         st = gpunet_onednn_run_conv (s, p, i, input, err);
         break;
       case GPUNET_ONEDNN_WINO:
+      case GPUNET_ONEDNN_WINO3:
         gpunet_wino_run (r->k.wino, in, out, n, op->residual >= 0, s->own_scratch, nt);
         break;
       case GPUNET_ONEDNN_DW:

@@ -16,7 +16,9 @@ extern const gpunet_backend gpunet_backend_cpu_fast;
 /* What runs one op of a plan (backend_onednn.c, select_impl). */
 typedef enum {
   GPUNET_ONEDNN_CONV = 0,      /* a oneDNN convolution primitive (dense, grouped, depthwise) */
-  GPUNET_ONEDNN_WINO,          /* our Winograd convolution (winograd.h) */
+  GPUNET_ONEDNN_WINO,          /* our Winograd convolution (winograd.h), F(4x4, 3x3) */
+  GPUNET_ONEDNN_WINO3,         /* the same with 3x3 output tiles, F(3x3, 3x3): the first
+                                * stage's stride-1 layers */
   GPUNET_ONEDNN_DW,            /* our depthwise convolution (dwconv.h) */
   GPUNET_ONEDNN_PW,            /* our 1x1 convolution (pwconv.h) */
   GPUNET_ONEDNN_PW_STRASSEN,   /* our 1x1 convolution by one level of Strassen */

@@ -1,5 +1,5 @@
-/* winograd.c: Winograd F(4x4, 3x3) on nChw16c activations with AVX-512 or nChw8c ones
- * with AVX2 (see winograd.h).
+/* winograd.c: Winograd F(4x4, 3x3) and F(3x3, 3x3) on nChw16c activations with AVX-512
+ * or nChw8c ones with AVX2 (see winograd.h).
  *
  * Transforms (Lavin and Gray, interpolation points 0, 1, -1, 2, -2, infinity):
  *   Y = A^T [ (G g G^T) (.) (B^T d B) ] A,  d: 6x6 input patch, g: 3x3 kernel, Y: 4x4.
@@ -48,12 +48,12 @@ wino_l2_budget (void)
 
 struct gpunet_wino {
   int cin, cout, icp, ocp, h, w, act;
-  int m;             /* output tile m x m: 4 */
+  int m;             /* output tile m x m: 4, or 3 (F(3x3, 3x3)) */
   int th, tw;        /* tiles per image, down and across */
   int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
   int vw, ocb;       /* channel block (floats per vector: 16 AVX-512, 8 AVX2) and output
                       * channels per GEMM pass (4 or 2 vectors) */
-  int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 8 for F(6x6, 3x3), 5 for
+  int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 5 for F(3x3, 3x3) and
                       * F(4x4, 2x2); ne = alpha^2 */
   float *u;          /* transformed weights [ocp / ocb][urows][ocb] (ocp rounded up to ocb;
                       * rows: element e's reduction channels from uoff[e] on): each GEMM
@@ -153,6 +153,13 @@ static const double wino_g2[5][2] = {
   { 1.0 / 2, 0 }, { -1.0 / 2, -1.0 / 2 }, { -1.0 / 6, 1.0 / 6 }, { 1.0 / 6, 1.0 / 3 }, { 0, 1 },
 };
 
+/* G of F(3x3, 3x3), points 0, 1, -1, 2 (and infinity): F(4x4, 2x2)'s points, so the
+ * input transform is its B^T */
+static const double wino_g53[5][3] = {
+  { 1.0 / 2, 0, 0 }, { -1.0 / 2, -1.0 / 2, -1.0 / 2 }, { -1.0 / 6, 1.0 / 6, -1.0 / 6 },
+  { 1.0 / 6, 1.0 / 3, 2.0 / 3 }, { 0, 0, 1 },
+};
+
 /* G of F(4x4, 3x3), points 0, 1, -1, 2, -2 (and infinity) */
 static const double wino_g[6][3] = {
   { 1.0 / 4, 0, 0 }, { -1.0 / 6, -1.0 / 6, -1.0 / 6 }, { -1.0 / 6, 1.0 / 6, -1.0 / 6 },
@@ -172,12 +179,13 @@ gpunet_wino_available (int blk)
 
 gpunet_wino *
 gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
-    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk)
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk, int tile)
 {
   if ((blk != 16 && blk != 8) || cin < 1 || cout < 1
       || cp < cin || ocp < cout || cp % blk || ocp % blk || ih < 1 || iw < 1
       || oh < 1 || ow < 1 || pad < 0
-      || !((k == 3 && stride == 1) || (k == 5 && stride == 2) || (k == 3 && stride == 2)))
+      || !((k == 3 && stride == 1) || (k == 5 && stride == 2) || (k == 3 && stride == 2))
+      || !(tile == 4 || (tile == 3 && k == 3 && stride == 1)))
     return NULL;
   if (oh != (ih + 2 * pad - k) / stride + 1 || ow != (iw + 2 * pad - k) / stride + 1)
     return NULL;
@@ -186,8 +194,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     return NULL;
   const int icp = stride == 1 ? cp : 4 * cp;
   const int r = k == 3 && stride == 2 ? 2 : 3;   /* the virtual kernel is r x r */
-  /* F(4x4, 3x3), and F(4x4, 2x2) for the 3x3 stride-2 kernels */
-  const int m = 4;
+  /* F(4x4, 3x3) or F(3x3, 3x3), and F(4x4, 2x2) for the 3x3 stride-2 kernels */
+  const int m = tile;
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
@@ -232,7 +240,8 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
     for (int ph = 0; ph < phases; ph++)
       for (int i = 0; i < cin; i++) {
         const float *kw = weight + ((size_t) o * cin + i) * k * k;
-        const double *G = r == 2 ? &wino_g2[0][0] : &wino_g[0][0];
+        const double *G = r == 2 ? &wino_g2[0][0] : alpha == 5 ? &wino_g53[0][0]
+            : &wino_g[0][0];
         double gv[3][3], gk[8][3], u[8][8];
         for (int a = 0; a < r; a++)
           for (int b = 0; b < r; b++) {
@@ -301,9 +310,9 @@ gpunet_wino_available (int blk)
 
 gpunet_wino *
 gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k, int stride,
-    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk)
+    int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk, int tile)
 {
-  (void) blk, (void) weight, (void) bias, (void) cin, (void) cout, (void) k, (void) stride, (void) pad;
+  (void) blk, (void) tile, (void) weight, (void) bias, (void) cin, (void) cout, (void) k, (void) stride, (void) pad;
   (void) cp, (void) ocp, (void) ih, (void) iw, (void) oh, (void) ow, (void) act;
   return NULL;
 }

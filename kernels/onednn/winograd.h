@@ -1,4 +1,4 @@
-/* winograd.h: our own Winograd F(4x4, 3x3) convolutions for the fast CPU
+/* winograd.h: our own Winograd F(4x4, 3x3) and F(3x3, 3x3) convolutions for the fast CPU
  * path, on the nChw16c (AVX-512) or nChw8c (AVX2) activations of backend_onednn.c.  It
  * takes the dense 3x3 stride-1 convolutions that oneDNN 2.6 runs as direct convolutions
  * (its Winograd kernel turns down most GPUNet shapes): 36 multiplies per 4x4 output tile
@@ -21,14 +21,17 @@ typedef struct gpunet_wino gpunet_wino;
  * 8: nChw8c, needs AVX2 and FMA), else 0. */
 int gpunet_wino_available (int blk);
 
-/* Plans one convolution: weight is cout x cin x k x k (plain), bias may be NULL; cp and
+/* Plans one convolution (output tiles tile x tile: 4, or 3 for F(3x3, 3x3), which takes
+ * 3x3 stride 1 only: 25 multiplies per 3x3 tile instead of 81, with half F(4x4)'s
+ * largest transform coefficients, so it rounds less): weight is cout x cin x k x k (plain), bias may be NULL; cp and
  * ocp are the padded (multiple of blk) channel counts of the blocked input and output,
  * blk 16 (nChw16c) or 8 (nChw8c; see gpunet_wino_available).
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output
  * oh x ow (the usual (ih + 2 pad - k) / stride + 1).  act is a GPUNET_EPI_* value.
  * Returns NULL when out of memory or when the shape is not one it takes. */
 gpunet_wino *gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int k,
-    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk);
+    int stride, int pad, int cp, int ocp, int ih, int iw, int oh, int ow, int act, int blk,
+    int tile);
 
 /* Floats of scratch gpunet_wino_run needs with nt threads (any batch): nt regions of the
  * per-thread size, or of the stride set by gpunet_wino_set_thread_stride if larger. */

@@ -46,6 +46,16 @@ FN (wino_bt5) (const VEC *d, VEC *o)
   o[4] = V_ADD (V_FMA (two, V_SUB (d[1], d[3]), d[4]), V_SUB (V_ZERO (), d[2]));
 }
 
+/* out[0..2] = A^T in[0..4] of F(3x3, 3x3) */
+static inline __attribute__((always_inline)) void
+FN (wino_at53) (const VEC *m, VEC *o)
+{
+  const VEC a = V_ADD (m[1], m[2]), b = V_SUB (m[1], m[2]);
+  o[0] = V_ADD (V_ADD (m[0], a), m[3]);
+  o[1] = V_FMA (V_SET1 (2.0f), m[3], b);
+  o[2] = V_ADD (V_FMA (V_SET1 (4.0f), m[3], a), m[4]);
+}
+
 /* out[0..3] = A^T in[0..4] of F(4x4, 2x2) */
 static inline __attribute__((always_inline)) void
 FN (wino_at5) (const VEC *m, VEC *o)
@@ -55,6 +65,16 @@ FN (wino_at5) (const VEC *m, VEC *o)
   o[1] = V_FMA (V_SET1 (2.0f), m[3], b);
   o[2] = V_FMA (V_SET1 (4.0f), m[3], a);
   o[3] = V_ADD (V_FMA (V_SET1 (8.0f), m[3], b), m[4]);
+}
+
+/* B^T of the A-point transform: 6 (F(4x4, 3x3)) or 5 (F(4x4, 2x2), F(3x3, 3x3)) */
+static inline __attribute__((always_inline)) void
+FN (wino_bt_any) (const VEC *d, VEC *o, const int A)
+{
+  if (A == 6)
+    FN (wino_bt) (d, o);
+  else
+    FN (wino_bt5) (d, o);
 }
 
 /* c[r][j] += row r of V (stride icp) at channel i x vector j of U row i (stride ocp) */
@@ -159,37 +179,47 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
       const int y0 = s * oy + ph / 2 - p->pad, x0 = s * ox + ph % 2 - p->pad;
       const int inside = y0 >= 0 && x0 >= 0 && y0 + (A - 1) * s < IH && x0 + (A - 1) * s < IW;
       const float *src = img + (size_t) cb * plane;
-      VEC d[8][8], t6[8][8];
+      VEC t6[8][8];
       if (inside) {
+        /* column transforms straight from the loads; the columns the next tile of this
+         * row adds are prefetched first (from the L3 at 160x160 and more: without it
+         * the loads stalled the transform, GPUNet-0's 32 -> 32 at 160x160 took 20-25%
+         * longer, isolated, alternating) */
         const float *p0 = src + ((size_t) y0 * IW + x0) * VW;
-        for (int i = 0; i < A; i++)
-          for (int k = 0; k < A; k++)
-            d[i][k] = V_LOAD (p0 + ((size_t) (s * i) * IW + s * k) * VW);
-      } else
+        for (int i = 0; i < A; i++) {
+          const float *q = p0 + ((size_t) (s * i) * IW + s * (A - 1)) * VW;
+          _mm_prefetch ((const char *) (q + (size_t) s * (p->m / 2) * VW), _MM_HINT_T0);
+          _mm_prefetch ((const char *) (q + (size_t) s * p->m * VW), _MM_HINT_T0);
+        }
+        for (int k = 0; k < A; k++) {
+          VEC col[8], o[8];
+          for (int i = 0; i < A; i++)
+            col[i] = V_LOAD (p0 + ((size_t) (s * i) * IW + s * k) * VW);
+          FN (wino_bt_any) (col, o, A);
+          for (int i = 0; i < A; i++)
+            t6[i][k] = o[i];
+        }
+      } else {
+        VEC d[8][8];
         for (int i = 0; i < A; i++)
           for (int k = 0; k < A; k++) {
             const int y = y0 + s * i, x = x0 + s * k;
             d[i][k] = y >= 0 && y < IH && x >= 0 && x < IW
                 ? V_LOAD (src + ((size_t) y * IW + x) * VW) : V_ZERO ();
           }
-      for (int k = 0; k < A; k++) {
-        VEC col[8], o[8];
-        for (int i = 0; i < A; i++)
-          col[i] = d[i][k];
-        if (A == 6)
-          FN (wino_bt) (col, o);
-        else
-          FN (wino_bt5) (col, o);
-        for (int i = 0; i < A; i++)
-          t6[i][k] = o[i];
+        for (int k = 0; k < A; k++) {
+          VEC col[8], o[8];
+          for (int i = 0; i < A; i++)
+            col[i] = d[i][k];
+          FN (wino_bt_any) (col, o, A);
+          for (int i = 0; i < A; i++)
+            t6[i][k] = o[i];
+        }
       }
       float *dst = V + (size_t) j * icp + (size_t) CB * VW;
       for (int i = 0; i < A; i++) {
         VEC o[8];
-        if (A == 6)
-          FN (wino_bt) (t6[i], o);
-        else
-          FN (wino_bt5) (t6[i], o);
+        FN (wino_bt_any) (t6[i], o, A);
         for (int k = 0; k < A; k++)
           V_STORE (dst + (size_t) (i * A + k) * e_stride, o[k]);
       }
@@ -213,14 +243,14 @@ FN (wino_input5) (const gpunet_wino *p, const float *in, int t0, int cnt, int ro
  * M[e][j][VW nv] (e stride wino_plane_stride (rows * VW nv)), A x A tiles (A = alpha). */
 static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual, const int A)
+    float *out, int residual, const int A, const int MT)
 {
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * VW;
   const size_t e_stride = wino_plane_stride ((size_t) rows * VW * nv);
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
-    const int mt = 4;   /* output tile mt x mt */
+    const int mt = MT;   /* output tile mt x mt */
     const int oy = r / p->tw * mt, ox = r % p->tw * mt;
     const int ny = H - oy < mt ? H - oy : mt, nx = W - ox < mt ? W - ox : mt;
     for (int v = 0; v < nv; v++) {
@@ -233,6 +263,8 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           col[i] = V_LOAD (src + (size_t) (i * A + k) * e_stride);
         if (A == 6)
           FN (wino_at) (col, o);
+        else if (MT == 3)
+          FN (wino_at53) (col, o);
         else
           FN (wino_at5) (col, o);
         for (int i = 0; i < mt; i++)
@@ -244,6 +276,8 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
         VEC y[6];
         if (A == 6)
           FN (wino_at) (s4[i], y);
+        else if (MT == 3)
+          FN (wino_at53) (s4[i], y);
         else
           FN (wino_at5) (s4[i], y);
         for (int k = 0; k < nx; k++) {
@@ -262,15 +296,23 @@ static void
 FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual)
 {
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6);
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4);
 }
 
 static void
 FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
     float *out, int residual)
 {
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5);
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4);
 }
+
+static void
+FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
+    float *out, int residual)
+{
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3);
+}
+
 
 /* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
  * rows): in calls of WINO_ROWS rows, the rest in at most two calls of 3 to 5 (7 = 4 + 3,
@@ -335,6 +377,8 @@ FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cn
 {
   if (p->alpha == 6)
     FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+  else if (p->m == 3)
+    FN (wino_output53) (p, M, rows, t0, cnt, oc0, nv, out, residual);
   else
     FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
 }
