@@ -1086,9 +1086,9 @@ gpunet_labels_parse (const char *text, size_t len, int n_classes, char ***labels
         labels[i][end - start] = '\0';
       }
     } else {
-      labels[i] = malloc (24);
+      labels[i] = malloc (32);   /* "class-" and up to 20 digits */
       if (labels[i] != NULL)
-        snprintf (labels[i], 24, "class-%zu", i);
+        snprintf (labels[i], 32, "class-%zu", i);
     }
     if (labels[i] == NULL) {
       gpunet_labels_free (labels);

@@ -145,6 +145,7 @@ typedef struct {
   gpunet_preprocess_params pre;
 } gpunet_run_images_options;
 
+#ifdef HAVE_GST
 /* Label file lines (class 0 first), NULL-terminated; NULL when it cannot be read. */
 static char **
 read_labels (const char *path, int *n_out)
@@ -177,6 +178,7 @@ read_labels (const char *path, int *n_out)
   *n_out = n;
   return lines;
 }
+#endif
 
 /* --image: decodes each photo to RGB, classifies it with the engine's preprocess
  * (as the element does) and prints the top-k with labels. Returns the exit code:
