@@ -296,7 +296,7 @@ test_conv2d (void)
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;
-    tg_init (&tg, cases[i].cin, cases[i].h, cases[i].h + 3);
+    tg_init (&tg, 3, cases[i].h, cases[i].h + 3);
     int x = 0;
     if (cases[i].cin != 3)   /* give the conv under test a blocked input, as in a network */
       x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
@@ -332,7 +332,7 @@ test_own_winograd (void)
     expect_impl = tile == 4 ? GPUNET_ONEDNN_WINO : GPUNET_ONEDNN_WINO3;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       test_graph tg;
-      tg_init (&tg, 8, cases[i].h, cases[i].w);
+      tg_init (&tg, 3, cases[i].h, cases[i].w);
       int x = tg_conv (&tg, 0, cases[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
       tg_conv (&tg, x, cases[i].cout, 3, 1, 1, cases[i].act, -1);
       char what[112];
@@ -344,7 +344,7 @@ test_own_winograd (void)
      * 1 to 5: every split of the rest is run) */
     for (int t = 1; t <= 13; t++) {
       test_graph tg;
-      tg_init (&tg, 8, 5, 5 * t + 1);
+      tg_init (&tg, 3, 5, 5 * t + 1);
       int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
       tg_conv (&tg, x, 40, 3, 1, 1, GPUNET_EPI_RELU, -1);
       char what[112];
@@ -366,7 +366,7 @@ test_own_winograd (void)
   opts.winograd = GPUNET_CPU_AUTO;   /* ours by default there */
   for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++) {
       test_graph tg;
-      tg_init (&tg, 8, s2[i].h, s2[i].w);
+      tg_init (&tg, 3, s2[i].h, s2[i].w);
       int x = tg_conv (&tg, 0, s2[i].cin, 1, 1, 1, GPUNET_EPI_NONE, -1);
       tg_conv_pad (&tg, x, s2[i].cout, s2[i].k, 2, s2[i].pad, 1, s2[i].act, -1);
       char what[112];
@@ -381,7 +381,7 @@ test_own_winograd (void)
       test_graph tg;
       char what[96];
       /* in place: the 3x3 adds a residual whose last use it is */
-      tg_init (&tg, 8, 11, 10);
+      tg_init (&tg, 3, 11, 10);
       int a = tg_conv (&tg, 0, 72, 1, 1, 1, GPUNET_EPI_SWISH, -1);
       int b = tg_conv (&tg, a, 72, 1, 1, 1, GPUNET_EPI_RELU, -1);
       tg_conv (&tg, b, 72, 3, 1, 1, act, a);
@@ -389,7 +389,7 @@ test_own_winograd (void)
           act);
       compare_batches (what, &tg.g);
       /* copied: the residual is used again afterwards */
-      tg_init (&tg, 8, 10, 9);
+      tg_init (&tg, 3, 10, 9);
       a = tg_conv (&tg, 0, 64, 1, 1, 1, GPUNET_EPI_RELU, -1);
       b = tg_conv (&tg, a, 64, 3, 1, 1, act, a);
       tg_conv (&tg, b, 64, 1, 1, 1, GPUNET_EPI_NONE, a);
@@ -450,7 +450,7 @@ test_dwconv2d (void)
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;
-    tg_init (&tg, 8, cases[i].h, cases[i].h);
+    tg_init (&tg, 3, cases[i].h, cases[i].h);
     int x = tg_conv (&tg, 0, cases[i].c, 1, 1, 1, GPUNET_EPI_NONE, -1);
     tg_conv (&tg, x, cases[i].c, cases[i].k, cases[i].stride, cases[i].c, cases[i].act, -1);
     char what[96];
@@ -464,7 +464,7 @@ test_dwconv2d (void)
   };
   for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
     test_graph tg;
-    tg_init (&tg, 8, big[i].h, big[i].w);
+    tg_init (&tg, 3, big[i].h, big[i].w);
     int x = tg_conv (&tg, 0, big[i].c, 1, 1, 1, GPUNET_EPI_NONE, -1);
     tg_conv (&tg, x, big[i].c, big[i].k, big[i].stride, big[i].c, GPUNET_EPI_SWISH, -1);
     char what[96];
@@ -476,7 +476,7 @@ test_dwconv2d (void)
    * squeeze-excite, a residual at the end (compare_batches: 2 threads) */
   for (int se = 0; se <= 1; se++) {
     test_graph tg;
-    tg_init (&tg, 80, 15, 13);
+    tg_init (&tg, 3, 15, 13);
     int x = tg_conv (&tg, 0, 80, 1, 1, 1, GPUNET_EPI_NONE, -1);
     int e = tg_conv (&tg, x, 240, 1, 1, 1, GPUNET_EPI_SWISH, -1);
     int d = tg_conv (&tg, e, 240, 3, 1, 240, GPUNET_EPI_SWISH, -1);
@@ -499,7 +499,7 @@ test_dwconv2d (void)
                   && stride == 1 && reread))
             continue;
           test_graph tg;
-          tg_init (&tg, 8, 17, 19);
+          tg_init (&tg, 3, 17, 19);
           int x = tg_conv (&tg, 0, 40, 1, 1, 1, act, -1);
           tg.t[x].block = -1;
           int y = tg_conv (&tg, x, 40, k, stride, 40, GPUNET_EPI_SWISH, -1);
@@ -521,7 +521,7 @@ test_residual (void)
   for (int act = 0; act <= 2; act++) {
     /* in place: the residual's last use is the conv that adds it */
     test_graph tg;
-    tg_init (&tg, 8, 13, 13);
+    tg_init (&tg, 3, 13, 13);
     int a = tg_conv (&tg, 0, 24, 3, 1, 1, GPUNET_EPI_SWISH, -1);
     int b = tg_conv (&tg, a, 48, 1, 1, 1, GPUNET_EPI_SWISH, -1);
     tg_conv (&tg, b, 24, 1, 1, 1, act, a);
@@ -530,7 +530,7 @@ test_residual (void)
     compare_batches (what, &tg.g);
 
     /* copied: the residual is still needed afterwards */
-    tg_init (&tg, 8, 12, 12);
+    tg_init (&tg, 3, 12, 12);
     a = tg_conv (&tg, 0, 32, 3, 1, 1, GPUNET_EPI_RELU, -1);
     b = tg_conv (&tg, a, 32, 3, 1, 1, act, a);
     tg_conv (&tg, b, 32, 1, 1, 1, GPUNET_EPI_NONE, a);
@@ -555,7 +555,7 @@ test_se (void)
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     test_graph tg;
-    tg_init (&tg, 8, cases[i].h, cases[i].h);
+    tg_init (&tg, 3, cases[i].h, cases[i].h);
     int x = tg_conv (&tg, 0, cases[i].c, 3, 1, 1, GPUNET_EPI_SWISH, -1);
     tg_se (&tg, x, cases[i].rd, cases[i].act);
     tg_conv (&tg, x, 16, 1, 1, 1, GPUNET_EPI_NONE, -1);
@@ -565,7 +565,7 @@ test_se (void)
   }
   /* SE as the last op: its output is the graph's */
   test_graph tg;
-  tg_init (&tg, 24, 9, 9);
+  tg_init (&tg, 3, 9, 9);
   int x = tg_conv (&tg, 0, 24, 1, 1, 1, GPUNET_EPI_NONE, -1);
   tg_se (&tg, x, 6, GPUNET_EPI_RELU);
   compare_batches ("se after a 1x1", &tg.g);
@@ -713,7 +713,7 @@ test_pool_linear (void)
   expect_impl = batch1_only ? -1 : GPUNET_ONEDNN_LINEAR;
   for (int bias = 0; bias <= 1; bias++) {
     test_graph tg;
-    tg_init (&tg, 8, 11, 11);
+    tg_init (&tg, 3, 11, 11);
     int x = tg_conv (&tg, 0, 40, 3, 2, 1, GPUNET_EPI_SWISH, -1);
     tg_pool_linear (&tg, x, 37, bias);
     compare_batches (bias ? "avgpool + linear with bias" : "avgpool + linear", &tg.g);
