@@ -170,9 +170,9 @@ typedef struct {
  * them) and a float64 forward as the reference, GPUNet-D2's two 48->48 stage-1 layers
  * cost 5.3e-5 of the largest logit with F(4x4, 3x3) and 8.9e-5 with F(6x6, 3x3), 2.3e-5
  * with F(3x3, 3x3) and 1.2e-5 with oneDNN's direct kernel (the bound is 5e-5); on the
- * whole of GPUNet-P1 F(4x4) gave 2.4e-5, F(3x3) 1.6e-5.  Our Winograd on the first stage's strided
- * layers (GPUNet-2's and P1's 5x5 stride-2 ones, the largest convolutions of those
- * networks) and on every later layer adds little: at most 1.6e-5 over the seven models
+ * whole of GPUNet-P1 F(4x4) gave 2.4e-5, F(3x3) 1.6e-5.  Our Winograd on the first
+ * stage's strided layers (GPUNet-2's and P1's 5x5 stride-2 ones, their largest
+ * convolutions) and on every later layer adds little: at most 1.6e-5 over the seven models
  * with F(4x4, 3x3).  Returns the input size (h x w) from which a convolution is
  * first-stage. */
 static long
