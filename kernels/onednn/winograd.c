@@ -25,10 +25,14 @@
 #include "winograd.h"
 
 #define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */
-/* Output channels per GEMM pass for vector width vw: 6 tiles x 4 vectors with AVX-512 (24
- * accumulators of 32 registers), x 2 with AVX2 (12 of 16).  The transformed weights are laid
- * out in blocks of this many channels. */
-#define WINO_OCB(vw) ((vw) * ((vw) == 16 ? 4 : 2))
+/* Output channels per GEMM pass for vector width vw and ocp output channels: 6 tiles x 4
+ * vectors with AVX-512 (24 accumulators of 32 registers); with AVX2 4 tiles x 3 vectors (12
+ * of 16: 7 loads for 12 FMAs, where 6 x 2 took 8), or 6 x 2 where blocks of 3 would leave
+ * a last block of 1 vector (32 channels: 16 + 16, not 24 + 8).  4 x 3 took whole passes to
+ * GPUNet-0 0.943, GPUNet-2 0.979 and 0.929, D2 0.912, P1 0.965, GPUNet-1 1.007 of 6 x 2's
+ * time (2-vCPU AVX2 EPYC, alternating rounds).  The transformed weights are laid out in
+ * blocks of this many channels. */
+#define WINO_OCB(vw, ocp) ((vw) == 16 ? 64 : (ocp) % 24 == 8 ? 16 : 24)
 /* V and M of one block of tiles together fit 7/8 of the L2 cache (the rest for the
  * weights streaming through), between 256 KB and 1792 KB; 600 KB where the C library does
  * not know the L2's size.  Each block streams all the transformed weights again, so the
@@ -52,7 +56,7 @@ struct gpunet_wino {
   int th, tw;        /* tiles per image, down and across */
   int rows_max;      /* tiles per block at most (multiple of WINO_ROWS) */
   int vw, ocb;       /* channel block (floats per vector: 16 AVX-512, 8 AVX2) and output
-                      * channels per GEMM pass (4 or 2 vectors) */
+                      * channels per GEMM pass (WINO_OCB: 4, 3 or 2 vectors) */
   int alpha, ne;     /* input tile alpha x alpha: 6 for F(4x4, 3x3), 5 for F(3x3, 3x3) and
                       * F(4x4, 2x2); ne = alpha^2 */
   float *u;          /* transformed weights [ocp / ocb][urows][ocb] (ocp rounded up to ocb;
@@ -199,7 +203,7 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   const int alpha = m + r - 1;
   *p = (gpunet_wino) { .cin = cin, .cout = cout, .icp = icp, .ocp = ocp, .h = oh, .w = ow,
     .act = act, .m = m, .th = (oh + m - 1) / m, .tw = (ow + m - 1) / m, .vw = blk,
-    .ocb = WINO_OCB (blk), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
+    .ocb = WINO_OCB (blk, ocp), .alpha = alpha, .ne = alpha * alpha, .stride = stride,
     .pad = pad, .ih = ih, .iw = iw, .cp = cp };
   const int phases = stride == 1 ? 1 : 4;
   for (int e = 0; e < p->ne; e++) {
@@ -276,8 +280,6 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   return p;
 }
 
-#define V_OCB WINO_OCB (VW)
-#define V_NV (V_OCB / VW)
 
 #define SIMD_WIDTH 16
 #include "simd_begin.h"

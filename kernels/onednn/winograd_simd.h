@@ -1,7 +1,7 @@
 /* winograd_simd.h: the vector code of winograd.c, included there once per instruction set
- * between simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN), with V_OCB (output
- * channels per GEMM micro-kernel call, WINO_OCB) and V_NV (V_OCB / VW) from winograd.c.  No
- * include guard: meant to be included more than once. */
+ * between simd_begin.h and simd_end.h (which define VW, VEC, V_* and FN); the output
+ * channels per GEMM micro-kernel call are the plan's ocb (WINO_OCB).  No include guard:
+ * meant to be included more than once. */
 
 /* out[0..5] = B^T in[0..5] */
 static inline __attribute__((always_inline)) void
@@ -96,7 +96,7 @@ FN (wino_gemm_step) (VEC c[WINO_ROWS][4], const float *v, int icp, const float *
 }
 
 /* M rows 0..mr-1 (stride nv * VW) = V rows 0..mr-1 (stride icp) x U (nv*VW columns, row
- * stride ocp: V_OCB for the blocked weights), reduced over the nr ranges of input channels
+ * stride ocp: the plan's ocb for the blocked weights), reduced over the nr ranges of input channels
  * [rng[2 j], rng[2 j + 1]) of V, whose rows U holds one range after the other (the other
  * channels' products are zero: channel padding, or phases whose transformed kernel is zero
  * at this element, see gpunet_wino_new); mr <= WINO_ROWS. */
@@ -315,8 +315,9 @@ FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int 
 
 
 /* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
- * rows): in calls of WINO_ROWS rows, the rest in at most two calls of 3 to 5 (7 = 4 + 3,
- * 8 = 4 + 4, 9 = 5 + 4).  The padding rows of V and M are never computed (a block of 14
+ * rows): in calls of WINO_ROWS rows (4 with AVX2's blocks of 3 vectors), the rest in at
+ * most two calls (with 6: of 3 to 5, 7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4; with 4: 5 = 3 + 2,
+ * 6 = 3 + 3, 7 = 4 + 3).  The padding rows of V and M are never computed (a block of 14
  * tiles costs 6 + 4 + 4 rows, not 18), and no call but a block's only one gets 1 or 2 rows,
  * which would run at a fraction of the FMA rate (2 or 4 accumulator chains against the FMA
  * latency).  Meanwhile, with WINO_PREFETCH_MIN_CALLS calls or more, the `lines` cache
@@ -332,14 +333,17 @@ FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int 
 #endif
 static inline __attribute__((always_inline)) void
 FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const float *u, int ku,
-    float *m, int cnt, int nv, const char *next, long lines)
+    int ocb, float *m, int cnt, int nv, const char *next, long lines)
 {
-  const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[WINO_ROWS - 1][nv - 1];
+  /* rows per full call: 6 (x up to 4 vectors of accumulators in AVX-512's 32 registers,
+   * x 2 in AVX2's 16), 4 with AVX2's 3-vector blocks */
+  const int V_ROWS = VW == 8 && nv >= 3 ? 4 : WINO_ROWS;
+  const FN (wino_gemm_fn) gemm = FN (wino_gemm_tab)[V_ROWS - 1][nv - 1];
   int full = 0;
-  while (cnt - full >= WINO_ROWS + 4 || cnt - full == WINO_ROWS)
-    full += WINO_ROWS;
-  const int rest = cnt - full, ra = rest > WINO_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
-  const int calls = full / WINO_ROWS + (ra > 0) + (rb > 0);
+  while (cnt - full >= V_ROWS + 4 || cnt - full == V_ROWS)
+    full += V_ROWS;
+  const int rest = cnt - full, ra = rest > V_ROWS ? (rest + 1) / 2 : rest, rb = rest - ra;
+  const int calls = full / V_ROWS + (ra > 0) + (rb > 0);
   /* per row of U in each call; call c from line c * pfn * ku, the last ones clipped */
   const int pfn = next && ku > 0 && calls >= WINO_PREFETCH_MIN_CALLS
       ? (int) ((lines + (long) calls * ku - 1) / ((long) calls * ku)) : 0;
@@ -347,16 +351,16 @@ FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const floa
 #define WINO_PF(c) (pfn ? next + 64 * (((long) (c) + 1) * pfn * ku <= lines \
     ? (long) (c) * pfn * ku : lines - (long) pfn * ku > 0 ? lines - (long) pfn * ku : 0) : next)
 #define WINO_PFN(c) (pfn && (long) pfn * ku <= lines ? pfn : 0)
-  for (int r = 0; r < full; r += WINO_ROWS, call++)
-    gemm (v + (size_t) r * icp, icp, rng, nr, u, V_OCB, m + (size_t) r * VW * nv, WINO_PF (call),
+  for (int r = 0; r < full; r += V_ROWS, call++)
+    gemm (v + (size_t) r * icp, icp, rng, nr, u, ocb, m + (size_t) r * VW * nv, WINO_PF (call),
         WINO_PFN (call));
   if (ra) {
-    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, rng, nr, u, V_OCB,
+    FN (wino_gemm_tab)[ra - 1][nv - 1] (v + (size_t) full * icp, icp, rng, nr, u, ocb,
         m + (size_t) full * VW * nv, WINO_PF (call), WINO_PFN (call));
     call++;
   }
   if (rb)
-    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, rng, nr, u, V_OCB,
+    FN (wino_gemm_tab)[rb - 1][nv - 1] (v + (size_t) (full + ra) * icp, icp, rng, nr, u, ocb,
         m + (size_t) (full + ra) * VW * nv, WINO_PF (call), WINO_PFN (call));
 #undef WINO_PF
 #undef WINO_PFN
@@ -394,19 +398,20 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
   const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
   FN (wino_input) (p, in, t0, cnt, rows, V);
   const float *ut = p->u;
-  for (int oc0 = 0; oc0 < p->ocp; oc0 += V_OCB) {
-    const int nv = (p->ocp - oc0) / VW < V_NV ? (p->ocp - oc0) / VW : V_NV;
+  const int ocb = p->ocb, nvb = ocb / VW;
+  for (int oc0 = 0; oc0 < p->ocp; oc0 += ocb) {
+    const int nv = (p->ocp - oc0) / VW < nvb ? (p->ocp - oc0) / VW : nvb;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++) {
       /* the slice of U after this one: the next element's, else the next block's first */
-      const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + V_OCB;
+      const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + ocb;
       const float *next = on < p->ocp
-          ? ut + ((size_t) (on / V_OCB) * p->urows + p->uoff[en]) * V_OCB : NULL;
+          ? ut + ((size_t) (on / ocb) * p->urows + p->uoff[en]) * ocb : NULL;
       FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
-          ut + ((size_t) (oc0 / V_OCB) * p->urows + p->uoff[e]) * V_OCB, wino_urows (p, e),
+          ut + ((size_t) (oc0 / ocb) * p->urows + p->uoff[e]) * ocb, wino_urows (p, e), ocb,
           M + (size_t) e * m_es, cnt, nv, (const char *) next,
-          (long) wino_urows (p, en) * V_OCB * (long) sizeof (float) / 64);
+          (long) wino_urows (p, en) * ocb * (long) sizeof (float) / 64);
     }
     FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
   }
