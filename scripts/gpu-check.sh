@@ -11,6 +11,8 @@
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
+#   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
+#                    unshared elements and the decoders alone (frames/s)
 #   element-batch, element-regions, element-interval, element-resolution, element-two,
 #   element-cycles   gpunetclassify on nvh264dec's CUDA memory: batch-size 4, two regions
 #                    per frame, interval 5, a mid-stream resolution change, two elements in
@@ -33,7 +35,7 @@ BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
 ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-sweep
-  pipeline element-batch
+  pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-cycles soak tag
   pytorch cpu-threads"
 MODELS=${MODELS:-$ALL_MODELS}
@@ -93,26 +95,30 @@ export TOOLS W LOGS LIB PYTHON ROOT MODELS SOAK_MIN SOAK_EVERY NVIDIA_SMI
 
 # --- inputs: random gpunet-0 weights, a 1080p H.264 MP4 (300 frames), and a byte-stream
 # that switches from 640x360 to 1280x720 after 60 frames
-encoder=""
-for e in nvh264enc x264enc openh264enc; do
-  gst-inspect-1.0 --exists $e && { encoder=$e; break; }
-done
 enc_opts () { case $1 in x264enc) echo "x264enc speed-preset=ultrafast" ;; *) echo "$1" ;; esac; }
 "$TOOLS/gpunet-convert" --random gpunet-0 --seed 7 --output "$W/g0.safetensors" > "$W/convert.log" 2>&1
 CLIP=$W/clip.mp4 RES=$W/res.h264
-if [ -n "$encoder" ]; then
-  E=$(enc_opts $encoder)
+# the first encoder that makes both clips (nvh264enc can be listed and still fail: no
+# NVENC on the GPU, or no libnvidia-encode in a container)
+encoder=""
+: > "$W/clip.log"
+for e in nvh264enc x264enc openh264enc; do
+  gst-inspect-1.0 --exists $e || continue
+  E=$(enc_opts $e)
+  echo "--- $e" >> "$W/clip.log"
   gst-launch-1.0 -q videotestsrc num-buffers=300 pattern=smpte ! \
     video/x-raw,width=1920,height=1080,framerate=30/1 ! $E ! h264parse ! mp4mux ! \
-    filesink location="$CLIP" > "$W/clip.log" 2>&1 || rm -f "$CLIP"
+    filesink location="$CLIP" >> "$W/clip.log" 2>&1 || { rm -f "$CLIP"; continue; }
   : > "$RES"
   for size in 640x360 1280x720; do
     gst-launch-1.0 -q videotestsrc num-buffers=60 pattern=ball ! \
       video/x-raw,width=${size%x*},height=${size#*x},framerate=30/1 ! $E ! h264parse ! \
-      video/x-h264,stream-format=byte-stream ! filesink location="$W/part.h264" >> "$W/clip.log" 2>&1
-    cat "$W/part.h264" >> "$RES"
+      video/x-h264,stream-format=byte-stream ! filesink location="$W/part.h264" >> "$W/clip.log" 2>&1 \
+      && cat "$W/part.h264" >> "$RES" || { rm -f "$CLIP" "$RES"; continue 2; }
   done
-fi
+  encoder=$e
+  break
+done
 export CLIP RES
 echo "inputs: encoder ${encoder:-none}; clip $( [ -s "$CLIP" ] && echo made || echo MISSING)"
 
@@ -197,11 +203,16 @@ element_interval () {
 element_resolution () {
   need_nvdec || return $?
   launch res filesrc location=$RES ! h264parse ! nvh264dec ! $CLS name=cls json-output=$W/res.jsonl ! fakesink sync=false || return 1
-  local w640 w1280
+  local w640 w1280 dec recs
   w640=$(grep -c 'cls.GstPad:sink: caps = .*width=(int)640' $W/res.launch)
   w1280=$(grep -c 'cls.GstPad:sink: caps = .*width=(int)1280' $W/res.launch)
-  echo "detail: $(lines $W/res.jsonl) records for 120 frames; caps at 640 wide: $w640, at 1280: $w1280"
-  [ "$(lines $W/res.jsonl)" -eq 120 ] && [ "$w640" -gt 0 ] && [ "$w1280" -gt 0 ]
+  # the decoder alone on the same stream: a frame it does not output is not the
+  # element's to classify, one it outputs must have a record
+  gst-launch-1.0 -v filesrc location=$RES ! h264parse ! nvh264dec ! fakesink silent=false > "$W/res-dec.launch" 2>&1
+  dec=$(grep -c 'chain ' "$W/res-dec.launch")
+  recs=$(lines $W/res.jsonl)
+  echo "detail: $recs records; the decoder alone outputs $dec of the 120 frames; caps at 640 wide: $w640, at 1280: $w1280"
+  [ "$recs" -eq "$dec" ] && [ "$dec" -gt 0 ] && [ "$w640" -gt 0 ] && [ "$w1280" -gt 0 ]
 }
 element_two () {
   need_nvdec || return $?
@@ -222,8 +233,36 @@ pipeline () {
   done
   echo "detail: 300 frames: decoder alone ${a:-?} s, with gpunetclassify fp16 ${b:-?} s (second run)"
 }
-export -f need_nvdec launch lines element_batch element_interval element_resolution element_two pipeline
+# streams: 8 copies of the clip, each nvh264dec ! queue ! gpunetclassify (fp16) in one
+# gst-launch: one shared engine at batch-size 8, against 8 unshared elements at batch 1
+# and the 8 decoders alone (docs/streams.md); two rounds, seconds PLAYING to EOS
+streams8 () {
+  need_nvdec || return $?
+  local r cfg d i t
+  for r in 1 2; do for cfg in decoders shared unshared; do
+    d=""
+    for i in 0 1 2 3 4 5 6 7; do
+      d="$d filesrc location=$CLIP ! qtdemux ! h264parse ! nvh264dec ! "
+      case $cfg in
+        decoders) d="$d fakesink sync=false" ;;
+        shared) d="$d queue ! ${CLS/precision=fp32/precision=fp16} batch-size=8 json-output=$W/st-$cfg-$i.jsonl ! fakesink sync=false" ;;
+        unshared) d="$d queue ! ${CLS/precision=fp32/precision=fp16} share-engine=false json-output=$W/st-$cfg-$i.jsonl ! fakesink sync=false" ;;
+      esac
+    done
+    rm -f $W/st-$cfg-*.jsonl
+    gst-launch-1.0 $d > "$W/streams-$cfg.launch" 2>&1 || { echo "gst-launch failed ($cfg):"; tail -n 5 "$W/streams-$cfg.launch"; return 1; }
+    t=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\)$/\1 \2 \3/p' "$W/streams-$cfg.launch" | awk '{print $1*3600+$2*60+$3}')
+    echo "round $r $cfg ${t:-?} s, $(awk -v t="$t" 'BEGIN {if (t > 0) printf "%.0f", 2400 / t; else print "?"}') frames/s"
+    if [ $cfg != decoders ]; then for i in 0 1 2 3 4 5 6 7; do
+      [ "$(lines $W/st-$cfg-$i.jsonl)" -eq 300 ] || { echo "detail: FAIL: $cfg stream $i wrote $(lines $W/st-$cfg-$i.jsonl) of 300 records"; return 1; }
+    done; fi
+    eval "t_$cfg=$t"
+  done; done
+  echo "detail: 8 x 300 frames of 1080p (round 2): decoders alone $t_decoders s, one shared engine at batch 8 $t_shared s, 8 unshared $t_unshared s; shared/unshared frames/s $(awk -v a="$t_unshared" -v b="$t_shared" 'BEGIN {printf "%.2f", a / b}')x"
+}
+export -f need_nvdec launch lines element_batch element_interval element_resolution element_two pipeline streams8
 step pipeline 300 pipeline
+step streams 300 streams8
 step element-batch 300 element_batch
 step element-regions 300 '$PYTHON "'"$HERE"'/gpu_check_element.py" regions --model gpunet-0 --checkpoint "$W/g0.safetensors" --frames 100'
 step element-interval 300 element_interval
