@@ -5,6 +5,8 @@
 # summary table (step, ok/FAIL/skip, detail).  Steps:
 #   meson-test       meson test (all suites)
 #   selftest         gpunet-selftest, fp32 and fp16 x CUDA graphs on and off x batch 1/4/8
+#   selftest-quick   (QUICK=1) every model at batch 4, graphs on, and GPUNet-0 at batch 1 with
+#                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
@@ -25,7 +27,8 @@
 #   cpu-threads      gpunet-bench --backend cpu --threads 1,2,4,8,16 (gpunet-0)
 #   graph-capture    fails when any log says a CUDA graph capture failed
 # Usage: scripts/gpu-check.sh [BUILD_DIR [LOG_DIR]]      (defaults: build, gpu-logs)
-#   env STEPS (a subset of the names above), MODELS (latency runs; default all seven),
+#   env STEPS (a subset of the names above), QUICK=1 (the short set, QUICK_STEPS below),
+#       MODELS (latency runs; default all seven),
 #       SOAK_MIN, SOAK_EVERY, NVIDIA_SMI (default nvidia-smi), PYTHON (default python3).
 # Exit: 0 all passed, 1 a step failed, 2 usage, 77 no GPU (nothing checked).
 set -uo pipefail
@@ -38,8 +41,14 @@ ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck b
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-cycles soak tag
   pytorch cpu-threads"
+# QUICK=1: the steps that fit a short GPU lease (about 10 minutes): one self-test pass of
+# every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
+# the 12 runs of selftest, no racecheck/synccheck/soak/meson-test
+QUICK_STEPS="selftest-quick bench pipeline streams element-batch element-regions
+  element-interval element-resolution element-two element-cycles tag memcheck pytorch
+  cpu-threads"
 MODELS=${MODELS:-$ALL_MODELS}
-STEPS=${STEPS:-$ALL_STEPS}
+if [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
 SOAK_MIN=${SOAK_MIN:-10}
 case $SOAK_MIN in ''|*[!0-9]*|0) echo "gpu-check: SOAK_MIN must be a whole number of minutes >= 1, not '$SOAK_MIN'"; exit 2 ;; esac
 # about 40 samples whatever the duration (the flatness check needs 8 or more)
@@ -160,6 +169,7 @@ bench () {
 }
 export -f selftest sanitize bench
 step selftest 1800 selftest
+step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA_GRAPHS=0 "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
@@ -264,11 +274,11 @@ export -f need_nvdec launch lines element_batch element_interval element_resolut
 step pipeline 300 pipeline
 step streams 300 streams8
 step element-batch 300 element_batch
-step element-regions 300 '$PYTHON "'"$HERE"'/gpu_check_element.py" regions --model gpunet-0 --checkpoint "$W/g0.safetensors" --frames 100'
+step element-regions 300 '"$TOOLS/gpunet-element-check" regions --model gpunet-0 --checkpoint "$W/g0.safetensors" --frames 100'
 step element-interval 300 element_interval
 step element-resolution 300 element_resolution
 step element-two 300 element_two
-step element-cycles 600 '$PYTHON "'"$HERE"'/gpu_check_element.py" cycles --model gpunet-0 --checkpoint "$W/g0.safetensors" --cycles 50'
+step element-cycles 600 '"$TOOLS/gpunet-element-check" cycles --model gpunet-0 --checkpoint "$W/g0.safetensors" --cycles 50'
 
 # --- SOAK_MIN minutes of 1080p NV12 frames through cudaupload ! gpunetclassify batch-size 4
 soak () {
