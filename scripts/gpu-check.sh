@@ -11,6 +11,7 @@
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
+#   bench-fused      the opt-in fused path against the default (GPUNet-0, -2, P0, fp16)
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
@@ -37,14 +38,15 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-sweep
+ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-fused
+  bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-cycles soak tag
   pytorch cpu-threads"
 # QUICK=1: the steps that fit a short GPU lease (about 10 minutes): one self-test pass of
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest, no racecheck/synccheck/soak/meson-test
-QUICK_STEPS="selftest-quick bench pipeline streams element-batch element-regions
+QUICK_STEPS="selftest-quick bench bench-fused pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-cycles tag memcheck pytorch
   cpu-threads"
 MODELS=${MODELS:-$ALL_MODELS}
@@ -167,7 +169,19 @@ bench () {
   echo "detail: $(tail -n 1 "$W/latency.cmp")"
   [ $bad -eq 0 ]
 }
-export -f selftest sanitize bench
+# the opt-in fused path (issue 33) against the default, same build and run
+bench_fused () {
+  local m a b out=""
+  for m in gpunet-0 gpunet-2 gpunet-p0; do
+    a=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak 2>&1 | sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1)
+    b=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak --cuda-fused 2>&1 | sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1)
+    [ -n "$a" ] && [ -n "$b" ] || { echo "detail: FAIL: $m: no gpu_median_ms (plain '$a', fused '$b')"; return 1; }
+    echo "$m fp16: plain $a ms, fused $b ms"
+    out="$out $m $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')"
+  done
+  echo "detail: fused / plain GPU median, fp16 batch 1:$out"
+}
+export -f selftest sanitize bench bench_fused
 step selftest 1800 selftest
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA_GRAPHS=0 "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
@@ -175,6 +189,7 @@ step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'
 step bench 600 bench
+step bench-fused 300 bench_fused
 step bench-sweep 300 'for p in fp16 fp32; do "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --batch-sweep --runs 50 --warmup 5 && "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --per-layer --runs 100 --warmup 10 || exit 1; done'
 
 # --- the element on nvh264dec's CUDA memory (fp32 so results compare with the CPU's)

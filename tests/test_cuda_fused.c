@@ -75,12 +75,21 @@ run_head (const float *x, const gpunet_half *xh, const float *w, const gpunet_ha
     float *pooled, float *logits, gpunet_class_score *out)
 {
   const int half = xh != NULL;
-  for (int ch = 0; ch < c; ch++) {
-    float lanes[32];
-    for (int l = 0; l < 32; l++)
-      lanes[l] = half ? gpunet_row_sum_partial_h (xh + ((long long) img * c + ch) * plane, plane, l, 32)
-          : gpunet_row_sum_partial (x + ((long long) img * c + ch) * plane, plane, l, 32);
-    pooled[ch] = gpunet_head_mean (gpunet_warp_tree_sum (lanes), plane);
+  for (int ch0 = 0; ch0 < c; ch0 += GPUNET_HEAD_ROWS) {
+    const int m = c - ch0 < GPUNET_HEAD_ROWS ? c - ch0 : GPUNET_HEAD_ROWS;
+    float lanes[GPUNET_HEAD_ROWS][32];
+    for (int l = 0; l < 32; l++) {
+      float acc[GPUNET_HEAD_ROWS];
+      const long long off = ((long long) img * c + ch0) * plane;
+      if (half)
+        gpunet_row_sum_partials_h (xh + off, plane, m, l, 32, acc);
+      else
+        gpunet_row_sum_partials (x + off, plane, m, l, 32, acc);
+      for (int u = 0; u < GPUNET_HEAD_ROWS; u++)
+        lanes[u][l] = acc[u];
+    }
+    for (int u = 0; u < m; u++)
+      pooled[ch0 + u] = gpunet_head_mean (gpunet_warp_tree_sum (lanes[u]), plane);
   }
   const int n_pow2 = gpunet_pow2_ceil (classes);
   float *val = malloc (sizeof (float) * n_pow2);
@@ -189,6 +198,40 @@ test_head (void)
     free (logits);
     free (got);
     free (want);
+  }
+}
+
+/* The head pools four channels at a time: each lane's shares are the one-row function's
+ * bits, in float and half, for full groups and the last, shorter one. */
+static void
+test_row_sum_partials (void)
+{
+  static const long long planes[] = { 1, 31, 32, 49, 100, 144, 289 };
+  for (size_t pi = 0; pi < sizeof planes / sizeof planes[0]; pi++) {
+    const long long plane = planes[pi];
+    float *rows = malloc (sizeof (float) * GPUNET_HEAD_ROWS * plane);
+    gpunet_half *rows_h = malloc (sizeof (gpunet_half) * GPUNET_HEAD_ROWS * plane);
+    for (long long i = 0; i < GPUNET_HEAD_ROWS * plane; i++) {
+      rows[i] = check_frand () * 3.0f;
+      rows_h[i] = gpunet_half_from_float (rows[i]);
+    }
+    int same = 1;
+    for (int m = 1; m <= GPUNET_HEAD_ROWS; m++)
+      for (int l = 0; l < 32; l++) {
+        float acc[GPUNET_HEAD_ROWS], acc_h[GPUNET_HEAD_ROWS];
+        gpunet_row_sum_partials (rows, plane, m, l, 32, acc);
+        gpunet_row_sum_partials_h (rows_h, plane, m, l, 32, acc_h);
+        for (int u = 0; u < GPUNET_HEAD_ROWS; u++) {
+          const float want = u < m ? gpunet_row_sum_partial (rows + u * plane, plane, l, 32) : 0.0f;
+          const float want_h = u < m ? gpunet_row_sum_partial_h (rows_h + u * plane, plane, l, 32)
+              : 0.0f;
+          same &= memcmp (&acc[u], &want, sizeof want) == 0
+              && memcmp (&acc_h[u], &want_h, sizeof want_h) == 0;
+        }
+      }
+    CHECK_MSG (same, "row_sum_partials over a plane of %lld: not the one-row shares' bits", plane);
+    free (rows);
+    free (rows_h);
   }
 }
 
@@ -444,6 +487,7 @@ main (void)
 {
   check_rng_seed (0x243f6a8885a308d3ull);
   test_warp_tree ();
+  test_row_sum_partials ();
   test_head ();
   test_head_ties ();
   test_head_split ();

@@ -64,11 +64,50 @@ gpunet_row_sum_partial_h (const gpunet_half *row, long long plane, int lane, int
   return acc;
 }
 
+/* The lane shares of GPUNET_HEAD_ROWS consecutive rows at once (rows r, r + plane, ...):
+ * acc[u] is exactly gpunet_row_sum_partial (rows + u * plane, ...), the same additions in
+ * the same order, but the rows' loads are independent, so a warp keeps four in flight
+ * where one row at a time waits on each.  m < GPUNET_HEAD_ROWS rows: the first m. */
+enum { GPUNET_HEAD_ROWS = 4 };
+
+GPUNET_HD void
+gpunet_row_sum_partials (const float *rows, long long plane, int m, int lane, int lanes,
+    float *acc)
+{
+  for (int u = 0; u < GPUNET_HEAD_ROWS; u++)
+    acc[u] = 0.0f;
+  if (m == GPUNET_HEAD_ROWS) {
+    for (long long i = lane; i < plane; i += lanes)
+      for (int u = 0; u < GPUNET_HEAD_ROWS; u++)
+        acc[u] += rows[u * plane + i];
+  } else {
+    for (int u = 0; u < m; u++)
+      acc[u] = gpunet_row_sum_partial (rows + u * plane, plane, lane, lanes);
+  }
+}
+
+GPUNET_HD void
+gpunet_row_sum_partials_h (const gpunet_half *rows, long long plane, int m, int lane,
+    int lanes, float *acc)
+{
+  for (int u = 0; u < GPUNET_HEAD_ROWS; u++)
+    acc[u] = 0.0f;
+  if (m == GPUNET_HEAD_ROWS) {
+    for (long long i = lane; i < plane; i += lanes)
+      for (int u = 0; u < GPUNET_HEAD_ROWS; u++)
+        acc[u] += gpunet_half_to_float (rows[u * plane + i]);
+  } else {
+    for (int u = 0; u < m; u++)
+      acc[u] = gpunet_row_sum_partial_h (rows + u * plane, plane, lane, lanes);
+  }
+}
+
 /* ---- fused head: pool + classifier + softmax + top-k in one kernel ----------------------
  * gpunet_head_split (classes) blocks per image, so the classifier's weights are read by
- * several SMs.  In each, warp w pools channels w, w + 32, ...: each lane sums its strided
- * share of the plane (gpunet_row_sum_partial), the warp tree adds the 32 shares, lane 0
- * stores gpunet_head_mean (every block of an image pools alike, in the same order).  Then
+ * several SMs.  In each, warp w pools channels 4w..4w+3, then those 4 * 32 further on,
+ * ...: each lane sums its strided share of the four planes (gpunet_row_sum_partials), the
+ * warp tree adds each channel's 32 shares, lane 0 stores gpunet_head_mean (every block of
+ * an image pools alike, in the same order).  Then
  * warp w of block part computes classes part * 32 + w, then + 32 * split, ...: lane shares
  * of the dot product with the pooled vector (gpunet_dot_partial[_hf]), the warp tree, and
  * gpunet_head_logit, stored as float.  With k > 0 the image's last block to finish (a

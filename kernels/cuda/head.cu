@@ -2,27 +2,29 @@
  * classifier, and (k > 0) softmax + top-k in one kernel, which writes float logits as
  * well; gpunet_head_split blocks per image share the classes, and the last of them to
  * finish does the top-k.  The arithmetic and its order are cuda_fused.h's; this file maps
- * warps to channels and classes.  Not run on a GPU yet. */
+ * warps to channels and classes.  On the H200 (2026-11-26) it passed the self-test but made
+ * GPUNet-0 fp16 0.026 ms slower: then each warp pooled one channel at a time, 40 of them
+ * in turn, each waiting on its loads; now four at a time (not run on a GPU yet). */
 #include "cuda_fused.h"
 #include "cuda_internal.h"
 #include "cuda_storage.h"
 
 template <typename T>
-static __device__ __forceinline__ float
-row_share (const T *row, long long plane, int lane);
+static __device__ __forceinline__ void
+row_shares (const T *rows, long long plane, int m, int lane, float *acc);
 
 template <>
-__device__ __forceinline__ float
-row_share<float> (const float *row, long long plane, int lane)
+__device__ __forceinline__ void
+row_shares<float> (const float *rows, long long plane, int m, int lane, float *acc)
 {
-  return gpunet_row_sum_partial (row, plane, lane, 32);
+  gpunet_row_sum_partials (rows, plane, m, lane, 32, acc);
 }
 
 template <>
-__device__ __forceinline__ float
-row_share<gpunet_half> (const gpunet_half *row, long long plane, int lane)
+__device__ __forceinline__ void
+row_shares<gpunet_half> (const gpunet_half *rows, long long plane, int m, int lane, float *acc)
 {
-  return gpunet_row_sum_partial_h (row, plane, lane, 32);
+  gpunet_row_sum_partials_h (rows, plane, m, lane, 32, acc);
 }
 
 template <typename T>
@@ -40,10 +42,16 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
   const long long img = blockIdx.x / split;
   const int part_i = (int) (blockIdx.x % split);
   const T *x = in + img * c * plane;
-  for (int ch = warp; ch < c; ch += warps) {
-    const float s = gpunet_warp_sum (row_share<T> (x + ch * plane, plane, lane));
-    if (lane == 0)
-      pooled[ch] = gpunet_head_mean (s, plane);
+  for (int ch0 = warp * GPUNET_HEAD_ROWS; ch0 < c; ch0 += warps * GPUNET_HEAD_ROWS) {
+    const int m = c - ch0 < GPUNET_HEAD_ROWS ? c - ch0 : GPUNET_HEAD_ROWS;
+    float acc[GPUNET_HEAD_ROWS];
+    row_shares<T> (x + ch0 * plane, plane, m, lane, acc);
+#pragma unroll
+    for (int u = 0; u < GPUNET_HEAD_ROWS; u++) {
+      const float s = gpunet_warp_sum (acc[u]);   /* every lane takes part, u < m or not */
+      if (lane == 0 && u < m)
+        pooled[ch0 + u] = gpunet_head_mean (s, plane);
+    }
   }
   __syncthreads ();
   for (int j = part_i * warps + warp; j < classes; j += warps * split) {
