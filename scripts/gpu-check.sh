@@ -228,7 +228,7 @@ element_interval () {
 element_resolution () {
   need_nvdec || return $?
   launch res filesrc location=$RES ! h264parse ! nvh264dec ! $CLS name=cls json-output=$W/res.jsonl ! fakesink sync=false || return 1
-  local w640 w1280 dec recs
+  local w640 w1280 dec recs got
   w640=$(grep -c 'cls.GstPad:sink: caps = .*width=(int)640' $W/res.launch)
   w1280=$(grep -c 'cls.GstPad:sink: caps = .*width=(int)1280' $W/res.launch)
   # the decoder alone on the same stream: a frame it does not output is not the
@@ -236,7 +236,9 @@ element_resolution () {
   gst-launch-1.0 -v filesrc location=$RES ! h264parse ! nvh264dec ! fakesink silent=false > "$W/res-dec.launch" 2>&1
   dec=$(grep -c 'chain ' "$W/res-dec.launch")
   recs=$(lines $W/res.jsonl)
-  echo "detail: $recs records; the decoder alone outputs $dec of the 120 frames; caps at 640 wide: $w640, at 1280: $w1280"
+  # the element numbers the buffers it receives: the highest number + 1 is how many came in
+  got=$(sed -n 's/.*"frame":\([0-9]*\),.*/\1/p' $W/res.jsonl | sort -n | tail -n 1)
+  echo "detail: $recs records of ${got:+$((got + 1))} frames the element numbered; the decoder alone outputs $dec of the 120 frames; caps at 640 wide: $w640, at 1280: $w1280"
   [ "$recs" -eq "$dec" ] && [ "$dec" -gt 0 ] && [ "$w640" -gt 0 ] && [ "$w1280" -gt 0 ]
 }
 element_two () {
