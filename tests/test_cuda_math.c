@@ -1141,7 +1141,8 @@ test_graph_state (void)
   a = gpunet_graph_next (&g, 4, 1, &drop);
   CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
   gpunet_graph_done (&g, a, 1);
-  /* then replays */
+  /* then replays, which need no descriptors: only a captured graph of this key says so */
+  CHECK (gpunet_graph_will_replay (&g, 4) && !gpunet_graph_will_replay (&g, 5));
   for (int i = 0; i < 3; i++) {
     a = gpunet_graph_next (&g, 4, 1, &drop);
     CHECK (a == GPUNET_GRAPH_REPLAY && drop == 0);
@@ -1149,7 +1150,8 @@ test_graph_state (void)
   }
   /* a new key (k changed): drop the graph, warm up, capture again */
   a = gpunet_graph_next (&g, 5, 1, &drop);
-  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 1);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 1 && !gpunet_graph_will_replay (&g, 5)
+      && !gpunet_graph_will_replay (&g, 4));
   gpunet_graph_done (&g, a, 1);
   a = gpunet_graph_next (&g, 5, 1, &drop);
   CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
@@ -1168,6 +1170,7 @@ test_graph_state (void)
   a = gpunet_graph_next (&g, 1, 1, &drop);
   CHECK (a == GPUNET_GRAPH_CAPTURE);
   gpunet_graph_done (&g, a, 0);
+  CHECK (!gpunet_graph_will_replay (&g, 1));
   for (int i = 0; i < 3; i++) {
     a = gpunet_graph_next (&g, 1 + i % 2, 1, &drop);
     CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);

@@ -352,16 +352,19 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
   return GPUNET_OK;
 }
 
-/* Checks the batch size and re-describes the layers when it changed (host only; done
- * before any capture, so captured graphs see fixed descriptors). */
+/* Checks the batch size and, with `describe`, re-describes the layers when it changed
+ * (host only; done before any capture, so captured graphs see fixed descriptors).  A run
+ * that replays a captured graph passes describe = 0: re-describing every convolution
+ * (cuDNN descriptors and a workspace query each) whenever an engine's passes alternate
+ * between batch sizes is host time the replay never uses. */
 gpunet_status
-set_batch (cuda_state *s, int n, char **error_text)
+set_batch (cuda_state *s, int n, int describe, char **error_text)
 {
   const gpunet_graph *g = s->g;
   if (n < 1 || n > s->max_batch)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "batch of %d images, but the session was planned for 1 to %d", n, s->max_batch);
-  if (n != s->cur_n) {
+  if (describe && n != s->cur_n) {
     for (int i = 0; i < g->n_ops; i++) {
       gpunet_status st = gpunet_cuda_layer_set_batch (&s->ctx, &s->layers[i], n, error_text);
       if (st != GPUNET_OK) {
@@ -509,12 +512,14 @@ forward_in_context (cuda_state *s, const float *input, int n, float *logits,
     gpunet_trace_func trace, void *trace_user, char **error_text)
 {
   const gpunet_graph *g = s->g;
-  gpunet_status st = set_batch (s, n, error_text);
+  const int profiled = s->prof != NULL;
+  const int replay = !trace && !profiled
+      && gpunet_graph_will_replay (&s->fwd_graph[n < 1 || n > s->max_batch ? 0 : n].state, n);
+  gpunet_status st = set_batch (s, n, !replay, error_text);
   if (st != GPUNET_OK)
     return st;
   memcpy (s->h_input, input, tensor_floats (g, g->input, n) * sizeof (float));
   s->run_n = n;
-  const int profiled = s->prof != NULL;
   if (profiled) {
     /* 2 ms and 50 us per op: longer than the host takes to enqueue them */
     hold_kernel<<<1, 1, 0, s->ctx.stream>>> (2000000ull + 50000ull * (unsigned long long) g->n_ops);

@@ -47,7 +47,7 @@ typedef struct {
 
 size_t tensor_floats (const gpunet_graph *g, int t, int n);
 float * logits32 (cuda_state *s, int head);
-gpunet_status set_batch (cuda_state *s, int n, char **error_text);
+gpunet_status set_batch (cuda_state *s, int n, int describe, char **error_text);
 gpunet_status run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *trace_user, char **error_text);
 gpunet_status enqueue_logits32 (cuda_state *s, int n, char **error_text);
 gpunet_status cuda_classify_device (void *state, const gpunet_image *images, int n, const gpunet_preprocess_plan *const *plans, int k, gpunet_class_score *out, char **error_text);

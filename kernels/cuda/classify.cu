@@ -145,8 +145,10 @@ begin_classify (cuda_state *s, const gpunet_image *images, int n,
     st = gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no preprocess plans");
   for (int i = 0; i < n && st == GPUNET_OK; i++)
     st = check_classify (s, &images[i], i, plans[i], k, error_text);
+  /* a replayed graph needs no layer descriptors (set_batch) */
   if (st == GPUNET_OK)
-    st = set_batch (s, n, error_text);
+    st = set_batch (s, n, !(n >= 1 && n <= s->max_batch
+        && gpunet_graph_will_replay (&s->dev_graph[n].state, k)), error_text);
   if (st != GPUNET_OK)
     return st;
   gpunet_cuda_pre_cache_begin (&s->pre);

@@ -40,6 +40,15 @@ gpunet_graph_next (gpunet_graph_state *s, int key, int enabled, int *drop)
   return GPUNET_GRAPH_PLAIN;
 }
 
+/* Whether the next run for `key` replays a captured graph: the work's host-side set-up
+ * (the layers' cuDNN descriptors for the batch size) then goes unused and can be
+ * skipped. */
+static inline int
+gpunet_graph_will_replay (const gpunet_graph_state *s, int key)
+{
+  return s->key == key && s->captured;
+}
+
 /* Records the outcome of the run gpunet_graph_next chose (ok: it succeeded; for a
  * capture, that a graph was captured and instantiated). */
 static inline void
