@@ -279,6 +279,7 @@ streams8 () {
     rm -f $W/st-$cfg-*.jsonl
     gst-launch-1.0 $d > "$W/streams-$cfg.launch" 2>&1 || { echo "gst-launch failed ($cfg):"; tail -n 5 "$W/streams-$cfg.launch"; return 1; }
     t=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\)$/\1 \2 \3/p' "$W/streams-$cfg.launch" | awk '{print $1*3600+$2*60+$3}')
+    [ -n "$t" ] || { echo "detail: FAIL: no 'Execution ended' line from gst-launch ($cfg)"; return 1; }
     echo "round $r $cfg ${t:-?} s, $(awk -v t="$t" 'BEGIN {if (t > 0) printf "%.0f", 2400 / t; else print "?"}') frames/s"
     if [ $cfg != decoders ]; then for i in 0 1 2 3 4 5 6 7; do
       [ "$(lines $W/st-$cfg-$i.jsonl)" -eq 300 ] || { echo "detail: FAIL: $cfg stream $i wrote $(lines $W/st-$cfg-$i.jsonl) of 300 records"; return 1; }
