@@ -63,6 +63,47 @@ p = subprocess.run(["bash", script, os.path.join(tmp, "nobuild")], capture_outpu
                    text=True, env=dict(os.environ, NVIDIA_SMI=fake))
 check(p.returncode == 2 and "build first" in p.stdout, f"no build: exit 2: {p.stdout!r}")
 
+# --- the plumbing of QUICK=1 with stub tools: every step of the short set gets a row ---
+stub = os.path.join(tmp, "stub")
+os.makedirs(os.path.join(stub, "build", "tools"))
+os.makedirs(os.path.join(stub, "bin"))
+stubs = {
+    # a latency line for bench and bench-fused, thread lines for cpu-threads
+    "build/tools/gpunet-bench": "case \"$*\" in *--threads*) for t in 1 2 4 8 16; do "
+    "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
+    "*) echo 'gpu_median_ms=0.400 (stub)' ;; esac",
+    "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
+    "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
+    "build/tools/gpunet-element-check": "echo 'detail: ok: stub'",
+    # no GStreamer element exists: no clip is made, the decoder steps skip
+    "bin/gst-inspect-1.0": "exit 1",
+    "bin/gst-launch-1.0": "exit 1",
+}
+for name, body in stubs.items():
+    path = os.path.join(stub, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body + "\n")
+    os.chmod(path, 0o755)
+quick = subprocess.run(["bash", "-c", "source <(sed -n '/^QUICK_STEPS=/,/\"$/p' \"$0\"); "
+                        "echo $QUICK_STEPS", script], capture_output=True, text=True).stdout.split()
+check(len(quick) >= 10 and "selftest-quick" in quick and "bench-fused" in quick,
+      f"QUICK_STEPS read from the script: {quick}")
+p = subprocess.run(["bash", script, os.path.join(stub, "build"), os.path.join(stub, "logs")],
+                   capture_output=True, text=True,
+                   env=dict(os.environ, NVIDIA_SMI=fake, QUICK="1",
+                            PATH=os.path.join(stub, "bin") + os.pathsep + os.environ["PATH"]))
+rows = {}
+rows_path = os.path.join(stub, "logs", "rows.tsv")
+if os.path.exists(rows_path):
+    for line in open(rows_path):
+        step, result = line.split("\t")[:2]
+        rows[step] = result
+check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
+      and rows.get("selftest-quick") == "ok" and rows.get("bench-fused") == "ok"
+      and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
+      f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "
+      f"{p.returncode} {rows} {p.stdout[-400:]!r}")
+
 # --- latency against the real docs/cuda.md table ---
 table = lib.doc_latency(open(os.path.join(root, "docs", "cuda.md"), encoding="utf-8").read())
 check(len(table) == 14, f"docs/cuda.md's latency table: 7 models x 2 precisions: {table}")
