@@ -280,7 +280,6 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   return p;
 }
 
-
 #define SIMD_WIDTH 16
 #include "simd_begin.h"
 #include "winograd_simd.h"

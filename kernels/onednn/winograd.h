@@ -23,7 +23,8 @@ int gpunet_wino_available (int blk);
 
 /* Plans one convolution (output tiles tile x tile: 4, or 3 for F(3x3, 3x3), which takes
  * 3x3 stride 1 only: 25 multiplies per 3x3 tile instead of 81, with half F(4x4)'s
- * largest transform coefficients, so it rounds less): weight is cout x cin x k x k (plain), bias may be NULL; cp and
+ * largest transform coefficients, so it rounds less): weight is cout x cin x k x k
+ * (plain), bias may be NULL; cp and
  * ocp are the padded (multiple of blk) channel counts of the blocked input and output,
  * blk 16 (nChw16c) or 8 (nChw8c; see gpunet_wino_available).
  * Takes k 3 with stride 1 or 2 and k 5 with stride 2, any pad; the input is ih x iw, the output

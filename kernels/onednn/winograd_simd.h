@@ -313,7 +313,6 @@ FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int 
   FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3);
 }
 
-
 /* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
  * rows): in calls of WINO_ROWS rows (4 with AVX2's blocks of 3 vectors), the rest in at
  * most two calls (with 6: of 3 to 5, 7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4; with 4: 5 = 3 + 2,
