@@ -751,6 +751,9 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
         break;
       case PROP_BACKEND:
         self->backend = g_value_get_enum (value);
+        gst_gpunet_cuda_set_may_use (self->cuda,
+            self->backend == GST_GPUNET_BACKEND_AUTO
+            || self->backend == GST_GPUNET_BACKEND_CUDA);
         break;
       case PROP_RESIZE_MODE:
         self->resize_mode = g_value_get_enum (value);

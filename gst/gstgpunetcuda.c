@@ -23,7 +23,10 @@ struct _GstGpunetCuda
 #ifdef HAVE_GST_CUDA
   GstCudaContext *context;      /* shared with neighbours; NULL when none */
 #endif
-  gint device_path;             /* atomic: the session runs on CUDA in our context */
+  /* atomic: 1 the session runs on CUDA in our context, 0 it does not, -1 not started
+   * (no session: caps queries then offer what a start may take) */
+  gint device_path;
+  gint may_use;                 /* atomic: the backend property allows CUDA */
   gboolean warned_foreign;      /* streaming thread */
   gint device_id;               /* device-id as started: -1 = the neighbours' */
 };
@@ -42,6 +45,8 @@ gst_gpunet_cuda_new (void)
     GstGpunetCuda *cuda = g_new0 (GstGpunetCuda, 1);
 
     cuda->device_id = -1;
+    cuda->device_path = -1;
+    cuda->may_use = 1;
     return cuda;
   }
 }
@@ -160,9 +165,15 @@ gst_gpunet_cuda_set_device_path (GstGpunetCuda * cuda, gboolean enabled)
 }
 
 void
+gst_gpunet_cuda_set_may_use (GstGpunetCuda * cuda, gboolean may_use)
+{
+  g_atomic_int_set (&cuda->may_use, may_use ? 1 : 0);
+}
+
+void
 gst_gpunet_cuda_close (GstGpunetCuda * cuda)
 {
-  g_atomic_int_set (&cuda->device_path, 0);
+  g_atomic_int_set (&cuda->device_path, -1);
 #ifdef HAVE_GST_CUDA
   gst_clear_object (&cuda->context);
 #endif
@@ -264,8 +275,14 @@ gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps)
 #ifdef HAVE_GST_CUDA
   GstCaps *ret;
   guint i;
+  gint path = g_atomic_int_get (&cuda->device_path);
 
-  if (g_atomic_int_get (&cuda->device_path) || gst_caps_is_any (caps))
+  /* before start (a link in NULL, gst_element_link), CUDA caps are offered when
+   * the backend property allows CUDA and GStreamer's CUDA library finds a driver:
+   * without that, "cudaupload ! video/x-raw(memory:CUDAMemory) ! gpunetclassify"
+   * cannot even be linked */
+  if (path == 1 || gst_caps_is_any (caps) || (path < 0
+          && g_atomic_int_get (&cuda->may_use) && gst_cuda_load_library ()))
     return gst_caps_ref (caps);
   ret = gst_caps_new_empty ();
   for (i = 0; i < gst_caps_get_size (caps); i++) {
@@ -297,7 +314,7 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
 #ifdef HAVE_GST_CUDA
   GstMemory *mem = gst_buffer_peek_memory (buf, 0);
 
-  if (g_atomic_int_get (&cuda->device_path) && gst_is_cuda_memory (mem)) {
+  if (g_atomic_int_get (&cuda->device_path) == 1 && gst_is_cuda_memory (mem)) {
     GstCudaMemory *cmem = GST_CUDA_MEMORY_CAST (mem);
 
     if (cmem->context == cuda->context) {

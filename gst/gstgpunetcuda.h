@@ -48,6 +48,10 @@ gboolean gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element,
  * are CUDA caps offered and device frames handed to the engine. */
 void gst_gpunet_cuda_set_device_path (GstGpunetCuda * cuda, gboolean enabled);
 
+/* The backend property allows CUDA (auto or cuda): before start, caps queries offer
+ * CUDA caps only then (and only where the CUDA driver loads). */
+void gst_gpunet_cuda_set_may_use (GstGpunetCuda * cuda, gboolean may_use);
+
 /* stop(): drops the context (after the session was freed with it pushed). */
 void gst_gpunet_cuda_close (GstGpunetCuda * cuda);
 
@@ -70,8 +74,9 @@ void gst_gpunet_cuda_leave (void *context);
  * every call, whatever the calling thread has pushed. */
 gpointer gst_gpunet_cuda_context_handle (GstObject * context);
 
-/* transform_caps: `caps` without its CUDAMemory structures unless the device path is
- * on.  Returns a new reference. */
+/* Caps queries: `caps` without its CUDAMemory structures unless the device path is on
+ * (started) or may be (not started; see gst_gpunet_cuda_set_may_use).  Returns a new
+ * reference. */
 GstCaps *gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps);
 
 /* TRUE when the first structure of `caps` has the memory:CUDAMemory feature. */

@@ -303,8 +303,8 @@ step element-cycles 600 '"$TOOLS/gpunet-element-check" cycles --model gpunet-0 -
 # --- SOAK_MIN minutes of 1080p NV12 frames through cudaupload ! gpunetclassify batch-size 4
 soak () {
   gst-inspect-1.0 --exists cudaupload || { echo "detail: skipped: no cudaupload"; return 77; }
-  gst-launch-1.0 videotestsrc pattern=ball ! video/x-raw,format=NV12,width=1920,height=1080 ! \
-    cudaupload ! $CLS batch-size=4 ! fakesink sync=false > "$W/soak.launch" 2>&1 &
+  gst-launch-1.0 -v videotestsrc pattern=ball ! video/x-raw,format=NV12,width=1920,height=1080 ! \
+    cudaupload ! "video/x-raw(memory:CUDAMemory)" ! $CLS batch-size=4 ! fakesink sync=false > "$W/soak.launch" 2>&1 &
   local pid=$! end=$((SECONDS + SOAK_MIN * 60))
   echo "# seconds rss_kib gpu_mib (gst-launch pid $pid)" > "$W/soak.txt"
   while [ $SECONDS -lt $end ] && kill -0 $pid 2>/dev/null; do
@@ -318,6 +318,7 @@ soak () {
   done
   kill -0 $pid 2>/dev/null || { echo "detail: FAIL: the pipeline ended early"; tail -n 5 "$W/soak.launch"; return 1; }
   kill -INT $pid; wait $pid
+  grep -q 'GpunetClassify:[^.]*\.GstPad:sink: caps = video/x-raw(memory:CUDAMemory)' "$W/soak.launch" || { echo "detail: FAIL: the element did not get CUDA memory"; return 1; }
   cat "$W/soak.txt"
   $LIB flat "$W/soak.txt"
 }

@@ -7,11 +7,13 @@
  *     element's sink pad) on every frame, roi-mode=both: every frame gives one full-frame
  *     record and two region records (roi-id 0 and 1), every score in [0, 1]; with
  *     --memory cuda (the default) the frames reach the element as
- *     video/x-raw(memory:CUDAMemory), after cudaupload.
+ *     video/x-raw(memory:CUDAMemory), after cudaupload and a capsfilter (cudaupload
+ *     alone passes system memory through to an element that takes both).
  *   gpunet-element-check cycles --model M --checkpoint C [--memory cuda|system]
  *       [--backend B] [--cycles N]
  *     the same pipeline (without regions) brought to PLAYING, run until 3 frames were
- *     classified, and back to NULL, N times (default 50): no error, every cycle classifies.
+ *     classified, and back to NULL, N times (default 50): no error, every cycle classifies
+ *     frames in the memory asked for.
  *
  * The last line is "detail: ..." (what gpu-check.sh puts in its table).  Exit 0 ok, 1 a
  * check failed, 2 usage, 77 with --memory cuda where there is no cudaupload. */
@@ -38,7 +40,8 @@ pipeline_desc (const Args * a, const gchar * json_path, const gchar * extra,
       "video/x-raw,format=NV12,width=640,height=480,framerate=30/1 ! %s"
       "gpunetclassify name=cls model=\"%s\" checkpoint=\"%s\" backend=%s top-k=3 "
       "json-output=\"%s\" %s ! fakesink name=sink", frames,
-      g_strcmp0 (a->memory, "cuda") == 0 ? "cudaupload ! " : "", a->model,
+      g_strcmp0 (a->memory, "cuda") == 0 ?
+      "cudaupload ! video/x-raw(memory:CUDAMemory) ! " : "", a->model,
       a->checkpoint, a->backend, json_path, extra);
 }
 
@@ -227,6 +230,7 @@ cycles (const Args * a, const gchar * tmp)
   GError *err = NULL;
   GstElement *pipe = gst_parse_launch (desc, &err), *sink;
   GstPad *pad;
+  gchar *caps_text = NULL;
   gint count = 0, failures = 0;
 
   g_free (desc);
@@ -245,6 +249,10 @@ cycles (const Args * a, const gchar * tmp)
 
     g_atomic_int_set (&count, 0);
     why = run_until (pipe, &count, 3, 30);
+    if (why == NULL
+        && sink_caps_are_cuda (pipe, &caps_text) != (strcmp (a->memory, "cuda") == 0))
+      why = g_strdup_printf ("caps on gpunetclassify's sink pad: %s", caps_text);
+    g_clear_pointer (&caps_text, g_free);
     if (gst_element_set_state (pipe, GST_STATE_NULL) == GST_STATE_CHANGE_FAILURE
         && why == NULL)
       why = g_strdup ("cannot go back to NULL");

@@ -676,6 +676,56 @@ GST_START_TEST (test_error_labels_count)
 
 GST_END_TEST;
 
+/* TRUE when the element's sink pad, queried with no peer, offers CUDA memory */
+static gboolean
+sink_offers_cuda (GstElement * el)
+{
+  GstPad *pad = gst_element_get_static_pad (el, "sink");
+  GstCaps *caps = gst_pad_query_caps (pad, NULL);
+  gboolean cuda = FALSE;
+
+  for (guint i = 0; i < gst_caps_get_size (caps); i++) {
+    GstCapsFeatures *f = gst_caps_get_features (caps, i);
+
+    cuda |= f != NULL && gst_caps_features_contains (f, "memory:CUDAMemory");
+  }
+  gst_caps_unref (caps);
+  gst_object_unref (pad);
+  return cuda;
+}
+
+/* "cudaupload ! video/x-raw(memory:CUDAMemory) ! gpunetclassify" is linked in NULL,
+ * before there is a session: the element must offer CUDA caps then wherever its CUDA
+ * backend can start (it refused the link before), and never with backend=cpu */
+GST_START_TEST (test_cuda_caps_before_start)
+{
+  GstElement *cpu = make_classify (TINY_A, "backend", "cpu", NULL);
+  GstElement *fresh = make_classify (TINY_A, "backend", "cuda", NULL);
+  GstElement *cycled = make_classify (TINY_A, "backend", "cuda", NULL);
+  gboolean offered = sink_offers_cuda (fresh), started;
+
+  fail_if (sink_offers_cuda (cpu), "backend=cpu offers CUDA caps before start");
+  fail_unless_equals_int (gst_element_set_state (cpu, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_SUCCESS);
+  fail_if (sink_offers_cuda (cpu), "backend=cpu offers CUDA caps when started");
+  gst_element_set_state (cpu, GST_STATE_NULL);
+  started = gst_element_set_state (cycled, GST_STATE_PAUSED)
+      != GST_STATE_CHANGE_FAILURE;
+  gst_element_set_state (cycled, GST_STATE_NULL);
+  if (started) {
+    fail_unless (offered, "backend=cuda starts here, but offered no CUDA caps "
+        "before its first start");
+    fail_unless (sink_offers_cuda (cycled), "backend=cuda offered no CUDA caps "
+        "after a start and stop");
+  } else
+    GST_INFO ("no CUDA backend here: only backend=cpu checked");
+  gst_object_unref (cpu);
+  gst_object_unref (fresh);
+  gst_object_unref (cycled);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_error_cuda_unavailable)
 {
   GstElement *el = make_classify (TINY_A, "backend", "cuda", NULL);
@@ -1764,6 +1814,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_labels_unreadable);
   tcase_add_test (tc, test_error_labels_count);
   tcase_add_test (tc, test_error_cuda_unavailable);
+  tcase_add_test (tc, test_cuda_caps_before_start);
   tcase_add_test (tc, test_state_cycles);
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_batch);
