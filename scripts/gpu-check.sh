@@ -17,9 +17,10 @@
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
 #                    unshared elements and the decoders alone (frames/s)
 #   element-batch, element-regions, element-interval, element-resolution, element-two,
-#   element-cycles   gpunetclassify on nvh264dec's CUDA memory: batch-size 4, two regions
-#                    per frame, interval 5, a mid-stream resolution change, two elements in
-#                    one pipeline, 50 PLAYING->NULL cycles
+#   element-cycles   gpunetclassify on CUDA memory (nvh264dec's; cudaupload's for regions
+#                    and cycles): batch-size 4, two regions per frame, interval 5, a
+#                    mid-stream resolution change, two elements in one pipeline, 50
+#                    PLAYING->NULL cycles
 #   soak             SOAK_MIN minutes (default 10) of classification, host RSS and GPU
 #                    memory sampled every SOAK_EVERY s (default: 40 samples): both flat
 #   tag              gpunet-tag --backend cuda (CUDA memory, fp32) against --backend cpu
