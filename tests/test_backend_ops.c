@@ -631,6 +631,8 @@ test_pw_direct (void)
     { 12, 10, 9 }, { 16, 64, 7 }, { 24, 48, 20 }, { 40, 112, 25 }, { 33, 200, 11 },
     { 832, 400, 4 }, { 600, 520, 13 }, { 1024, 272, 170 }, { 2000, 160, 90 }, { 80, 100, 31 },
     { 7, 16, 1 }, { 100, 64, 49 }, { 48, 80, 529 },
+    /* 64 -> 20: halves of whole blocks, but padded output channels: no Strassen */
+    { 64, 20, 13 },
     /* shapes one level of Strassen takes (halves of whole 16-channel blocks): odd and even
      * pixel counts, a bottom half without a block of its own (hw 13: 7 + 6 pixels), a
      * narrower last chunk per half (n2 80 = 64 + 16); halves of 25 over 24, 50 and 10
@@ -679,7 +681,7 @@ test_pw_direct (void)
             /* Strassen when forced and the shape allows it, never with an activation
              * before a residual */
             const int st_want = sm == GPUNET_PW_STRASSEN_FORCE && cp % 32 == 0
-                && ocp % 32 == 0 && hw >= 2 && !(res && act != GPUNET_EPI_NONE);
+                && ocp % 32 == 0 && cout == ocp && hw >= 2 && !(res && act != GPUNET_EPI_NONE);
             CHECK_MSG (gpunet_pw_is_strassen (q) == st_want, "pw direct %d->%d hw %ld act %d "
                 "residual %d: Strassen %d, expected %d", cin, cout, hw, act, res,
                 gpunet_pw_is_strassen (q), st_want);

@@ -176,9 +176,11 @@ pw_pack_strassen (gpunet_pw *p, const float *weight)
  * the last place of the sums' magnitudes (the combinations of weights and inputs are
  * rounded once each). */
 
-/* Whether one level of Strassen is taken: both halves of whole 16-channel blocks, and not
- * an activation before a residual (the residual sits in the output the quadrants
- * accumulate into).  The AUTO rule: the extra passes (the input sums, the output
+/* Whether one level of Strassen is taken: both halves of whole 16-channel blocks, no
+ * padded output channel (an output of the second half mixes products of the first half's
+ * weights, which would leave rounding residue in its padding lanes), and not an
+ * activation before a residual (the residual sits in the output the quadrants accumulate
+ * into).  The AUTO rule: the extra passes (the input sums, the output
  * quadrants' updates, shorter reductions per call) measured as a time ratio to the plain
  * GEMM of about 0.875 + 11 / k2 + 11 / n2 (k2, n2: input and output channels per half;
  * per-call minima on Zen 4, 2 threads: 416 x 832 and 832 x 416 0.914, 416 x 640 0.918,
@@ -188,9 +190,9 @@ pw_pack_strassen (gpunet_pw *p, const float *weight)
  * lost 26-40%, the reductions to 704 channels at 7x7, 25 + 24 pixels, 3-4%), and while a
  * product's left operand stays in L2. */
 static int
-pw_strassen_fits (int cp, int ocp, long hw, int act, int residual, int force)
+pw_strassen_fits (int cp, int ocp, int cout, long hw, int act, int residual, int force)
 {
-  if (cp % 32 || ocp % 32 || hw < 2 || (residual && act != GPUNET_EPI_NONE))
+  if (cp % 32 || ocp % 32 || cout != ocp || hw < 2 || (residual && act != GPUNET_EPI_NONE))
     return 0;
   if (force)
     return 1;
@@ -214,7 +216,8 @@ gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp
     .nch = (ocp + PW_NR - 1) / PW_NR, .npb = (hw + PW_MR - 1) / PW_MR };
   /* blocks of 6 and 5 where every block can have 5 or more (pw_block), else of 6 */
   p->strassen = strassen != GPUNET_PW_STRASSEN_OFF
-      && pw_strassen_fits (cp, ocp, hw, act, residual, strassen == GPUNET_PW_STRASSEN_FORCE);
+      && pw_strassen_fits (cp, ocp, cout, hw, act, residual,
+          strassen == GPUNET_PW_STRASSEN_FORCE);
   p->bias = gpunet_blk_alloc ((size_t) ocp);
   if (!p->bias) {
     gpunet_pw_free (p);
