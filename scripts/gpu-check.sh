@@ -46,10 +46,11 @@ ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck b
   pytorch cpu-threads"
 # QUICK=1: the steps that fit a short GPU lease (about 10 minutes): one self-test pass of
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
-# the 12 runs of selftest, no racecheck/synccheck/soak/meson-test
+# the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
+# GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
 QUICK_STEPS="selftest-quick bench bench-fused pipeline streams element-batch element-regions
-  element-interval element-resolution element-two element-cycles tag memcheck pytorch
-  cpu-threads"
+  element-interval element-resolution element-two element-cycles tag memcheck synccheck
+  pytorch cpu-threads"
 MODELS=${MODELS:-$ALL_MODELS}
 if [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
 SOAK_MIN=${SOAK_MIN:-10}
