@@ -3,7 +3,7 @@
 # the fast suite: every test except the `slow` suite, then the engine's tests again in a
 # build with AddressSanitizer + UBSan.  The last line is "N passed, S skipped, F failed".
 #
-#   scripts/run-tests.sh          the fast suite (about 2.5 minutes on two quiet cores)
+#   scripts/run-tests.sh          the fast suite (2.5 to 3 minutes on two quiet cores)
 #   scripts/run-tests.sh --slow   then the slow sweeps behind it: the seven full-size models
 #                                 against float64, the op tests in both channel blocks, the
 #                                 fuzzers, and under the sanitizers the CUDA arithmetic and
