@@ -45,6 +45,31 @@ pipeline_desc (const Args * a, const gchar * json_path, const gchar * extra,
       a->checkpoint, a->backend, json_path, extra);
 }
 
+/* The pipeline of pipeline_desc with probe cb (data) on the sink pad of the element named
+ * `probe_on`; NULL after printing the detail line when it cannot be built. */
+static GstElement *
+make_pipeline (const Args * a, const gchar * json_path, const gchar * extra, gint frames,
+    const gchar * probe_on, GstPadProbeCallback cb, gpointer data)
+{
+  gchar *desc = pipeline_desc (a, json_path, extra, frames);
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err), *el;
+  GstPad *pad;
+
+  g_free (desc);
+  if (pipe == NULL) {
+    printf ("detail: FAIL: cannot build the pipeline: %s\n", err->message);
+    g_error_free (err);
+    return NULL;
+  }
+  el = gst_bin_get_by_name (GST_BIN (pipe), probe_on);
+  pad = gst_element_get_static_pad (el, "sink");
+  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, cb, data, NULL);
+  gst_object_unref (pad);
+  gst_object_unref (el);
+  return pipe;
+}
+
 /* two fixed regions on each buffer entering the element */
 static GstPadProbeReturn
 add_rois (GstPad * pad, GstPadProbeInfo * info, gpointer user)
@@ -128,25 +153,18 @@ static int
 regions (const Args * a, const gchar * tmp)
 {
   gchar *path = g_build_filename (tmp, "regions.jsonl", NULL);
-  gchar *desc = pipeline_desc (a, path, "roi-mode=both", a->frames);
-  GError *err = NULL;
-  GstElement *pipe = gst_parse_launch (desc, &err), *cls;
-  GstPad *pad;
+  GstElement *pipe = make_pipeline (a, path, "roi-mode=both", a->frames, "cls",
+      add_rois, NULL);
   gchar *why, *caps_text = NULL, *contents = NULL, **lines;
   gint full = 0, roi = 0, bad_scores = 0, bad_lines = 0, ids = 0, dummy = 0;
   gboolean cuda;
-  GString *bad = g_string_new (NULL);
+  GString *bad;
 
-  g_free (desc);
   if (pipe == NULL) {
-    printf ("detail: FAIL: cannot build the pipeline: %s\n", err->message);
+    g_free (path);
     return 1;
   }
-  cls = gst_bin_get_by_name (GST_BIN (pipe), "cls");
-  pad = gst_element_get_static_pad (cls, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, add_rois, NULL, NULL);
-  gst_object_unref (pad);
-  gst_object_unref (cls);
+  bad = g_string_new (NULL);
   why = run_until (pipe, &dummy, 0, 120);
   cuda = sink_caps_are_cuda (pipe, &caps_text);
   gst_element_set_state (pipe, GST_STATE_NULL);
@@ -225,25 +243,14 @@ static int
 cycles (const Args * a, const gchar * tmp)
 {
   gchar *path = g_build_filename (tmp, "cycles.jsonl", NULL);
-  /* the source never ends within a cycle */
-  gchar *desc = pipeline_desc (a, path, "", 1000000);
-  GError *err = NULL;
-  GstElement *pipe = gst_parse_launch (desc, &err), *sink;
-  GstPad *pad;
   gchar *caps_text = NULL;
   gint count = 0, failures = 0;
+  /* the source never ends within a cycle */
+  GstElement *pipe = make_pipeline (a, path, "", 1000000, "sink", count_buffer, &count);
 
-  g_free (desc);
   g_free (path);
-  if (pipe == NULL) {
-    printf ("detail: FAIL: cannot build the pipeline: %s\n", err->message);
+  if (pipe == NULL)
     return 1;
-  }
-  sink = gst_bin_get_by_name (GST_BIN (pipe), "sink");
-  pad = gst_element_get_static_pad (sink, "sink");
-  gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, count_buffer, &count, NULL);
-  gst_object_unref (pad);
-  gst_object_unref (sink);
   for (gint i = 0; i < a->cycles; i++) {
     gchar *why;
 
