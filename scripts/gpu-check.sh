@@ -157,13 +157,15 @@ sanitize () {
   echo "detail: compute-sanitizer --tool $1: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/sanitize-$1.txt" | tail -n 1)"
   return $rc
 }
+# the last gpu_median_ms= value gpunet-bench printed on stdin
+gpu_median () { sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1; }
 bench () {
   local bad=0
   : > "$W/latency.txt"
   for m in $MODELS; do for p in fp16 fp32; do
     out=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision $p --preprocess-runs 0 --runs 200 --warmup 20 2>&1) || bad=1
     echo "$out"
-    ms=$(echo "$out" | sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1)
+    ms=$(echo "$out" | gpu_median)
     [ -n "$ms" ] && echo "$m $p $ms" >> "$W/latency.txt"
   done; done
   $LIB latency "$ROOT/docs/cuda.md" "$W/latency.txt" | tee "$W/latency.cmp"
@@ -175,15 +177,15 @@ bench () {
 bench_fused () {
   local m a b out=""
   for m in gpunet-0 gpunet-2 gpunet-p0; do
-    a=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak 2>&1 | sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1)
-    b=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak --cuda-fused 2>&1 | sed -n 's/.*gpu_median_ms=\([0-9.]*\).*/\1/p' | tail -n 1)
+    a=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak 2>&1 | gpu_median)
+    b=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak --cuda-fused 2>&1 | gpu_median)
     [ -n "$a" ] && [ -n "$b" ] || { echo "detail: FAIL: $m: no gpu_median_ms (plain '$a', fused '$b')"; return 1; }
     echo "$m fp16: plain $a ms, fused $b ms"
     out="$out $m $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')"
   done
   echo "detail: fused / plain GPU median, fp16 batch 1:$out"
 }
-export -f selftest sanitize bench bench_fused
+export -f selftest sanitize gpu_median bench bench_fused
 step selftest 1800 selftest
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA_GRAPHS=0 "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
