@@ -270,23 +270,24 @@ pipeline () {
 # seconds PLAYING to EOS
 streams8 () {
   need_nvdec || return $?
-  local r cfg d i t
+  local r cfg d i t props
   for r in 1 2; do for cfg in decoders shared unshared unshared8; do
+    case $cfg in
+      shared) props="batch-size=8" ;;
+      unshared) props="share-engine=false" ;;
+      unshared8) props="share-engine=false batch-size=8" ;;
+    esac
     d=""
     for i in 0 1 2 3 4 5 6 7; do
       d="$d filesrc location=$CLIP ! qtdemux ! h264parse ! nvh264dec ! "
-      case $cfg in
-        decoders) d="$d fakesink sync=false" ;;
-        shared) d="$d queue ! ${CLS/precision=fp32/precision=fp16} batch-size=8 json-output=$W/st-$cfg-$i.jsonl ! fakesink sync=false" ;;
-        unshared) d="$d queue ! ${CLS/precision=fp32/precision=fp16} share-engine=false json-output=$W/st-$cfg-$i.jsonl ! fakesink sync=false" ;;
-        unshared8) d="$d queue ! ${CLS/precision=fp32/precision=fp16} share-engine=false batch-size=8 json-output=$W/st-$cfg-$i.jsonl ! fakesink sync=false" ;;
-      esac
+      [ $cfg = decoders ] || d="$d queue ! ${CLS/precision=fp32/precision=fp16} $props json-output=$W/st-$cfg-$i.jsonl ! "
+      d="$d fakesink sync=false"
     done
     rm -f $W/st-$cfg-*.jsonl
     gst-launch-1.0 $d > "$W/streams-$cfg.launch" 2>&1 || { echo "gst-launch failed ($cfg):"; tail -n 5 "$W/streams-$cfg.launch"; return 1; }
     t=$(sed -n 's/^Execution ended after \([0-9]*\):\([0-9]*\):\([0-9.]*\)$/\1 \2 \3/p' "$W/streams-$cfg.launch" | awk '{print $1*3600+$2*60+$3}')
     [ -n "$t" ] || { echo "detail: FAIL: no 'Execution ended' line from gst-launch ($cfg)"; return 1; }
-    echo "round $r $cfg ${t:-?} s, $(awk -v t="$t" 'BEGIN {if (t > 0) printf "%.0f", 2400 / t; else print "?"}') frames/s"
+    echo "round $r $cfg $t s, $(awk -v t="$t" 'BEGIN {if (t > 0) printf "%.0f", 2400 / t; else print "?"}') frames/s"
     if [ $cfg != decoders ]; then for i in 0 1 2 3 4 5 6 7; do
       [ "$(lines $W/st-$cfg-$i.jsonl)" -eq 300 ] || { echo "detail: FAIL: $cfg stream $i wrote $(lines $W/st-$cfg-$i.jsonl) of 300 records"; return 1; }
     done; fi

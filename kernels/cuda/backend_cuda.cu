@@ -513,8 +513,8 @@ forward_in_context (cuda_state *s, const float *input, int n, float *logits,
 {
   const gpunet_graph *g = s->g;
   const int profiled = s->prof != NULL;
-  const int replay = !trace && !profiled
-      && gpunet_graph_will_replay (&s->fwd_graph[n < 1 || n > s->max_batch ? 0 : n].state, n);
+  const int replay = n >= 1 && n <= s->max_batch && !trace && !profiled
+      && gpunet_graph_will_replay (&s->fwd_graph[n].state, n);
   gpunet_status st = set_batch (s, n, !replay, error_text);
   if (st != GPUNET_OK)
     return st;
