@@ -22,6 +22,7 @@
 
 #include "activation.h"
 #include "blocked_ops.h"
+#include "steal.h"
 #include "winograd.h"
 
 #define WINO_ROWS 6        /* tiles per GEMM micro-kernel call */

@@ -5,11 +5,13 @@
  * instead of 144; and the 5x5 and 3x3
  * stride-2 ones, through their polyphase decomposition.
  *
- * Per block of tiles and per thread: input transform (B^T d B) of 6x6 input patches into
+ * Per block of tiles: input transform (B^T d B) of 6x6 input patches into
  * V[36][tiles][icp], 36 small GEMMs with the weights transformed at plan time
- * (U = G g G^T, stored U[36][icp][ocp]) for 64 output channels at a time, then the
- * output transform (A^T m A) fused with bias, activation and the residual add, written
- * straight into the blocked output.  The blocks are sized so V and M stay in the L2 cache. */
+ * (U = G g G^T, stored U[36][icp][ocp]) for one group of output channels at a time (64
+ * with AVX-512, 24 or 16 with AVX2), then the output transform (A^T m A) fused with bias,
+ * activation and the residual add, written straight into the blocked output.  The blocks
+ * are sized so V and M stay in the L2 cache; the (block, channel group) items are shared
+ * out among the threads by work stealing (steal.h). */
 #ifndef GPUNET_WINOGRAD_H
 #define GPUNET_WINOGRAD_H
 

@@ -386,20 +386,27 @@ FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cn
     FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
 }
 
-/* Tiles t0 .. t0 + cnt - 1 (cnt <= p->rows_max) of one convolution, start to finish:
- * input transform into V, the GEMMs into M, per block of output channels, and the output
- * transform into out.  V and M: one thread's scratch (per_thread_floats). */
+/* Input transform of tiles t0 .. t0 + cnt - 1 (cnt <= p->rows_max) into V (one thread's
+ * scratch, per_thread_floats) */
 static void
-FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int cnt,
-    int residual_in_dst, float *V)
+FN (wino_block_in) (const gpunet_wino *p, const float *in, int t0, int cnt, float *V)
+{
+  FN (wino_input) (p, in, t0, cnt, (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS, V);
+}
+
+/* Output channels [oc_lo, oc_hi) (multiples of the plan's ocb, oc_hi clipped to ocp) of
+ * tiles t0 .. t0 + cnt - 1 from their V: the GEMMs into M (after V in the scratch), per
+ * block of ocb output channels, and the output transform into out. */
+static void
+FN (wino_block_out) (const gpunet_wino *p, float *out, int t0, int cnt, int residual_in_dst,
+    float *V, int oc_lo, int oc_hi)
 {
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
   const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
-  FN (wino_input) (p, in, t0, cnt, rows, V);
   const float *ut = p->u;
   const int ocb = p->ocb, nvb = ocb / VW;
-  for (int oc0 = 0; oc0 < p->ocp; oc0 += ocb) {
-    const int nv = (p->ocp - oc0) / VW < nvb ? (p->ocp - oc0) / VW : nvb;
+  for (int oc0 = oc_lo; oc0 < oc_hi; oc0 += ocb) {
+    const int nv = (oc_hi - oc0) / VW < nvb ? (oc_hi - oc0) / VW : nvb;
     const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
     const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
     for (int e = 0; e < p->ne; e++) {
@@ -416,33 +423,41 @@ FN (wino_block) (const gpunet_wino *p, const float *in, float *out, int t0, int 
   }
 }
 
+/* The work is split into items (block of tiles, ocb output channels), taken in
+ * block-major order by work stealing (steal.h): a thread runs a block's input transform
+ * once for the consecutive items of that block it takes, and a slower core hands the
+ * items it has not reached to the others. */
 static void
 FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
     float *scratch, int nt)
 {
   if (nt < 1)
     nt = 1;
+  if (nt > GPUNET_STEAL_MAX_THREADS)
+    nt = GPUNET_STEAL_MAX_THREADS;
   const int T = n * p->th * p->tw;
-  int nblk = (T + p->rows_max - 1) / p->rows_max;
-  nblk = (nblk + nt - 1) / nt * nt;   /* whole rounds of blocks for the threads */
-  if (nblk > T)
-    nblk = T;
+  const int nblk = (T + p->rows_max - 1) / p->rows_max;
   const int tb = (T + nblk - 1) / nblk;
+  const int ng = (p->ocp + p->ocb - 1) / p->ocb;   /* items per block: one per ocb channels */
   const size_t per = thread_stride (p);
-  /* static: each thread one contiguous range of blocks, the same tiles every pass, so a
-   * thread reads input rows its core wrote in the op before (where that op split by rows
-   * too) and writes output lines its core already owns.  Where the VM runs the two cores
-   * far apart (core-to-core round trip 330-400 ns instead of 55-90, docs/performance.md),
-   * lines that change cores cost several times more: there GPUNet-0 ran 2.9% and GPUNet-2
-   * 0.8% faster than with dynamic blocks, with the cores close together within 0.2%. */
+  gpunet_steal sh[GPUNET_STEAL_MAX_THREADS];
+  gpunet_steal_init (sh, nt, nblk * ng);
 #pragma omp parallel num_threads(nt)
   {
-    float *V = scratch + per * (size_t) omp_get_thread_num ();
-#pragma omp for schedule(static)
-    for (int blk = 0; blk < nblk; blk++) {
+    const int me = omp_get_thread_num ();
+    float *V = scratch + per * (size_t) me;
+    int have = -1;   /* the block whose V this thread's scratch holds */
+    for (int item; (item = gpunet_steal_next (sh, nt, me)) >= 0;) {
+      const int blk = item / ng, g = item % ng;
       const int t0 = blk * tb, cnt = T - t0 < tb ? T - t0 : tb;
-      if (cnt > 0)
-        FN (wino_block) (p, in, out, t0, cnt, residual_in_dst, V);
+      if (cnt <= 0)
+        continue;
+      if (have != blk) {
+        FN (wino_block_in) (p, in, t0, cnt, V);
+        have = blk;
+      }
+      const int lo = g * p->ocb, hi = lo + p->ocb;
+      FN (wino_block_out) (p, out, t0, cnt, residual_in_dst, V, lo, hi < p->ocp ? hi : p->ocp);
     }
   }
 }
