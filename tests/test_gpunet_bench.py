@@ -81,6 +81,25 @@ finals = [FINAL.match(l) for l in p.stdout.splitlines() if FINAL.match(l)]
 check(p.returncode == 0 and [m.group(3) for m in finals] == ["1", "2"],
       f"--threads 1,2: one final line per value: exit {p.returncode} {p.stdout[-300:]!r}")
 
+# --ab: two plans of the fast CPU backend in turn, one ab_ line with the ratios' quartiles
+# in order, and A's summary as the last line (built without oneDNN: refused with exit 2)
+AB = re.compile(r"^ab_pairs=(\d+) spec=(\S+) a_median_ms=([\d.]+) b_median_ms=([\d.]+) "
+                r"b_over_a=([\d.]+) q25=([\d.]+) q75=([\d.]+)$", re.M)
+p = run(["--ab", "winograd=off", "--runs", "5", "--warmup", "1"], peak=True)
+if "(built without oneDNN)" in p.stdout or "fast CPU backend" in p.stderr:
+    check(p.returncode == 2 and "--ab" in p.stderr, f"--ab without oneDNN: {p.stderr[:200]!r}")
+else:
+    ab = AB.search(p.stdout)
+    check(p.returncode == 0 and ab is not None, f"--ab: exit {p.returncode}, {p.stdout[-400:]!r} "
+          f"{p.stderr[:200]!r}")
+    if ab:
+        check(ab.group(1) == "5" and ab.group(2) == "winograd=off", f"--ab echoed: {ab.group(0)}")
+        q25, med, q75 = float(ab.group(6)), float(ab.group(5)), float(ab.group(7))
+        check(0 < q25 <= med <= q75, f"--ab quartiles in order: {ab.group(0)}")
+        check(float(ab.group(3)) > 0 and float(ab.group(4)) > 0, f"--ab medians: {ab.group(0)}")
+    lines = p.stdout.strip().splitlines()
+    check(bool(lines) and FINAL.match(lines[-1]) is not None, f"--ab: last line {lines[-1:]}")
+
 # bad invocations: exit 2 with a sentence naming the problem
 for args, stdin, word in (
         (["--backend", "fast"], None, "cpu, cuda, cpu-ref"),
@@ -92,7 +111,10 @@ for args, stdin, word in (
         (["--runs", "0"], None, "--runs"),
         (["--threads", "x"], None, "--threads"),
         (["--threads", "1,x"], None, "list of them"),
-        (["--threads", "1,,2"], None, "list of them")):
+        (["--threads", "1,,2"], None, "list of them"),
+        (["--ab", "winograd=sideways"], None, "sideways"),
+        (["--ab", "pw=onednn", "--per-layer"], None, "--per-layer"),
+        (["--ab", "pw=onednn", "--backend", "cpu-ref"], None, "fast CPU backend")):
     p = run(args, stdin)
     check(p.returncode == 2 and word in p.stderr,
           f"{args} {stdin!r}: exit {p.returncode}, stderr {p.stderr[:200]!r}")

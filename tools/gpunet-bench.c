@@ -27,7 +27,7 @@ usage (FILE *f)
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
-      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--no-peak]\n"
+      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -63,6 +63,12 @@ usage (FILE *f)
       "                directly and reads only --cpu): winograd=auto|own|onednn|off,\n"
       "                pw=auto|own|onednn, strassen=auto|own|off, block=auto|8|16\n"
       "                (docs/performance.md, Options)\n"
+      "  --ab SPEC     fast CPU backend: also plans the options of --cpu with SPEC applied over\n"
+      "                them (B) and times --runs pairs of passes, A and B in turn (AB, BA, AB,\n"
+      "                ...), in this one process, so a shared machine's slow phases hit both\n"
+      "                alike; prints ab_pairs= a_median_ms= b_median_ms= and the median and\n"
+      "                quartiles of the per-pair ratios B / A (b_over_a=, q25=, q75=); the\n"
+      "                other lines are A's\n"
       "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
       "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
       "  a VM's cores sharing an L2 (about 1 ns) or an L3 (about 7) from far apart ones (28).\n"
@@ -295,6 +301,46 @@ cuda_hook (void *state, double *op_seconds, char **err)
   return cuda_bench->profile (state, op_seconds, err);
 }
 
+/* --ab: warmup passes of each state, then `runs` pairs, A then B in even pairs and B then A
+ * in odd ones; a_times gets A's wall seconds.  Prints the ab_ line. */
+static gpunet_status
+run_ab (const gpunet_backend *be, void *a, void *b, const char *spec, const float *input,
+    int n, float *logits, int warmup, int runs, double *a_times, char **err)
+{
+  double *bt = malloc (sizeof (double) * (size_t) runs);
+  double *ratio = malloc (sizeof (double) * (size_t) runs);
+  gpunet_status st = bt && ratio ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
+  if (st != GPUNET_OK)
+    fprintf (stderr, "gpunet-bench: out of memory\n");
+  for (int i = 0; i < warmup && st == GPUNET_OK; i++) {
+    st = be->forward (a, input, n, logits, NULL, NULL, err);
+    if (st == GPUNET_OK)
+      st = be->forward (b, input, n, logits, NULL, NULL, err);
+  }
+  for (int r = 0; r < runs && st == GPUNET_OK; r++)
+    for (int k = 0; k < 2 && st == GPUNET_OK; k++) {
+      const int is_b = (r + k) % 2;   /* AB, BA, AB, ... */
+      const double t0 = now_s ();
+      st = be->forward (is_b ? b : a, input, n, logits, NULL, NULL, err);
+      (is_b ? bt : a_times)[r] = now_s () - t0;
+    }
+  if (st == GPUNET_OK) {
+    for (int r = 0; r < runs; r++)
+      ratio[r] = bt[r] / a_times[r];
+    double *at = malloc (sizeof (double) * (size_t) runs);
+    if (at)
+      memcpy (at, a_times, sizeof (double) * (size_t) runs);
+    const double rm = median (ratio, runs);   /* sorts ratio */
+    printf ("ab_pairs=%d spec=%s a_median_ms=%.3f b_median_ms=%.3f b_over_a=%.3f q25=%.3f "
+        "q75=%.3f\n", runs, spec, at ? 1e3 * median (at, runs) : 0.0, 1e3 * median (bt, runs),
+        rm, ratio[runs / 4], ratio[(3 * runs) / 4]);
+    free (at);
+  }
+  free (bt);
+  free (ratio);
+  return st;
+}
+
 /* Batches 1, 2, 4, ... 64, each on a state planned for exactly that batch; one line each.
  * Stops (with a line saying why) at the first batch that cannot be planned or run. */
 static void
@@ -509,7 +555,7 @@ main (int argc, char **argv)
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   int cuda_fused = 0;
-  const char *cpu_spec = NULL;
+  const char *cpu_spec = NULL, *ab_spec = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -541,6 +587,8 @@ main (int argc, char **argv)
       no_peak = 1;
     else if (!strcmp (a, "--cpu") && v)
       cpu_spec = argv[++i];
+    else if (!strcmp (a, "--ab") && v)
+      ab_spec = argv[++i];
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -575,6 +623,11 @@ main (int argc, char **argv)
         "and --batch-sweep\n");
     return 2;
   }
+  if (ab_spec && (stdin_runs || per_layer || sweep)) {
+    fprintf (stderr, "gpunet-bench: --ab times whole passes of two plans in turn; leave out "
+        "--stdin-runs, --per-layer and --batch-sweep\n");
+    return 2;
+  }
 
   /* the backends by their registry names (cpu: oneDNN when built, cpu-ref, cuda) */
   gpunet_backend_kind kind = GPUNET_BACKEND_CPU;
@@ -597,6 +650,26 @@ main (int argc, char **argv)
     fprintf (stderr, "gpunet-bench: %s\n", why ? why : "no CUDA backend");
     free (why);
     return 1;
+  }
+
+  if (ab_spec) {
+#ifdef GPUNET_HAVE_ONEDNN
+    const int fast = be == &gpunet_backend_cpu_fast;
+#else
+    const int fast = 0;
+#endif
+    gpunet_cpu_options probe = { 0 };
+    char *why_ab = NULL;
+    if (!fast) {
+      fprintf (stderr, "gpunet-bench: --ab compares two option sets of the fast CPU backend "
+          "(--backend cpu, built with oneDNN), not of %s\n", be->name);
+      return 2;
+    }
+    if (gpunet_cpu_options_parse (&probe, ab_spec, "--ab", &why_ab) != GPUNET_OK) {
+      fprintf (stderr, "gpunet-bench: %s\n", why_ab ? why_ab : "bad --ab options");
+      free (why_ab);
+      return 2;
+    }
   }
 
   gpunet_model *m = NULL;
@@ -638,9 +711,21 @@ main (int argc, char **argv)
     free (err);
     return 2;
   }
-  void *state = NULL;
+  /* B: --ab's options over A's (checked before anything was allocated) */
+  gpunet_session_params params_b = params;
+  if (ab_spec)
+    gpunet_cpu_options_parse (&params_b.cpu, ab_spec, "--ab", NULL);
+  void *state = NULL, *state_b = NULL;
+  if (ab_spec && (st = be->plan (g, &params_b, &state_b, &err)) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: planning --ab %s failed: %s\n", ab_spec,
+        err ? err : gpunet_status_string (st));
+    free (err);
+    return 1;
+  }
   const double plan_t0 = now_s ();
   if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
+    if (state_b)
+      be->destroy (state_b);
     fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));
     free (err);
     return 1;
@@ -654,6 +739,9 @@ main (int argc, char **argv)
       exit_code = 2;
       goto done;
     }
+  } else if (state_b) {
+    st = run_ab (be, state, state_b, ab_spec, input, batch, logits, warmup, runs, times, &err);
+    be->destroy (state_b);
   } else
     st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
   /* bytes per stored value: the CPU backends are fp32, CUDA as `auto` resolved */
