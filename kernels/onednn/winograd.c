@@ -42,6 +42,16 @@
  * from 1.84 to 1.74 (10 alternating per-layer runs); whole passes GPUNet-2 0.992, -0 0.990,
  * -1 0.992, D1 0.986, P0 0.998 (30-40 alternating turns, docs/performance.md); 400 KB was
  * slower on both. */
+/* Tiles per block at least, even where V and M then overflow the L2 budget: each block
+ * streams all of U again, and with many input channels (GPUNet-2's 112 -> 336 at 46x46,
+ * its 5x5 stride-2 32 -> 192 over four phases) the budget left 18 tiles a block on a
+ * 512 KB L2, too few calls per slice of U for its prefetch (WINO_PREFETCH_MIN_CALLS) and
+ * 3-5 MB of U from the L3 per 18 tiles.  Isolated layers, alternating calls on the 2-vCPU
+ * AVX2 EPYC: 36 tiles took the 112 -> 336 layer to 0.775 and the 5x5 one to 0.898 of their
+ * time (24: 0.856; 48: 0.829); whole passes in one process, alternating: GPUNet-2 0.971,
+ * 0.965, 0.977, GPUNet-1 0.976, the others 0.990-1.001 (docs/performance.md). */
+#define WINO_MIN_ROWS 36
+
 static size_t
 wino_l2_budget (void)
 {
@@ -230,7 +240,7 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   }
   int rows = (int) (wino_l2_budget () / ((size_t) p->ne * 4 * (icp + p->ocb)));
   rows = rows / WINO_ROWS * WINO_ROWS;
-  p->rows_max = rows < WINO_ROWS ? WINO_ROWS : rows > 96 ? 96 : rows;
+  p->rows_max = rows < WINO_MIN_ROWS ? WINO_MIN_ROWS : rows > 96 ? 96 : rows;
   const size_t n_ocb = (size_t) (ocp + p->ocb - 1) / p->ocb;
   p->usize = n_ocb * p->urows * p->ocb;
   p->u = gpunet_blk_alloc (p->usize);
