@@ -107,6 +107,14 @@ wino_urows (const gpunet_wino *p, int e)
   return (e + 1 < p->ne ? p->uoff[e + 1] : p->urows) - p->uoff[e];
 }
 
+/* Rows of V and M a block of cnt tiles lays out: whole micro-kernel calls (the GEMMs
+ * read only rows 0 .. cnt - 1) */
+static inline int
+wino_block_rows (int cnt)
+{
+  return (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+}
+
 /* Distance between the alpha^2 planes of V or M holding `floats` each: whole 64-byte lines,
  * an odd number of them.  A stride of a multiple of 2 lines maps the planes' lines to a
  * fraction of the L1 sets (6144 bytes, 12 tiles x 128 channels, hits 2 of 64), and each

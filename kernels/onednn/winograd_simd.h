@@ -391,36 +391,33 @@ FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cn
 static void
 FN (wino_block_in) (const gpunet_wino *p, const float *in, int t0, int cnt, float *V)
 {
-  FN (wino_input) (p, in, t0, cnt, (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS, V);
+  FN (wino_input) (p, in, t0, cnt, wino_block_rows (cnt), V);
 }
 
-/* Output channels [oc_lo, oc_hi) (multiples of the plan's ocb, oc_hi clipped to ocp) of
- * tiles t0 .. t0 + cnt - 1 from their V: the GEMMs into M (after V in the scratch), per
- * block of ocb output channels, and the output transform into out. */
+/* Output channels oc0 .. oc0 + ocb - 1 (clipped to ocp) of tiles t0 .. t0 + cnt - 1 from
+ * their V: the GEMMs into M (after V in the scratch) and the output transform into out. */
 static void
 FN (wino_block_out) (const gpunet_wino *p, float *out, int t0, int cnt, int residual_in_dst,
-    float *V, int oc_lo, int oc_hi)
+    float *V, int oc0)
 {
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
-  const int rows = (cnt + WINO_ROWS - 1) / WINO_ROWS * WINO_ROWS;
+  const int rows = wino_block_rows (cnt);
   const float *ut = p->u;
   const int ocb = p->ocb, nvb = ocb / VW;
-  for (int oc0 = oc_lo; oc0 < oc_hi; oc0 += ocb) {
-    const int nv = (oc_hi - oc0) / VW < nvb ? (oc_hi - oc0) / VW : nvb;
-    const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
-    const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
-    for (int e = 0; e < p->ne; e++) {
-      /* the slice of U after this one: the next element's, else the next block's first */
-      const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + ocb;
-      const float *next = on < p->ocp
-          ? ut + ((size_t) (on / ocb) * p->urows + p->uoff[en]) * ocb : NULL;
-      FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
-          ut + ((size_t) (oc0 / ocb) * p->urows + p->uoff[e]) * ocb, wino_urows (p, e), ocb,
-          M + (size_t) e * m_es, cnt, nv, (const char *) next,
-          (long) wino_urows (p, en) * ocb * (long) sizeof (float) / 64);
-    }
-    FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
+  const int nv = (p->ocp - oc0) / VW < nvb ? (p->ocp - oc0) / VW : nvb;
+  const size_t v_es = wino_plane_stride ((size_t) rows * p->icp);
+  const size_t m_es = wino_plane_stride ((size_t) rows * VW * nv);
+  for (int e = 0; e < p->ne; e++) {
+    /* the slice of U after this one: the next element's, else the next block's first */
+    const int en = e + 1 < p->ne ? e + 1 : 0, on = e + 1 < p->ne ? oc0 : oc0 + ocb;
+    const float *next = on < p->ocp
+        ? ut + ((size_t) (on / ocb) * p->urows + p->uoff[en]) * ocb : NULL;
+    FN (wino_gemm_rows) (V + (size_t) e * v_es, p->icp, p->rng[e], p->nrng[e],
+        ut + ((size_t) (oc0 / ocb) * p->urows + p->uoff[e]) * ocb, wino_urows (p, e), ocb,
+        M + (size_t) e * m_es, cnt, nv, (const char *) next,
+        (long) wino_urows (p, en) * ocb * (long) sizeof (float) / 64);
   }
+  FN (wino_output) (p, M, rows, t0, cnt, oc0, nv, out, residual_in_dst);
 }
 
 /* The work is split into items (block of tiles, ocb output channels), taken in
@@ -456,8 +453,7 @@ FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int res
         FN (wino_block_in) (p, in, t0, cnt, V);
         have = blk;
       }
-      const int lo = g * p->ocb, hi = lo + p->ocb;
-      FN (wino_block_out) (p, out, t0, cnt, residual_in_dst, V, lo, hi < p->ocp ? hi : p->ocp);
+      FN (wino_block_out) (p, out, t0, cnt, residual_in_dst, V, g * p->ocb);
     }
   }
 }
