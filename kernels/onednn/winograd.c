@@ -89,7 +89,7 @@ struct gpunet_wino {
    * U, the phases whose virtual kernel has no last row (column): a 5x5 stride-2 kernel's
    * odd phases have 2 of the 3 taps, a 3x3 stride-2 one's 1 of 2, and G's last row (the
    * point at infinity) takes the last tap alone, so U is exactly zero there.  5x5 stride 2:
-   * 225 of the 4 x 64 (element, phase) products, 3x3 stride 2: 81 of 4 x 25. */
+   * 121 of the 4 x 36 (element, phase) products, 3x3 stride 2: 81 of 4 x 25. */
   int nrng[64];
   int rng[64][8];
   /* U holds only those channels' rows: element e's at row uoff[e] of each block of output
