@@ -10,8 +10,9 @@
  * (U = G g G^T, stored U[36][icp][ocp]) for one group of output channels at a time (64
  * with AVX-512, 24 or 16 with AVX2), then the output transform (A^T m A) fused with bias,
  * activation and the residual add, written straight into the blocked output.  The blocks
- * are sized so V and M stay in the L2 cache; the (block, channel group) items are shared
- * out among the threads by work stealing (steal.h). */
+ * are sized for V and M to fit the L2 cache, but hold at least 36 tiles (each block streams
+ * all of U again); the (block, channel group) items are shared out among the threads by
+ * work stealing (steal.h). */
 #ifndef GPUNET_WINOGRAD_H
 #define GPUNET_WINOGRAD_H
 
