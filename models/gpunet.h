@@ -130,15 +130,21 @@ typedef struct {
 gpunet_status gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec,
     const char *source, char **error_text);
 
+/* Levels of gpunet_session_params.cuda_fused. */
+enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };
+
 typedef struct {
   gpunet_backend_kind backend;
   gpunet_precision precision;
   int max_batch;   /* largest n passed to forward/classify; >= 1 */
   int n_threads;   /* CPU backend; 0 = all cores */
   int device;      /* CUDA device ordinal */
-  int cuda_fused;  /* CUDA: 1 = the opt-in fused head and squeeze-excite kernels
-                    * (docs/cuda.md, "Fused path"); 0 (default) = the verified path.
-                    * gpunet-bench --cuda-fused and gpunet-selftest set it. */
+  int cuda_fused;  /* CUDA, opt-in (docs/cuda.md, "Fused path"): 0 (default) = the
+                    * verified path; GPUNET_CUDA_FUSED_KERNELS = the fused head and
+                    * squeeze-excite kernels; GPUNET_CUDA_FUSED_NHWC = in fp16, the NHWC
+                    * network (each convolution one cuDNN graph with its epilogue),
+                    * in fp32 as KERNELS.  gpunet-bench --cuda-fused[=N] and
+                    * gpunet-selftest --fused N set it. */
   void *cuda_context; /* CUDA: the CUcontext (of `device`) every CUDA call of the
                        * session runs in, e.g. a GstCudaContext's; the backend makes it
                        * current itself at each call (pushing it when the calling

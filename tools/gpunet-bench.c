@@ -56,8 +56,10 @@ usage (FILE *f)
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
-      "  --cuda-fused  CUDA: the opt-in fused head and squeeze-excite kernels (session\n"
-      "                parameter cuda_fused; not run on a GPU yet)\n"
+      "  --cuda-fused[=N]  CUDA: the opt-in fused path (session parameter cuda_fused):\n"
+      "                2 (the default of the flag) the NHWC network in fp16, each convolution\n"
+      "                one cuDNN graph with its epilogue; 1 the fused head and squeeze-excite\n"
+      "                kernels only (docs/cuda.md, Fused path)\n"
       "  --cpu SPEC    fast CPU backend options, key=value,... as in the environment\n"
       "                variable GPUNET_CPU (which sessions read; this tool plans the backend\n"
       "                directly and reads only --cpu): winograd=auto|own|onednn|off,\n"
@@ -579,7 +581,9 @@ main (int argc, char **argv)
     else if (!strcmp (a, "--stdin-runs"))
       stdin_runs = 1;
     else if (!strcmp (a, "--cuda-fused"))
-      cuda_fused = 1;
+      cuda_fused = GPUNET_CUDA_FUSED_NHWC;
+    else if (!strcmp (a, "--cuda-fused=1") || !strcmp (a, "--cuda-fused=2"))
+      cuda_fused = a[13] - '0';
     else if (!strcmp (a, "--no-peak"))
       no_peak = 1;
     else if (!strcmp (a, "--cpu") && v)

@@ -677,7 +677,7 @@ usage (FILE *f)
 {
   fprintf (f,
       "usage: gpunet-selftest [--model NAME] [--batch N] [--seed S] [--device D]\n"
-      "                       [--precision fp32|fp16|all] [--verbose]\n"
+      "                       [--precision fp32|fp16|all] [--fused 1|2] [--verbose]\n"
       "  Compares the CUDA backend with the CPU reference (always fp32) on random weights and\n"
       "  inputs, in each precision asked (all: fp32 then fp16; the default).\n"
       "  fp32 tolerances (max |cuda - cpu| / max |cpu|): %.0e per op, %.0e for logits and\n"
@@ -699,7 +699,9 @@ usage (FILE *f)
       "  within the same tolerances; and the host path must give the device path's results\n"
       "  on the same frames (probabilities within 1e-6).\n"
       "  The whole-network and host-frame checks run again on the opt-in fused path (session\n"
-      "  parameter cuda_fused; labelled fp32+fused / fp16+fused) with the same bounds.\n"
+      "  parameter cuda_fused at the level of --fused: 2, the default, the NHWC network in\n"
+      "  fp16 and the fused kernels in fp32; 1 the fused kernels; labelled fp32+fused /\n"
+      "  fp16+fused or fp16+nhwc) with the same bounds.\n"
       "  Exit status: 0 pass, 1 fail, 77 no usable CUDA backend here (no module/driver/GPU).\n",
       TOL_OP, TOL_NET, TOL_TIE, TOL16_OP, TOL16_NET, TOL16_TIE, TOL16_TOP5 * 100.0, TOP_K, TOP_K,
       TOL_PRE, TOL_PRE_FRACTION, TOP_K, TOL_SCORE, TOL16_SCORE, TOP_K);
@@ -709,7 +711,7 @@ int
 main (int argc, char **argv)
 {
   const char *only = NULL;
-  int batch = 2, device = 0;
+  int batch = 2, device = 0, fused_level = GPUNET_CUDA_FUSED_NHWC;
   unsigned long long seed = 1;
   const tolerances *tols[2] = { &tol_fp32, &tol_fp16 };
   int n_tols = 2;
@@ -724,6 +726,13 @@ main (int argc, char **argv)
       return 0;
     } else if (v && !strcmp (a, "--model")) {
       only = v;
+      i++;
+    } else if (v && !strcmp (a, "--fused")) {
+      if (strcmp (v, "1") && strcmp (v, "2")) {
+        fprintf (stderr, "gpunet-selftest: bad value '%s' for --fused (1 or 2)\n", v);
+        return 1;
+      }
+      fused_level = v[0] - '0';
       i++;
     } else if (v && !strcmp (a, "--precision")) {
       if (!strcmp (v, "fp32")) {
@@ -788,7 +797,8 @@ main (int argc, char **argv)
   for (int t = 0; t < n_tols; t++) {
     const tolerances *tol = tols[t];
     tolerances tol_fused = *tol;   /* the same bounds, labelled */
-    tol_fused.name = tol->precision == GPUNET_PRECISION_FP16 ? "fp16+fused" : "fp32+fused";
+    tol_fused.name = tol->precision != GPUNET_PRECISION_FP16 ? "fp32+fused"
+        : fused_level == GPUNET_CUDA_FUSED_NHWC ? "fp16+nhwc" : "fp16+fused";
     printf ("%s tolerances: op %.0e, network %.0e (max abs error / max abs reference)\n", tol->name,
         tol->op, tol->net);
     st = api->set_precision (runner, tol->precision, &err);
@@ -812,7 +822,7 @@ main (int argc, char **argv)
       printf ("%s (%s): %d ops, %d blocks\n", name, tol->name, g->n_ops, g->n_blocks);
       failures += check_ops (api, runner, name, g, batch, tol);
       failures += check_network (cuda, name, g, batch, device, tol, 0);
-      failures += check_network (cuda, name, g, batch, device, &tol_fused, 1);
+      failures += check_network (cuda, name, g, batch, device, &tol_fused, fused_level);
       gpunet_model_unref (model);
       models += t == 0;
     }
@@ -821,7 +831,8 @@ main (int argc, char **argv)
     printf ("host frames (%s, %s):\n", only ? only : names[0], tol->name);
     failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, tol, 0);
     printf ("host frames, fused path (%s, %s):\n", only ? only : names[0], tol_fused.name);
-    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, &tol_fused, 1);
+    failures += check_host_frames (cuda, api, only ? only : names[0], seed, device, &tol_fused,
+        fused_level);
   }
   api->runner_free (runner);
   free (err);

@@ -11,8 +11,10 @@
  * is captured in a CUDA graph per batch size (graph.cu).  The benchmark hooks
  * (cuda_module.h) time each op of a forward pass with cudaEvents.  The opt-in fused path
  * (params->cuda_fused; plan_fusion) replaces depthwise + SE and the
- * pool + classifier (+ softmax + top-k) head with the kernels of cuda_fused.h (not run on
- * a GPU yet). */
+ * pool + classifier (+ softmax + top-k) head with the kernels of cuda_fused.h; its level 2
+ * in fp16 (GPUNET_CUDA_FUSED_NHWC) runs the NHWC network: activations NHWC from the
+ * preprocess to the pool, each convolution one cuDNN graph with its epilogue
+ * (conv_graph.cu), depthwise kernels that also write the SE squeeze (nhwc.cu). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +135,24 @@ plan_fusion (cuda_state *s)
   s->head_op = -1;
   if (!s->fused)
     return 0;
+  if (s->nhwc) {
+    /* every SE reads strip sums: the depthwise op before it writes them, else a squeeze */
+    for (int i = 0; i < g->n_ops; i++) {
+      if (g->ops[i].kind != GPUNET_OP_SE)
+        continue;
+      const gpunet_se_params *sp = &g->ops[i].p.se;
+      int tiles = gpunet_cuda_nhwc_strips (sp->h, sp->w);
+      if (i > 0 && gpunet_fusion_dw_se_at (g, i - 1)) {
+        const gpunet_dwconv2d_params *dp = &g->ops[i - 1].p.dwconv2d;
+        tiles = gpunet_cuda_nhwc_strips (dp->oh, dp->ow);
+        s->layers[i - 1].fused_tiles = s->layers[i].fused_tiles = tiles;
+      }
+      const size_t need = (size_t) nb * ((size_t) sp->c * tiles + (size_t) sp->rd);
+      if (need > scratch)
+        scratch = need;
+    }
+    return scratch;
+  }
   for (int i = 0; i + 1 < g->n_ops; i++) {
     if (!gpunet_fusion_dw_se_at (g, i))
       continue;
@@ -156,7 +176,7 @@ plan_fusion (cuda_state *s)
 gpunet_status
 enqueue_logits32 (cuda_state *s, int n, char **error_text)
 {
-  if (s->dtype != GPUNET_CUDA_F16)
+  if (s->dtype != GPUNET_CUDA_F16 || s->nhwc)   /* NHWC: the classifier wrote them */
     return GPUNET_OK;
   GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F16, device_tensor (s, s->g->output),
       GPUNET_CUDA_F32, s->d_logits32, (long long) tensor_floats (s->g, s->g->output, n),
@@ -291,6 +311,17 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
   if (st == GPUNET_OK) {
     s->ctx.dtype = s->dtype;
     s->esize = gpunet_cuda_dtype_size (s->dtype);
+    /* the NHWC network: fp16 only (fp32 keeps the verified NCHW path, which matches the
+     * CPU's arithmetic), and only where every SE's excite fits its shared memory */
+    s->nhwc = s->fused >= GPUNET_CUDA_FUSED_NHWC && s->dtype == GPUNET_CUDA_F16;
+    for (int i = 0; s->nhwc && i < graph->n_ops; i++)
+      if (graph->ops[i].kind == GPUNET_OP_SE
+          && !gpunet_cuda_excite_fits (graph->ops[i].p.se.c, graph->ops[i].p.se.rd)) {
+        fprintf (stderr, "gpunet-cuda: SE of %d channels is too wide for the NHWC network's "
+            "excite kernel; this session runs the NCHW path\n", graph->ops[i].p.se.c);
+        s->nhwc = 0;
+      }
+    s->ctx.nhwc = s->nhwc;
     st = plan_buffers (s, error_text);
   }
   if (st != GPUNET_OK) {
@@ -339,7 +370,14 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
   const gpunet_tensor_desc *d = &g->tensors[t];
   const size_t count = tensor_floats (g, t, n);
   const void *src = device_tensor (s, t);
-  if (s->dtype == GPUNET_CUDA_F16) {
+  if (s->nhwc && t == g->output) {
+    src = s->d_logits32;   /* the classifier's float logits (c x 1 x 1: no relayout) */
+  } else if (s->nhwc) {
+    GPUNET_CU_TRY (gpunet_cuda_relayout (s->dtype, src, GPUNET_CUDA_F32, s->d_trace32, n, d->c,
+        (long long) d->h * d->w, 0, s->ctx.stream), error_text,
+        "relayout kernel (NHWC trace of block %d)", d->block);
+    src = s->d_trace32;
+  } else if (s->dtype == GPUNET_CUDA_F16) {
     GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F16, src, GPUNET_CUDA_F32, s->d_trace32,
         (long long) count, s->ctx.stream), error_text, "conversion kernel (trace of block %d)", d->block);
     src = s->d_trace32;
@@ -433,9 +471,19 @@ run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *tra
       }
       return st;
     }
-    st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
-        op->residual >= 0 ? device_tensor (s, op->residual) : NULL, device_tensor (s, op->out), n,
-        error_text);
+    if (s->nhwc && op->kind == GPUNET_OP_LINEAR && op->out == g->output) {
+      /* NHWC: the classifier writes the float logits itself (no conversion kernel) */
+      const gpunet_linear_params *lp = &op->p.linear;
+      GPUNET_CU_TRY (gpunet_cuda_linear (lp->cin, lp->cout, lp->act, s->dtype, s->layers[i].w,
+          s->layers[i].b, s->dtype, device_tensor (s, op->in), GPUNET_CUDA_F32, s->d_logits32, n,
+          s->ctx.stream), error_text, "classifier kernel (%d -> %d, float logits)", lp->cin,
+          lp->cout);
+      st = GPUNET_OK;
+    } else {
+      st = gpunet_cuda_layer_run (&s->ctx, &s->layers[i], device_tensor (s, op->in),
+          op->residual >= 0 ? device_tensor (s, op->residual) : NULL, device_tensor (s, op->out),
+          n, error_text);
+    }
     if (st != GPUNET_OK)
       return st;
     if (s->prof_active)
@@ -459,7 +507,12 @@ enqueue_input (cuda_state *s, int n, char **error_text)
   float *dst = s->dtype == GPUNET_CUDA_F16 ? s->d_input32 : (float *) s->d_input;
   GPUNET_CU_TRY (cudaMemcpyAsync (dst, s->h_input, count * sizeof (float), cudaMemcpyHostToDevice,
       s->ctx.stream), error_text, "cudaMemcpyAsync (input to the device)");
-  if (s->dtype == GPUNET_CUDA_F16)
+  if (s->nhwc) {
+    const gpunet_tensor_desc *d = &s->g->tensors[s->g->input];
+    GPUNET_CU_TRY (gpunet_cuda_relayout (GPUNET_CUDA_F32, s->d_input32, s->dtype, s->d_input, n,
+        d->c, (long long) d->h * d->w, 1, s->ctx.stream), error_text,
+        "relayout kernel (input to NHWC fp16)");
+  } else if (s->dtype == GPUNET_CUDA_F16)
     GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F32, s->d_input32, GPUNET_CUDA_F16, s->d_input,
         (long long) count, s->ctx.stream), error_text, "conversion kernel (input to fp16)");
   return GPUNET_OK;

@@ -40,7 +40,8 @@ typedef struct {
   cudaEvent_t *ev_start, *ev_stop;     /* per op, created by the first profile() */
   double *fwd_time;                    /* forward GPU seconds to add to (bench API), or NULL */
   cudaEvent_t ev_fwd[2];               /* around forward's work, created by forward_time() */
-  int fused;                           /* the opt-in fused path (plan_fusion) */
+  int fused;                           /* the opt-in fused path's level (plan_fusion) */
+  int nhwc;                            /* level 2 in fp16: the NHWC network (cuda_nhwc.h) */
   int head_op;                         /* fused: the AVGPOOL op the fused head starts at, or -1 */
   unsigned *d_head_tickets;            /* fused head: max_batch zeroed counters (head.cu) */
 } cuda_state;

@@ -48,7 +48,8 @@ enqueue_classify (void *user, char **error_text)
   GPUNET_CU_TRY (cudaMemcpyAsync (s->d_desc, s->h_desc, (size_t) n * sizeof (gpunet_cuda_pre_desc),
       cudaMemcpyHostToDevice, s->ctx.stream), error_text,
       "cudaMemcpyAsync (preprocess descriptors to the device)");
-  GPUNET_CU_TRY (gpunet_cuda_preprocess (s->d_desc, n, R, s->dtype, s->d_input, s->ctx.stream),
+  GPUNET_CU_TRY (gpunet_cuda_preprocess (s->d_desc, n, R, s->dtype, s->d_input, s->nhwc,
+      s->ctx.stream),
       error_text, "preprocess kernel (%d image(s) to %dx%d)", n, R, R);
   /* the fused head (head_op >= 0 implies classes <= GPUNET_CUDA_TOPK_MAX) does the top-k */
   const int head = s->head_op >= 0;

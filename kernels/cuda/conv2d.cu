@@ -2,9 +2,14 @@
  * descriptors and the algorithm are chosen once at planning for max_batch, the run is
  * cudnnConvolutionForward into the output followed by our epilogue kernel
  * act(y + bias) + residual.  fp32: FMA maths (no TF32), so results match the CPU oracle;
- * fp16: NCHW half tensors and filters, float compute type, tensor-core maths allowed. */
+ * fp16: NCHW half tensors and filters, float compute type, tensor-core maths allowed.
+ * On the NHWC network (l->nhwc) the same calls describe NHWC tensors and KRSC filters,
+ * and each batch size first tries one cuDNN graph of conv + bias + activation + residual
+ * (conv_graph.cu); the legacy call and our NHWC epilogue run where cuDNN refuses it. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "conv_graph.h"
 #include "cuda_internal.h"
 #include "cuda_math.h"
 
@@ -20,10 +25,11 @@ describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
 {
   const gpunet_conv2d_params *p = &l->op->p.conv2d;
   const cudnnDataType_t dt = data_type (l);
+  const cudnnTensorFormat_t fmt = l->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   l->desc_n = 0;   /* until both descriptors describe n: a failure half-way leaves no match */
-  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, CUDNN_TENSOR_NCHW, dt, n,
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->xd, fmt, dt, n,
       p->cin, p->ih, p->iw), error_text, "cudnnSetTensor4dDescriptor (input of %s)", name);
-  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, CUDNN_TENSOR_NCHW, dt, n,
+  GPUNET_DNN_TRY (cudnnSetTensor4dDescriptor (l->yd, fmt, dt, n,
       p->cout, p->oh, p->ow), error_text, "cudnnSetTensor4dDescriptor (output of %s)", name);
   int on = 0, oc = 0, oh = 0, ow = 0;
   GPUNET_DNN_TRY (cudnnGetConvolution2dForwardOutputDim (l->cd, l->xd, l->wd, &on, &oc, &oh, &ow),
@@ -34,6 +40,50 @@ describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
         oc, oh, ow, n, p->cout, p->oh, p->ow);
   l->desc_n = n;
   return GPUNET_OK;
+}
+
+/* The NHWC network: tries the cuDNN graph of layer l for n images within ws_limit bytes
+ * of workspace (once per batch size); on success gplan[n] is set and *ws its workspace.
+ * A refusal is not an error: `why` says what cuDNN refused, and the layer runs the legacy
+ * call for that batch. */
+static int
+graph_try (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, size_t ws_limit, size_t *ws,
+    char *why, size_t why_len)
+{
+  const gpunet_conv2d_params *p = &l->op->p.conv2d;
+  *ws = 0;
+  if (!l->gplan || n < 1 || n > l->max_n || l->gtried[n])
+    return l->gplan && n >= 1 && n <= l->max_n && l->gplan[n] != NULL;
+  l->gtried[n] = 1;
+  if (p->groups != 1) {
+    snprintf (why, why_len, "grouped convolution (%d groups)", p->groups);
+    return 0;
+  }
+  gpunet_cg_shape sh;
+  memset (&sh, 0, sizeof sh);
+  sh.n = n;
+  sh.cin = p->cin, sh.cout = p->cout, sh.ih = p->ih, sh.iw = p->iw, sh.oh = p->oh, sh.ow = p->ow;
+  sh.kernel = p->kernel, sh.stride = p->stride, sh.pad = p->pad;
+  sh.act = p->act == GPUNET_EPI_RELU ? GPUNET_CG_ACT_RELU
+      : p->act == GPUNET_EPI_SWISH ? GPUNET_CG_ACT_SWISH : GPUNET_CG_ACT_NONE;
+  sh.has_bias = l->b != NULL;
+  sh.has_residual = l->op->residual >= 0;
+  sh.half = l->dtype == GPUNET_CUDA_F16;
+  gpunet_cg_desc g;
+  cudnnBackendDescriptor_t plan = NULL;
+  int engine = -1;
+  cudnnStatus_t st = gpunet_cg_desc_build (&g, &sh, why, why_len);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = gpunet_cg_graph_finalize (&g, ctx->dnn, why, why_len);
+  if (st == CUDNN_STATUS_SUCCESS)
+    st = gpunet_cg_plan (&g, ctx->dnn, ws_limit, &plan, ws, &engine, why, why_len);
+  gpunet_cg_desc_destroy (&g);
+  if (st != CUDNN_STATUS_SUCCESS || !plan)
+    return 0;
+  l->gplan[n] = plan;
+  if (n == l->max_n)
+    l->gengine = engine;
+  return 1;
 }
 
 gpunet_status
@@ -55,7 +105,8 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
   GPUNET_DNN_TRY (cudnnCreateConvolutionDescriptor (&l->cd), error_text,
       "cudnnCreateConvolutionDescriptor (%s)", name);
   const int half = l->dtype == GPUNET_CUDA_F16;
-  GPUNET_DNN_TRY (cudnnSetFilter4dDescriptor (l->wd, data_type (l), CUDNN_TENSOR_NCHW, p->cout,
+  GPUNET_DNN_TRY (cudnnSetFilter4dDescriptor (l->wd, data_type (l),
+      l->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, p->cout,
       p->cin / p->groups, p->kernel, p->kernel), error_text, "cudnnSetFilter4dDescriptor (%s)", name);
   GPUNET_DNN_TRY (cudnnSetConvolution2dDescriptor (l->cd, p->pad, p->pad, p->stride, p->stride, 1, 1,
       CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), error_text,
@@ -122,6 +173,25 @@ gpunet_cuda_conv_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int max_n, si
         l->algo_max, &l->ws_max), error_text, "cudnnGetConvolutionForwardWorkspaceSize (%s)", name);
   }
   l->algo = l->algo_max;
+  if (l->nhwc) {
+    l->max_n = max_n;
+    l->gengine = -1;
+    l->gplan = (cudnnBackendDescriptor_t *) calloc ((size_t) max_n + 1, sizeof *l->gplan);
+    l->gtried = (unsigned char *) calloc ((size_t) max_n + 1, 1);
+    if (!l->gplan || !l->gtried)
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning %s", name);
+    char why[320] = "";
+    size_t gws = 0;
+    if (graph_try (ctx, l, max_n, ws_limit, &gws, why, sizeof why)) {
+      if (gws > l->ws_max)
+        l->ws_max = gws;
+    } else {
+      /* the layer keeps the legacy call for every batch size */
+      l->graph_refused = 1;
+      fprintf (stderr, "gpunet-cuda: %s falls back to cuDNN's convolution and our epilogue: "
+          "the fused cuDNN graph was refused (%s)\n", name, why[0] ? why : "no reason given");
+    }
+  }
   return GPUNET_OK;
 }
 
@@ -129,9 +199,18 @@ gpunet_status
 gpunet_cuda_conv_set_batch (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n,
     char **error_text)
 {
+  char name[128];
+  if (l->nhwc && !l->graph_refused && n >= 1 && n <= l->max_n && !l->gtried[n]) {
+    char why[320] = "";
+    size_t gws = 0;
+    if (!graph_try (ctx, l, n, ctx->workspace_bytes, &gws, why, sizeof why)) {
+      gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
+      fprintf (stderr, "gpunet-cuda: %s at batch %d falls back to cuDNN's convolution and our "
+          "epilogue: the fused cuDNN graph was refused (%s)\n", name, n, why[0] ? why : "no reason given");
+    }
+  }
   if (l->desc_n == n)
     return GPUNET_OK;
-  char name[128];
   gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
   gpunet_status st = describe (l, n, name, error_text);
   if (st != GPUNET_OK)
@@ -163,6 +242,17 @@ gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *in
   gpunet_status st = gpunet_cuda_conv_set_batch (ctx, l, n, error_text);
   if (st != GPUNET_OK)
     return st;
+  if (l->nhwc && l->gplan && n >= 1 && n <= l->max_n && l->gplan[n]) {
+    cudnnStatus_t gs = gpunet_cg_execute (ctx->dnn, l->gplan[n], in, l->w, l->b, residual, out,
+        ctx->workspace);
+    if (gs != CUDNN_STATUS_SUCCESS) {
+      char what[160], call[256];
+      gpunet_cuda_op_name (l->op, l->index, what, sizeof what);
+      snprintf (call, sizeof call, "cudnnBackendExecute (fused graph of %s, batch %d)", what, n);
+      return gpunet_cuda_fail_dnn (error_text, gs, call);
+    }
+    return GPUNET_OK;
+  }
   cudnnStatus_t ds = cudnnConvolutionForward (ctx->dnn, &one, l->xd, in, l->wd, l->w, l->cd,
       l->algo, ctx->workspace, ctx->workspace_bytes, &zero, l->yd, out);
   if (ds != CUDNN_STATUS_SUCCESS) {
@@ -172,8 +262,11 @@ gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *in
     snprintf (call, sizeof call, "cudnnConvolutionForward (%s)", what);
     return gpunet_cuda_fail_dnn (error_text, ds, call);
   }
-  cudaError_t e = gpunet_cuda_epilogue (l->dtype, out, l->b, residual, n, p->cout,
-      (long long) p->oh * p->ow, p->act, ctx->stream);
+  cudaError_t e = l->nhwc
+      ? gpunet_cuda_epilogue_nhwc (l->dtype, out, l->b, residual, n, p->cout,
+          (long long) p->oh * p->ow, p->act, ctx->stream)
+      : gpunet_cuda_epilogue (l->dtype, out, l->b, residual, n, p->cout,
+          (long long) p->oh * p->ow, p->act, ctx->stream);
   if (e != cudaSuccess) {
     char what[160];
     gpunet_cuda_op_name (l->op, l->index, what, sizeof what);
@@ -195,6 +288,14 @@ gpunet_cuda_conv_clear (gpunet_cuda_layer *l)
     cudnnDestroyFilterDescriptor (l->wd);
   if (l->cd)
     cudnnDestroyConvolutionDescriptor (l->cd);
+  if (l->gplan)
+    for (int i = 0; i <= l->max_n; i++)
+      if (l->gplan[i])
+        cudnnBackendDestroyDescriptor (l->gplan[i]);
+  free (l->gplan);
+  free (l->gtried);
+  l->gplan = NULL;
+  l->gtried = NULL;
   l->xd = l->yd = NULL;
   l->wd = NULL;
   l->cd = NULL;

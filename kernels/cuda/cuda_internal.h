@@ -119,15 +119,44 @@ cudaError_t gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long l
     const void *w, const float *b, int classes, int act, int n, int k, float *logits,
     gpunet_class_score *out, unsigned *tickets, cudaStream_t stream);
 
+/* ---- the NHWC network (the fused path's level 2; cuda_nhwc.h has the arithmetic) ---- */
+
+/* Convolution epilogue over an NHWC tensor (nhwc.cu; cf. gpunet_cuda_epilogue). */
+cudaError_t gpunet_cuda_epilogue_nhwc (gpunet_cuda_dtype t, void *y, const float *bias,
+    const void *residual, int n, int c, long long plane, int act, cudaStream_t stream);
+/* Squeeze strips per channel of an oh x ow NHWC tensor (gpunet_dw_nhwc_strips). */
+int gpunet_cuda_nhwc_strips (int oh, int ow);
+/* Depthwise convolution with act(acc + bias) over NHWC tensors (filters c x k x k); with
+ * squeeze != NULL also the strip sums of its output, n * c * strips floats.  (nhwc.cu) */
+cudaError_t gpunet_cuda_dwconv2d_nhwc (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
+    const void *w, const float *b, const void *in, void *out, int n, float *squeeze,
+    cudaStream_t stream);
+/* The strip sums of an NHWC tensor, as the depthwise kernel writes them.  (nhwc.cu) */
+cudaError_t gpunet_cuda_squeeze_nhwc (gpunet_cuda_dtype t, const void *x, int n, int c, int h,
+    int w, float *sums, cudaStream_t stream);
+/* SE in place on NHWC x from strip sums: the reduce kernel (means, first FC) into mid
+ * (n * rd floats), then the gates and the scale.  (se.cu) */
+cudaError_t gpunet_cuda_se_nhwc (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *mid, int n, cudaStream_t stream);
+/* Global average pool of an NHWC tensor to n x c.  (nhwc.cu) */
+cudaError_t gpunet_cuda_pool_nhwc (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
+    void *out, int n, int c, long long plane, cudaStream_t stream);
+/* n x c x plane between NCHW and NHWC (to_nhwc: NCHW in, NHWC out), converting the
+ * storage type.  (nhwc.cu) */
+cudaError_t gpunet_cuda_relayout (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
+    void *out, int n, int c, long long plane, int to_nhwc, cudaStream_t stream);
+
 /* out[i] = in[i] converted between storage types, count elements.  (convert.cu) */
 cudaError_t gpunet_cuda_convert (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
     void *out, long long count, cudaStream_t stream);
 
 /* Fused preprocess of n images into the n x 3 x R x R tensor `out` of type t: descs is a
  * DEVICE array of n descriptors (planes and tables on the device), so a captured graph
- * can be replayed on other frames after the descriptors are copied in.  (preprocess.cu) */
+ * can be replayed on other frames after the descriptors are copied in; nhwc: the
+ * n x R x R x 3 layout instead.  (preprocess.cu) */
 cudaError_t gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *descs, int n, int out_size,
-    gpunet_cuda_dtype t, void *out, cudaStream_t stream);
+    gpunet_cuda_dtype t, void *out, int nhwc, cudaStream_t stream);
 /* Softmax + top-k of n float32 logit rows (classes <= GPUNET_CUDA_TOPK_MAX, 1 <= k <=
  * classes): k results per row, best first, ties to the lower id.  (topk.cu) */
 cudaError_t gpunet_cuda_topk (const float *logits, int n, int classes, int k,
@@ -206,6 +235,7 @@ typedef struct {
   size_t workspace_bytes;
   float *scratch;           /* SE scratch */
   size_t scratch_floats;
+  int nhwc;                 /* the NHWC network: layers plan NHWC (set before planning) */
 } gpunet_cuda_ctx;
 
 typedef struct {
@@ -226,6 +256,15 @@ typedef struct {
    * of this many tiles per plane into the SE scratch; the SE op after it runs the excite
    * from them */
   int fused_tiles;
+  /* the NHWC network (ctx->nhwc at plan): tensors NHWC, conv filters KRSC; a CONV2D runs
+   * its cuDNN graph (conv_graph.h) for batch n when gplan[n] is set, else the legacy
+   * call and our NHWC epilogue (graph_refused: at planning, so never tried again) */
+  int nhwc;
+  int max_n;
+  cudnnBackendDescriptor_t *gplan;   /* max_n + 1 entries */
+  unsigned char *gtried;             /* max_n + 1: a plan was attempted for that batch */
+  int graph_refused;
+  int gengine;                       /* the engine's global index at max_n, -1 */
 } gpunet_cuda_layer;
 
 /* Device bytes an op's weights need in storage t (each piece rounded up to 256 bytes). */

@@ -10,6 +10,7 @@
 #include <cudaTypedefs.h>
 
 #include "cuda_internal.h"
+#include "cuda_nhwc.h"
 #include "half.h"
 
 /* Bytes rounded up to a 256-byte boundary, so every weight piece stays aligned. */
@@ -99,6 +100,7 @@ gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const gpunet
   l->op = op;
   l->index = index;
   l->dtype = ctx->dtype;
+  l->nhwc = ctx->nhwc;
   char name[128];
   gpunet_cuda_op_name (op, index, name, sizeof name);
   cudaError_t e = cudaSuccess;
@@ -107,8 +109,24 @@ gpunet_cuda_layer_plan (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const gpunet
       const gpunet_conv2d_params *p = &op->p.conv2d;
       if (p->groups < 1 || p->cin % p->groups)
         return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: bad group count", name);
-      e = upload_w (ctx, l, arena, p->weight,
-          (size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel, &l->w);
+      const size_t count = (size_t) p->cout * (p->cin / p->groups) * p->kernel * p->kernel;
+      if (l->nhwc && p->kernel > 1) {
+        /* the NHWC network's filters are KRSC: out channel, row, column, in channel */
+        float *krsc = (float *) malloc (count * sizeof *krsc);
+        if (!krsc)
+          return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning %s", name);
+        const int ci = p->cin / p->groups, k = p->kernel;
+        for (int o = 0; o < p->cout; o++)
+          for (int i = 0; i < ci; i++)
+            for (int ky = 0; ky < k; ky++)
+              for (int kx = 0; kx < k; kx++)
+                krsc[gpunet_krsc_at (o, i, ky, kx, ci, k)] =
+                    p->weight[(((size_t) o * ci + i) * k + ky) * k + kx];
+        e = upload_w (ctx, l, arena, krsc, count, &l->w);
+        free (krsc);
+      } else {
+        e = upload_w (ctx, l, arena, p->weight, count, &l->w);
+      }
       if (e == cudaSuccess)
         e = upload_b (ctx, arena, p->bias, (size_t) p->cout, &l->b);
       break;
@@ -172,7 +190,10 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
     case GPUNET_OP_CONV2D:
       return gpunet_cuda_conv_run (ctx, l, in, residual, out, n, error_text);
     case GPUNET_OP_DWCONV2D:
-      if (l->fused_tiles)   /* tile sums to the scratch (cuda_fused.h) */
+      if (l->nhwc)          /* strip sums to the scratch when an SE follows (cuda_nhwc.h) */
+        e = gpunet_cuda_dwconv2d_nhwc (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
+            l->fused_tiles ? ctx->scratch : NULL, ctx->stream);
+      else if (l->fused_tiles)   /* tile sums to the scratch (cuda_fused.h) */
         e = gpunet_cuda_dwconv2d_squeeze (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
             ctx->scratch, ctx->stream);
       else
@@ -180,6 +201,25 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
       break;
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;
+      if (l->nhwc) {
+        /* strip sums from the depthwise op before (fused_tiles) or from a squeeze here */
+        const int tiles = l->fused_tiles ? l->fused_tiles : gpunet_cuda_nhwc_strips (p->h, p->w);
+        const size_t sums = (size_t) n * p->c * tiles;
+        if (in != out || sums + (size_t) n * p->rd > ctx->scratch_floats) {
+          char name[128];
+          gpunet_cuda_op_name (op, l->index, name, sizeof name);
+          return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND,
+              "%s: NHWC SE must run in place with %zu scratch floats planned", name,
+              ctx->scratch_floats);
+        }
+        if (!l->fused_tiles)
+          e = gpunet_cuda_squeeze_nhwc (l->dtype, out, n, p->c, p->h, p->w, ctx->scratch,
+              ctx->stream);
+        if (e == cudaSuccess)
+          e = gpunet_cuda_se_nhwc (l->dtype, p, l->w, l->b, l->w2, l->b2, out, ctx->scratch,
+              tiles, ctx->scratch + sums, n, ctx->stream);
+        break;
+      }
       if (l->fused_tiles) {
         const size_t sums = (size_t) n * p->c * l->fused_tiles;
         if (in != out || sums + (size_t) n * p->rd > ctx->scratch_floats) {
@@ -204,7 +244,11 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
     }
     case GPUNET_OP_AVGPOOL: {
       const gpunet_avgpool_params *p = &op->p.avgpool;
-      e = gpunet_cuda_row_mean (l->dtype, in, l->dtype, out, (long long) n * p->c, (long long) p->h * p->w, ctx->stream);
+      e = l->nhwc
+          ? gpunet_cuda_pool_nhwc (l->dtype, in, l->dtype, out, n, p->c, (long long) p->h * p->w,
+              ctx->stream)
+          : gpunet_cuda_row_mean (l->dtype, in, l->dtype, out, (long long) n * p->c,
+              (long long) p->h * p->w, ctx->stream);
       break;
     }
     case GPUNET_OP_LINEAR: {

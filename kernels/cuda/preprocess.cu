@@ -1,6 +1,6 @@
 /* preprocess.cu: the fused preprocess on the device: one thread per output pixel reads
  * an NV12/I420/RGB-family frame in device memory (per-plane pitches) and writes the
- * normalised NCHW network input, float32 or fp16 (rounded once from the float value);
+ * normalised NCHW (or, for the NHWC network, NHWC) network input, float32 or fp16 (rounded once from the float value);
  * the maths is gpunet_cuda_preprocess_pixel (cuda_preprocess.h), the taps come from the
  * engine's plans, uploaded once per geometry into a small cache (cuda_pre_cache.h).  One
  * launch per batch (grid z = image; each image's descriptor points at its own frame and
@@ -16,7 +16,7 @@
 
 template <typename T>
 static __global__ void
-preprocess_kernel (const gpunet_cuda_pre_desc *descs, T *out)
+preprocess_kernel (const gpunet_cuda_pre_desc *descs, T *out, int nhwc)
 {
   __shared__ gpunet_cuda_pre_desc d;
   if (threadIdx.x == 0 && threadIdx.y == 0)
@@ -31,23 +31,26 @@ preprocess_kernel (const gpunet_cuda_pre_desc *descs, T *out)
   T *o = out + (size_t) blockIdx.z * 3 * plane;
   float r, g, b;
   gpunet_cuda_preprocess_pixel (&d, ox, oy, &r, &g, &b);
-  gpunet_st (o, (long long) at, r);
-  gpunet_st (o, (long long) (plane + at), g);
-  gpunet_st (o, (long long) (2 * plane + at), b);
+  /* NCHW: three planes; NHWC: the pixel's three channels side by side */
+  const long long c0 = nhwc ? (long long) (3 * at) : (long long) at;
+  const long long cs = nhwc ? 1 : (long long) plane;
+  gpunet_st (o, c0, r);
+  gpunet_st (o, c0 + cs, g);
+  gpunet_st (o, c0 + 2 * cs, b);
 }
 
 cudaError_t
 gpunet_cuda_preprocess (const gpunet_cuda_pre_desc *descs, int n, int out_size,
-    gpunet_cuda_dtype t, void *out, cudaStream_t stream)
+    gpunet_cuda_dtype t, void *out, int nhwc, cudaStream_t stream)
 {
   if (n < 1 || out_size < 1 || n > 65535)
     return cudaErrorInvalidValue;
   const dim3 block (32, 8);
   const dim3 grid ((unsigned) (out_size + 31) / 32, (unsigned) (out_size + 7) / 8, (unsigned) n);
   if (t == GPUNET_CUDA_F16)
-    preprocess_kernel<gpunet_half><<<grid, block, 0, stream>>> (descs, (gpunet_half *) out);
+    preprocess_kernel<gpunet_half><<<grid, block, 0, stream>>> (descs, (gpunet_half *) out, nhwc);
   else
-    preprocess_kernel<float><<<grid, block, 0, stream>>> (descs, (float *) out);
+    preprocess_kernel<float><<<grid, block, 0, stream>>> (descs, (float *) out, nhwc);
   return cudaGetLastError ();
 }
 

@@ -258,7 +258,7 @@ preprocess_in_context (gpunet_cuda_op_runner *r, const gpunet_image *image,
     e = cudaMemcpyAsync (d_desc, &d, sizeof d, cudaMemcpyHostToDevice, r->ctx.stream);
     if (e == cudaSuccess)
       e = gpunet_cuda_preprocess (d_desc, 1, plan->out_size, dt, d_typed ? d_typed : d_out,
-          r->ctx.stream);
+          0, r->ctx.stream);
     if (e == cudaSuccess && d_typed)
       e = gpunet_cuda_convert (dt, d_typed, GPUNET_CUDA_F32, d_out, (long long) count, r->ctx.stream);
     if (e == cudaSuccess)

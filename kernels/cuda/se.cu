@@ -3,9 +3,12 @@
  * gate.  x and the weights are float or fp16; the scratch is float: means n*c | mid n*rd
  * | gates n*c.  The opt-in fused form (cuda_fused.h) starts from the tile sums the
  * depthwise kernel wrote: a reduce kernel (means, first FC) over several blocks per
- * image, then one kernel computing each channel's gate and scaling its plane. */
+ * image, then one kernel computing each channel's gate and scaling its plane.  The NHWC
+ * form (the fused path's level 2) runs the same reduce kernel over the strip sums the
+ * NHWC depthwise or squeeze kernel wrote, then gate_scale_nhwc_kernel. */
 #include "cuda_fused.h"
 #include "cuda_internal.h"
+#include "cuda_nhwc.h"
 #include "cuda_storage.h"
 
 template <typename T>
@@ -132,4 +135,79 @@ gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
     scale_kernel<float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((float *) x, gate, total,
         plane);
   return cudaGetLastError ();
+}
+
+enum { SE_NHWC_CH = 32, SE_NHWC_THREADS = 256 };
+
+static __device__ __forceinline__ float
+se_gate_seq_t (const float *w2row, const float *mid, int rd, float bias)
+{
+  return gpunet_se_gate_seq (w2row, mid, rd, bias);
+}
+
+static __device__ __forceinline__ float
+se_gate_seq_t (const gpunet_half *w2row, const float *mid, int rd, float bias)
+{
+  return gpunet_se_gate_seq_h (w2row, mid, rd, bias);
+}
+
+/* NHWC: block (group of SE_NHWC_CH channels, image) computes its channels' gates
+ * (gpunet_se_gate_seq) into shared memory, then scales those channels at every position;
+ * a warp covers the group's channels of one position. */
+template <typename T>
+static __global__ void __launch_bounds__ (SE_NHWC_THREADS)
+gate_scale_nhwc_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
+    const T *__restrict__ w2, const float *__restrict__ b2)
+{
+  __shared__ float gates[SE_NHWC_CH];
+  const int c0 = blockIdx.x * SE_NHWC_CH;
+  const long long img = blockIdx.y;
+  if (threadIdx.x < SE_NHWC_CH && c0 + (int) threadIdx.x < c) {
+    const int ch = c0 + threadIdx.x;
+    gates[threadIdx.x] = se_gate_seq_t (w2 + (long long) ch * rd, mid + img * rd, rd,
+        b2 ? b2[ch] : 0.0f);
+  }
+  __syncthreads ();
+  const int lane = threadIdx.x % SE_NHWC_CH, ch = c0 + lane;
+  if (ch >= c)
+    return;
+  T *xi = x + img * plane * c;
+  for (long long p = threadIdx.x / SE_NHWC_CH; p < plane; p += SE_NHWC_THREADS / SE_NHWC_CH) {
+    const long long at = p * c + ch;
+    gpunet_st (xi, at, gpunet_ld (xi, at) * gates[lane]);
+  }
+}
+
+template <typename T>
+static cudaError_t
+launch_nhwc (const gpunet_se_params *p, const void *w1, const float *b1, const void *w2,
+    const float *b2, void *x, const float *tile_sums, int tiles, float *mid, int n,
+    cudaStream_t stream)
+{
+  const long long plane = (long long) p->h * p->w;
+  const int split = gpunet_se_split (p->rd);
+  if ((long long) n * split > 0x7fffffffll || n > 65535)
+    return cudaErrorInvalidValue;
+  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
+      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles, plane, p->c,
+      p->rd, p->act, split, (const T *) w1, b1, mid);
+  cudaError_t e = cudaGetLastError ();
+  if (e != cudaSuccess)
+    return e;
+  const dim3 grid ((unsigned) ((p->c + SE_NHWC_CH - 1) / SE_NHWC_CH), (unsigned) n);
+  gate_scale_nhwc_kernel<T><<<grid, SE_NHWC_THREADS, 0, stream>>> ((T *) x, mid, p->c, p->rd,
+      plane, (const T *) w2, b2);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+gpunet_cuda_se_nhwc (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
+    const float *b1, const void *w2, const float *b2, void *x, const float *tile_sums,
+    int tiles, float *mid, int n, cudaStream_t stream)
+{
+  if (n < 1 || tiles < 1 || p->h < 1 || p->w < 1 || !gpunet_cuda_excite_fits (p->c, p->rd))
+    return cudaErrorInvalidValue;
+  return t == GPUNET_CUDA_F16
+      ? launch_nhwc<gpunet_half> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream)
+      : launch_nhwc<float> (p, w1, b1, w2, b2, x, tile_sums, tiles, mid, n, stream);
 }

@@ -1,0 +1,157 @@
+/* cuda_nhwc.h: the per-element arithmetic of the NHWC network (the opt-in fused path at
+ * level 2, GPUNET_CUDA_FUSED_NHWC): index maps between NCHW and NHWC, the convolution
+ * epilogue and the depthwise window read from NHWC tensors, the squeeze's row sums and
+ * the SE gate, as GPUNET_HD functions, so tests/test_cuda_nhwc.c runs this code on the
+ * CPU against the reference ops.  Same tap and sum orders as the NCHW forms in
+ * cuda_math.h: only the addresses differ.  Plain C99 and CUDA C++. */
+#ifndef GPUNET_CUDA_NHWC_H
+#define GPUNET_CUDA_NHWC_H
+
+#include "cuda_math.h"
+
+/* Flat NHWC index of (image, y, x, channel) in an h x w x c tensor. */
+GPUNET_HD long long
+gpunet_nhwc_at (long long img, int y, int x, int ch, int h, int w, int c)
+{
+  return ((img * h + y) * (long long) w + x) * c + ch;
+}
+
+/* The channel of flat NHWC element idx. */
+GPUNET_HD int
+gpunet_nhwc_channel (long long idx, int c)
+{
+  return (int) (idx % c);
+}
+
+/* The flat NCHW index of the element stored at flat NHWC index idx (c channels of
+ * `plane` = h * w positions). */
+GPUNET_HD long long
+gpunet_nhwc_to_nchw (long long idx, int c, long long plane)
+{
+  const int ch = (int) (idx % c);
+  const long long pos = idx / c;            /* image * plane + y * w + x */
+  const long long img = pos / plane, yx = pos % plane;
+  return (img * c + ch) * plane + yx;
+}
+
+/* The flat NHWC index of the element stored at flat NCHW index idx. */
+GPUNET_HD long long
+gpunet_nchw_to_nhwc (long long idx, int c, long long plane)
+{
+  const long long yx = idx % plane;
+  const long long ic = idx / plane;         /* image * c + channel */
+  const int ch = (int) (ic % c);
+  const long long img = ic / c;
+  return (img * plane + yx) * c + ch;
+}
+
+/* The convolution epilogue at flat NHWC element idx: act(y + bias[ch]) + residual[idx]. */
+GPUNET_HD float
+gpunet_epilogue_nhwc_at (const float *y, const float *bias, const float *residual,
+    long long idx, int c, int act)
+{
+  const int ch = gpunet_nhwc_channel (idx, c);
+  return gpunet_epilogue (y[idx], bias ? bias[ch] : 0.0f, act, residual ? residual[idx] : 0.0f);
+}
+
+GPUNET_HD float
+gpunet_epilogue_nhwc_at_h (const gpunet_half *y, const float *bias, const gpunet_half *residual,
+    long long idx, int c, int act)
+{
+  const int ch = gpunet_nhwc_channel (idx, c);
+  return gpunet_epilogue (gpunet_half_to_float (y[idx]), bias ? bias[ch] : 0.0f, act,
+      residual ? gpunet_half_to_float (residual[idx]) : 0.0f);
+}
+
+/* The depthwise window sum of channel ch at output (oy, ox): x is one image's ih x iw x c
+ * NHWC tensor, w the channel's k x k filter (filters stay c x k x k); the tap order of
+ * gpunet_dwconv_at. */
+GPUNET_HD float
+gpunet_dwconv_nhwc_at (const float *x, int ih, int iw, int c, int ch, const float *w, int k,
+    int stride, int pad, int oy, int ox)
+{
+  float acc = 0.0f;
+  for (int ky = 0; ky < k; ky++) {
+    const int iy = oy * stride + ky - pad;
+    if (iy < 0 || iy >= ih)
+      continue;
+    for (int kx = 0; kx < k; kx++) {
+      const int ix = ox * stride + kx - pad;
+      if (ix < 0 || ix >= iw)
+        continue;
+      acc += w[ky * k + kx] * x[((long long) iy * iw + ix) * c + ch];
+    }
+  }
+  return acc;
+}
+
+GPUNET_HD float
+gpunet_dwconv_nhwc_at_h (const gpunet_half *x, int ih, int iw, int c, int ch,
+    const gpunet_half *w, int k, int stride, int pad, int oy, int ox)
+{
+  float acc = 0.0f;
+  for (int ky = 0; ky < k; ky++) {
+    const int iy = oy * stride + ky - pad;
+    if (iy < 0 || iy >= ih)
+      continue;
+    for (int kx = 0; kx < k; kx++) {
+      const int ix = ox * stride + kx - pad;
+      if (ix < 0 || ix >= iw)
+        continue;
+      acc += gpunet_half_to_float (w[ky * k + kx])
+          * gpunet_half_to_float (x[((long long) iy * iw + ix) * c + ch]);
+    }
+  }
+  return acc;
+}
+
+/* Rows of output per squeeze strip of the NHWC depthwise kernel: one thread computes a
+ * strip of one channel (all its columns) and writes the strip's sum, so the squeeze has
+ * ceil(oh / rows) partial sums per channel, summed in strip order by the reduce kernel
+ * (gpunet_se_mean_from_tiles).  Enough strips to fill the GPU at batch 1, few enough
+ * that each thread has several outputs. */
+GPUNET_HD int
+gpunet_dw_nhwc_strip_rows (int oh, int ow)
+{
+  int rows = 1;
+  while (rows * ow < 16 && rows < oh)
+    rows++;
+  return rows;
+}
+
+GPUNET_HD int
+gpunet_dw_nhwc_strips (int oh, int ow)
+{
+  const int rows = gpunet_dw_nhwc_strip_rows (oh, ow);
+  return (oh + rows - 1) / rows;
+}
+
+/* The SE gate of channel ch from the reduce row mid (rd floats): sigmoid(w2[ch] . mid + b2),
+ * the dot summed in index order. */
+GPUNET_HD float
+gpunet_se_gate_seq (const float *w2row, const float *mid, int rd, float bias)
+{
+  float d = 0.0f;
+  for (int r = 0; r < rd; r++)
+    d += w2row[r] * mid[r];
+  return gpunet_sigmoid (d + bias);
+}
+
+GPUNET_HD float
+gpunet_se_gate_seq_h (const gpunet_half *w2row, const float *mid, int rd, float bias)
+{
+  float d = 0.0f;
+  for (int r = 0; r < rd; r++)
+    d += gpunet_half_to_float (w2row[r]) * mid[r];
+  return gpunet_sigmoid (d + bias);
+}
+
+/* The KRSC (NHWC filter) index of OIHW weight element (o, i, ky, kx): what the weight
+ * upload of the NHWC path writes. */
+GPUNET_HD long long
+gpunet_krsc_at (int o, int i, int ky, int kx, int cin, int k)
+{
+  return (((long long) o * k + ky) * k + kx) * cin + i;
+}
+
+#endif /* GPUNET_CUDA_NHWC_H */
