@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "cuda_context.h"
 #include "cuda_graph_state.h"
+#include "cuda_module.h"
 #include "cuda_pre_cache.h"
 #include "cuda_preprocess.h"
 #include "cuda_topk.h"
@@ -178,21 +179,28 @@ void gpunet_cuda_pre_cache_clear (gpunet_cuda_pre_cache *cache);
 typedef gpunet_status (*gpunet_cuda_enqueue_func) (void *user, char **error_text);
 
 typedef struct {
-  cudaGraphExec_t exec;     /* NULL until captured */
-  gpunet_graph_state state; /* key, warm-up, capture outcome (cuda_graph_state.h) */
+  cudaGraphExec_t exec[GPUNET_GRAPH_WAYS]; /* per way of `state`: NULL until captured */
+  gpunet_graph_state state; /* keys, warm-up, capture outcomes (cuda_graph_state.h) */
 } gpunet_cuda_graph;
 
 /* 0 when GPUNET_CUDA_GRAPHS is 0/no/off. */
 int gpunet_cuda_graphs_enabled (void);
-/* Runs fn's work on stream: replays g when it was captured for `key`; otherwise calls fn
- * directly the first time (warm-up) and, when enabled and no capture failed before,
- * captures fn into g and launches it the second time (cuda_graph_state.h).  A failed
- * capture is a log line on stderr (once per process), then a plain run, not an error.
- * `what` names the work in messages. */
+/* Runs fn's work on stream: replays g's graph for `key` when one was captured; otherwise
+ * calls fn directly the first time (warm-up) and, when enabled and the policy allows,
+ * captures fn into g and launches it the second time (cuda_graph_state.h: a few keys per
+ * slot, retries after a failed capture).  A failed capture is a log line on stderr (once
+ * per process), then a plain run of that pass, not an error.  `what` names the work in
+ * messages. */
 gpunet_status gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled,
     cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user, const char *what,
     char **error_text);
 void gpunet_cuda_graph_clear (gpunet_cuda_graph *g);
+/* Captures fn's work on stream into *out (thread-local mode) without instantiating or
+ * running it; returns NULL, or a malloc()ed sentence with *out NULL. */
+char *gpunet_cuda_capture_raw (cudaGraph_t *out, cudaStream_t stream,
+    gpunet_cuda_enqueue_func fn, void *user);
+/* Adds the nodes of `graph` (child graphs counted through) to *c (cuda_module.h). */
+cudaError_t gpunet_cuda_graph_count (cudaGraph_t graph, gpunet_cuda_graph_counts *c);
 
 /* ---- device layers and their context (layer.cu, conv2d.cu) -------------------------------------------- */
 
