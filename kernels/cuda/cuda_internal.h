@@ -265,12 +265,12 @@ gpunet_status gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
 void gpunet_cuda_conv_clear (gpunet_cuda_layer *l);
 
 /* Checks the driver and device count (GPUNET_ERR_BACKEND_UNAVAILABLE with "no CUDA
- * driver..." / "no CUDA device..." sentences) and makes `device` current.  (layer.cu) */
-gpunet_status gpunet_cuda_select_device (int device, char **error_text);
+ * driver..." / "no CUDA device..." sentences); makes no context current.  (layer.cu) */
+gpunet_status gpunet_cuda_check_device (int device, char **error_text);
 /* Makes the session's context current: `cu_context` (a CUcontext of `device`, e.g. the
- * GstCudaContext's; pushed here when another is current) or, when NULL, the context
- * current on this thread after selecting `device` (its primary context unless the
- * caller pushed one).  Records it in ctx->cu_ctx, creates the stream and the cuDNN
+ * GstCudaContext's; pushed here when another is current, before any other call) or, when
+ * NULL, the one gpunet_cuda_ctx_pick chooses (the caller's current context on `device`,
+ * else the device's primary context; the caller's stack is left as it was).  Records it in ctx->cu_ctx, creates the stream and the cuDNN
  * handle in it; dtype starts as F32.  On success `scope` is open (pushed or not):
  * close it with gpunet_cuda_ctx_leave when planning is done.  (layer.cu) */
 gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, void *cu_context,
