@@ -28,12 +28,36 @@
 #                    TensorRT fp16 at batch 1 and 8 when the tensorrt module imports
 #   cpu-threads      gpunet-bench --backend cpu --threads 1,2,4,8,16 (gpunet-0)
 #   graph-capture    fails when any log says a CUDA graph capture failed
-# Usage: scripts/gpu-check.sh [BUILD_DIR [LOG_DIR]]      (defaults: build, gpu-logs)
+# --profile short (steps graph-nodes, throughput, latency, selftest-quick, streams, then
+# the gates; at most PROFILE_BUDGET_S = 480 s in all, each step's limit cut to what is
+# left):
+#   graph-nodes      kernel, memcpy and memset nodes of GPUNet-0 fp16's captured forward
+#                    and network graphs (gpunet-bench --graph-nodes)
+#   throughput       GPUNet-0 fp16 at batch 1 and 8, gpu_net_ms and images/s, 2 rounds
+#   latency          the 7 models x fp16/fp32 at batch 1: ours (gpu_net_ms) and PyTorch's
+#                    (tools/pytorch_baseline.py) in alternating rounds, up to ROUNDS (3)
+#                    while the step's time allows, at least one
+#   (streams runs the decoders alone and the shared engine only, 2 rounds)
+#   then one PASS/FAIL row per target (gpu_check_lib.py profile) and the markdown table
+#   for docs/cuda.md, LOG_DIR/profile.md, printed last.
+# Usage: scripts/gpu-check.sh [--profile short] [BUILD_DIR [LOG_DIR]]  (defaults: build, gpu-logs)
 #   env STEPS (a subset of the names above), QUICK=1 (the short set, QUICK_STEPS below),
 #       MODELS (latency runs; default all seven),
-#       SOAK_MIN, SOAK_EVERY, NVIDIA_SMI (default nvidia-smi), PYTHON (default python3).
+#       SOAK_MIN, SOAK_EVERY, NVIDIA_SMI (default nvidia-smi), PYTHON (default python3),
+#       profile: GPUNET_BENCH_EXTRA (options added to every gpunet-bench run of ours, e.g.
+#       --cuda-fused), GPUNET_BENCH_ALT (when set, a second variant "alt" with these
+#       options on top, timed in the same rounds, shown beside ours and not gated),
+#       ROUNDS, PROFILE_BUDGET_S, GPUNET_COMMIT (the commit for the table when there is
+#       no .git), TORCH_BASELINE (the PyTorch timing command; default
+#       "$PYTHON tools/pytorch_baseline.py").
 # Exit: 0 all passed, 1 a step failed, 2 usage, 77 no GPU (nothing checked).
 set -uo pipefail
+PROFILE=${PROFILE:-}
+if [ "${1:-}" = --profile ]; then
+  PROFILE=${2:-}
+  shift 2 || shift
+fi
+case $PROFILE in ''|short) ;; *) echo "gpu-check: --profile takes 'short', not '$PROFILE'"; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
@@ -51,8 +75,12 @@ ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck b
 QUICK_STEPS="selftest-quick bench bench-fused pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-cycles tag memcheck synccheck
   pytorch cpu-threads"
+# --profile short: the claims of docs/cuda.md in at most PROFILE_BUDGET_S (8 minutes)
+PROFILE_STEPS="graph-nodes throughput latency selftest-quick streams"
+PROFILE_BUDGET_S=${PROFILE_BUDGET_S:-480}
 MODELS=${MODELS:-$ALL_MODELS}
-if [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
+if [ -n "$PROFILE" ]; then STEPS=${STEPS:-$PROFILE_STEPS}
+elif [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
 SOAK_MIN=${SOAK_MIN:-10}
 case $SOAK_MIN in ''|*[!0-9]*|0) echo "gpu-check: SOAK_MIN must be a whole number of minutes >= 1, not '$SOAK_MIN'"; exit 2 ;; esac
 # about 40 samples whatever the duration (the flatness check needs 8 or more)
@@ -60,6 +88,11 @@ SOAK_EVERY=${SOAK_EVERY:-$(( SOAK_MIN * 60 / 40 > 0 ? SOAK_MIN * 60 / 40 : 1 ))}
 NVIDIA_SMI=${NVIDIA_SMI:-nvidia-smi}
 PYTHON=${PYTHON:-python3}
 LIB="$PYTHON $HERE/gpu_check_lib.py"
+TORCH_BASELINE=${TORCH_BASELINE:-$PYTHON $ROOT/tools/pytorch_baseline.py}
+BENCH_EXTRA=${GPUNET_BENCH_EXTRA:-}
+BENCH_ALT=${GPUNET_BENCH_ALT:-}
+ROUNDS=${ROUNDS:-3}
+case $ROUNDS in ''|*[!0-9]*|0) echo "gpu-check: ROUNDS must be a whole number >= 1, not '$ROUNDS'"; exit 2 ;; esac
 
 if ! gpus=$("$NVIDIA_SMI" -L 2>/dev/null) || [ -z "$gpus" ]; then
   echo "gpu-check: no GPU: nothing to check ('$NVIDIA_SMI -L' lists no NVIDIA GPU)"
@@ -84,6 +117,8 @@ TOOLS=$BUILD/tools
 W=$LOGS/work
 ROWS=$LOGS/rows.tsv
 : > "$ROWS"
+PROF=$W/profile.tsv   # the profile's measurements (gpu_check_lib.py profile reads them)
+: > "$PROF"
 export GST_PLUGIN_PATH_1_0=$BUILD/gst${GST_PLUGIN_PATH_1_0:+:$GST_PLUGIN_PATH_1_0}
 export GST_REGISTRY_1_0=$LOGS/registry.bin
 echo "gpu-check: $gpus; build $BUILD; logs $LOGS"
@@ -91,12 +126,23 @@ echo "gpu-check: $gpus; build $BUILD; logs $LOGS"
 # step NAME LIMIT_S FUNCTION: runs FUNCTION under a time limit into LOGS/NAME.log and adds
 # a row: rc 0 ok, 77 skip, else FAIL; the detail is the log's last "detail:" line (else its
 # last line)
+# With --profile, the limit is cut to what is left of PROFILE_BUDGET_S (less 15 s for the
+# gates and the table); a step with under 10 s left is not started (FAIL).
 step () {
   local name=$1 limit=$2 fn=$3
   case " $(echo $STEPS) " in *" $name "*) ;; *) return 0 ;; esac
   echo "=== $name"
+  if [ -n "$PROFILE" ]; then
+    local left=$((PROFILE_BUDGET_S - SECONDS - 15))
+    if [ $left -lt 10 ]; then
+      printf '%s\tFAIL\tnot started: %d s of the profile'"'"'s %d s left\n' "$name" $((PROFILE_BUDGET_S - SECONDS)) "$PROFILE_BUDGET_S" >> "$ROWS"
+      echo "    FAIL: not started (profile budget spent)"
+      return 0
+    fi
+    [ $left -lt "$limit" ] && limit=$left
+  fi
   local t0=$SECONDS
-  timeout -k 10 "$limit" bash -c "$fn" > "$LOGS/$name.log" 2>&1
+  STEP_LIMIT=$limit timeout -k 10 "$limit" bash -c "$fn" > "$LOGS/$name.log" 2>&1
   local rc=$? result=FAIL detail
   case $rc in 0) result=ok ;; 77) result=skip ;; 124) echo "detail: over its $limit s limit" >> "$LOGS/$name.log" ;; esac
   detail=$(grep '^detail:' "$LOGS/$name.log" | tail -n 1 | sed 's/^detail: *//')
@@ -104,7 +150,8 @@ step () {
   printf '%s\t%s\t%s (%d s)\n' "$name" "$result" "$detail" $((SECONDS - t0)) >> "$ROWS"
   echo "    $result: $detail"
 }
-export TOOLS W LOGS LIB PYTHON ROOT MODELS SOAK_MIN SOAK_EVERY NVIDIA_SMI
+export TOOLS W LOGS LIB PYTHON ROOT MODELS SOAK_MIN SOAK_EVERY NVIDIA_SMI PROF TORCH_BASELINE \
+  BENCH_EXTRA BENCH_ALT ROUNDS PROFILE
 
 # --- inputs: random gpunet-0 weights, a 1080p H.264 MP4 (300 frames), and a byte-stream
 # that switches from 640x360 to 1280x720 after 60 frames
@@ -134,6 +181,90 @@ for e in nvh264enc x264enc openh264enc; do
 done
 export CLIP RES
 echo "inputs: encoder ${encoder:-none}; clip $( [ -s "$CLIP" ] && echo made || echo MISSING)"
+
+# --- the profile's measurements (lines of $PROF; gpu_check_lib.py profile gates them)
+# bench_kv KEY: the last KEY= value in gpunet-bench's output on stdin
+bench_kv () { sed -En "s/(^|.* )$1=([0-9.]+).*/\2/p" | tail -n 1; }
+# the variants timed: ours (GPUNET_BENCH_EXTRA), and alt (GPUNET_BENCH_ALT on top) when
+# set; round 2, 4, ... take them in the other order
+variants () { if [ -z "$BENCH_ALT" ]; then echo ours; elif [ $(($1 % 2)) = 1 ]; then echo ours alt; else echo alt ours; fi; }
+vopts () { if [ "$1" = alt ]; then echo "$BENCH_EXTRA $BENCH_ALT"; else echo "$BENCH_EXTRA"; fi; }
+graph_nodes () {
+  local v out bad=0 n
+  for v in $(variants 1); do
+    out=$("$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision fp16 --batch 1 \
+      --preprocess-runs 0 --runs 5 --warmup 2 --net-groups 0 --graph-nodes $(vopts $v) 2>&1)
+    echo "--- $v: $out"
+    n=$(echo "$out" | sed -En "s/^graph_nodes=(forward|network) batch=[0-9]+ kernels=([0-9]+) memcpy=([0-9]+) memset=([0-9]+) other=([0-9]+) total=([0-9]+).*/nodes $v \1 \2 \3 \4 \5 \6/p")
+    [ "$(echo "$n" | grep -c .)" = 2 ] || { echo "FAILED: $v: no graph_nodes= lines"; bad=1; continue; }
+    echo "$n" >> "$PROF"
+  done
+  echo "detail: GPUNet-0 fp16 forward graph: $(awk '$1 == "nodes" && $3 == "forward" {printf "%s %s kernels, %s memcpy, %s memset; ", $2, $4, $5, $6}' "$PROF")"
+  [ $bad = 0 ]
+}
+throughput () {
+  local r v b out net ips gms bad=0
+  for r in 1 2; do for v in $(variants $r); do for b in 1 8; do
+    out=$("$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision fp16 --batch $b \
+      --preprocess-runs 0 --runs 20 --warmup 5 $(vopts $v) 2>&1)
+    net=$(echo "$out" | bench_kv gpu_net_ms); ips=$(echo "$out" | bench_kv net_images_per_s)
+    gms=$(echo "$out" | bench_kv gpu_ms)
+    if [ -n "$net" ] && [ -n "$ips" ] && [ -n "$gms" ]; then
+      echo "thru $v $b $r $net $ips $gms" >> "$PROF"
+      echo "round $r $v batch $b: gpu_net_ms $net ($ips images/s), gpu_ms $gms"
+    else
+      echo "FAILED: round $r $v batch $b: no gpu_net_ms/gpu_ms:"; echo "$out" | tail -n 3; bad=1
+    fi
+  done; done; done
+  echo "detail: GPUNet-0 fp16 images/s (network alone): $(awk '$1 == "thru" && $4 == 2 {printf "%s batch %s %.0f; ", $2, $3, $6}' "$PROF")"
+  [ $bad = 0 ]
+}
+# latency: rounds of (ours [, alt], PyTorch), up to ROUNDS, a new round only when the
+# last one's duration still fits the step's limit
+latency_ours () {
+  local v=$1 r=$2 m p out net gms
+  for m in $MODELS; do for p in fp16 fp32; do
+    out=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision $p --preprocess-runs 0 \
+      --runs 20 --warmup 5 $(vopts $v) 2>&1)
+    net=$(echo "$out" | bench_kv gpu_net_ms); gms=$(echo "$out" | bench_kv gpu_ms)
+    if [ -n "$net" ] && [ -n "$gms" ]; then
+      echo "lat $v $m $p $r $net $gms" >> "$PROF"
+      echo "round $r $v $m $p: gpu_net_ms $net, gpu_ms $gms"
+    else
+      echo "FAILED: round $r $v $m $p: no gpu_net_ms/gpu_ms:"; echo "$out" | tail -n 3; return 1
+    fi
+  done; done
+}
+latency_torch () {
+  local r=$1 rc
+  $TORCH_BASELINE --models "$(echo $MODELS | tr ' ' ',')" --batch 1 > "$W/pytorch-round$r.txt" 2>&1
+  rc=$?
+  cat "$W/pytorch-round$r.txt"
+  awk -v r=$r '!/^#/ && NF == 4 && $3 == 1 {print "lat torch", $1, $2, r, $4}' "$W/pytorch-round$r.txt" >> "$PROF"
+  [ $rc = 0 ] || echo "FAILED: round $r: the PyTorch baseline exited $rc (77: no torch or no CUDA for it)"
+  return $rc
+}
+latency () {
+  local r=1 t0 dur=0 v bad=0 limit=${STEP_LIMIT:-600}
+  while [ $r -le "$ROUNDS" ]; do
+    if [ $r -gt 1 ] && [ $((SECONDS + dur + 10)) -gt "$limit" ]; then
+      echo "round $r not started: the last took $dur s, $((limit - SECONDS)) s of the step's $limit s are left"
+      break
+    fi
+    t0=$SECONDS
+    for v in $(variants $r); do latency_ours $v $r || bad=1; done
+    latency_torch $r || bad=1
+    dur=$((SECONDS - t0))
+    echo "round $r: $dur s"
+    r=$((r + 1))
+  done
+  echo "detail: $((r - 1)) round(s); GPUNet-0 fp16 gpu_net_ms $(awk '$1 == "lat" && $2 == "ours" && $3 == "gpunet-0" && $4 == "fp16" {printf "%s ", $6}' "$PROF")against PyTorch $(awk '$1 == "lat" && $2 == "torch" && $3 == "gpunet-0" && $4 == "fp16" {printf "%s ", $6}' "$PROF")ms"
+  [ $bad = 0 ]
+}
+export -f bench_kv variants vopts graph_nodes throughput latency_ours latency_torch latency
+step graph-nodes 60 graph_nodes
+step throughput 90 throughput
+step latency 200 latency
 
 # --- builds, self-test, sanitizers, latency
 step meson-test 3600 'meson test -C "'"$BUILD"'" --print-errorlogs'
@@ -270,8 +401,11 @@ pipeline () {
 # seconds PLAYING to EOS
 streams8 () {
   need_nvdec || return $?
-  local r cfg d i t props
-  for r in 1 2; do for cfg in decoders shared unshared unshared8; do
+  local r cfg d i t props t_decoders=? t_shared=? t_unshared=? t_unshared8=?
+  local cfgs="decoders shared unshared unshared8"
+  # --profile: the decoders alone against the shared engine only
+  [ -n "$PROFILE" ] && cfgs="decoders shared"
+  for r in 1 2; do for cfg in $cfgs; do
     case $cfg in
       shared) props="batch-size=8" ;;
       unshared) props="share-engine=false" ;;
@@ -292,7 +426,12 @@ streams8 () {
       [ "$(lines $W/st-$cfg-$i.jsonl)" -eq 300 ] || { echo "detail: FAIL: $cfg stream $i wrote $(lines $W/st-$cfg-$i.jsonl) of 300 records"; return 1; }
     done; fi
     eval "t_$cfg=$t"
+    echo "streams $cfg $r $t" >> "$PROF"
   done; done
+  if [ -n "$PROFILE" ]; then
+    echo "detail: 8 x 300 frames of 1080p (round 2): decoders alone $t_decoders s, one shared engine at batch 8 $t_shared s; shared/decoders frames/s $(awk -v a="$t_decoders" -v b="$t_shared" 'BEGIN {printf "%.2f", a / b}')x"
+    return 0
+  fi
   echo "detail: 8 x 300 frames of 1080p (round 2): decoders alone $t_decoders s, one shared engine at batch 8 $t_shared s, 8 unshared $t_unshared s (at batch-size 8 each: $t_unshared8 s); shared/unshared frames/s $(awk -v a="$t_unshared" -v b="$t_shared" 'BEGIN {printf "%.2f", a / b}')x"
 }
 export -f need_nvdec launch lines element_batch element_interval element_resolution element_two pipeline streams8
@@ -368,7 +507,29 @@ else
   printf 'graph-capture\tok\tno failed CUDA graph capture in any log\n' >> "$ROWS"
 fi
 
+# --profile: one gate row per target, and the table for docs/cuda.md (printed last)
+if [ -n "$PROFILE" ]; then
+  commit=${GPUNET_COMMIT:-}
+  if [ -z "$commit" ] && commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$ROOT" diff --quiet HEAD -- 2>/dev/null || commit="$commit (with uncommitted changes)"
+  fi
+  [ -n "$commit" ] || commit="unknown (no .git here: set GPUNET_COMMIT)"
+  gpu_name=$("$NVIDIA_SMI" --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 | sed 's/, */, driver /')
+  [ -n "$gpu_name" ] || gpu_name=$(echo "$gpus" | head -n 1)
+  echo
+  echo "=== gates (profile $PROFILE, $SECONDS s so far)"
+  $LIB profile "$PROF" --out "$LOGS/profile.md" --rows "$ROWS" --commit "$commit" \
+    --gpu "$gpu_name" --date "$(date -u +%Y-%m-%d)" --opts "$BENCH_EXTRA" --alt-opts "$BENCH_ALT" \
+    | tee "$LOGS/gates.txt"
+fi
+
 echo
 echo "=== summary ($LOGS; skip = not possible here, e.g. no nvcodec or no torch)"
 $LIB summary "$ROWS" | tee "$LOGS/summary.txt"
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+if [ -n "$PROFILE" ]; then
+  echo
+  echo "=== table for docs/cuda.md ($LOGS/profile.md; $SECONDS s in all)"
+  cat "$LOGS/profile.md" 2>/dev/null || echo "(no table: gpu_check_lib.py profile failed; see above)"
+fi
+exit "$rc"

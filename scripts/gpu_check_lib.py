@@ -17,6 +17,18 @@
                                may exceed the median of the second quarter by at most R MiB
                                of host memory (default 16) and G MiB of GPU memory (4).
   summary ROWS                 ROWS lines "step<TAB>status<TAB>detail" as one table.
+  profile DATA --out MD [--rows ROWS] [--commit C] [--gpu G] [--date D] [--opts O]
+          [--alt-opts A]       the gates of `gpu-check.sh --profile short` over DATA (lines
+                               written by the script, below): prints one PASS/FAIL line per
+                               target, appends a "gate-*" row per target to ROWS, writes the
+                               markdown table for docs/cuda.md to MD.  DATA lines:
+                                 lat VARIANT MODEL PREC ROUND NET_MS GPU_MS   (ours, alt)
+                                 lat torch MODEL PREC ROUND MS
+                                 nodes VARIANT forward|network KERNELS MEMCPY MEMSET OTHER TOTAL
+                                 thru VARIANT BATCH ROUND NET_MS IMAGES_PER_S GPU_MS
+                                 streams decoders|shared ROUND SECONDS
+                               Values over rounds are medians.  The `alt` variant's gates
+                               are shown in the table, marked, and do not fail the run.
 Exit status: 0 all within bounds, 1 a difference / a slow model, 2 unreadable input."""
 import json
 import re
@@ -152,7 +164,192 @@ def compare_latency(table, measured_lines, slack):
     return rows, slow
 
 
+# the targets of issue 48 (H100), one per gate
+TARGET_G0_MS = 0.25          # GPUNet-0 fp16 batch 1 gpu_net_ms, at most
+TARGET_KERNELS = 45          # kernel nodes per GPUNet-0 fp16 forward graph, at most
+TARGET_B8_IPS = 8000.0       # GPUNet-0 fp16 batch 8 images/s (network alone), at least
+TARGET_STREAMS = 0.9         # 8 x 1080p shared engine frames/s over decoders alone, at least
+PROFILE_MODELS = ["gpunet-0", "gpunet-1", "gpunet-2", "gpunet-p0", "gpunet-p1",
+                  "gpunet-d1", "gpunet-d2"]
+DOC_NAMES = {v: k for k, v in MODEL_NAMES.items()}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def read_profile(lines):
+    """The DATA lines as dicts of lists: lat[(variant, model, prec)] = [(net, gpu)],
+    nodes[(variant, graph)] = [k, memcpy, memset, other, total], thru[(variant, batch)] =
+    [(net, ips, gpu)], streams[cfg] = [seconds].  Unreadable lines are skipped."""
+    lat, nodes, thru, streams = {}, {}, {}, {}
+    for line in lines:
+        f = line.split()
+        try:
+            if len(f) >= 6 and f[0] == "lat" and f[1] == "torch":
+                lat.setdefault(("torch", f[2], f[3]), []).append((float(f[5]), None))
+            elif len(f) >= 7 and f[0] == "lat":
+                lat.setdefault((f[1], f[2], f[3]), []).append((float(f[5]), float(f[6])))
+            elif len(f) >= 8 and f[0] == "nodes":
+                nodes[(f[1], f[2])] = [int(x) for x in f[3:8]]
+            elif len(f) >= 7 and f[0] == "thru":
+                thru.setdefault((f[1], int(f[2])), []).append(
+                    (float(f[4]), float(f[5]), float(f[6])))
+            elif len(f) >= 4 and f[0] == "streams":
+                streams.setdefault(f[1], []).append(float(f[3]))
+        except ValueError:
+            continue
+    return lat, nodes, thru, streams
+
+
+def profile_gates(data, variant, selftest):
+    """[(name, measured text, limit text, ok)] for one variant's targets."""
+    lat, nodes, thru, streams = data
+    gates = []
+    net = lambda m, p: median([x[0] for x in lat.get((variant, m, p), [])])
+    g0 = net("gpunet-0", "fp16")
+    gates.append(("GPUNet-0 fp16 batch 1, gpu_net_ms",
+                  f"{g0:.3f} ms" if g0 is not None else "not measured",
+                  f"<= {TARGET_G0_MS} ms", g0 is not None and g0 <= TARGET_G0_MS))
+    ahead, behind = 0, []
+    for m in PROFILE_MODELS:
+        for p in ("fp16", "fp32"):
+            ours = net(m, p)
+            torch = median([x[0] for x in lat.get(("torch", m, p), [])])
+            if ours is not None and torch is not None and ours < torch:
+                ahead += 1
+            else:
+                behind.append(f"{DOC_NAMES.get(m, m)} {p}" + (
+                    f" {ours:.3f}/{torch:.3f}" if ours is not None and torch is not None
+                    else " not measured"))
+    n = 2 * len(PROFILE_MODELS)
+    gates.append(("ahead of PyTorch, batch 1 (gpu_net_ms against its graph replays)",
+                  f"{ahead}/{n}" + (f"; behind or missing: {', '.join(behind)}" if behind else ""),
+                  f"{n}/{n}", ahead == n))
+    fwd = nodes.get((variant, "forward"))
+    netn = nodes.get((variant, "network"))
+    gates.append(("kernels per GPUNet-0 fp16 forward (--graph-nodes)",
+                  f"{fwd[0]} (network alone {netn[0] if netn else '?'}; {fwd[1]} memcpy, "
+                  f"{fwd[2]} memset, {fwd[3]} other nodes)" if fwd else "not measured",
+                  f"<= {TARGET_KERNELS}", fwd is not None and fwd[0] <= TARGET_KERNELS))
+    b8 = thru.get((variant, 8), [])
+    ips = median([x[1] for x in b8])
+    ms8 = median([x[0] for x in b8])
+    gates.append(("GPUNet-0 fp16 batch 8, images/s (network alone)",
+                  f"{ips:.0f} ({ms8:.3f} ms a batch)" if ips is not None else "not measured",
+                  f">= {TARGET_B8_IPS:.0f}", ips is not None and ips >= TARGET_B8_IPS))
+    dec, sh = median(streams.get("decoders", [])), median(streams.get("shared", []))
+    if variant == "ours":
+        ratio = dec / sh if dec and sh else None
+        gates.append(("8 x 1080p nvh264dec, shared engine batch 8 / decoders alone (frames/s)",
+                      f"{ratio:.2f}x ({2400 / sh:.0f} against {2400 / dec:.0f} frames/s)"
+                      if ratio is not None else "not measured",
+                      f">= {TARGET_STREAMS}x", ratio is not None and ratio >= TARGET_STREAMS))
+        gates.append(("self-test, every model fp32 + fp16 (selftest-quick)",
+                      selftest or "not run", "passes", selftest == "ok"))
+    return gates
+
+
+def profile_table(data, gates, alt_gates, info):
+    """The markdown for docs/cuda.md."""
+    lat, nodes, thru, streams = data
+    out = [f"**`gpu-check.sh --profile short`** on {info['gpu']}, commit {info['commit']}, "
+           f"{info['date']}" + (f"; bench options `{info['opts']}`" if info["opts"] else "")
+           + (f"; alt = `{info['alt']}`" if info["alt"] else "") + ":", "",
+           "| target | measured | limit | result |", "|---|---|---|---|"]
+    for name, measured, limit, ok in gates:
+        out.append(f"| {name} | {measured} | {limit} | {'PASS' if ok else 'FAIL'} |")
+    for name, measured, limit, ok in alt_gates:
+        out.append(f"| alt: {name} | {measured} | {limit} | {'PASS' if ok else 'FAIL'} (not gated) |")
+    rounds = max([len(v) for v in lat.values()] + [0])
+    out += ["", f"Batch 1, ms, median of {rounds} round(s) (ours `gpu_net_ms`: the network "
+            "alone as CUDA graph replays; PyTorch the same way, tools/pytorch_baseline.py; "
+            "`gpu_ms`: ours with the input upload and logits copy):", ""]
+    variants = ["ours"] + (["alt"] if info["alt"] else [])
+    head = ["model"]
+    for p in ("fp16", "fp32"):
+        head += [f"{v} {p}" for v in variants] + [f"PyTorch {p}", f"ours {p} gpu_ms"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    fmt = lambda x: f"{x:.3f}" if x is not None else "-"
+    for m in PROFILE_MODELS:
+        row = [DOC_NAMES.get(m, m)]
+        for p in ("fp16", "fp32"):
+            torch = median([x[0] for x in lat.get(("torch", m, p), [])])
+            for v in variants:
+                ours = median([x[0] for x in lat.get((v, m, p), [])])
+                cell = fmt(ours)
+                if ours is not None and torch is not None and ours >= torch:
+                    cell = f"**{cell}**"   # behind PyTorch
+                row.append(cell)
+            row.append(fmt(torch))
+            row.append(fmt(median([x[1] for x in lat.get(("ours", m, p), [])])))
+        out.append("| " + " | ".join(row) + " |")
+    th = []
+    for v in variants:
+        for b in (1, 8):
+            r = thru.get((v, b), [])
+            if r:
+                th.append(f"{v} batch {b}: {median([x[1] for x in r]):.0f} images/s "
+                          f"({median([x[0] for x in r]):.3f} ms network, "
+                          f"{median([x[2] for x in r]):.3f} ms with upload)")
+    if th:
+        out += ["", "GPUNet-0 fp16 throughput: " + "; ".join(th) + "."]
+    dec, sh = streams.get("decoders", []), streams.get("shared", [])
+    if dec and sh:
+        out += ["", f"8 x 300 frames of 1080p H.264: decoders alone {median(dec):.2f} s, with "
+                f"one shared gpunetclassify engine (fp16, batch-size 8) {median(sh):.2f} s "
+                f"(median of {min(len(dec), len(sh))} round(s))."]
+    return "\n".join(out) + "\n"
+
+
+def profile_main(argv):
+    opt = lambda k, d="": argv[argv.index(k) + 1] if k in argv and argv.index(k) + 1 < len(argv) else d
+    try:
+        lines = open(argv[1], encoding="utf-8").read().splitlines()
+    except OSError as e:
+        print(f"profile: {e}")
+        return 2
+    data = read_profile(lines)
+    selftest = None
+    rows_path = opt("--rows")
+    if rows_path:
+        try:
+            for r in open(rows_path, encoding="utf-8"):
+                f = r.rstrip("\n").split("\t")
+                if f[0] == "selftest-quick" and len(f) > 1:
+                    selftest = f[1]
+        except OSError:
+            pass
+    info = {"gpu": opt("--gpu", "an unnamed GPU"), "commit": opt("--commit", "unknown"),
+            "date": opt("--date", "?"), "opts": opt("--opts"), "alt": opt("--alt-opts")}
+    gates = profile_gates(data, "ours", selftest)
+    alt_gates = profile_gates(data, "alt", selftest)[:4] if info["alt"] else []
+    table = profile_table(data, gates, alt_gates, info)
+    out_path = opt("--out")
+    if out_path:
+        with open(out_path, "w", encoding="utf-8") as f:
+            f.write(table)
+    names = ["gate-g0-latency", "gate-vs-pytorch", "gate-kernels", "gate-batch8",
+             "gate-streams", "gate-selftest"]
+    for (name, measured, limit, ok), key in zip(gates, names):
+        print(f"{'PASS' if ok else 'FAIL'}: {name}: {measured} (limit {limit})")
+        if rows_path:
+            with open(rows_path, "a", encoding="utf-8") as f:
+                f.write(f"{key}\t{'ok' if ok else 'FAIL'}\t{'PASS' if ok else 'FAIL'}: "
+                        f"{measured} (limit {limit})\n")
+    for name, measured, limit, ok in alt_gates:
+        print(f"{'PASS' if ok else 'FAIL'} (alt, not gated): {name}: {measured} (limit {limit})")
+    return 0 if all(g[3] for g in gates) else 1
+
+
 def main(argv):
+    if len(argv) >= 2 and argv[0] == "profile":
+        return profile_main(argv)
     if len(argv) >= 3 and argv[0] == "records":
         tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-3
         try:

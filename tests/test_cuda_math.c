@@ -1125,64 +1125,121 @@ test_op_bytes (void)
   gpunet_model_unref (model);
 }
 
-/* The capture policy of graph.cu: warm-up, capture, replay; a new key starts over; a
- * failed capture means plain runs; disabled graphs never capture. */
+/* The capture policy of graph.cu: warm-up, capture, replay per key; a few keys (top-k
+ * values) keep their graphs side by side, a further one replaces the least recently used;
+ * a failed capture runs that pass plain and is retried after GPUNET_GRAPH_RETRY_AFTER
+ * plain passes, at most GPUNET_GRAPH_MAX_FAILS times; disabled graphs never capture. */
+static gpunet_graph_action
+graph_step (gpunet_graph_state *g, int key, int enabled, int ok, int *way, int *drop)
+{
+  gpunet_graph_action a = gpunet_graph_next (g, key, enabled, way, drop);
+  gpunet_graph_done (g, *way, a, ok);
+  return a;
+}
+
 static void
 test_graph_state (void)
 {
   gpunet_graph_state g;
   memset (&g, 0, sizeof g);
-  int drop = -1;
+  int drop = -1, way = -1, way4;
   /* first run for key 4: plain (warm-up) */
-  gpunet_graph_action a = gpunet_graph_next (&g, 4, 1, &drop);
-  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
-  gpunet_graph_done (&g, a, 1);
-  /* second: capture */
-  a = gpunet_graph_next (&g, 4, 1, &drop);
-  CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
-  gpunet_graph_done (&g, a, 1);
+  gpunet_graph_action a = graph_step (&g, 4, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0 && way >= 0 && way < GPUNET_GRAPH_WAYS);
+  way4 = way;
+  /* second: capture, in the same way */
+  a = graph_step (&g, 4, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0 && way == way4);
   /* then replays, which need no descriptors: only a captured graph of this key says so */
   CHECK (gpunet_graph_will_replay (&g, 4) && !gpunet_graph_will_replay (&g, 5));
   for (int i = 0; i < 3; i++) {
-    a = gpunet_graph_next (&g, 4, 1, &drop);
-    CHECK (a == GPUNET_GRAPH_REPLAY && drop == 0);
-    gpunet_graph_done (&g, a, 1);
+    a = graph_step (&g, 4, 1, 1, &way, &drop);
+    CHECK (a == GPUNET_GRAPH_REPLAY && drop == 0 && way == way4);
   }
-  /* a new key (k changed): drop the graph, warm up, capture again */
-  a = gpunet_graph_next (&g, 5, 1, &drop);
-  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 1 && !gpunet_graph_will_replay (&g, 5)
-      && !gpunet_graph_will_replay (&g, 4));
-  gpunet_graph_done (&g, a, 1);
-  a = gpunet_graph_next (&g, 5, 1, &drop);
+  /* a second key (another element's top-k): its own way; key 4's graph stays */
+  a = graph_step (&g, 5, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0 && way != way4 && gpunet_graph_will_replay (&g, 4)
+      && !gpunet_graph_will_replay (&g, 5));
+  a = graph_step (&g, 5, 1, 1, &way, &drop);
   CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
-  gpunet_graph_done (&g, a, 1);
-  a = gpunet_graph_next (&g, 5, 1, &drop);
+  /* alternating k = 4, 5, 4, 5: every pass a replay, nothing dropped */
+  for (int i = 0; i < 8; i++) {
+    a = graph_step (&g, 4 + i % 2, 1, 1, &way, &drop);
+    CHECK (a == GPUNET_GRAPH_REPLAY && drop == 0 && (way == way4) == (i % 2 == 0));
+  }
+  /* fill the other ways (keys 6, 7), then use 4 so 5 is the least recently used */
+  for (int key = 6; key <= 7; key++) {
+    graph_step (&g, key, 1, 1, &way, &drop);
+    a = graph_step (&g, key, 1, 1, &way, &drop);
+    CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
+  }
+  CHECK (GPUNET_GRAPH_WAYS == 4);
+  a = graph_step (&g, 4, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_REPLAY);
+  /* a fifth key replaces 5 (least recently used): its graph is dropped; 4, 6, 7 stay */
+  a = graph_step (&g, 8, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_PLAIN && drop == 1 && !gpunet_graph_will_replay (&g, 5)
+      && gpunet_graph_will_replay (&g, 4) && gpunet_graph_will_replay (&g, 6)
+      && gpunet_graph_will_replay (&g, 7) && !gpunet_graph_will_replay (&g, 8));
+  a = graph_step (&g, 8, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE && drop == 0);
+  a = graph_step (&g, 8, 1, 1, &way, &drop);
   CHECK (a == GPUNET_GRAPH_REPLAY);
 
   /* a failed plain run does not count as the warm-up */
   memset (&g, 0, sizeof g);
-  a = gpunet_graph_next (&g, 1, 1, &drop);
-  gpunet_graph_done (&g, a, 0);
-  a = gpunet_graph_next (&g, 1, 1, &drop);
+  graph_step (&g, 1, 1, 0, &way, &drop);
+  a = graph_step (&g, 1, 1, 1, &way, &drop);
   CHECK (a == GPUNET_GRAPH_PLAIN);
-  gpunet_graph_done (&g, a, 1);
-  /* a failed capture: plain runs from then on, also for other keys */
-  a = gpunet_graph_next (&g, 1, 1, &drop);
+  /* a failed capture: gpunet_graph_done says so the first time (the caller logs it once) */
+  a = gpunet_graph_next (&g, 1, 1, &way, &drop);
   CHECK (a == GPUNET_GRAPH_CAPTURE);
-  gpunet_graph_done (&g, a, 0);
+  CHECK (gpunet_graph_done (&g, way, a, 0) == 1);
   CHECK (!gpunet_graph_will_replay (&g, 1));
-  for (int i = 0; i < 3; i++) {
-    a = gpunet_graph_next (&g, 1 + i % 2, 1, &drop);
-    CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
-    gpunet_graph_done (&g, a, 1);
+  /* ... then plain passes (graph.cu runs the failed pass's work plain: one of them), for
+   * every key, until GPUNET_GRAPH_RETRY_AFTER of them succeeded */
+  int plain = 0;
+  for (int i = 0; i < 1000; i++) {
+    a = gpunet_graph_next (&g, 1 + i % 2, 1, &way, &drop);
+    if (a != GPUNET_GRAPH_PLAIN)
+      break;
+    gpunet_graph_done (&g, way, a, 1);
+    plain++;
   }
+  CHECK (plain == GPUNET_GRAPH_RETRY_AFTER && a == GPUNET_GRAPH_CAPTURE);
+  /* a failed plain pass does not bring the retry closer */
+  memset (&g, 0, sizeof g);
+  graph_step (&g, 2, 1, 1, &way, &drop);
+  graph_step (&g, 2, 1, 0, &way, &drop);   /* failed capture */
+  graph_step (&g, 2, 1, 0, &way, &drop);   /* failed plain pass */
+  CHECK (g.wait == GPUNET_GRAPH_RETRY_AFTER);
+  /* a retry that succeeds replays from then on */
+  for (int i = 0; i < GPUNET_GRAPH_RETRY_AFTER; i++)
+    graph_step (&g, 2, 1, 1, &way, &drop);
+  a = graph_step (&g, 2, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_CAPTURE);
+  a = graph_step (&g, 2, 1, 1, &way, &drop);
+  CHECK (a == GPUNET_GRAPH_REPLAY);
+  /* GPUNET_GRAPH_MAX_FAILS failed captures: plain for good (bounded attempts), and only
+   * the first failure asks for the log line */
+  memset (&g, 0, sizeof g);
+  int captures = 0, logs = 0;
+  graph_step (&g, 3, 1, 1, &way, &drop);
+  for (int i = 0; i < 20 * GPUNET_GRAPH_RETRY_AFTER; i++) {
+    a = gpunet_graph_next (&g, 3, 1, &way, &drop);
+    const int fail = a == GPUNET_GRAPH_CAPTURE;
+    captures += fail;
+    logs += gpunet_graph_done (&g, way, a, !fail);
+    if (fail)
+      gpunet_graph_done (&g, way, GPUNET_GRAPH_PLAIN, 1);   /* the pass's plain run */
+  }
+  CHECK (captures == GPUNET_GRAPH_MAX_FAILS && logs == 1 && !gpunet_graph_will_replay (&g, 3));
 
   /* disabled (GPUNET_CUDA_GRAPHS=0): never a capture */
   memset (&g, 0, sizeof g);
   for (int i = 0; i < 4; i++) {
-    a = gpunet_graph_next (&g, 3, 0, &drop);
+    a = graph_step (&g, 3, 0, 1, &way, &drop);
     CHECK (a == GPUNET_GRAPH_PLAIN && drop == 0);
-    gpunet_graph_done (&g, a, 1);
   }
 }
 

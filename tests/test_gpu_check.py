@@ -6,7 +6,9 @@ but no usable CUDA backend it exits 1 naming the cause; its comparisons
 docs/cuda.md (a model 10 % slower is flagged), gpunet-tag records, element JSON lines, flat
 and growing memory samples, the summary table; and the element helper
 (tools/gpunet-element-check) runs its region and state-cycle checks on system memory with
-the CPU backend.
+the CPU backend.  `--profile short` runs on stub tools (bench, self-test, PyTorch,
+gst-launch, nvidia-smi): every target met passes; missed targets fail their gates; an
+opt-in variant is timed beside the default; a spent budget fails the steps past it.
 Usage: test_gpu_check.py SOURCE_ROOT BUILD_DIR"""
 import importlib.util
 import json
@@ -103,6 +105,128 @@ check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "
       f"{p.returncode} {rows} {p.stdout[-400:]!r}")
+
+# --- --profile short with stub tools: measurements, gates, the table, the budget ---
+pstub = os.path.join(tmp, "pstub")
+os.makedirs(os.path.join(pstub, "build", "tools"))
+os.makedirs(os.path.join(pstub, "bin"))
+pstubs = {
+    # gpunet-bench: its arguments logged; GPUNet-0 fp16 batch 1 STUB_G0_MS, batch 8 0.9 ms,
+    # every other run 0.2 ms; graph nodes with STUB_KERNELS kernels
+    "build/tools/gpunet-bench": """echo "$*" >> "$STUB_ARGS"
+net=0.200; b=1
+case "$*" in *"--batch 8"*) net=0.900; b=8 ;; *"--model gpunet-0 --backend cuda --precision fp16"*) net=${STUB_G0_MS:-0.200} ;; esac
+echo "plan_ms=1.0 (stub)"
+echo "gpu_ms=0.400 gpu_median_ms=0.400 (stub)"
+echo "gpu_net_ms=$net net_images_per_s=$(awk -v b=$b -v t=$net 'BEGIN {printf "%.1f", b / t * 1000}') batch=$b (stub)"
+case "$*" in *--graph-nodes*) echo "graph_nodes=forward batch=1 kernels=${STUB_KERNELS:-44} memcpy=2 memset=1 other=0 total=47"
+  echo "graph_nodes=network batch=1 kernels=42 memcpy=0 memset=1 other=0 total=43"
+  echo "graph_kernels=${STUB_KERNELS:-44} (stub)" ;; esac
+echo "model=stub batch=$b threads=2 median_ms=0.5 min_ms=0.5 gflops=1 achieved_gflops_s=1" """,
+    "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
+    "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
+    # PyTorch: 0.3 ms everywhere (ours 0.2 is ahead), D2 fp16 STUB_TORCH_D2
+    "bin/torch-stub": """echo "# stub torch"
+for m in $(echo "$2" | tr , ' '); do t=0.300; [ $m = gpunet-d2 ] && t=${STUB_TORCH_D2:-0.300}
+  echo "$m fp16 1 $t"; echo "$m fp32 1 0.300"; done""",
+    "bin/gst-inspect-1.0": "exit 0",
+    # gst-launch: writes filesink locations and 300-line json outputs; 8 decoders take 1.00
+    # s, with the shared engine STUB_SHARED_S
+    "bin/gst-launch-1.0": """t=1.000
+for a in "$@"; do case $a in location=*) [ "$prev" = filesink ] && echo x > "${a#location=}" ;;
+  json-output=*) seq 300 > "${a#json-output=}" ;; gpunetclassify) t=${STUB_SHARED_S:-1.050} ;; esac; prev=$a; done
+echo "Execution ended after 0:00:0$t" """,
+    "bin/nvidia-smi": """case "$*" in -L) echo 'GPU 0: Stub H100 (UUID: GPU-0)' ;;
+  *--query-gpu=name*) echo 'NVIDIA Stub H100 80GB HBM3, 580.00' ;; *) exit 1 ;; esac""",
+}
+for name, body in pstubs.items():
+    path = os.path.join(pstub, name)
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n" + body + "\n")
+    os.chmod(path, 0o755)
+penv = dict(os.environ, NVIDIA_SMI=os.path.join(pstub, "bin", "nvidia-smi"),
+            PATH=os.path.join(pstub, "bin") + os.pathsep + os.environ["PATH"],
+            TORCH_BASELINE=os.path.join(pstub, "bin", "torch-stub"), GPUNET_COMMIT="abc1234",
+            STUB_ARGS=os.path.join(tmp, "bench-args.txt"), ROUNDS="2")
+
+
+def run_profile(logs, **extra):
+    if os.path.exists(penv["STUB_ARGS"]):
+        os.remove(penv["STUB_ARGS"])
+    p = subprocess.run(["bash", script, "--profile", "short", os.path.join(pstub, "build"),
+                        os.path.join(tmp, logs)], capture_output=True, text=True,
+                       env=dict(penv, **extra), timeout=600)
+    rows = {}
+    rp = os.path.join(tmp, logs, "rows.tsv")
+    if os.path.exists(rp):
+        for line in open(rp):
+            f = line.rstrip("\n").split("\t")
+            rows[f[0]] = f[1:]
+    md = os.path.join(tmp, logs, "profile.md")
+    table = open(md).read() if os.path.exists(md) else ""
+    args = open(penv["STUB_ARGS"]).read() if os.path.exists(penv["STUB_ARGS"]) else ""
+    return p, rows, table, args
+
+
+p, rows, table, args = run_profile("prof-pass", GPUNET_BENCH_EXTRA="--no-peak")
+gates = ["gate-g0-latency", "gate-vs-pytorch", "gate-kernels", "gate-batch8", "gate-streams",
+         "gate-selftest"]
+steps = ["graph-nodes", "throughput", "latency", "selftest-quick", "streams"]
+check(p.returncode == 0 and all(rows.get(k, [""])[0] == "ok" for k in gates + steps),
+      f"--profile short, all targets met: exit 0, every step and gate ok: {p.returncode} {rows} "
+      f"{p.stdout[-1500:]!r} {p.stderr[-500:]!r}")
+check(set(rows) == set(gates + steps + ["graph-capture"]),
+      f"--profile short runs its steps only: {sorted(rows)}")
+check("abc1234" in table and "NVIDIA Stub H100 80GB HBM3, driver 580.00" in table
+      and table.count("| PASS |") == 6 and "| GPUNet-D2 |" in table
+      and "`--no-peak`" in table and "0.200" in table,
+      f"the table names the commit, the GPU, the options and its numbers: {table}")
+check(p.stdout.rstrip().endswith(table.rstrip().splitlines()[-1]),
+      f"the table is printed last: {p.stdout[-300:]!r}")
+lat_runs = [l for l in args.splitlines() if "--runs 20 --warmup 5" in l and "--batch" not in l]
+check(len(lat_runs) == 2 * 14 and all("--no-peak" in l for l in args.splitlines()
+                                       if "--runs 1 --warmup 0" not in l),
+      f"2 rounds x 14 latencies, GPUNET_BENCH_EXTRA on every run: {len(lat_runs)} {args[:300]!r}")
+check("--graph-nodes" in args and "--batch 8" in args, "graph nodes and batch 8 were run")
+measured = open(os.path.join(tmp, "prof-pass", "work", "profile.tsv")).read()
+check(measured.count("lat torch ") == 28 and measured.count("lat ours ") == 28
+      and "streams shared 2 1.05" in measured and "nodes ours forward 44 2 1 0 47" in measured,
+      f"the measurements file: {measured[:400]!r}")
+
+# targets missed: GPUNet-0 slow, D2 fp16 behind PyTorch, 46 kernels, streams 0.8x
+p, rows, table, args = run_profile("prof-fail", STUB_G0_MS="0.300", STUB_TORCH_D2="0.100",
+                                   STUB_KERNELS="46", STUB_SHARED_S="1.250", ROUNDS="1")
+check(p.returncode == 1 and [rows.get(g, [""])[0] for g in gates]
+      == ["FAIL", "FAIL", "FAIL", "ok", "FAIL", "ok"],
+      f"missed targets fail their gates and the run: {p.returncode} {rows}")
+check("GPUNet-D2 fp16 0.200/0.100" in table and "**0.200**" in table and "0.80x" in table,
+      f"the table shows what is behind: {table}")
+
+# an opt-in variant beside the default: both in every round, the alt gates not gated
+p, rows, table, args = run_profile("prof-alt", GPUNET_BENCH_ALT="--cuda-fused", ROUNDS="1",
+                                   STUB_KERNELS="44")
+alt_runs = [l for l in args.splitlines() if "--cuda-fused" in l]
+check(p.returncode == 0 and len(alt_runs) == 14 + 1 + 4 and "| alt fp16 |" in table
+      and "| alt: kernels per GPUNet-0 fp16 forward" in table,
+      f"GPUNET_BENCH_ALT: alt runs beside ours ({len(alt_runs)}), its columns: {p.returncode} {table}")
+check("(not gated)" in table and "gate-alt" not in " ".join(rows), "alt gates are shown, not gated")
+
+# the budget: steps that would pass it are not started, the run fails, the table is still printed
+p, rows, table, args = run_profile("prof-budget", PROFILE_BUDGET_S="20", ROUNDS="1")
+check(p.returncode == 1 and any(v[0] == "FAIL" and "not started" in v[1] for v in rows.values())
+      and "=== table for docs/cuda.md" in p.stdout,
+      f"PROFILE_BUDGET_S: steps past it not started, exit 1, table printed: {p.returncode} {rows}")
+p = subprocess.run(["bash", script, "--profile", "long"], capture_output=True, text=True, env=penv)
+check(p.returncode == 2 and "--profile takes 'short'" in p.stdout, f"--profile long: {p.stdout!r}")
+
+# the gates on canned data
+data = lib.read_profile(["lat ours gpunet-0 fp16 1 0.240 0.400", "lat torch gpunet-0 fp16 1 0.5",
+                         "nodes ours forward 45 2 0 0 47", "thru ours 8 1 1.0 8000 1.3",
+                         "streams decoders 1 1.0", "streams shared 1 1.11", "junk line"])
+g = lib.profile_gates(data, "ours", "ok")
+check([x[3] for x in g] == [True, False, True, True, True, True],
+      f"gates at their limits pass; 13 of 14 PyTorch pairs missing fail: {g}")
+check(lib.median([3.0, 1.0, 2.0, 10.0]) == 2.5 and lib.median([]) is None, "median")
 
 # --- latency against the real docs/cuda.md table ---
 table = lib.doc_latency(open(os.path.join(root, "docs", "cuda.md"), encoding="utf-8").read())

@@ -2,8 +2,9 @@
  * reference) or the CUDA backend (--backend cuda, --precision), optionally per op (fast:
  * host clock around each op; cuda: cudaEvent pairs on the stream) with FLOP and minimum
  * byte counts, optionally over a sweep of batch sizes, beside a oneDNN sgemm peak and the
- * fused 1080p NV12 preprocess measured in the same run.  Without --checkpoint it uses
- * seeded random weights.  The last line is machine-readable: model= batch= threads=
+ * fused 1080p NV12 preprocess measured in the same run.  CUDA also times the network
+ * alone as back-to-back CUDA graph replays (gpu_net_ms=) and, with --graph-nodes, counts
+ * the captured graph's kernels.  Without --checkpoint it uses seeded random weights.  The last line is machine-readable: model= batch= threads=
  * median_ms= min_ms= gflops= achieved_gflops_s= */
 #include <errno.h>
 #include <spawn.h>
@@ -28,6 +29,7 @@ usage (FILE *f)
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
       "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
+      "                    [--graph-nodes] [--net-groups G] [--net-replays R]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -56,6 +58,13 @@ usage (FILE *f)
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
+      "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
+      "                (not run) and prints their nodes by type: graph_nodes= lines and\n"
+      "                graph_kernels= (kernel nodes of the captured forward pass)\n"
+      "  --net-groups, --net-replays  CUDA: gpu_net_ms is the median of G groups (default\n"
+      "                10) of R back-to-back replays (default 50) of the network alone as a\n"
+      "                CUDA graph, events around each group (tools/pytorch_baseline.py's\n"
+      "                timing); --net-groups 0 skips it\n"
       "  --cuda-fused[=N]  CUDA: the opt-in fused path (session parameter cuda_fused):\n"
       "                2 (the default of the flag) the NHWC network in fp16, each convolution\n"
       "                one cuDNN graph with its epilogue; 1 the fused head and squeeze-excite\n"
@@ -553,7 +562,7 @@ main (int argc, char **argv)
   int batch = 1, threads = 2, runs = 20, warmup = 3, per_layer = 0, sweep = 0, pre_runs = 20;
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
-  int cuda_fused = 0;
+  int cuda_fused = 0, graph_nodes = 0, net_groups = 10, net_replays = 50;
   const char *cpu_spec = NULL, *ab_spec = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -584,6 +593,12 @@ main (int argc, char **argv)
       cuda_fused = GPUNET_CUDA_FUSED_NHWC;
     else if (!strcmp (a, "--cuda-fused=1") || !strcmp (a, "--cuda-fused=2"))
       cuda_fused = a[13] - '0';
+    else if (!strcmp (a, "--graph-nodes"))
+      graph_nodes = 1;
+    else if (!strcmp (a, "--net-groups"))
+      bad = parse_int (a, v, 0, 100000, &net_groups), i++;
+    else if (!strcmp (a, "--net-replays"))
+      bad = parse_int (a, v, 1, 100000, &net_replays), i++;
     else if (!strcmp (a, "--no-peak"))
       no_peak = 1;
     else if (!strcmp (a, "--cpu") && v)
@@ -745,6 +760,20 @@ main (int argc, char **argv)
     be->destroy (state_b);
   } else
     st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
+  /* CUDA: the network alone as graph replays, and the captured graphs' nodes (whole
+   * passes only: not with --stdin-runs or --ab) */
+  double net_ms = -1.0;
+  char *net_why = NULL;
+  gpunet_cuda_graph_counts fwd_nodes = { 0 }, net_nodes = { 0 };
+  if (st == GPUNET_OK && is_cuda && !stdin_runs && net_groups > 0
+      && cuda_bench->net_time (state, batch, net_groups, net_replays, &net_ms, &net_why)
+      != GPUNET_OK)
+    net_ms = -1.0;   /* reported below with its sentence; the other figures stand */
+  if (st == GPUNET_OK && is_cuda && graph_nodes) {
+    st = cuda_bench->graph_nodes (state, batch, 0, &fwd_nodes, &err);
+    if (st == GPUNET_OK)
+      st = cuda_bench->graph_nodes (state, batch, 1, &net_nodes, &err);
+  }
   /* bytes per stored value: the CPU backends are fp32, CUDA as `auto` resolved */
   const int storage = is_cuda ? cuda_bench->storage_bytes (state) : 4;
   if (st == GPUNET_OK && per_layer) {
@@ -801,14 +830,30 @@ main (int argc, char **argv)
   if (is_cuda)
     printf ("plan_ms=%.1f (descriptors, algorithms, weights upload)\n", plan_ms_session);
   if (is_cuda)
-    printf ("gpu_median_ms=%.3f (cudaEvents around the input upload, the network and the logits "
-        "copy)\n", gpu_med_ms);
-  else if (peak > 0)
+    printf ("gpu_ms=%.3f gpu_median_ms=%.3f (median of %d passes, cudaEvents around the input "
+        "upload, the network and the logits copy)\n", gpu_med_ms, gpu_med_ms, runs);
+  if (is_cuda && net_ms > 0)
+    printf ("gpu_net_ms=%.4f net_images_per_s=%.1f batch=%d (the network alone: median of %d "
+        "groups of %d back-to-back CUDA graph replays, cudaEvents around each group)\n", net_ms,
+        batch / (net_ms * 1e-3), batch, net_groups, net_replays);
+  else if (is_cuda && net_why)
+    printf ("gpu_net_ms=n/a (%s)\n", net_why);
+  free (net_why);
+  if (is_cuda && graph_nodes) {
+    const gpunet_cuda_graph_counts *c[2] = { &fwd_nodes, &net_nodes };
+    for (int i = 0; i < 2; i++)
+      printf ("graph_nodes=%s batch=%d kernels=%d memcpy=%d memset=%d other=%d total=%d\n",
+          i ? "network" : "forward", batch, c[i]->kernels, c[i]->memcpys, c[i]->memsets,
+          c[i]->others, c[i]->total);
+    printf ("graph_kernels=%d (kernel nodes of one captured forward pass, batch %d: input "
+        "conversion, network, logits)\n", fwd_nodes.kernels, batch);
+  }
+  if (!is_cuda && peak > 0)
     printf ("sgemm_2048_gflops_s=%.1f threads=%d achieved_over_peak=%.2f\n", peak, threads,
         achieved / peak);
-  else if (peak < 0)
+  else if (!is_cuda && peak < 0)
     printf ("sgemm_2048_gflops_s=n/a (--no-peak)\n");
-  else
+  else if (!is_cuda)
     printf ("sgemm_2048_gflops_s=n/a (built without oneDNN)\n");
   if (!is_cuda && threads != 1) {
     double shared_ns, own_ns;

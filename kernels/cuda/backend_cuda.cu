@@ -742,6 +742,174 @@ cuda_forward_time (void *state, double *gpu_seconds, char **error_text)
   return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
 }
 
+/* The network alone on s->run_n images: the layers from d_input to the float32 logits on
+ * the device (what net_time replays). */
+static gpunet_status
+enqueue_network (void *user, char **error_text)
+{
+  cuda_state *s = (cuda_state *) user;
+  const int head = s->head_op >= 0;
+  gpunet_status st = run_layers (s, s->run_n, head ? 0 : -1, NULL, NULL, error_text);
+  if (st == GPUNET_OK && !head)
+    st = enqueue_logits32 (s, s->run_n, error_text);
+  return st;
+}
+
+/* Describes the layers for n images and runs fn once as plain launches, synchronised:
+ * the warm-up before a capture (cuDNN's one-time set-up stays outside it). */
+static gpunet_status
+bench_warm_up (cuda_state *s, int n, gpunet_cuda_enqueue_func fn, char **error_text)
+{
+  gpunet_status st = set_batch (s, n, 1, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  s->run_n = n;
+  st = fn (s, error_text);
+  if (st != GPUNET_OK) {
+    cudaStreamSynchronize (s->ctx.stream);
+    return st;
+  }
+  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+      "cudaStreamSynchronize (after the warm-up pass of %d images)", n);
+  return GPUNET_OK;
+}
+
+/* What net_time creates, freed by net_bench_clear whatever happened. */
+typedef struct {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaEvent_t ev[2];
+  double *group_ms;
+} net_bench;
+
+static void
+net_bench_clear (cuda_state *s, net_bench *b)
+{
+  cudaStreamSynchronize (s->ctx.stream);
+  if (b->exec)
+    cudaGraphExecDestroy (b->exec);
+  if (b->graph)
+    cudaGraphDestroy (b->graph);
+  for (int i = 0; i < 2; i++)
+    if (b->ev[i])
+      cudaEventDestroy (b->ev[i]);
+  free (b->group_ms);
+  memset (b, 0, sizeof *b);
+}
+
+static gpunet_status
+net_time_run (cuda_state *s, net_bench *b, int n, int groups, int replays, double *median_ms,
+    char **error_text)
+{
+  gpunet_status st = bench_warm_up (s, n, enqueue_network, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  char *why = gpunet_cuda_capture_raw (&b->graph, s->ctx.stream, enqueue_network, s);
+  if (why) {
+    st = gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND, "capturing the network (%d images) "
+        "as a CUDA graph: %s", n, why);
+    free (why);
+    return st;
+  }
+  GPUNET_CU_TRY (cudaGraphInstantiate (&b->exec, b->graph, 0), error_text,
+      "cudaGraphInstantiate (the network, %d images)", n);
+  for (int i = 0; i < 2; i++)
+    GPUNET_CU_TRY (cudaEventCreate (&b->ev[i]), error_text, "cudaEventCreate (network timing)");
+  b->group_ms = (double *) calloc ((size_t) groups, sizeof (double));
+  if (!b->group_ms)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory for %d group times",
+        groups);
+  /* untimed replays first, as tools/pytorch_baseline.py does */
+  for (int r = 0; r < 10; r++)
+    GPUNET_CU_TRY (cudaGraphLaunch (b->exec, s->ctx.stream), error_text,
+        "cudaGraphLaunch (the network, untimed replay %d)", r);
+  GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+      "cudaStreamSynchronize (after the untimed network replays)");
+  for (int g = 0; g < groups; g++) {
+    GPUNET_CU_TRY (cudaEventRecord (b->ev[0], s->ctx.stream), error_text,
+        "cudaEventRecord (start of replay group %d)", g);
+    for (int r = 0; r < replays; r++)
+      GPUNET_CU_TRY (cudaGraphLaunch (b->exec, s->ctx.stream), error_text,
+          "cudaGraphLaunch (the network, group %d, replay %d)", g, r);
+    GPUNET_CU_TRY (cudaEventRecord (b->ev[1], s->ctx.stream), error_text,
+        "cudaEventRecord (end of replay group %d)", g);
+    GPUNET_CU_TRY (cudaEventSynchronize (b->ev[1]), error_text,
+        "cudaEventSynchronize (end of replay group %d)", g);
+    float ms = 0.0f;
+    GPUNET_CU_TRY (cudaEventElapsedTime (&ms, b->ev[0], b->ev[1]), error_text,
+        "cudaEventElapsedTime (replay group %d)", g);
+    b->group_ms[g] = (double) ms / replays;
+  }
+  /* the median (insertion sort: a few groups) */
+  for (int i = 1; i < groups; i++)
+    for (int j = i; j > 0 && b->group_ms[j - 1] > b->group_ms[j]; j--) {
+      const double t = b->group_ms[j];
+      b->group_ms[j] = b->group_ms[j - 1];
+      b->group_ms[j - 1] = t;
+    }
+  *median_ms = groups % 2 ? b->group_ms[groups / 2]
+      : 0.5 * (b->group_ms[groups / 2 - 1] + b->group_ms[groups / 2]);
+  return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_net_time (void *state, int n, int groups, int replays, double *median_ms,
+    char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  *median_ms = 0.0;
+  if (groups < 1 || replays < 1)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "network timing needs at least one group of one replay (%d groups of %d)", groups, replays);
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  net_bench b;
+  memset (&b, 0, sizeof b);
+  st = net_time_run (s, &b, n, groups, replays, median_ms, error_text);
+  net_bench_clear (s, &b);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
+}
+
+static gpunet_status
+graph_nodes_in_context (cuda_state *s, int n, int network, gpunet_cuda_graph_counts *out,
+    char **error_text)
+{
+  gpunet_cuda_enqueue_func fn = network ? enqueue_network : enqueue_forward;
+  gpunet_status st = bench_warm_up (s, n, fn, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  cudaGraph_t graph = NULL;
+  char *why = gpunet_cuda_capture_raw (&graph, s->ctx.stream, fn, s);
+  if (why) {
+    st = gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND, "capturing %s (%d images) as a CUDA "
+        "graph: %s", network ? "the network" : "the forward pass", n, why);
+    free (why);
+    return st;
+  }
+  cudaError_t e = gpunet_cuda_graph_count (graph, out);
+  cudaGraphDestroy (graph);
+  if (e != cudaSuccess)
+    return gpunet_cuda_fail_rt (error_text, e,
+        "counting the captured graph's nodes (cudaGraphGetNodes, cudaGraphNodeGetType)");
+  return GPUNET_OK;
+}
+
+static gpunet_status
+cuda_graph_nodes (void *state, int n, int network, gpunet_cuda_graph_counts *out,
+    char **error_text)
+{
+  cuda_state *s = (cuda_state *) state;
+  memset (out, 0, sizeof *out);
+  gpunet_cuda_ctx_scope scope;
+  gpunet_status st = gpunet_cuda_ctx_enter (s->ctx.cu_ctx, &scope, error_text);
+  if (st != GPUNET_OK)
+    return st;
+  st = graph_nodes_in_context (s, n, network, out, error_text);
+  return gpunet_cuda_ctx_leave (s->ctx.cu_ctx, &scope, st, error_text);
+}
+
 static int
 cuda_storage_bytes (const void *state)
 {
@@ -752,6 +920,8 @@ static const gpunet_cuda_bench_api cuda_bench_api = {
   cuda_profile,
   cuda_storage_bytes,
   cuda_forward_time,
+  cuda_net_time,
+  cuda_graph_nodes,
 };
 
 /* The benchmark hooks (see cuda_module.h). */

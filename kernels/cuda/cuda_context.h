@@ -8,7 +8,10 @@
  * again when the scope closes.  Pushing rather than failing: the engine's worker, tool
  * threads and GStreamer streaming threads all call in, memory and streams belong to the
  * session's context, and a push costs well under a microsecond, so the backend makes
- * the right context current itself instead of asking every caller to. */
+ * the right context current itself instead of asking every caller to.  A session given
+ * no context picks one without replacing the caller's (gpunet_cuda_ctx_pick), and
+ * planning pushes it before any other call, so cudaSetDevice never replaces a context
+ * the caller made current. */
 #ifndef GPUNET_CUDA_CONTEXT_H
 #define GPUNET_CUDA_CONTEXT_H
 
@@ -25,6 +28,11 @@ typedef struct {
   int (*push) (void *user, void *ctx);
   int (*pop) (void *user, void **ctx);
   void *user;
+  /* For gpunet_cuda_ctx_pick only (may be NULL otherwise): the device of the current
+   * context (cudaGetDevice), and making `device`'s primary context current
+   * (cudaSetDevice + cudaFree (0), which replace the context on top of the stack). */
+  int (*device_of_current) (void *user, int *device);
+  int (*set_device) (void *user, int device);
 } gpunet_cuda_ctx_api;
 
 typedef struct {
@@ -85,6 +93,71 @@ gpunet_cuda_ctx_scope_close (const gpunet_cuda_ctx_api *api, void *session_ctx,
   if (popped != session_ctx) {
     snprintf (why, len, "the CUDA context stack changed inside a backend call: popped %p, "
         "pushed the session's %p", popped, session_ctx);
+    return -1;
+  }
+  return 0;
+}
+
+/* The context of a session given none, chosen without replacing the caller's: the
+ * thread's current context when it is on `device`; else `device`'s primary context.
+ * set_device makes that one current by replacing the top of the stack, so when the
+ * thread had a context of another device it is put back (the primary popped, the
+ * caller's pushed unless it is on top again).  With nothing current, the primary stays
+ * current (there was nothing to replace).  Returns 0 with *out, or -1 with a sentence. */
+static inline int
+gpunet_cuda_ctx_pick (const gpunet_cuda_ctx_api *api, int device, void **out, char *why,
+    size_t len)
+{
+  void *current = NULL, *primary = NULL, *popped = NULL, *top = NULL;
+  int r, dev = -1;
+
+  *out = NULL;
+  r = api->get_current (api->user, &current);
+  if (r != 0) {
+    snprintf (why, len, "cuCtxGetCurrent failed (CUresult %d) choosing the session's context", r);
+    return -1;
+  }
+  if (current != NULL) {
+    r = api->device_of_current (api->user, &dev);
+    if (r != 0) {
+      snprintf (why, len, "cudaGetDevice failed (error %d) in the calling thread's CUDA "
+          "context", r);
+      return -1;
+    }
+    if (dev == device) {
+      *out = current;
+      return 0;
+    }
+  }
+  r = api->set_device (api->user, device);
+  if (r == 0)
+    r = api->get_current (api->user, &primary) != 0 ? -1 : 0;
+  if (r != 0 || primary == NULL) {
+    snprintf (why, len, "cannot make the primary CUDA context of device %d current "
+        "(cudaSetDevice/cudaFree (0) returned %d)", device, r);
+    /* best effort: the caller's context back on top */
+    if (current != NULL && api->get_current (api->user, &top) == 0 && top != current
+        && top != NULL && api->pop (api->user, &popped) == 0
+        && (api->get_current (api->user, &top) != 0 || top != current))
+      api->push (api->user, current);
+    return -1;
+  }
+  *out = primary;
+  if (current == NULL || current == primary)
+    return 0;
+  r = api->pop (api->user, &popped);
+  if (r == 0 && popped != primary) {
+    snprintf (why, len, "choosing device %d's primary CUDA context: popped %p, expected %p",
+        device, popped, primary);
+    return -1;
+  }
+  if (r == 0)
+    r = api->get_current (api->user, &top);
+  if (r == 0 && top != current)
+    r = api->push (api->user, current);
+  if (r != 0) {
+    snprintf (why, len, "cannot put the calling thread's CUDA context %p back after choosing "
+        "device %d's primary context (driver error %d)", current, device, r);
     return -1;
   }
   return 0;

@@ -1,12 +1,21 @@
 /* cuda_graph_state.h: the capture policy of graph.cu as plain C, so tests/test_cuda_math.c
- * runs it on the CPU.  One state per graph slot (one batch size): the first run for a key
- * (batch size, k) is a plain run, a warm-up, so that the one-time set-up of cuDNN and of
- * lazily loaded kernels (allocations, module loading: calls a capture refuses) happens
- * outside any capture; the second run captures and launches the graph; later runs replay
- * it.  A new key drops the graph and warms up again.  A failed capture means plain runs
- * from then on (for every key: the reason is the work, not its arguments). */
+ * runs it on the CPU.  One state per graph slot (one batch size) holds up to
+ * GPUNET_GRAPH_WAYS graphs, one per key (classify: the top-k; forward: the batch size),
+ * so callers that alternate between a few keys (elements with different top-k sharing one
+ * engine) each keep their graph; a further key replaces the least recently used one.
+ * Per key, the first run is a plain run, a warm-up, so that the one-time set-up of cuDNN
+ * and of lazily loaded kernels (allocations, module loading: calls a capture refuses)
+ * happens outside any capture; the second run captures and launches the graph; later
+ * runs replay it.  A failed capture is not final: that pass runs as plain launches, and
+ * a capture is tried again once GPUNET_GRAPH_RETRY_AFTER plain passes (that one
+ * included) have succeeded; after GPUNET_GRAPH_MAX_FAILS failed captures the slot stays plain (the
+ * count is per slot, not per key: the reason is usually the work, not its arguments). */
 #ifndef GPUNET_CUDA_GRAPH_STATE_H
 #define GPUNET_CUDA_GRAPH_STATE_H
+
+#define GPUNET_GRAPH_WAYS 4          /* graphs (keys) kept per slot */
+#define GPUNET_GRAPH_RETRY_AFTER 64  /* plain passes after a failed capture before the next try */
+#define GPUNET_GRAPH_MAX_FAILS 3     /* failed captures after which a slot stays plain */
 
 typedef enum {
   GPUNET_GRAPH_PLAIN,     /* call the enqueue function directly */
@@ -15,27 +24,57 @@ typedef enum {
 } gpunet_graph_action;
 
 typedef struct {
-  int key;        /* what the state describes; 0 = nothing yet (keys are >= 1) */
-  int warmed;     /* a plain run for `key` succeeded */
-  int captured;   /* the caller holds an executable graph for `key` */
-  int failed;     /* a capture failed: plain runs only */
+  int key;            /* what the entry describes; 0 = unused (keys are >= 1) */
+  int warmed;         /* a plain run for `key` succeeded */
+  int captured;       /* the caller holds an executable graph for `key` in this way */
+  unsigned last_use;  /* the slot's clock at the entry's last use (least recently used goes) */
+} gpunet_graph_entry;
+
+typedef struct {
+  gpunet_graph_entry way[GPUNET_GRAPH_WAYS];
+  unsigned clock;     /* counts gpunet_graph_next calls */
+  int fails;          /* failed captures so far */
+  int wait;           /* successful plain passes left before a capture is tried again */
 } gpunet_graph_state;
 
-/* What the next run for `key` does.  *drop is set when the caller must destroy the graph
- * it holds (captured for another key) before going on. */
-static inline gpunet_graph_action
-gpunet_graph_next (gpunet_graph_state *s, int key, int enabled, int *drop)
+/* The way holding `key`, or -1. */
+static inline int
+gpunet_graph_find (const gpunet_graph_state *s, int key)
 {
+  for (int i = 0; i < GPUNET_GRAPH_WAYS; i++)
+    if (s->way[i].key == key)
+      return i;
+  return -1;
+}
+
+/* What the next run for `key` does, and in which way (*way, the index of the caller's
+ * executable graph).  *drop is set when the caller must first destroy the graph it holds
+ * in *way (captured for the key that way held before: the least recently used). */
+static inline gpunet_graph_action
+gpunet_graph_next (gpunet_graph_state *s, int key, int enabled, int *way, int *drop)
+{
+  int w = gpunet_graph_find (s, key);
   *drop = 0;
-  if (s->key != key) {
-    *drop = s->captured;
-    s->key = key;
-    s->warmed = 0;
-    s->captured = 0;
+  if (w < 0) {
+    w = 0;
+    for (int i = 0; i < GPUNET_GRAPH_WAYS; i++) {
+      if (s->way[i].key == 0) {   /* an unused way first */
+        w = i;
+        break;
+      }
+      if (s->way[i].last_use < s->way[w].last_use)
+        w = i;
+    }
+    *drop = s->way[w].captured;
+    s->way[w].key = key;
+    s->way[w].warmed = 0;
+    s->way[w].captured = 0;
   }
-  if (s->captured)
+  s->way[w].last_use = ++s->clock;
+  *way = w;
+  if (s->way[w].captured)
     return GPUNET_GRAPH_REPLAY;
-  if (enabled && !s->failed && s->warmed)
+  if (enabled && s->way[w].warmed && s->wait == 0 && s->fails < GPUNET_GRAPH_MAX_FAILS)
     return GPUNET_GRAPH_CAPTURE;
   return GPUNET_GRAPH_PLAIN;
 }
@@ -46,22 +85,32 @@ gpunet_graph_next (gpunet_graph_state *s, int key, int enabled, int *drop)
 static inline int
 gpunet_graph_will_replay (const gpunet_graph_state *s, int key)
 {
-  return s->key == key && s->captured;
+  const int w = gpunet_graph_find (s, key);
+  return w >= 0 && s->way[w].captured;
 }
 
-/* Records the outcome of the run gpunet_graph_next chose (ok: it succeeded; for a
- * capture, that a graph was captured and instantiated). */
-static inline void
-gpunet_graph_done (gpunet_graph_state *s, gpunet_graph_action action, int ok)
+/* Records the outcome of the run gpunet_graph_next chose for `way` (ok: it succeeded;
+ * for a capture, that a graph was captured and instantiated).  Returns 1 when this was
+ * the slot's first failed capture (the caller's cue to log it), else 0. */
+static inline int
+gpunet_graph_done (gpunet_graph_state *s, int way, gpunet_graph_action action, int ok)
 {
-  if (action == GPUNET_GRAPH_PLAIN && ok)
-    s->warmed = 1;
-  else if (action == GPUNET_GRAPH_CAPTURE) {
-    if (ok)
-      s->captured = 1;
-    else
-      s->failed = 1;
+  if (way < 0 || way >= GPUNET_GRAPH_WAYS)
+    return 0;
+  if (action == GPUNET_GRAPH_PLAIN && ok) {
+    s->way[way].warmed = 1;
+    if (s->wait > 0)
+      s->wait--;
+  } else if (action == GPUNET_GRAPH_CAPTURE) {
+    if (ok) {
+      s->way[way].captured = 1;
+    } else {
+      s->fails++;
+      s->wait = GPUNET_GRAPH_RETRY_AFTER;
+      return s->fails == 1;
+    }
   }
+  return 0;
 }
 
 #endif /* GPUNET_CUDA_GRAPH_STATE_H */

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "cuda_context.h"
 #include "cuda_graph_state.h"
+#include "cuda_module.h"
 #include "cuda_pre_cache.h"
 #include "cuda_preprocess.h"
 #include "cuda_topk.h"
@@ -207,21 +208,28 @@ void gpunet_cuda_pre_cache_clear (gpunet_cuda_pre_cache *cache);
 typedef gpunet_status (*gpunet_cuda_enqueue_func) (void *user, char **error_text);
 
 typedef struct {
-  cudaGraphExec_t exec;     /* NULL until captured */
-  gpunet_graph_state state; /* key, warm-up, capture outcome (cuda_graph_state.h) */
+  cudaGraphExec_t exec[GPUNET_GRAPH_WAYS]; /* per way of `state`: NULL until captured */
+  gpunet_graph_state state; /* keys, warm-up, capture outcomes (cuda_graph_state.h) */
 } gpunet_cuda_graph;
 
 /* 0 when GPUNET_CUDA_GRAPHS is 0/no/off. */
 int gpunet_cuda_graphs_enabled (void);
-/* Runs fn's work on stream: replays g when it was captured for `key`; otherwise calls fn
- * directly the first time (warm-up) and, when enabled and no capture failed before,
- * captures fn into g and launches it the second time (cuda_graph_state.h).  A failed
- * capture is a log line on stderr (once per process), then a plain run, not an error.
- * `what` names the work in messages. */
+/* Runs fn's work on stream: replays g's graph for `key` when one was captured; otherwise
+ * calls fn directly the first time (warm-up) and, when enabled and the policy allows,
+ * captures fn into g and launches it the second time (cuda_graph_state.h: a few keys per
+ * slot, retries after a failed capture).  A failed capture is a log line on stderr (once
+ * per process), then a plain run of that pass, not an error.  `what` names the work in
+ * messages. */
 gpunet_status gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled,
     cudaStream_t stream, gpunet_cuda_enqueue_func fn, void *user, const char *what,
     char **error_text);
 void gpunet_cuda_graph_clear (gpunet_cuda_graph *g);
+/* Captures fn's work on stream into *out (thread-local mode) without instantiating or
+ * running it; returns NULL, or a malloc()ed sentence with *out NULL. */
+char *gpunet_cuda_capture_raw (cudaGraph_t *out, cudaStream_t stream,
+    gpunet_cuda_enqueue_func fn, void *user);
+/* Adds the nodes of `graph` (child graphs counted through) to *c (cuda_module.h). */
+cudaError_t gpunet_cuda_graph_count (cudaGraph_t graph, gpunet_cuda_graph_counts *c);
 
 /* ---- device layers and their context (layer.cu, conv2d.cu) -------------------------------------------- */
 
@@ -296,12 +304,12 @@ gpunet_status gpunet_cuda_conv_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l,
 void gpunet_cuda_conv_clear (gpunet_cuda_layer *l);
 
 /* Checks the driver and device count (GPUNET_ERR_BACKEND_UNAVAILABLE with "no CUDA
- * driver..." / "no CUDA device..." sentences) and makes `device` current.  (layer.cu) */
-gpunet_status gpunet_cuda_select_device (int device, char **error_text);
+ * driver..." / "no CUDA device..." sentences); makes no context current.  (layer.cu) */
+gpunet_status gpunet_cuda_check_device (int device, char **error_text);
 /* Makes the session's context current: `cu_context` (a CUcontext of `device`, e.g. the
- * GstCudaContext's; pushed here when another is current) or, when NULL, the context
- * current on this thread after selecting `device` (its primary context unless the
- * caller pushed one).  Records it in ctx->cu_ctx, creates the stream and the cuDNN
+ * GstCudaContext's; pushed here when another is current, before any other call) or, when
+ * NULL, the one gpunet_cuda_ctx_pick chooses (the caller's current context on `device`,
+ * else the device's primary context; the caller's stack is left as it was).  Records it in ctx->cu_ctx, creates the stream and the cuDNN
  * handle in it; dtype starts as F32.  On success `scope` is open (pushed or not):
  * close it with gpunet_cuda_ctx_leave when planning is done.  (layer.cu) */
 gpunet_status gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, void *cu_context,

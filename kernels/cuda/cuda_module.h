@@ -16,12 +16,13 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 8   /* 2: backend.h gained classify_device; 3: set_precision;
+#define GPUNET_CUDA_ABI_VERSION 9   /* 2: backend.h gained classify_device; 3: set_precision;
                                      * 4: classify_host and the bench API;
                                      * 5: the bench API's forward_time;
                                      * 6: classify_device/_host take one plan per image;
                                      * 7: gpunet_session_params.cuda_fused;
-                                     * 8: gpunet_session_params.cuda_context */
+                                     * 8: gpunet_session_params.cuda_context;
+                                     * 9: the bench API's net_time and graph_nodes */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -60,6 +61,15 @@ typedef struct {
 typedef const gpunet_cuda_op_api *(*gpunet_cuda_op_api_func) (int abi_version, size_t op_size,
     char **error_text);
 
+/* Nodes of a captured CUDA graph by type (child graphs counted through). */
+typedef struct {
+  int kernels;   /* kernel nodes: what a profiler counts as launches */
+  int memcpys;   /* memcpy nodes (host <-> device copies, device copies) */
+  int memsets;   /* memset nodes */
+  int others;    /* every other type (event record/wait, host, conditional...) */
+  int total;     /* all of the above */
+} gpunet_cuda_graph_counts;
+
 /* Benchmark hooks on a state planned by the module's backend (used by tools/gpunet-bench). */
 typedef struct {
   /* When op_seconds is non-NULL (one double per graph op, zeroed by the caller), each
@@ -79,6 +89,21 @@ typedef struct {
    * ran as a CUDA graph or as plain launches.  NULL stops.  Fails only when the events
    * cannot be created. */
   gpunet_status (*forward_time) (void *state, double *gpu_seconds, char **error_text);
+  /* The network alone on n images (1 to the planned batch), timed as PyTorch is timed by
+   * tools/pytorch_baseline.py: the layers from the device input (already in the storage
+   * precision) to the float32 logits on the device (no input upload or conversion, no
+   * copy to the host) captured once as a CUDA graph after one plain warm-up pass, 10
+   * untimed replays, then `groups` groups of `replays` back-to-back replays, a cudaEvent
+   * pair around each group; *median_ms gets the median over the groups of (group time /
+   * replays).  Fails with a sentence when the capture is refused (no plain fallback: the
+   * figure is a graph's). */
+  gpunet_status (*net_time) (void *state, int n, int groups, int replays, double *median_ms,
+      char **error_text);
+  /* Captures one pass on n images (after a plain warm-up pass) without running it and
+   * counts its nodes: network = 0, what `forward` captures and replays (input upload and
+   * conversion, the layers, the logits to the host); network = 1, what net_time replays. */
+  gpunet_status (*graph_nodes) (void *state, int n, int network, gpunet_cuda_graph_counts *out,
+      char **error_text);
 } gpunet_cuda_bench_api;
 
 #define GPUNET_CUDA_BENCH_API_SYMBOL "gpunet_cuda_bench_api_entry"

@@ -275,8 +275,10 @@ gpunet_cuda_layer_clear (gpunet_cuda_layer *l)
   memset (l, 0, sizeof *l);
 }
 
+/* The device count checks of planning: a sentence for no driver, no device, or a
+ * device number out of range.  Makes no context current (cudaGetDeviceCount needs none). */
 gpunet_status
-gpunet_cuda_select_device (int device, char **error_text)
+gpunet_cuda_check_device (int device, char **error_text)
 {
   int count = 0;   /* left unwritten when the call fails */
   cudaError_t e = cudaGetDeviceCount (&count);
@@ -295,12 +297,6 @@ gpunet_cuda_select_device (int device, char **error_text)
   if (device < 0 || device >= count)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
         "CUDA device %d was requested but this host has %d (0 to %d)", device, count, count - 1);
-  int current = -1;
-  GPUNET_CU_TRY (cudaGetDevice (&current), error_text, "cudaGetDevice");
-  /* Only switch when needed: a caller (the GStreamer element) may have pushed its own
-   * context for this device, which cudaSetDevice would replace. */
-  if (current != device)
-    GPUNET_CU_TRY (cudaSetDevice (device), error_text, "cudaSetDevice (%d)", device);
   return GPUNET_OK;
 }
 
@@ -364,7 +360,25 @@ drv_pop (void *user, void **ctx)
   return (int) driver_ctx ()->pop ((CUcontext *) ctx);
 }
 
-static const gpunet_cuda_ctx_api driver_api = { drv_get_current, drv_push, drv_pop, NULL };
+static int
+rt_device_of_current (void *user, int *device)
+{
+  (void) user;
+  return (int) cudaGetDevice (device);
+}
+
+static int
+rt_set_device (void *user, int device)
+{
+  (void) user;
+  cudaError_t e = cudaSetDevice (device);
+  if (e == cudaSuccess)
+    e = cudaFree (NULL);   /* initialises the primary context */
+  return (int) e;
+}
+
+static const gpunet_cuda_ctx_api driver_api = { drv_get_current, drv_push, drv_pop, NULL,
+  rt_device_of_current, rt_set_device };
 
 static gpunet_status
 driver_ready (char **error_text)
@@ -410,28 +424,21 @@ gpunet_cuda_ctx_init (gpunet_cuda_ctx *ctx, int device, void *cu_context,
 {
   memset (ctx, 0, sizeof *ctx);
   scope->pushed = 0;
-  gpunet_status st = gpunet_cuda_select_device (device, error_text);
+  gpunet_status st = gpunet_cuda_check_device (device, error_text);
   if (st == GPUNET_OK)
     st = driver_ready (error_text);
   if (st != GPUNET_OK)
     return st;
   if (cu_context == NULL) {
-    /* the caller's context, else the device's primary one (cudaSetDevice makes it
-     * current; select_device skips that call when the current device matches) */
-    void *current = NULL;
-    if (drv_get_current (NULL, &current) != 0)
-      current = NULL;
-    if (current == NULL) {
-      GPUNET_CU_TRY (cudaSetDevice (device), error_text, "cudaSetDevice (%d)", device);
-      GPUNET_CU_TRY (cudaFree (NULL), error_text, "cudaFree (0): initialising device %d", device);
-      if (drv_get_current (NULL, &current) != 0)
-        current = NULL;
+    /* the caller's context when it is on `device`, else the device's primary one; the
+     * caller's stack is left as it was (cuda_context.h) */
+    char why[320];
+    if (gpunet_cuda_ctx_pick (&driver_api, device, &cu_context, why, sizeof why) != 0) {
+      cudaGetLastError ();
+      return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE, "%s", why);
     }
-    if (current == NULL)
-      return gpunet_cuda_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
-          "no CUDA context is current on device %d after cudaSetDevice", device);
-    cu_context = current;
   }
+  /* the session's context first: nothing below may replace the caller's */
   ctx->cu_ctx = cu_context;
   st = gpunet_cuda_ctx_enter (cu_context, scope, error_text);
   if (st != GPUNET_OK)
