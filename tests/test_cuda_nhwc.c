@@ -156,27 +156,38 @@ test_dw_se (int k, int stride, int ih, int iw, int c, int rd)
   gpunet_cpu_dwconv2d (&p, x, ref, n);
   float *xh = to_nhwc (x, n, c, ip), *refh = to_nhwc (ref, n, c, op);
   float *got = malloc ((size_t) (n * c * op) * sizeof *got);
-  const int rows = gpunet_dw_nhwc_strip_rows (p.oh, p.ow), strips = gpunet_dw_nhwc_strips (p.oh, p.ow);
+  const long long positions = op;
+  const int strips = gpunet_nhwc_strips (positions);
   float *sums = malloc ((size_t) n * c * strips * sizeof *sums);
+  float vals[GPUNET_NHWC_STRIP];
   for (int img = 0; img < n; img++)
     for (int strip = 0; strip < strips; strip++)
       for (int ch = 0; ch < c; ch++) {
-        float sum = 0.0f;
-        const int y1 = (strip + 1) * rows < p.oh ? (strip + 1) * rows : p.oh;
-        for (int oy = strip * rows; oy < y1; oy++)
-          for (int ox = 0; ox < p.ow; ox++) {
-            const float v = gpunet_epilogue (gpunet_dwconv_nhwc_at (xh + (long long) img * ip * c,
-                ih, iw, c, ch, w + (long long) ch * k * k, k, stride, p.pad, oy, ox), b[ch],
-                p.act, 0.0f);
-            got[gpunet_nhwc_at (img, oy, ox, ch, p.oh, p.ow, c)] = v;
-            sum += v;
-          }
-        sums[((long long) img * c + ch) * strips + strip] = sum;
+        int count = 0;
+        for (long long pos = (long long) strip * GPUNET_NHWC_STRIP;
+            pos < positions && count < GPUNET_NHWC_STRIP; pos++, count++) {
+          const int oy = (int) (pos / p.ow), ox = (int) (pos % p.ow);
+          const float v = gpunet_epilogue (gpunet_dwconv_nhwc_at (xh + (long long) img * ip * c,
+              ih, iw, c, ch, w + (long long) ch * k * k, k, stride, p.pad, oy, ox), b[ch],
+              p.act, 0.0f);
+          got[gpunet_nhwc_at (img, oy, ox, ch, p.oh, p.ow, c)] = v;
+          vals[count] = v;
+        }
+        sums[((long long) img * c + ch) * strips + strip] = gpunet_nhwc_strip_sum (vals, count);
       }
   /* same taps in the same order as the reference: the same floats */
   CHECK_MSG (memcmp (got, refh, (size_t) (n * c * op) * sizeof *got) == 0,
       "NHWC depthwise k%d/s%d %dx%d differs from the reference", k, stride, ih, iw);
-  CHECK (rows >= 1 && strips >= 1 && (strips - 1) * rows < p.oh && strips * rows >= p.oh);
+  CHECK (strips >= 1 && (long long) (strips - 1) * GPUNET_NHWC_STRIP < positions
+      && (long long) strips * GPUNET_NHWC_STRIP >= positions);
+  /* the strip sums add up to the plane's sum */
+  double plane_sum = 0.0, from_strips = 0.0;
+  for (long long pos = 0; pos < positions; pos++)
+    plane_sum += refh[pos * c];
+  for (int s = 0; s < strips; s++)
+    from_strips += sums[s];
+  CHECK_MSG (fabs (plane_sum - from_strips) <= 1e-5 * (1.0 + fabs (plane_sum)),
+      "strip sums %.9g, plane %.9g", from_strips, plane_sum);
 
   /* the SE on the depthwise output */
   gpunet_se_params sp = { .c = c, .rd = rd, .h = p.oh, .w = p.ow, .act = GPUNET_EPI_RELU };
@@ -259,7 +270,7 @@ test_half_forms (void)
   free (x), free (w), free (xh), free (xn), free (wh);
 }
 
-/* The pool kernel's per-(image, channel) sum in position order against the reference. */
+/* The pool kernel's per-(image, channel) sum in its order against the reference. */
 static void
 test_pool (void)
 {
@@ -272,10 +283,15 @@ test_pool (void)
   float *xh = to_nhwc (x, n, c, plane);
   for (int img = 0; img < n; img++)
     for (int ch = 0; ch < c; ch++) {
-      float acc = 0.0f;
-      for (long long pos = 0; pos < plane; pos++)
-        acc += xh[((long long) img * plane + pos) * c + ch];
-      got[img * c + ch] = acc / (float) plane;
+      /* the kernel's order: thread rows of strided positions, then the rows */
+      float total = 0.0f;
+      for (int ty = 0; ty < GPUNET_NHWC_TY; ty++) {
+        float acc = 0.0f;
+        for (long long pos = ty; pos < plane; pos += GPUNET_NHWC_TY)
+          acc += xh[((long long) img * plane + pos) * c + ch];
+        total += acc;
+      }
+      got[img * c + ch] = total / (float) plane;
     }
   const double e = max_rel (got, ref, (size_t) (n * c));
   CHECK_MSG (e < 1e-6, "NHWC pool off the reference by %.3g", e);
@@ -287,9 +303,9 @@ main (void)
 {
   test_index_maps ();
   test_krsc_conv ();
-  /* GPUNet's depthwise shapes: k 3/5, stride 1/2, odd and even sizes, a 1-row strip
-   * case (width >= 16) and multi-row strips (narrow planes) */
-  test_dw_se (3, 1, 20, 20, 12, 4);
+  /* GPUNet's depthwise shapes: k 3/5, stride 1/2, odd and even sizes, planes of one
+   * strip and of several with a partial last one, channels past one 32-channel group */
+  test_dw_se (3, 1, 20, 20, 40, 4);
   test_dw_se (3, 2, 39, 39, 8, 3);
   test_dw_se (5, 2, 20, 20, 9, 5);
   test_dw_se (5, 1, 10, 10, 16, 4);

@@ -125,7 +125,7 @@ cudaError_t gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long l
 /* Convolution epilogue over an NHWC tensor (nhwc.cu; cf. gpunet_cuda_epilogue). */
 cudaError_t gpunet_cuda_epilogue_nhwc (gpunet_cuda_dtype t, void *y, const float *bias,
     const void *residual, int n, int c, long long plane, int act, cudaStream_t stream);
-/* Squeeze strips per channel of an oh x ow NHWC tensor (gpunet_dw_nhwc_strips). */
+/* Squeeze strips per channel of an oh x ow NHWC tensor (gpunet_nhwc_strips of oh * ow). */
 int gpunet_cuda_nhwc_strips (int oh, int ow);
 /* Depthwise convolution with act(acc + bias) over NHWC tensors (filters c x k x k); with
  * squeeze != NULL also the strip sums of its output, n * c * strips floats.  (nhwc.cu) */

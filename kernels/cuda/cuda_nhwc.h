@@ -105,25 +105,35 @@ gpunet_dwconv_nhwc_at_h (const gpunet_half *x, int ih, int iw, int c, int ch,
   return acc;
 }
 
-/* Rows of output per squeeze strip of the NHWC depthwise kernel: one thread computes a
- * strip of one channel (all its columns) and writes the strip's sum, so the squeeze has
- * ceil(oh / rows) partial sums per channel, summed in strip order by the reduce kernel
- * (gpunet_se_mean_from_tiles).  Enough strips to fill the GPU at batch 1, few enough
- * that each thread has several outputs. */
+/* The NHWC depthwise, squeeze and gate-scale kernels share one geometry: a block holds
+ * GPUNET_NHWC_CH channels (a warp, channels innermost, so loads coalesce) times
+ * GPUNET_NHWC_TY rows of threads, and covers a strip of GPUNET_NHWC_STRIP consecutive
+ * positions (y * w + x) of one image; thread row ty takes positions ty, ty + TY, ...  The
+ * squeeze writes one partial sum per (image, channel, strip): each thread row's sum in
+ * position order, then the TY row sums in order (gpunet_nhwc_strip_sum), and the reduce
+ * kernel adds the strips in order (gpunet_se_mean_from_tiles). */
+enum { GPUNET_NHWC_CH = 32, GPUNET_NHWC_TY = 8, GPUNET_NHWC_STRIP = 64 };
+
+/* Strips of a plane of `positions` positions. */
 GPUNET_HD int
-gpunet_dw_nhwc_strip_rows (int oh, int ow)
+gpunet_nhwc_strips (long long positions)
 {
-  int rows = 1;
-  while (rows * ow < 16 && rows < oh)
-    rows++;
-  return rows;
+  return (int) ((positions + GPUNET_NHWC_STRIP - 1) / GPUNET_NHWC_STRIP);
 }
 
-GPUNET_HD int
-gpunet_dw_nhwc_strips (int oh, int ow)
+/* The squeeze partial of one strip from its values v[0 .. count) in position order, in the
+ * kernels' order of additions. */
+GPUNET_HD float
+gpunet_nhwc_strip_sum (const float *v, int count)
 {
-  const int rows = gpunet_dw_nhwc_strip_rows (oh, ow);
-  return (oh + rows - 1) / rows;
+  float total = 0.0f;
+  for (int ty = 0; ty < GPUNET_NHWC_TY; ty++) {
+    float part = 0.0f;
+    for (int i = ty; i < count; i += GPUNET_NHWC_TY)
+      part += v[i];
+    total += part;
+  }
+  return total;
 }
 
 /* The SE gate of channel ch from the reduce row mid (rd floats): sigmoid(w2[ch] . mid + b2),

@@ -74,145 +74,239 @@ gpunet_cuda_epilogue_nhwc (gpunet_cuda_dtype t, void *y, const float *bias, cons
   return cudaGetLastError ();
 }
 
-enum { NHWC_DW_THREADS = 64 };
+/* Sums each thread row's partial (part[ty][lane]) in row order, as
+ * gpunet_nhwc_strip_sum does, and has row 0 write the strip's partial. */
+static __device__ __forceinline__ void
+nhwc_strip_store (float (*part)[GPUNET_NHWC_CH], float mine, int ch, int c, long long img,
+    int strip, int strips, float *squeeze)
+{
+  part[threadIdx.y][threadIdx.x] = mine;
+  __syncthreads ();
+  if (threadIdx.y == 0 && ch < c) {
+    float total = 0.0f;
+    for (int ty = 0; ty < GPUNET_NHWC_TY; ty++)
+      total += part[ty][threadIdx.x];
+    squeeze[(img * c + ch) * strips + strip] = total;
+  }
+}
 
-/* Block (channel group, strip, image): thread ch computes the strip's rows of channel ch,
- * every column, and (squeeze != NULL) writes the sum of the values it stored to
- * squeeze[(image * c + ch) * strips + strip]. */
+/* Block (channel group, strip, image) of GPUNET_NHWC_CH x GPUNET_NHWC_TY threads (the
+ * geometry of cuda_nhwc.h): thread (lane, ty) computes channel group * CH + lane at the
+ * strip's positions ty, ty + TY, ...; with squeeze != NULL the block also writes each
+ * channel's strip sum of the values it stored. */
 template <typename T>
-static __global__ void __launch_bounds__ (NHWC_DW_THREADS)
+static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 nhwc_dw_kernel (const T *__restrict__ in, const T *__restrict__ w, const float *__restrict__ bias,
     T *__restrict__ out, int c, int ih, int iw, int oh, int ow, int k, int stride, int pad,
-    int act, int strip_rows, float *__restrict__ squeeze)
+    int act, float *__restrict__ squeeze)
 {
-  const int ch = blockIdx.x * NHWC_DW_THREADS + threadIdx.x;
-  if (ch >= c)
-    return;
+  __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
+  const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.z;
   const int strip = blockIdx.y, strips = gridDim.y;
-  const T *x = in + img * ih * iw * (long long) c;
-  const T *wc = w + (long long) ch * k * k;
-  const float b = bias ? bias[ch] : 0.0f;
-  const int y0 = strip * strip_rows;
-  const int y1 = y0 + strip_rows < oh ? y0 + strip_rows : oh;
+  const long long positions = (long long) oh * ow;
   float sum = 0.0f;
-  for (int oy = y0; oy < y1; oy++)
-    for (int ox = 0; ox < ow; ox++) {
+  if (ch < c) {
+    const T *x = in + img * ih * iw * (long long) c;
+    const T *wc = w + (long long) ch * k * k;
+    const float b = bias ? bias[ch] : 0.0f;
+    const long long p0 = (long long) strip * GPUNET_NHWC_STRIP;
+    for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+      const long long pos = p0 + i;
+      if (pos >= positions)
+        break;
+      const int oy = (int) (pos / ow), ox = (int) (pos % ow);
       const float v = gpunet_epilogue (nhwc_dw_t (x, ih, iw, c, ch, wc, k, stride, pad, oy, ox),
           b, act, 0.0f);
-      const long long at = gpunet_nhwc_at (img, oy, ox, ch, oh, ow, c);
-      gpunet_st (out, at, v);
+      gpunet_st (out, (img * positions + pos) * c + ch, v);
       sum += nhwc_stored (out, v);
     }
+  }
   if (squeeze)
-    squeeze[(img * c + ch) * strips + strip] = sum;
+    nhwc_strip_store (part, sum, ch, c, img, strip, strips, squeeze);
+}
+
+/* The fp16 form for an even channel count: each thread computes two adjacent channels
+ * (one 4-byte load per tap, a warp covering 64 channels), each with the scalar form's
+ * taps in the same order, so the same bits. */
+static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
+nhwc_dw_h2_kernel (const gpunet_half *__restrict__ in, const gpunet_half *__restrict__ w,
+    const float *__restrict__ bias, gpunet_half *__restrict__ out, int c, int ih, int iw, int oh,
+    int ow, int k, int stride, int pad, int act, float *__restrict__ squeeze)
+{
+  __shared__ float part[2][GPUNET_NHWC_TY][GPUNET_NHWC_CH];
+  const int ch = (blockIdx.x * GPUNET_NHWC_CH + threadIdx.x) * 2;
+  const long long img = blockIdx.z;
+  const int strip = blockIdx.y, strips = gridDim.y;
+  const long long positions = (long long) oh * ow;
+  float sum0 = 0.0f, sum1 = 0.0f;
+  if (ch < c) {
+    const gpunet_half *x = in + img * ih * iw * (long long) c + ch;
+    const gpunet_half *w0 = w + (long long) ch * k * k, *w1 = w0 + k * k;
+    const float b0 = bias ? bias[ch] : 0.0f, b1 = bias ? bias[ch + 1] : 0.0f;
+    const long long p0 = (long long) strip * GPUNET_NHWC_STRIP;
+    for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+      const long long pos = p0 + i;
+      if (pos >= positions)
+        break;
+      const int oy = (int) (pos / ow), ox = (int) (pos % ow);
+      float a0 = 0.0f, a1 = 0.0f;
+      for (int ky = 0; ky < k; ky++) {
+        const int iy = oy * stride + ky - pad;
+        if (iy < 0 || iy >= ih)
+          continue;
+        for (int kx = 0; kx < k; kx++) {
+          const int ix = ox * stride + kx - pad;
+          if (ix < 0 || ix >= iw)
+            continue;
+          const unsigned v = *(const unsigned *) (x + ((long long) iy * iw + ix) * c);
+          a0 += gpunet_half_to_float (w0[ky * k + kx]) * gpunet_half_to_float ((gpunet_half) (v & 0xffffu));
+          a1 += gpunet_half_to_float (w1[ky * k + kx]) * gpunet_half_to_float ((gpunet_half) (v >> 16));
+        }
+      }
+      const gpunet_half h0 = gpunet_half_from_float (gpunet_epilogue (a0, b0, act, 0.0f));
+      const gpunet_half h1 = gpunet_half_from_float (gpunet_epilogue (a1, b1, act, 0.0f));
+      *(unsigned *) (out + (img * positions + pos) * c + ch) = (unsigned) h0 | ((unsigned) h1 << 16);
+      sum0 += gpunet_half_to_float (h0);
+      sum1 += gpunet_half_to_float (h1);
+    }
+  }
+  if (!squeeze)
+    return;
+  part[0][threadIdx.y][threadIdx.x] = sum0;
+  part[1][threadIdx.y][threadIdx.x] = sum1;
+  __syncthreads ();
+  if (threadIdx.y == 0 && ch < c) {
+    float t0 = 0.0f, t1 = 0.0f;
+    for (int ty = 0; ty < GPUNET_NHWC_TY; ty++) {
+      t0 += part[0][ty][threadIdx.x];
+      t1 += part[1][ty][threadIdx.x];
+    }
+    squeeze[(img * c + ch) * strips + strip] = t0;
+    squeeze[(img * c + ch + 1) * strips + strip] = t1;
+  }
 }
 
 int
 gpunet_cuda_nhwc_strips (int oh, int ow)
 {
-  return gpunet_dw_nhwc_strips (oh, ow);
+  return gpunet_nhwc_strips ((long long) oh * ow);
 }
 
 cudaError_t
 gpunet_cuda_dwconv2d_nhwc (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p, const void *w,
     const float *b, const void *in, void *out, int n, float *squeeze, cudaStream_t stream)
 {
-  if (n < 1 || n > 65535 || p->c < 1 || p->oh < 1 || p->ow < 1)
+  const int strips = gpunet_nhwc_strips ((long long) p->oh * p->ow);
+  if (n < 1 || n > 65535 || p->c < 1 || p->oh < 1 || p->ow < 1 || strips > 65535)
     return cudaErrorInvalidValue;
-  const int rows = gpunet_dw_nhwc_strip_rows (p->oh, p->ow);
-  const int strips = gpunet_dw_nhwc_strips (p->oh, p->ow);
-  if (strips > 65535)
-    return cudaErrorInvalidValue;
-  const dim3 grid ((unsigned) ((p->c + NHWC_DW_THREADS - 1) / NHWC_DW_THREADS), (unsigned) strips,
+  const dim3 grid ((unsigned) ((p->c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) strips,
       (unsigned) n);
-  if (t == GPUNET_CUDA_F16)
-    nhwc_dw_kernel<gpunet_half><<<grid, NHWC_DW_THREADS, 0, stream>>> ((const gpunet_half *) in,
+  const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
+  if (t == GPUNET_CUDA_F16 && p->c % 2 == 0) {
+    const dim3 grid2 ((unsigned) ((p->c / 2 + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH),
+        (unsigned) strips, (unsigned) n);
+    nhwc_dw_h2_kernel<<<grid2, block, 0, stream>>> ((const gpunet_half *) in,
         (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
-        p->kernel, p->stride, p->pad, p->act, rows, squeeze);
+        p->kernel, p->stride, p->pad, p->act, squeeze);
+  } else if (t == GPUNET_CUDA_F16)
+    nhwc_dw_kernel<gpunet_half><<<grid, block, 0, stream>>> ((const gpunet_half *) in,
+        (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
+        p->kernel, p->stride, p->pad, p->act, squeeze);
   else
-    nhwc_dw_kernel<float><<<grid, NHWC_DW_THREADS, 0, stream>>> ((const float *) in,
-        (const float *) w, b, (float *) out, p->c, p->ih, p->iw, p->oh, p->ow, p->kernel,
-        p->stride, p->pad, p->act, rows, squeeze);
+    nhwc_dw_kernel<float><<<grid, block, 0, stream>>> ((const float *) in, (const float *) w, b,
+        (float *) out, p->c, p->ih, p->iw, p->oh, p->ow, p->kernel, p->stride, p->pad, p->act,
+        squeeze);
   return cudaGetLastError ();
 }
 
-/* The squeeze of an SE that follows no depthwise layer: the same strip sums (strips of
- * gpunet_dw_nhwc_strip_rows rows) read from the tensor. */
+/* The squeeze of an SE that follows no depthwise layer: the same strip sums, read from
+ * the tensor, in the same geometry and order. */
 template <typename T>
-static __global__ void __launch_bounds__ (NHWC_DW_THREADS)
-nhwc_squeeze_kernel (const T *__restrict__ x, int c, int h, int w, int strip_rows,
-    float *__restrict__ sums)
+static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
+nhwc_squeeze_kernel (const T *__restrict__ x, int c, long long positions, float *__restrict__ sums)
 {
-  const int ch = blockIdx.x * NHWC_DW_THREADS + threadIdx.x;
-  if (ch >= c)
-    return;
+  __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
+  const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.z;
   const int strip = blockIdx.y, strips = gridDim.y;
-  const int y0 = strip * strip_rows;
-  const int y1 = y0 + strip_rows < h ? y0 + strip_rows : h;
   float sum = 0.0f;
-  for (int y = y0; y < y1; y++)
-    for (int xx = 0; xx < w; xx++)
-      sum += gpunet_ld (x, gpunet_nhwc_at (img, y, xx, ch, h, w, c));
-  sums[(img * c + ch) * strips + strip] = sum;
+  if (ch < c) {
+    const long long p0 = (long long) strip * GPUNET_NHWC_STRIP;
+    for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+      const long long pos = p0 + i;
+      if (pos >= positions)
+        break;
+      sum += gpunet_ld (x, (img * positions + pos) * c + ch);
+    }
+  }
+  nhwc_strip_store (part, sum, ch, c, img, strip, strips, sums);
 }
 
 cudaError_t
 gpunet_cuda_squeeze_nhwc (gpunet_cuda_dtype t, const void *x, int n, int c, int h, int w,
     float *sums, cudaStream_t stream)
 {
-  if (n < 1 || n > 65535 || c < 1 || h < 1 || w < 1)
+  const long long positions = (long long) h * w;
+  const int strips = gpunet_nhwc_strips (positions);
+  if (n < 1 || n > 65535 || c < 1 || h < 1 || w < 1 || strips > 65535)
     return cudaErrorInvalidValue;
-  const int rows = gpunet_dw_nhwc_strip_rows (h, w), strips = gpunet_dw_nhwc_strips (h, w);
-  const dim3 grid ((unsigned) ((c + NHWC_DW_THREADS - 1) / NHWC_DW_THREADS), (unsigned) strips,
+  const dim3 grid ((unsigned) ((c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) strips,
       (unsigned) n);
+  const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
   if (t == GPUNET_CUDA_F16)
-    nhwc_squeeze_kernel<gpunet_half><<<grid, NHWC_DW_THREADS, 0, stream>>> (
-        (const gpunet_half *) x, c, h, w, rows, sums);
+    nhwc_squeeze_kernel<gpunet_half><<<grid, block, 0, stream>>> ((const gpunet_half *) x, c,
+        positions, sums);
   else
-    nhwc_squeeze_kernel<float><<<grid, NHWC_DW_THREADS, 0, stream>>> ((const float *) x, c, h, w,
-        rows, sums);
+    nhwc_squeeze_kernel<float><<<grid, block, 0, stream>>> ((const float *) x, c, positions, sums);
   return cudaGetLastError ();
 }
 
-/* Global average pool: thread (image, channel) sums its positions in order. */
+/* Global average pool: block (channel group, image) of the cuda_nhwc.h geometry; thread
+ * row ty sums positions ty, ty + TY, ... of its channel, then row 0 adds the rows. */
 template <typename TI, typename TO>
-static __global__ void
-nhwc_pool_kernel (const TI *__restrict__ in, TO *__restrict__ out, int n, int c, long long plane)
+static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
+nhwc_pool_kernel (const TI *__restrict__ in, TO *__restrict__ out, int c, long long plane)
 {
-  const long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x;   /* image * c + ch */
-  if (i >= (long long) n * c)
-    return;
-  const long long img = i / c;
-  const int ch = (int) (i % c);
-  const TI *x = in + img * plane * c + ch;
+  __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
+  const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
+  const long long img = blockIdx.y;
   float acc = 0.0f;
-  for (long long p = 0; p < plane; p++)
-    acc += gpunet_ld (x, p * c);
-  gpunet_st (out, i, acc / (float) plane);
+  if (ch < c)
+    for (long long p = threadIdx.y; p < plane; p += GPUNET_NHWC_TY)
+      acc += gpunet_ld (in, (img * plane + p) * c + ch);
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads ();
+  if (threadIdx.y == 0 && ch < c) {
+    float total = 0.0f;
+    for (int ty = 0; ty < GPUNET_NHWC_TY; ty++)
+      total += part[ty][threadIdx.x];
+    gpunet_st (out, img * c + ch, total / (float) plane);
+  }
 }
 
 cudaError_t
 gpunet_cuda_pool_nhwc (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to, void *out,
     int n, int c, long long plane, cudaStream_t stream)
 {
-  const long long rows = (long long) n * c;
-  if (rows <= 0 || plane <= 0)
+  if (n <= 0 || c <= 0 || plane <= 0)
     return cudaSuccess;
-  const unsigned blocks = (unsigned) ((rows + GPUNET_CUDA_THREADS - 1) / GPUNET_CUDA_THREADS);
+  if (n > 65535)
+    return cudaErrorInvalidValue;
+  const dim3 grid ((unsigned) ((c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) n);
+  const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
   if (ti == GPUNET_CUDA_F16 && to == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<gpunet_half, gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
-        (const gpunet_half *) in, (gpunet_half *) out, n, c, plane);
+    nhwc_pool_kernel<gpunet_half, gpunet_half><<<grid, block, 0, stream>>> (
+        (const gpunet_half *) in, (gpunet_half *) out, c, plane);
   else if (ti == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<gpunet_half, float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
-        (const gpunet_half *) in, (float *) out, n, c, plane);
+    nhwc_pool_kernel<gpunet_half, float><<<grid, block, 0, stream>>> (
+        (const gpunet_half *) in, (float *) out, c, plane);
   else if (to == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<float, gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
-        (const float *) in, (gpunet_half *) out, n, c, plane);
+    nhwc_pool_kernel<float, gpunet_half><<<grid, block, 0, stream>>> (
+        (const float *) in, (gpunet_half *) out, c, plane);
   else
-    nhwc_pool_kernel<float, float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
-        (const float *) in, (float *) out, n, c, plane);
+    nhwc_pool_kernel<float, float><<<grid, block, 0, stream>>> ((const float *) in, (float *) out,
+        c, plane);
   return cudaGetLastError ();
 }
 

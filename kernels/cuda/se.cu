@@ -137,8 +137,6 @@ gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
   return cudaGetLastError ();
 }
 
-enum { SE_NHWC_CH = 32, SE_NHWC_THREADS = 256 };
-
 static __device__ __forceinline__ float
 se_gate_seq_t (const float *w2row, const float *mid, int rd, float bias)
 {
@@ -151,30 +149,31 @@ se_gate_seq_t (const gpunet_half *w2row, const float *mid, int rd, float bias)
   return gpunet_se_gate_seq_h (w2row, mid, rd, bias);
 }
 
-/* NHWC: block (group of SE_NHWC_CH channels, image) computes its channels' gates
- * (gpunet_se_gate_seq) into shared memory, then scales those channels at every position;
- * a warp covers the group's channels of one position. */
+/* NHWC, in the geometry of cuda_nhwc.h: block (channel group, strip, image) has its first
+ * thread row compute the group's gates (gpunet_se_gate_seq) into shared memory, then every
+ * thread scales its channel at its positions of the strip. */
 template <typename T>
-static __global__ void __launch_bounds__ (SE_NHWC_THREADS)
+static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 gate_scale_nhwc_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
     const T *__restrict__ w2, const float *__restrict__ b2)
 {
-  __shared__ float gates[SE_NHWC_CH];
-  const int c0 = blockIdx.x * SE_NHWC_CH;
-  const long long img = blockIdx.y;
-  if (threadIdx.x < SE_NHWC_CH && c0 + (int) threadIdx.x < c) {
-    const int ch = c0 + threadIdx.x;
+  __shared__ float gates[GPUNET_NHWC_CH];
+  const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
+  const long long img = blockIdx.z;
+  if (threadIdx.y == 0 && ch < c)
     gates[threadIdx.x] = se_gate_seq_t (w2 + (long long) ch * rd, mid + img * rd, rd,
         b2 ? b2[ch] : 0.0f);
-  }
   __syncthreads ();
-  const int lane = threadIdx.x % SE_NHWC_CH, ch = c0 + lane;
   if (ch >= c)
     return;
-  T *xi = x + img * plane * c;
-  for (long long p = threadIdx.x / SE_NHWC_CH; p < plane; p += SE_NHWC_THREADS / SE_NHWC_CH) {
-    const long long at = p * c + ch;
-    gpunet_st (xi, at, gpunet_ld (xi, at) * gates[lane]);
+  const float g = gates[threadIdx.x];
+  const long long p0 = (long long) blockIdx.y * GPUNET_NHWC_STRIP;
+  for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+    const long long pos = p0 + i;
+    if (pos >= plane)
+      break;
+    const long long at = (img * plane + pos) * c + ch;
+    gpunet_st (x, at, gpunet_ld (x, at) * g);
   }
 }
 
@@ -194,9 +193,13 @@ launch_nhwc (const gpunet_se_params *p, const void *w1, const float *b1, const v
   cudaError_t e = cudaGetLastError ();
   if (e != cudaSuccess)
     return e;
-  const dim3 grid ((unsigned) ((p->c + SE_NHWC_CH - 1) / SE_NHWC_CH), (unsigned) n);
-  gate_scale_nhwc_kernel<T><<<grid, SE_NHWC_THREADS, 0, stream>>> ((T *) x, mid, p->c, p->rd,
-      plane, (const T *) w2, b2);
+  const int strips = gpunet_nhwc_strips (plane);
+  if (strips > 65535)
+    return cudaErrorInvalidValue;
+  const dim3 grid ((unsigned) ((p->c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) strips,
+      (unsigned) n);
+  gate_scale_nhwc_kernel<T><<<grid, dim3 (GPUNET_NHWC_CH, GPUNET_NHWC_TY), 0, stream>>> ((T *) x,
+      mid, p->c, p->rd, plane, (const T *) w2, b2);
   return cudaGetLastError ();
 }
 
