@@ -310,7 +310,6 @@ struct _GstGpunetClassify
   guint last_n;
   gboolean push_have_last;
   GstGpunetRoiCache *roi_cache;
-  guint roi_cache_k;
   GHashTable *tracks;           /* roi-id -> Track (smoothing, label changes) */
   gchar *stream_id;
   const gchar *track_model;     /* the model the tracks hold (pointer identity) */
@@ -1283,8 +1282,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   g_mutex_unlock (&self->lock);
   model_ctx_unref (c);
   c = NULL;
-  self->roi_cache_k = MAX_TOP_K;
-  self->roi_cache = gst_gpunet_roi_cache_new (MAX_TOP_K);
+  self->roi_cache = gst_gpunet_roi_cache_new ();
   self->cycle_rois = g_hash_table_new_full (g_int64_hash, g_int64_equal,
       g_free, NULL);
   GST_OBJECT_LOCK (self);
@@ -2334,15 +2332,16 @@ finish_buffer (GstGpunetClassify * self, Item * it)
             it->buf, it->rs.frame_no);
       if (r->unique_id)
         gst_gpunet_roi_cache_store (self->roi_cache, r->meta->id,
-            r->meta->roi_type, s);
+            r->meta->roi_type, s, k);
       emit_record (self, it, r->meta, s, k, TRUE,
           smoothing > 0.0f && r->unique_id ? &raw : NULL);
     } else {
+      guint n;
       const gpunet_class_score *s = gst_gpunet_roi_cache_lookup
-          (self->roi_cache, r->meta->id, r->meta->roi_type);
+          (self->roi_cache, r->meta->id, r->meta->roi_type, &n);
 
       if (s != NULL)
-        emit_record (self, it, r->meta, s, k, FALSE, NULL);
+        emit_record (self, it, r->meta, s, n, FALSE, NULL);
       else
         GST_WARNING_OBJECT (self, "region %d: no result to carry",
             r->meta->id);

@@ -150,21 +150,20 @@ gst_gpunet_roi_crop_image (const gpunet_image * frame, gint x, gint y,
 typedef struct
 {
   GQuark type;
+  guint n;
   gpunet_class_score scores[];
 } CacheEntry;
 
 struct _GstGpunetRoiCache
 {
-  guint k;
   GHashTable *entries;          /* GINT_TO_POINTER (roi id) -> CacheEntry */
 };
 
 GstGpunetRoiCache *
-gst_gpunet_roi_cache_new (guint k)
+gst_gpunet_roi_cache_new (void)
 {
   GstGpunetRoiCache *cache = g_new0 (GstGpunetRoiCache, 1);
 
-  cache->k = k;
   cache->entries = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
       g_free);
   return cache;
@@ -186,21 +185,28 @@ gst_gpunet_roi_cache_clear (GstGpunetRoiCache * cache)
 }
 
 const gpunet_class_score *
-gst_gpunet_roi_cache_lookup (GstGpunetRoiCache * cache, gint id, GQuark type)
+gst_gpunet_roi_cache_lookup (GstGpunetRoiCache * cache, gint id, GQuark type,
+    guint * n)
 {
   CacheEntry *e = g_hash_table_lookup (cache->entries, GINT_TO_POINTER (id));
 
-  return e != NULL && e->type == type ? e->scores : NULL;
+  if (e == NULL || e->type != type) {
+    *n = 0;
+    return NULL;
+  }
+  *n = e->n;
+  return e->scores;
 }
 
 void
 gst_gpunet_roi_cache_store (GstGpunetRoiCache * cache, gint id, GQuark type,
-    const gpunet_class_score * scores)
+    const gpunet_class_score * scores, guint n)
 {
   CacheEntry *e = g_malloc (sizeof (CacheEntry) +
-      sizeof (gpunet_class_score) * cache->k);
+      sizeof (gpunet_class_score) * n);
 
   e->type = type;
-  memcpy (e->scores, scores, sizeof (gpunet_class_score) * cache->k);
+  e->n = n;
+  memcpy (e->scores, scores, sizeof (gpunet_class_score) * n);
   g_hash_table_replace (cache->entries, GINT_TO_POINTER (id), e);
 }

@@ -45,19 +45,23 @@ void gst_gpunet_roi_crop_image (const gpunet_image * frame, gint x, gint y,
 /* Results kept per roi-id for the frames `interval` carries over. */
 typedef struct _GstGpunetRoiCache GstGpunetRoiCache;
 
-/* A cache of `k` results per region. */
-GstGpunetRoiCache *gst_gpunet_roi_cache_new (guint k);
+/* An empty cache.  Each region keeps as many results as were stored for it:
+ * the engine's k for the model that classified it, min (classes, top-k cap),
+ * which may be fewer than the element's top-k cap. */
+GstGpunetRoiCache *gst_gpunet_roi_cache_new (void);
 void gst_gpunet_roi_cache_free (GstGpunetRoiCache * cache);
 void gst_gpunet_roi_cache_clear (GstGpunetRoiCache * cache);
 
-/* The k results stored for region `id` of type `type`, or NULL (none, or stored
- * for another type).  Valid until the next store or clear. */
+/* The results stored for region `id` of type `type` and their count in *n, or
+ * NULL and *n = 0 (none, or stored for another type).  Valid until the next
+ * store or clear. */
 const gpunet_class_score *gst_gpunet_roi_cache_lookup (GstGpunetRoiCache *
-    cache, gint id, GQuark type);
+    cache, gint id, GQuark type, guint * n);
 
-/* Stores (copies) the k results of region `id`, replacing earlier ones. */
+/* Stores (copies) the `n` results `scores` of region `id`, replacing earlier
+ * ones. */
 void gst_gpunet_roi_cache_store (GstGpunetRoiCache * cache, gint id,
-    GQuark type, const gpunet_class_score * scores);
+    GQuark type, const gpunet_class_score * scores, guint n);
 
 G_END_DECLS
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build needs (Debian packages, idempotent), builds gst-gpunet and runs
-# the fast suite: every test except the `slow` suite, then the engine's tests again in a
-# build with AddressSanitizer + UBSan.  The last line is "N passed, S skipped, F failed".
+# the fast suite: every test except the `slow` suite, then the engine's tests and the
+# element's GstCheck test again in a build with AddressSanitizer + UBSan.  The last line
+# is "N passed, S skipped, F failed".
 #
 #   scripts/run-tests.sh          the fast suite (2 to 2.5 minutes on two quiet cores)
 #   scripts/run-tests.sh --slow   then the slow sweeps behind it: the seven full-size models
@@ -44,10 +45,11 @@ rm -f "$BUILD"/meson-logs/testlog-{fast,slow}.json "$ASAN_BUILD"/meson-logs/test
 t1=$(date +%s)
 setup "$BUILD" -Dgpu_archs="$GPU_ARCHS"
 ninja -C "$BUILD"
-# the sanitizer build: engine and tools only, CPU backends; -O1 (the sanitizers' usual
-# level) runs the numeric tests about a fifth faster than -O0 and keeps the stacks readable
+# the sanitizer build: CPU backends; of the GStreamer side the plugin and its element test
+# only (tests/gst/meson.build says why); -O1 (the sanitizers' usual level) runs the
+# numeric tests about a fifth faster than -O0 and keeps the stacks readable
 setup "$ASAN_BUILD" -Dbuildtype=debug -Doptimization=1 -Db_sanitize=address,undefined \
-  -Db_lundef=false -Dcuda=disabled -Dgst=disabled
+  -Db_lundef=false -Dcuda=disabled -Dgst=auto
 # only what its fast suite runs (meson's `all` would build every test's executable); the
 # slow pass's `meson test` builds the rest
 ninja -C "$ASAN_BUILD" $(python3 scripts/suite-targets.py "$ASAN_BUILD" slow sanitize-slow)

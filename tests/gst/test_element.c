@@ -4,8 +4,9 @@
  * properties changed while PLAYING, bus messages, every start() error, state cycling
  * and caps changes, batch-size (same records as batch 1, EOS/caps/flush, interval),
  * regions (roi-mode, roi-types: records on region metas, crops equal to the regions
- * cut out, interval, messages, batching) and json-output (parsed back; open and
- * write errors).
+ * cut out, interval, messages, batching; models with fewer classes than the top-k
+ * cap, swapped while playing), and json-output (parsed back; open and write
+ * errors).
  * Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
  * or GstMiniObject fails the test. */
 #include <errno.h>
@@ -1789,6 +1790,235 @@ GST_START_TEST (test_error_json_write)
 
 GST_END_TEST;
 
+/* ---- fewer classes than the top-k cap (issue 49) ------------------------------------ */
+
+#define MAX_TOP_K 100           /* the top-k property's maximum */
+
+/* `s` lists every class of a `classes`-class model once, as top-k=100 (the
+ * cap, more than the model has) asks: each id in range, none twice, the
+ * probabilities of the whole softmax summing to 1.  Entries read from past the
+ * results would break one of these, and AddressSanitizer reports the read
+ * itself. */
+static void
+check_all_classes (const GstStructure * s, gint classes)
+{
+  gboolean seen[MAX_TOP_K] = { FALSE };
+  gdouble sum = 0.0;
+  gint i;
+
+  fail_unless (classes > 0 && classes < MAX_TOP_K);
+  fail_unless_equals_int (gpunet_meta_n_results (s), classes);
+  for (i = 0; i < classes; i++) {
+    gint id = gpunet_meta_nth_id (s, i);
+
+    fail_unless (id >= 0 && id < classes && !seen[id], "entry %d: id %d",
+        i, id);
+    seen[id] = TRUE;
+    sum += gpunet_meta_nth_score (s, i);
+  }
+  fail_unless (fabs (sum - 1.0) < 1e-4, "the scores sum to %.9g", sum);
+}
+
+/* The JSON line `line` lists NUM_CLASSES ids and scores, with roi-id `roi_id`. */
+static void
+check_json_all_classes (const gchar * line, gint roi_id)
+{
+  JsonNode *j = NULL, *v;
+  char *err = NULL;
+
+  fail_unless (gpunet_json_parse (line, strlen (line), &j, NULL, &err) ==
+      GPUNET_OK, "%s: %s", line, err);
+  v = gpunet_json_get (j, "roi-id");
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
+  fail_unless_equals_int ((gint) json_node_get_int (v), roi_id);
+  v = gpunet_json_get (j, "ids");
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless_equals_int (json_array_get_length (json_node_get_array (v)),
+      NUM_CLASSES);
+  v = gpunet_json_get (j, "scores");
+  fail_unless (v && JSON_NODE_HOLDS_ARRAY (v));
+  fail_unless_equals_int (json_array_get_length (json_node_get_array (v)),
+      NUM_CLASSES);
+  json_node_unref (j);
+}
+
+/* Regions (and the frame) of the 16-class fixture with top-k=100, interval=2,
+ * with and without smoothing: every record, fresh or carried by roi-id, on the
+ * region meta, the frame meta, the bus and in the JSON lines, holds the 16
+ * classes the engine returned and nothing more.  One region per frame, so its
+ * results are the last (with roi-mode=regions the only) row of the frame's
+ * results: the carry cache used to copy 100 entries from it (issue 49). */
+GST_START_TEST (test_regions_few_classes)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
+  static const TestRoi roi = { "object", 4, 6, 3, 25, 22 };
+  static const gchar *modes[] = { "regions", "both" };
+  static const gchar *smoothing[] = { "0", "0.5" };
+  static const gboolean inferred[] = { TRUE, FALSE, FALSE, TRUE };
+  guint m, sm, f;
+
+  for (m = 0; m < G_N_ELEMENTS (modes); m++) {
+    for (sm = 0; sm < G_N_ELEMENTS (smoothing); sm++) {
+      gboolean both = m == 1;
+      guint per_frame = both ? 2 : 1, n_msgs = 0, i;
+      gchar *json_path = NULL, *text = NULL, **lines;
+      GstStructure *first_roi = NULL, *first_frame = NULL;
+      GstHarness *h;
+      GstBus *bus = gst_bus_new ();
+      GstMessage *msg;
+      gint fd;
+
+      fd = g_file_open_tmp ("gpunet-json-XXXXXX.jsonl", &json_path, NULL);
+      fail_unless (fd >= 0);
+      close (fd);
+      h = harness_for (make_classify (TINY_A, "roi-mode", modes[m], "top-k",
+              "100", "interval", "2", "smoothing", smoothing[sm],
+              "post-messages", "true", "json-output", json_path, NULL), caps);
+      gst_element_set_bus (h->element, bus);
+      for (f = 0; f < G_N_ELEMENTS (inferred); f++) {
+        GstBuffer *in = make_frame (h, caps, f + 3), *out;
+        const GstStructure *s;
+
+        GST_INFO ("roi-mode=%s smoothing=%s frame %u", modes[m],
+            smoothing[sm], f);
+        add_rois (in, &roi, 1);
+        out = push_and_check_passthrough (h, in);
+        s = roi_record (out, roi.id);
+        check_record_roi (s, inferred[f], roi.id);
+        check_all_classes (s, NUM_CLASSES);
+        /* carried: the classified frame's record, to the bit */
+        if (f == 0)
+          first_roi = gst_structure_copy (s);
+        else if (!inferred[f])
+          check_same_result (s, first_roi, 0.0);
+        if (both) {
+          s = out_record (out);
+          check_record (s, inferred[f]);
+          check_all_classes (s, NUM_CLASSES);
+          if (f == 0)
+            first_frame = gst_structure_copy (s);
+          else if (!inferred[f])
+            check_same_result (s, first_frame, 0.0);
+        } else {
+          fail_unless (gpunet_meta_get (out) == NULL);
+        }
+        gst_buffer_unref (out);
+      }
+      while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ELEMENT)) != NULL) {
+        const GstStructure *s = gst_message_get_structure (msg);
+
+        if (gst_structure_has_name (s, GPUNET_MESSAGE_NAME)) {
+          check_all_classes (s, NUM_CLASSES);
+          n_msgs++;
+        }
+        gst_message_unref (msg);
+      }
+      fail_unless_equals_int (n_msgs, per_frame * G_N_ELEMENTS (inferred));
+      gst_element_set_bus (h->element, NULL);
+      gst_object_unref (bus);
+      gst_harness_teardown (h);
+
+      fail_unless (g_file_get_contents (json_path, &text, NULL, NULL));
+      lines = g_strsplit (text, "\n", -1);
+      /* after the final newline, one empty string */
+      fail_unless_equals_int (g_strv_length (lines),
+          per_frame * G_N_ELEMENTS (inferred) + 1);
+      for (i = 0; lines[i][0] != '\0'; i++)
+        check_json_all_classes (lines[i], both && i % 2 == 0 ? -1 : roi.id);
+      g_strfreev (lines);
+      g_free (text);
+      g_unlink (json_path);
+      g_free (json_path);
+      gst_structure_free (first_roi);
+      if (first_frame)
+        gst_structure_free (first_frame);
+    }
+  }
+}
+
+GST_END_TEST;
+
+/* A 10-class model swapped for a 16-class one and back while PLAYING, with
+ * roi-mode=both, top-k=100, smoothing and interval=2: every record, fresh or
+ * carried, lists exactly the classes of the model that made it.  The region
+ * cache and the smoothing tracks hold rows of one model's size; a row kept
+ * across the swap would be read past its end (AddressSanitizer) or miss
+ * classes. */
+GST_START_TEST (test_swap_class_counts)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
+  static const TestRoi roi = { "object", 4, 6, 3, 25, 22 };
+  static const struct
+  {
+    const gchar *json, *ckpt, *name;
+    gint classes;
+  } models[] = {
+    {"fixtures/tiny-d.json", "fixtures/tiny-d/tiny-d.pth.tar", "tiny-d", 10},
+    {"fixtures/tiny-a.json", "fixtures/tiny-a/tiny-a.pth.tar", "tiny-a", 16},
+    {"fixtures/tiny-d.json", "fixtures/tiny-d/tiny-d.pth.tar", "tiny-d", 10},
+  };
+  /* from the frame that switches: a new interval cycle */
+  static const gboolean inferred[] = { TRUE, FALSE, FALSE, TRUE };
+  GstHarness *h = harness_for (make_classify (models[0].json, models[0].ckpt,
+          "roi-mode", "both", "top-k", "100", "smoothing", "0.5", "interval",
+          "2", NULL), caps);
+  guint m, seed = 0;
+
+  for (m = 0; m < G_N_ELEMENTS (models); m++) {
+    guint after = 0, tries;
+
+    if (m > 0) {
+      gchar *json = data_path (models[m].json);
+      gchar *ckpt = data_path (models[m].ckpt);
+
+      g_object_set (h->element, "model", json, "checkpoint", ckpt, NULL);
+      g_free (json);
+      g_free (ckpt);
+    }
+    /* frames of the old model until the swap, then four of the new one */
+    for (tries = 0; after < G_N_ELEMENTS (inferred); tries++) {
+      GstBuffer *in = make_frame (h, caps, seed++), *out;
+      const GstStructure *recs[2];
+      gboolean swapped;
+      guint r;
+
+      fail_unless (tries < 400, "never switched to %s", models[m].name);
+      add_rois (in, &roi, 1);
+      out = push_and_check_passthrough (h, in);
+      recs[0] = out_record (out);
+      recs[1] = roi_record (out, roi.id);
+      swapped = g_strcmp0 (gst_structure_get_string (recs[0], "model"),
+          models[m].name) == 0;
+      for (r = 0; r < 2; r++) {
+        const gchar *model = gst_structure_get_string (recs[r], "model");
+        gint classes = 0, k;
+
+        fail_unless (model != NULL);
+        for (k = 0; k < (gint) G_N_ELEMENTS (models); k++)
+          if (g_str_equal (model, models[k].name))
+            classes = models[k].classes;
+        fail_unless (classes > 0, "model %s", model);
+        fail_unless_equals_string (model, gst_structure_get_string (recs[0],
+                "model"));
+        fail_unless (gst_structure_get_int (recs[r], "num-classes", &k));
+        fail_unless_equals_int (k, classes);
+        check_all_classes (recs[r], classes);
+        if (swapped)
+          fail_unless_equals_int (gpunet_meta_inferred (recs[r]),
+              inferred[after]);
+      }
+      gst_buffer_unref (out);
+      if (swapped)
+        after++;
+      else
+        g_usleep (5000);        /* the new model loads beside */
+    }
+  }
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpunetclassify_suite (void)
 {
@@ -1828,6 +2058,8 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_regions_messages);
   tcase_add_test (tc, test_regions_batch);
   tcase_add_test (tc, test_regions_types_warning);
+  tcase_add_test (tc, test_regions_few_classes);
+  tcase_add_test (tc, test_swap_class_counts);
   tcase_add_test (tc, test_json_output);
   tcase_add_test (tc, test_error_json_output);
   tcase_add_test (tc, test_error_json_write);
