@@ -241,6 +241,7 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   }
   if (st == GPUNET_OK) {
     worst = rel_err (fast, ref, out_len);
+    check_paths_ran (gpunet_onednn_cpu_paths (sf));
     CHECK_MSG (worst <= 1e-4, "%s (batch %d of %d): output relative error %.3g", what, n,
         max_batch, worst);
     for (int b = 0; traced && b < 64; b++) {
@@ -406,6 +407,13 @@ test_own_winograd (void)
   }
   opts.winograd = GPUNET_CPU_AUTO;
   expect_impl = -1;
+}
+
+/* The CPU code path of our vector kernels on blk-channel blocks */
+static unsigned
+blk_path (int blk)
+{
+  return blk == 16 ? GPUNET_CPU_PATH_AVX512 : GPUNET_CPU_PATH_AVX2;
 }
 
 /* rand_floats, 64-byte aligned (as the fast path's buffers; its kernels use aligned loads) */
@@ -610,6 +618,8 @@ test_se_direct (int blk)
             continue;
           gpunet_blk_se (&p, y, blk, cp, n, scratch, nt);
           gpunet_se_run (q, x, n, nt);
+          /* the vector form of blk and the plain one (what plans without it run) */
+          check_paths_ran (blk_path (blk) | GPUNET_CPU_PATH_PORTABLE);
           double e = rel_err (x, y, len);
           CHECK_MSG (e <= 1e-5, "se direct c%d h%d rd%d act%d batch %d threads %d: "
               "relative error %.3g", c, h, rd, act, n, nt, e);
@@ -697,6 +707,7 @@ test_pw_direct (void)
               for (size_t i = 0; i < out_len; i++)
                 y[i] = res ? r[i] : 12345.0f;   /* without a residual, all overwritten */
               gpunet_pw_run (q, x, y, n, res, scratch, nt);
+              check_paths_ran (GPUNET_CPU_PATH_AVX512);
               double e = rel_err (y, want, out_len);
               CHECK_MSG (e <= 1e-5, "pw direct %d->%d hw %ld act %d residual %d batch %d "
                   "threads %d Strassen %d: relative error %.3g", cin, cout, hw, act, res, n, nt,
@@ -782,6 +793,7 @@ test_linear_direct (int blk)
             for (size_t i = 0; i < len; i++)
               o[i] = NAN;   /* every output written */
             gpunet_linear_run (&p, x, in_cp, o, n, blk, nt);
+            check_paths_ran (blk_path (blk));
             /* error against the magnitude of the terms (a sum may cancel to near zero) */
             double e = 0.0;
             for (size_t i = 0; i < len; i++) {
@@ -1085,6 +1097,8 @@ main (int argc, char **argv)
   const char *blocks[] = { "16", "8" };
   const int native = gpunet_wino_available (16) ? 0 : 1;
   for (int i = 0; i < 2; i++) {
+    if (!gpunet_wino_available (atoi (blocks[i])))
+      check_paths_not_run (blk_path (atoi (blocks[i])));
     if (!all_blocks && i != native)
       continue;
     opts.block = atoi (blocks[i]);
@@ -1112,8 +1126,10 @@ main (int argc, char **argv)
   batch1_only = 0;
   if (gpunet_pw_available (16))
     run ("pw_direct", test_pw_direct);
-  else
+  else {
     printf ("# own 1x1 convolution: this CPU has no AVX-512, skipped\n");
+    check_paths_not_run (GPUNET_CPU_PATH_AVX512);
+  }
   run ("bad_batch", test_bad_batch);
   run ("cpu_options", test_cpu_options);
   run ("golden", test_golden);

@@ -94,6 +94,7 @@ compare_frame (const gpunet_image *img, int R, gpunet_resize_mode mode, float cr
   const size_t plane = (size_t) R * R;
   float *cpu = malloc (3 * plane * sizeof (float));
   gpunet_cpu_preprocess (&plan, img, cpu);
+  check_paths_ran (plan.paths_ran);
   gpunet_cuda_pre_desc d;
   gpunet_cuda_pre_desc_init (&d, &plan, img);
   int differ = 0;
@@ -211,6 +212,7 @@ test_mixed_batch (void)
       break;
     plan.simd_cap = simd_cap;
     gpunet_cpu_preprocess (&plan, &img[i], want + i * per_image);
+    check_paths_ran (plan.paths_ran);
     gpunet_cuda_pre_desc_init (&desc[i], &plan, &img[i]);
     if (cases[i].shares >= 0) {
       desc[i].x = desc[cases[i].shares].x;
