@@ -51,10 +51,10 @@ cores_release (int got)
 }
 
 /* The channel block of the activations between layers: 16 (nChw16c, one AVX-512 vector)
- * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has
- * jit kernels only for the block of the ISA it runs, and falls back to reference ones, tens
- * of times slower, for the other.  The option block=8 or 16 forces it (tests run the
- * 8-channel path on AVX-512 machines with it). */
+ * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has no
+ * AVX2 kernels for nChw16c and falls back to reference ones, tens of times slower (on
+ * AVX-512 it runs nChw8c with its AVX2 kernels).  The option block=8 or 16 forces it
+ * (tests run the 8-channel path on AVX-512 machines with it). */
 static int
 choose_block (const gpunet_cpu_options *o)
 {
