@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build needs (Debian packages, idempotent), builds gst-gpunet and runs
 # the fast suite: every test except the `slow` suite, then the engine's tests and the
-# element's GstCheck test again in a build with AddressSanitizer + UBSan.  The last line
-# is "N passed, S skipped, F failed".
+# element's GstCheck test again in a build with AddressSanitizer + UBSan.  Then the CPU
+# code paths of our kernels (portable, AVX2, AVX-512, AVX-512 BF16/VNNI, AMX) that the
+# tests ran and those they could not run on this CPU, as the tests reported them; the last
+# line is "N passed, S skipped, F failed".
 #
 #   scripts/run-tests.sh          the fast suite (2 to 2.5 minutes on two quiet cores)
 #   scripts/run-tests.sh --slow   then the slow sweeps behind it: the seven full-size models
@@ -77,6 +79,7 @@ if [ $slow = 1 ]; then
   logs+=("$BUILD/meson-logs/testlog-slow.json" "$ASAN_BUILD/meson-logs/testlog-slow.json")
 fi
 
-# last line: "N passed, S skipped, F failed" (skipped tests are not passes)
+# the CPU paths run and not run, then the last line: "N passed, S skipped, F failed"
+# (skipped tests are not passes)
 python3 scripts/test-summary.py "${logs[@]}" || status=1
 exit $status

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/common/cpu_paths.h"
+
 static int check_passed_, check_failed_;
 
 #define CHECK(cond) do { \
@@ -28,9 +30,46 @@ static int check_passed_, check_failed_;
   CHECK_MSG ((text) && strstr ((text), (needle)), "'%s' does not contain '%s'", \
       (text) ? (text) : "(null)", (needle))
 
+/* The CPU code paths (kernels/common/cpu_paths.h bits) this program ran, each beside a
+ * reference it was compared with, and those it would have run on a CPU that has them.
+ * check_report prints them, when any, as one line scripts/test-summary.py reads:
+ *   isa-paths: ran=portable,avx512 not-run=avx2 */
+static unsigned check_paths_ran_, check_paths_not_run_;
+
+static inline void
+check_paths_ran (unsigned paths)
+{
+  check_paths_ran_ |= paths;
+}
+
+static inline void
+check_paths_not_run (unsigned paths)
+{
+  check_paths_not_run_ |= paths;
+}
+
+static inline void
+check_paths_print_ (const char *key, unsigned paths)
+{
+  static const char *const names[] = { "portable", "avx2", "avx512" };
+  printf (" %s=", key);
+  const char *sep = "";
+  for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (paths & (1u << i)) {
+      printf ("%s%s", sep, names[i]);
+      sep = ",";
+    }
+}
+
 static inline int
 check_report (void)
 {
+  if (check_paths_ran_ | check_paths_not_run_) {
+    printf ("isa-paths:");
+    check_paths_print_ ("ran", check_paths_ran_);
+    check_paths_print_ ("not-run", check_paths_not_run_ & ~check_paths_ran_);
+    printf ("\n");
+  }
   printf ("%d passed, %d failed\n", check_passed_, check_failed_);
   return check_failed_ ? 1 : 0;
 }

@@ -149,8 +149,10 @@ tg_pool_linear (test_graph *tg, int in, int classes, int with_bias)
 static gpunet_cpu_options opts;
 
 /* When >= 0: compare() checks that the fast plan runs at least one op on this impl
- * (gpunet_onednn_impl), so a test of a kernel cannot pass on another one. */
+ * (gpunet_onednn_impl), so a test of a kernel cannot pass on another one; and when
+ * expect_count is >= 0 too, exactly that many ops. */
 static int expect_impl = -1;
+static int expect_count = -1;
 
 /* How many ops of a planned fast state run on impl */
 static int
@@ -218,9 +220,13 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   if (st == GPUNET_OK) {
     st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
     CHECK_MSG (st == GPUNET_OK, "%s: fast plan: %s", what, err ? err : "");
-    if (st == GPUNET_OK && expect_impl >= 0)
+    if (st == GPUNET_OK && expect_impl >= 0 && expect_count < 0)
       CHECK_MSG (count_impl (sf, g, expect_impl) > 0, "%s: no op planned on impl %d", what,
           expect_impl);
+    if (st == GPUNET_OK && expect_impl >= 0 && expect_count >= 0)
+      CHECK_MSG (count_impl (sf, g, expect_impl) == expect_count, "%s: %d ops planned on "
+          "impl %d, expected %d", what, count_impl (sf, g, expect_impl), expect_impl,
+          expect_count);
   }
   if (st == GPUNET_OK) {
     st = gpunet_backend_cpu_ref.forward (sr, input, n, ref, traced ? store_trace : NULL, &tr, &err);
@@ -235,6 +241,7 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   }
   if (st == GPUNET_OK) {
     worst = rel_err (fast, ref, out_len);
+    check_paths_ran (gpunet_onednn_cpu_paths (sf));
     CHECK_MSG (worst <= 1e-4, "%s (batch %d of %d): output relative error %.3g", what, n,
         max_batch, worst);
     for (int b = 0; traced && b < 64; b++) {
@@ -400,6 +407,13 @@ test_own_winograd (void)
   }
   opts.winograd = GPUNET_CPU_AUTO;
   expect_impl = -1;
+}
+
+/* The CPU code path of our vector kernels on blk-channel blocks */
+static unsigned
+blk_path (int blk)
+{
+  return blk == 16 ? GPUNET_CPU_PATH_AVX512 : GPUNET_CPU_PATH_AVX2;
 }
 
 /* rand_floats, 64-byte aligned (as the fast path's buffers; its kernels use aligned loads) */
@@ -604,6 +618,8 @@ test_se_direct (int blk)
             continue;
           gpunet_blk_se (&p, y, blk, cp, n, scratch, nt);
           gpunet_se_run (q, x, n, nt);
+          /* the vector form of blk and the plain one (what plans without it run) */
+          check_paths_ran (blk_path (blk) | GPUNET_CPU_PATH_PORTABLE);
           double e = rel_err (x, y, len);
           CHECK_MSG (e <= 1e-5, "se direct c%d h%d rd%d act%d batch %d threads %d: "
               "relative error %.3g", c, h, rd, act, n, nt, e);
@@ -691,6 +707,7 @@ test_pw_direct (void)
               for (size_t i = 0; i < out_len; i++)
                 y[i] = res ? r[i] : 12345.0f;   /* without a residual, all overwritten */
               gpunet_pw_run (q, x, y, n, res, scratch, nt);
+              check_paths_ran (GPUNET_CPU_PATH_AVX512);
               double e = rel_err (y, want, out_len);
               CHECK_MSG (e <= 1e-5, "pw direct %d->%d hw %ld act %d residual %d batch %d "
                   "threads %d Strassen %d: relative error %.3g", cin, cout, hw, act, res, n, nt,
@@ -776,6 +793,7 @@ test_linear_direct (int blk)
             for (size_t i = 0; i < len; i++)
               o[i] = NAN;   /* every output written */
             gpunet_linear_run (&p, x, in_cp, o, n, blk, nt);
+            check_paths_ran (blk_path (blk));
             /* error against the magnitude of the terms (a sum may cancel to near zero) */
             double e = 0.0;
             for (size_t i = 0; i < len; i++) {
@@ -835,6 +853,11 @@ static void
 test_models (void)
 {
   const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
+  /* the 1x1 convolutions forced Strassen takes in each (halves of whole 16-channel
+   * blocks, no padded output channel: pwconv.c): tiny-a's 24 -> 64 but not its
+   * 120 -> 24 (32 output channels, 8 of them padding), tiny-d's 20 -> 1152, none of
+   * tiny-dl's (each reads 16 channels or fewer) */
+  static const int strassen_ops[] = { 1, 1, 0 };
   for (int i = 0; i < 3; i++) {
     gpunet_model *m = random_fixture (fixtures[i], 7 + i);
     if (m) {
@@ -849,9 +872,10 @@ test_models (void)
       snprintf (what, sizeof what, "%s (Strassen 1x1 everywhere)", fixtures[i]);
       opts.strassen = GPUNET_CPU_OWN;
       expect_impl = GPUNET_ONEDNN_PW_STRASSEN;
+      expect_count = strassen_ops[i];
       if (gpunet_pw_available (16))
         compare_batches (what, gpunet_model_graph (m));
-      expect_impl = -1;
+      expect_impl = expect_count = -1;
       opts.strassen = GPUNET_CPU_AUTO;
       gpunet_model_unref (m);
     }
@@ -1057,10 +1081,12 @@ static void linear_direct (void) { test_linear_direct (cur_blk); }
 int
 main (int argc, char **argv)
 {
-  /* "all-blocks": the op tests in both channel blocks of the fast path (16: nChw16c,
-   * AVX-512's; 8: nChw8c, AVX2's); without it only in the block this CPU plans by
-   * default (the other one, on oneDNN's generic kernels where the CPU lacks AVX-512,
-   * takes minutes under the sanitizers: the slow suite runs it) */
+  /* The op tests run in each channel block whose vector kernels this CPU runs (16,
+   * nChw16c: AVX-512; 8, nChw8c: AVX2), so that every form the CPU has is compared with
+   * the reference backend, and always in the block it plans by default.  "all-blocks":
+   * also in a block it has no vector kernels for (16 without AVX-512: oneDNN's generic
+   * kernels and our plain loops, which take minutes under the sanitizers: the slow
+   * suite runs it). */
   int all_blocks = 0;
   only = argv + 1;
   n_only = 0;
@@ -1071,13 +1097,18 @@ main (int argc, char **argv)
       only[n_only++] = argv[i];
   }
   const char *blocks[] = { "16", "8" };
-  const int native = gpunet_wino_available (16) ? 0 : 1;
+  const int native = gpunet_wino_available (16) ? 16 : 8;
   for (int i = 0; i < 2; i++) {
-    if (!all_blocks && i != native)
-      continue;
     opts.block = atoi (blocks[i]);
     cur_blk = atoi (blocks[i]);
     batch1_only = !gpunet_wino_available (cur_blk);
+    if (batch1_only)
+      check_paths_not_run (blk_path (cur_blk));
+    if (batch1_only && !all_blocks && cur_blk != native) {
+      printf ("# op tests with block=%s: this CPU has no vector kernels for it, skipped "
+          "(all-blocks runs them)\n", blocks[i]);
+      continue;
+    }
     printf ("# op tests with block=%s%s\n", blocks[i],
         batch1_only ? " (no vector kernels for it on this CPU: batch 1 only)" : "");
     run ("conv2d", test_conv2d);
@@ -1100,8 +1131,10 @@ main (int argc, char **argv)
   batch1_only = 0;
   if (gpunet_pw_available (16))
     run ("pw_direct", test_pw_direct);
-  else
+  else {
     printf ("# own 1x1 convolution: this CPU has no AVX-512, skipped\n");
+    check_paths_not_run (GPUNET_CPU_PATH_AVX512);
+  }
   run ("bad_batch", test_bad_batch);
   run ("cpu_options", test_cpu_options);
   run ("golden", test_golden);

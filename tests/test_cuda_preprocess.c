@@ -16,7 +16,8 @@
 #include "gpunet.h"
 
 /* the CPU pass's vector code: -1 what this CPU has; "portable" (argument) 0, so the plain
- * loops are held to the same per-pixel maths on a CPU with AVX2 or AVX-512 */
+ * loops are held to the same per-pixel maths on a CPU with AVX2 or AVX-512; "avx2" 1, so
+ * are the AVX2 ones on a CPU with AVX-512 */
 static int simd_cap = -1;
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
@@ -94,6 +95,7 @@ compare_frame (const gpunet_image *img, int R, gpunet_resize_mode mode, float cr
   const size_t plane = (size_t) R * R;
   float *cpu = malloc (3 * plane * sizeof (float));
   gpunet_cpu_preprocess (&plan, img, cpu);
+  check_paths_ran (plan.paths_ran);
   gpunet_cuda_pre_desc d;
   gpunet_cuda_pre_desc_init (&d, &plan, img);
   int differ = 0;
@@ -211,6 +213,7 @@ test_mixed_batch (void)
       break;
     plan.simd_cap = simd_cap;
     gpunet_cpu_preprocess (&plan, &img[i], want + i * per_image);
+    check_paths_ran (plan.paths_ran);
     gpunet_cuda_pre_desc_init (&desc[i], &plan, &img[i]);
     if (cases[i].shares >= 0) {
       desc[i].x = desc[cases[i].shares].x;
@@ -384,13 +387,23 @@ main (int argc, char **argv)
 {
   if (argc > 1 && !strcmp (argv[1], "portable"))
     simd_cap = 0;
+  else if (argc > 1 && !strcmp (argv[1], "avx2"))
+    simd_cap = 1;
   else if (argc > 1) {
-    fprintf (stderr, "usage: test_cuda_preprocess [portable]\n");
+    fprintf (stderr, "usage: test_cuda_preprocess [portable|avx2]\n");
     return 2;
   }
   test_preprocess_pixel ();
   test_mixed_batch ();
   test_topk ();
   test_engine_checks ();
+  if (simd_cap == 1 && !(check_paths_ran_ & GPUNET_CPU_PATH_AVX2)) {
+    /* what this run is for did not run: a CPU without AVX2 */
+    check_paths_not_run (GPUNET_CPU_PATH_AVX2);
+    if (check_report () != 0)
+      return 1;
+    printf ("# the CPU pass's AVX2 code: this CPU has no AVX2, skipped\n");
+    return 77;
+  }
   return check_report ();
 }

@@ -1,11 +1,16 @@
 /* test_golden.c: the whole engine against NVIDIA's PyTorch outputs: each fixture's
  * logits (max |ours - golden| <= 1e-4 * max(1, max |golden|)) and top-5, from the
  * training checkpoint and from the plain state dict; every block's activation; the
- * decoy state_dict weights must not match; parameter counts. */
+ * decoy state_dict weights must not match; parameter counts.  On the fast CPU backend it
+ * reports the CPU code paths its plans ran (check.h). */
 #include <math.h>
 
 #include "check.h"
 #include "gpunet.h"
+#include "session_private.h"
+#ifdef GPUNET_HAVE_ONEDNN
+#include "onednn/backend_onednn.h"
+#endif
 
 typedef struct {
   const char *name;
@@ -150,6 +155,11 @@ run_fixture (const char *dir, const fixture *f)
       CHECK_MSG (t.n_checked == f->n_blocks, "%s: %d blocks traced", f->name, t.n_checked);
       double rel = rel_error (logits, golden, out_n);
       CHECK_MSG (rel <= 1e-4, "%s (%s): logits relative error %.3g", f->name, weights[w], rel);
+#ifdef GPUNET_HAVE_ONEDNN
+      /* the CPU code paths this plan ran (GPUNET_CPU simd= and block= choose them) */
+      if (s->backend == &gpunet_backend_cpu_fast)
+        check_paths_ran (gpunet_onednn_cpu_paths (s->state));
+#endif
       printf ("%s from %s: logits relative error %.3g, worst block %.3g\n", f->name,
           expect_source[w], rel, t.worst);
       CHECK_MSG (rel_error (logits, wrong, out_n) > 1e-2, "%s matches the decoy weights", f->name);

@@ -673,8 +673,11 @@ gpunet_cpu_preprocess (gpunet_preprocess_plan *p, const gpunet_image *image, flo
 #ifdef GPUNET_PRE_SIMD
   const int simd = cpu_simd_level (p), hsimd = horizontal_simd_level (p);
 #else
-  const int simd = 0;
+  const int simd = 0, hsimd = 0;
 #endif
+  p->paths_ran |= (simd >= 1 || hsimd == 1 ? GPUNET_CPU_PATH_AVX2 : 0)
+      | (hsimd == 2 ? GPUNET_CPU_PATH_AVX512 : 0)
+      | (simd == 0 || hsimd == 0 ? GPUNET_CPU_PATH_PORTABLE : 0);
   for (int i = 0; i < p->ring_rows; i++)
     p->ring_tag[i] = -1;
 

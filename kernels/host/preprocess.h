@@ -7,6 +7,7 @@
 
 #include "gpunet.h"
 #include "preprocess_math.h"
+#include "cpu_paths.h"
 
 /* The taps of one axis for output indices 0..n-1; outputs outside [lo, hi) are padding. */
 typedef struct {
@@ -28,6 +29,9 @@ typedef struct {
   int simd_cap;         /* the most vector code the pass uses: -1 (plan_init's default)
                          * what the CPU has, 0 the portable loops, 1 AVX2 (the session
                          * sets it from gpunet_cpu_options.simd; tests set it) */
+  unsigned paths_ran;   /* the CPU code paths (cpu_paths.h bits) the passes with this
+                         * plan ran: AVX2 / AVX-512 for their vector code, PORTABLE where
+                         * a pass part with vector forms ran its plain loops (tests read it) */
   int round8;           /* 1 (plan_init's default): round each resampled value to an
                          * integer 0..255 like PIL's 8-bit output; 0: clamp only */
   float norm[3][256];   /* gpunet_normalize (v, c) of each 8-bit value (used with round8:

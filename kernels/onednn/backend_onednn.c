@@ -14,6 +14,7 @@
 
 #include "kernel_error.h"
 #include "activation.h"
+#include "cpu_paths.h"
 #include "blocked_ops.h"
 #include "linear.h"
 #include "onednn_state.h"
@@ -50,10 +51,10 @@ cores_release (int got)
 }
 
 /* The channel block of the activations between layers: 16 (nChw16c, one AVX-512 vector)
- * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has
- * jit kernels only for the block of the ISA it runs, and falls back to reference ones, tens
- * of times slower, for the other.  The option block=8 or 16 forces it (tests run the
- * 8-channel path on AVX-512 machines with it). */
+ * where oneDNN runs AVX-512 kernels, else 8 (nChw8c, one AVX2 vector): oneDNN 2.6 has no
+ * AVX2 kernels for nChw16c and falls back to reference ones, tens of times slower (on
+ * AVX-512 it runs nChw8c with its AVX2 kernels).  The option block=8 or 16 forces it
+ * (tests run the 8-channel path on AVX-512 machines with it). */
 static int
 choose_block (const gpunet_cpu_options *o)
 {
@@ -585,6 +586,35 @@ gpunet_onednn_op_impl (const void *state, int op)
 {
   const fast_state *s = state;
   return op >= 0 && op < s->g->n_ops ? (int) s->ops[op].impl : -1;
+}
+
+unsigned
+gpunet_onednn_cpu_paths (const void *state)
+{
+  const fast_state *s = state;
+  const unsigned vec = s->blk == 16 ? GPUNET_CPU_PATH_AVX512 : GPUNET_CPU_PATH_AVX2;
+  unsigned paths = 0;
+  for (int i = 0; i < s->g->n_ops; i++)
+    switch (s->ops[i].impl) {
+      case GPUNET_ONEDNN_WINO:
+      case GPUNET_ONEDNN_WINO3:
+      case GPUNET_ONEDNN_DW:
+      case GPUNET_ONEDNN_SE:
+      case GPUNET_ONEDNN_LINEAR:
+        paths |= vec;
+        break;
+      case GPUNET_ONEDNN_PW:
+      case GPUNET_ONEDNN_PW_STRASSEN:
+        paths |= GPUNET_CPU_PATH_AVX512;
+        break;
+      case GPUNET_ONEDNN_SE_PLAIN:
+      case GPUNET_ONEDNN_LINEAR_PLAIN:
+        paths |= GPUNET_CPU_PATH_PORTABLE;
+        break;
+      default:   /* oneDNN's primitives; the average pool has one (plain) form */
+        break;
+    }
+  return paths;
 }
 
 const gpunet_backend gpunet_backend_cpu_fast = {

@@ -34,6 +34,12 @@ typedef enum {
  * gpunet_backend_cpu_fast.plan gave); -1 for an op index out of range. */
 int gpunet_onednn_op_impl (const void *state, int op);
 
+/* Tests: the CPU code paths (cpu_paths.h bits) our kernels in a planned state run: the
+ * vector forms of the channel block (AVX-512 for 16, AVX2 for 8; the 1x1 AVX-512 only),
+ * PORTABLE where the plain form of a kernel that has vector ones was planned instead.
+ * oneDNN's primitives choose their own code (DNNL_MAX_CPU_ISA caps it) and add nothing. */
+unsigned gpunet_onednn_cpu_paths (const void *state);
+
 /* Benchmarks only: when op_seconds is non-NULL (one double per graph op, zeroed by the
  * caller), each later forward on `state` waits after every op and adds its wall time in
  * seconds there.  Pass NULL to stop. */

@@ -30,7 +30,8 @@ enum { GPUNET_PW_STRASSEN_OFF, GPUNET_PW_STRASSEN_AUTO, GPUNET_PW_STRASSEN_FORCE
 /* Plans out = act(weight in + bias) for hw pixels: weight is cout x cin (plain), bias may
  * be NULL, cp / ocp the padded (multiple of 16) channel counts of the blocked input and
  * output, act a GPUNET_EPI_* value, residual 1 when the runs will add a residual (then
- * Strassen is only used without an activation), strassen a GPUNET_PW_STRASSEN_* value.
+ * Strassen is only used without an activation), strassen a GPUNET_PW_STRASSEN_* value
+ * (Strassen never where cout < ocp: it would leave rounding residue in padding lanes).
  * NULL when out of memory or the arguments are invalid. */
 gpunet_pw *gpunet_pw_new (const float *weight, const float *bias, int cin, int cout, int cp,
     int ocp, long hw, int act, int residual, int strassen);
