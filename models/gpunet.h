@@ -242,11 +242,12 @@ void gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score 
 
 /* ---- engines: one session shared by many producers, batched, asynchronous ------- */
 
-/* A gpunet_engine owns one session and one worker thread.  Any number of threads
- * submit requests (one or more images each); the worker gathers the queued images
- * of all requests, up to max_batch, into one preprocess + forward pass, and calls
- * each request's completion function once all its images are classified.  Requests
- * complete in submission order.  Results do not depend on what else shares a pass
+/* A gpunet_engine owns one worker thread and one session per pass in flight
+ * (passes_in_flight, default 1).  Any number of threads submit requests (one or more
+ * images each); a free worker gathers the queued images of all requests, up to
+ * max_batch, into one preprocess + forward pass, and each request's completion function
+ * runs once all its images are classified.  Requests complete in submission order,
+ * whichever pass finishes first.  Results do not depend on what else shares a pass
  * (the CPU backends give the same bits at every batch size). */
 typedef struct gpunet_engine gpunet_engine;
 
@@ -256,6 +257,13 @@ typedef struct {
   int64_t batch_timeout_us;       /* how long a partial batch may wait for more images
                                    * after its first one was queued; 0 = run what is
                                    * queued as soon as the worker is free */
+  int passes_in_flight;           /* forward passes run at once, 1 to 4 (0 = 1): each
+                                   * has a session of its own (its own buffers, and on
+                                   * CUDA its own stream and graphs), so one batch is
+                                   * uploaded and preprocessed while another runs;
+                                   * requests still complete in submission order.  Costs
+                                   * the session's memory once more per pass.  CPU
+                                   * sessions gain nothing (they share the cores). */
   /* Called on the worker thread around every session call (and around creating and
    * freeing the session): e.g. push and pop a CUDA context.  Both may be NULL. */
   void (*enter) (void *user);

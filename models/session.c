@@ -93,9 +93,10 @@ try_backend (gpunet_session *s, const gpunet_backend *be, char **error_text)
   return st;
 }
 
-gpunet_status
-gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
-    gpunet_session **out, char **error_text)
+/* gpunet_session_new; `forced` (tests: a fake backend) replaces the registry's choice. */
+static gpunet_status
+session_new (gpunet_model *model, const gpunet_session_params *params,
+    const gpunet_backend *forced, gpunet_session **out, char **error_text)
 {
   if (!model || !out)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
@@ -127,14 +128,14 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   /* auto: CUDA, else (keeping the reason) the fast CPU backend; any other kind is
    * the registry's backend of that kind or the sentence saying why there is none */
   gpunet_status st;
-  const gpunet_backend *be = gpunet_backend_find (
+  const gpunet_backend *be = forced ? forced : gpunet_backend_find (
       p.backend == GPUNET_BACKEND_AUTO ? GPUNET_BACKEND_CUDA : p.backend, error_text);
   if (be)
     st = try_backend (s, be, error_text);
   else
     st = p.backend == GPUNET_BACKEND_CUDA || p.backend == GPUNET_BACKEND_AUTO
         ? GPUNET_ERR_BACKEND_UNAVAILABLE : GPUNET_ERR_INVALID_ARGUMENT;
-  if (p.backend == GPUNET_BACKEND_AUTO && st == GPUNET_ERR_BACKEND_UNAVAILABLE) {
+  if (!forced && p.backend == GPUNET_BACKEND_AUTO && st == GPUNET_ERR_BACKEND_UNAVAILABLE) {
     /* keep the reason for callers that want to log it, then fall back */
     free (s->fallback_reason);
     s->fallback_reason = error_text && *error_text ? strdup (*error_text) : NULL;
@@ -160,6 +161,23 @@ gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
   }
   *out = s;
   return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_session_new (gpunet_model *model, const gpunet_session_params *params,
+    gpunet_session **out, char **error_text)
+{
+  return session_new (model, params, NULL, out, error_text);
+}
+
+gpunet_status
+gpunet_session_new_on (gpunet_model *model, const gpunet_session_params *params,
+    const gpunet_backend *backend, gpunet_session **out, char **error_text)
+{
+  if (!backend)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "gpunet_session_new_on needs a backend");
+  return session_new (model, params, backend, out, error_text);
 }
 
 void

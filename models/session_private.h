@@ -37,6 +37,19 @@ gpunet_status gpunet_session_classify_each (gpunet_session *session,
     const gpunet_image *images, const gpunet_preprocess_params *pres, int n, int k,
     gpunet_class_score *out, char **error_text);
 
+/* gpunet_session_new on `backend` instead of the registry's (tests: a fake backend). */
+gpunet_status gpunet_session_new_on (gpunet_model *model, const gpunet_session_params *params,
+    const gpunet_backend *backend, gpunet_session **out, char **error_text);
+
+/* gpunet_engine_new whose sessions run on `backend` (tests: a fake backend whose passes
+ * take their own time).  (engine.c) */
+gpunet_status gpunet_engine_new_on (gpunet_model *model, const gpunet_engine_params *params,
+    const gpunet_backend *backend, gpunet_engine **out, char **error_text);
+
+/* The most passes the engine's workers have had taken at once (at most
+ * passes_in_flight).  (engine.c) */
+int gpunet_engine_most_passes (gpunet_engine *engine);
+
 /* Why backend=auto fell back to the CPU, or NULL. */
 const char *gpunet_session_fallback_reason (const gpunet_session *session);
 

@@ -3,7 +3,8 @@
  * request alone, whatever shares a pass (sizes and formats mixed, requests spread over
  * passes); a timeout gathers requests into fewer passes; requests complete in order
  * from many threads; a bad frame fails its own submission only; cancel withdraws
- * queued requests and returns only once none of them runs. */
+ * queued requests and returns only once none of them runs; all with one pass in flight
+ * and with two. */
 #include <pthread.h>
 #include <stdint.h>
 
@@ -88,11 +89,15 @@ load_fixture (void)
   return m;
 }
 
+/* passes in flight of every engine made: main runs the tests with 1 and 2 */
+static int g_passes = 1;
+
 static gpunet_engine *
 make_engine (gpunet_model *m, int max_batch, int64_t timeout_us)
 {
   gpunet_engine_params p;
   gpunet_engine_params_init (&p);
+  p.passes_in_flight = g_passes;
   p.session.backend = GPUNET_BACKEND_CPU;
   p.session.max_batch = max_batch;
   p.session.n_threads = 1;
@@ -342,10 +347,12 @@ main (void)
   gpunet_model *m = load_fixture ();
   if (!m)
     return check_report ();
-  test_same_bits (m);
-  test_batching (m);
-  test_bad_frame (m);
-  test_threads_and_cancel (m);
+  for (g_passes = 1; g_passes <= 2; g_passes++) {
+    test_same_bits (m);
+    test_batching (m);
+    test_bad_frame (m);
+    test_threads_and_cancel (m);
+  }
   gpunet_model_unref (m);
   return check_report ();
 }
