@@ -55,11 +55,14 @@ model=${model:-gpunet-0}
 
 scripts/install-deps.sh
 BUILD=${BUILD_DIR:-build}
+# the CUDA architectures of scripts/run-tests.sh (env GPU_ARCHS, default 75), so the two
+# README commands share one build and never rebuild each other's CUDA objects
+GPU_ARCHS=${GPU_ARCHS:-75}
 if [ ! -f "$BUILD/build.ninja" ]; then
   echo "building (first run takes ~1.5 min, longer on a busy machine)..."
-  meson setup "$BUILD" >/dev/null
+  meson setup "$BUILD" -Dgpu_archs="$GPU_ARCHS" >/dev/null
 else
-  meson setup --reconfigure "$BUILD" >/dev/null
+  meson setup --reconfigure "$BUILD" -Dgpu_archs="$GPU_ARCHS" >/dev/null
 fi
 # ninja's own progress lines ([12/97] Compiling ...) while there is work to do; the
 # whole log when it fails
