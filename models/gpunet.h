@@ -133,6 +133,23 @@ gpunet_status gpunet_cpu_options_parse (gpunet_cpu_options *options, const char 
 /* Levels of gpunet_session_params.cuda_fused. */
 enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };
 
+/* The CUDA backend's run-time choices (docs/cuda.md, "Options").  All zero is the
+ * default. */
+enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
+enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
+typedef struct {
+  int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
+                 * _OFF: plain launches */
+  int dwconv;   /* GPUNET_CUDA_DW_AUTO: the tiled depthwise kernel where it applies;
+                 * _DIRECT: the one-thread-per-output kernel for every shape */
+} gpunet_cuda_options;
+
+/* Parses "key=value,..." (graphs=on|off, dwconv=auto|direct) over *options, left
+ * unchanged on failure; `source` names where spec came from in the error sentence.  An
+ * empty or NULL spec changes nothing. */
+gpunet_status gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec,
+    const char *source, char **error_text);
+
 typedef struct {
   gpunet_backend_kind backend;
   gpunet_precision precision;
@@ -154,6 +171,9 @@ typedef struct {
   gpunet_cpu_options cpu;  /* the fast CPU backend's options; gpunet_session_new applies
                             * the environment variable GPUNET_CPU over them (same syntax
                             * as gpunet_cpu_options_parse) and fails on a malformed one */
+  gpunet_cuda_options cuda;  /* the CUDA backend's options; gpunet_session_new applies
+                              * the environment variable GPUNET_CUDA over them (syntax of
+                              * gpunet_cuda_options_parse) and fails on a malformed one */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);

@@ -84,6 +84,43 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
   return GPUNET_OK;
 }
 
+gpunet_status
+gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const char *source,
+    char **error_text)
+{
+  if (!options)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+        "gpunet_cuda_options_parse needs options to fill");
+  if (!source)
+    source = "CUDA options";
+  gpunet_cuda_options o = *options;
+  for (const char *item = spec; item && *item;) {
+    const char *end = strchr (item, ',');
+    const size_t len = end ? (size_t) (end - item) : strlen (item);
+    char pair[64];
+    if (len >= sizeof pair)
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is too long "
+          "for a key=value pair (graphs=on|off, dwconv=auto|direct)", source, (int) len, item);
+    memcpy (pair, item, len);
+    pair[len] = '\0';
+    if (!strcmp (pair, "graphs=on"))
+      o.graphs = GPUNET_CUDA_GRAPHS_ON;
+    else if (!strcmp (pair, "graphs=off"))
+      o.graphs = GPUNET_CUDA_GRAPHS_OFF;
+    else if (!strcmp (pair, "dwconv=auto"))
+      o.dwconv = GPUNET_CUDA_DW_AUTO;
+    else if (!strcmp (pair, "dwconv=direct"))
+      o.dwconv = GPUNET_CUDA_DW_DIRECT;
+    else
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%s' is not one of "
+          "graphs=on, graphs=off, dwconv=auto, dwconv=direct (for example %s=graphs=off)",
+          source, pair, source);
+    item = end ? end + 1 : NULL;
+  }
+  *options = o;
+  return GPUNET_OK;
+}
+
 static gpunet_status
 try_backend (gpunet_session *s, const gpunet_backend *be, char **error_text)
 {
@@ -116,6 +153,11 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
   /* the one place the library reads GPUNET_CPU */
   gpunet_status cst = gpunet_cpu_options_parse (&p.cpu, getenv ("GPUNET_CPU"),
       "environment variable GPUNET_CPU", error_text);
+  if (cst != GPUNET_OK)
+    return cst;
+  /* and GPUNET_CUDA, the one place the library reads it */
+  cst = gpunet_cuda_options_parse (&p.cuda, getenv ("GPUNET_CUDA"),
+      "environment variable GPUNET_CUDA", error_text);
   if (cst != GPUNET_OK)
     return cst;
 

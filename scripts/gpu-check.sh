@@ -273,7 +273,7 @@ selftest () {
   for p in fp32 fp16; do for g in 1 0; do for b in 1 4 8; do
     n=$((n + 1))
     echo "--- precision $p, graphs $g, batch $b"
-    GPUNET_CUDA_GRAPHS=$g "$TOOLS/gpunet-selftest" --precision $p --batch $b || { bad=$((bad + 1)); echo "FAILED: $p graphs=$g batch=$b"; }
+    GPUNET_CUDA=graphs=$([ $g = 1 ] && echo on || echo off) "$TOOLS/gpunet-selftest" --precision $p --batch $b || { bad=$((bad + 1)); echo "FAILED: $p graphs=$g batch=$b"; }
   done; done; done
   echo "detail: $((n - bad))/$n self-test runs passed (fp32/fp16 x graphs on/off x batch 1/4/8)"
   [ $bad -eq 0 ]
@@ -282,7 +282,7 @@ sanitize () {
   command -v compute-sanitizer > /dev/null || { echo "detail: skipped: compute-sanitizer not on PATH (CUDA toolkit's bin)"; return 77; }
   local extra=""
   [ "$1" = memcheck ] && extra="--leak-check full"
-  GPUNET_CUDA_GRAPHS=0 compute-sanitizer --tool "$1" $extra --error-exitcode 1 \
+  GPUNET_CUDA=graphs=off compute-sanitizer --tool "$1" $extra --error-exitcode 1 \
     "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 2 2>&1 | tee "$W/sanitize-$1.txt"
   local rc=${PIPESTATUS[0]}
   echo "detail: compute-sanitizer --tool $1: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$W/sanitize-$1.txt" | tail -n 1)"
@@ -318,8 +318,8 @@ bench_fused () {
 }
 export -f selftest sanitize gpu_median bench bench_fused
 step selftest 1800 selftest
-step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA_GRAPHS=0 "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
-step selftest-dw-direct 300 'GPUNET_CUDA_DWCONV=direct "$TOOLS/gpunet-selftest" --precision all'
+step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
+step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'

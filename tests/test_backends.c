@@ -1,7 +1,8 @@
 /* test_backends.c: the backend registry (kernels/registry.c) against its users: every
  * kind has one name and back, each backend found answers to its kind's name, sessions
  * run on the kind asked for (cpu-ref is the oracle, not the fast path), and unknown
- * names and kinds get a sentence. */
+ * names and kinds get a sentence; the CUDA options parse, and a session applies
+ * GPUNET_CUDA (a malformed value fails it with a sentence). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,11 +112,60 @@ test_sessions (void)
   gpunet_model_unref (m);
 }
 
+static void
+test_cuda_options (void)
+{
+  gpunet_cuda_options o = { 0 };
+  char *err = NULL;
+  CHECK (o.graphs == GPUNET_CUDA_GRAPHS_ON && o.dwconv == GPUNET_CUDA_DW_AUTO);
+  CHECK (gpunet_cuda_options_parse (&o, "graphs=off,dwconv=direct", "--x", &err) == GPUNET_OK
+      && o.graphs == GPUNET_CUDA_GRAPHS_OFF && o.dwconv == GPUNET_CUDA_DW_DIRECT);
+  CHECK (gpunet_cuda_options_parse (&o, "dwconv=auto", "--x", &err) == GPUNET_OK
+      && o.graphs == GPUNET_CUDA_GRAPHS_OFF && o.dwconv == GPUNET_CUDA_DW_AUTO);
+  CHECK (gpunet_cuda_options_parse (&o, "graphs=on", "--x", &err) == GPUNET_OK
+      && o.graphs == GPUNET_CUDA_GRAPHS_ON);
+  CHECK (gpunet_cuda_options_parse (&o, NULL, "--x", &err) == GPUNET_OK
+      && gpunet_cuda_options_parse (&o, "", "--x", &err) == GPUNET_OK && o.graphs == 0);
+  /* a bad pair: a sentence naming it, the options unchanged */
+  o.dwconv = GPUNET_CUDA_DW_DIRECT;
+  CHECK (gpunet_cuda_options_parse (&o, "dwconv=auto,graphs=0", "GPUNET_CUDA", &err)
+      == GPUNET_ERR_INVALID_ARGUMENT && o.dwconv == GPUNET_CUDA_DW_DIRECT);
+  CHECK_CONTAINS (err, "'graphs=0'");
+  CHECK_CONTAINS (err, "graphs=off");
+  free (err);
+  err = NULL;
+  /* the session reads GPUNET_CUDA: a malformed value fails it, on any backend */
+  char arch[1024], ckpt[1024];
+  snprintf (arch, sizeof arch, "%s/fixtures/tiny-a.json", check_data_dir ());
+  snprintf (ckpt, sizeof ckpt, "%s/fixtures/tiny-a/tiny-a.pth.tar", check_data_dir ());
+  gpunet_model *m = NULL;
+  if (gpunet_model_load (arch, ckpt, &m, &err) != GPUNET_OK) {
+    CHECK_MSG (0, "%s", err ? err : "?");
+    free (err);
+    return;
+  }
+  gpunet_session_params p;
+  gpunet_session_params_init (&p);
+  p.backend = GPUNET_BACKEND_CPU_REF;
+  gpunet_session *s = NULL;
+  setenv ("GPUNET_CUDA", "graphs=maybe", 1);
+  CHECK (gpunet_session_new (m, &p, &s, &err) == GPUNET_ERR_INVALID_ARGUMENT && !s);
+  CHECK_CONTAINS (err, "environment variable GPUNET_CUDA");
+  free (err);
+  err = NULL;
+  setenv ("GPUNET_CUDA", "graphs=off", 1);
+  CHECK_MSG (gpunet_session_new (m, &p, &s, &err) == GPUNET_OK, "%s", err ? err : "?");
+  gpunet_session_free (s);
+  unsetenv ("GPUNET_CUDA");
+  gpunet_model_unref (m);
+}
+
 int
 main (void)
 {
   test_names ();
   test_find ();
   test_sessions ();
+  test_cuda_options ();
   return check_report ();
 }

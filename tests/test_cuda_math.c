@@ -1235,7 +1235,7 @@ test_graph_state (void)
   }
   CHECK (captures == GPUNET_GRAPH_MAX_FAILS && logs == 1 && !gpunet_graph_will_replay (&g, 3));
 
-  /* disabled (GPUNET_CUDA_GRAPHS=0): never a capture */
+  /* disabled (GPUNET_CUDA=graphs=off): never a capture */
   memset (&g, 0, sizeof g);
   for (int i = 0; i < 4; i++) {
     a = graph_step (&g, 3, 0, 1, &way, &drop);

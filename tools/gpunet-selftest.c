@@ -686,7 +686,7 @@ usage (FILE *f)
       "  fp16 tolerances (fp16 storage, fp32 accumulation; tests/data/fixtures/README.md):\n"
       "  %.0e per op, %.0e for logits and block outputs, top-1 as above with a margin of\n"
       "  %.0e, and at least %.0f%% of the CPU's top-%d ids in the CUDA top-%d.\n"
-      "  Untraced forward runs (captured in a CUDA graph unless GPUNET_CUDA_GRAPHS=0) must give\n"
+      "  Untraced forward runs (captured in a CUDA graph unless GPUNET_CUDA=graphs=off) must give\n"
       "  the traced run's logits within the per-op tolerance.\n"
       "  Device frames (NV12, I420, RGBA, BGRA, RGBx, BGRx uploaded from host): the CUDA\n"
       "  preprocess may differ from the CPU one (rounded once to half in fp16) by one 8-bit\n"
@@ -786,11 +786,19 @@ main (int argc, char **argv)
   api->describe_device (device, dev, sizeof dev);
   printf ("gpunet-selftest: CUDA device %d: %s; %s, batch %d, seed %llu\n", device, dev,
       n_tols == 2 ? "fp32 and fp16" : tols[0]->name, batch, seed);
-  /* the switches that change which kernels run */
-  const char *const switches[] = { "GPUNET_CUDA_GRAPHS", "GPUNET_CUDA_DWCONV" };
-  for (size_t i = 0; i < sizeof switches / sizeof switches[0]; i++)
-    if (getenv (switches[i]))
-      printf ("gpunet-selftest: %s=%s\n", switches[i], getenv (switches[i]));
+  /* the options that change which kernels run: the sessions read GPUNET_CUDA themselves,
+   * the op runner gets them here */
+  gpunet_cuda_options copts = { 0 };
+  const char *cuda_env = getenv ("GPUNET_CUDA");
+  if (gpunet_cuda_options_parse (&copts, cuda_env, "environment variable GPUNET_CUDA", &err)
+      != GPUNET_OK || api->set_cuda_options (runner, &copts, &err) != GPUNET_OK) {
+    printf ("gpunet-selftest: %s\n", err ? err : "?");
+    free (err);
+    api->runner_free (runner);
+    return 1;
+  }
+  if (cuda_env && *cuda_env)
+    printf ("gpunet-selftest: GPUNET_CUDA=%s\n", cuda_env);
 
   int failures = 0, models = 0;
   const char *const *names = gpunet_arch_builtin_names ();

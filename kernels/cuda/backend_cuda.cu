@@ -157,7 +157,8 @@ plan_fusion (cuda_state *s)
     if (!gpunet_fusion_dw_se_at (g, i))
       continue;
     const gpunet_se_params *sp = &g->ops[i + 1].p.se;
-    const int tiles = gpunet_cuda_dwconv2d_squeeze_tiles (&g->ops[i].p.dwconv2d, nb);
+    const int tiles = gpunet_cuda_dwconv2d_squeeze_tiles (&g->ops[i].p.dwconv2d, nb,
+        s->ctx.dw_direct);
     if (!tiles || !gpunet_cuda_excite_fits (sp->c, sp->rd))
       continue;
     s->layers[i].fused_tiles = s->layers[i + 1].fused_tiles = tiles;
@@ -298,7 +299,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning the CUDA backend");
   s->g = graph;
   s->max_batch = params->max_batch;
-  s->graphs = gpunet_cuda_graphs_enabled ();
+  s->graphs = params->cuda.graphs != GPUNET_CUDA_GRAPHS_OFF;
   s->fused = params->cuda_fused;
   s->head_op = -1;
   /* planning runs in the session's context (pushed when the caller has another) */
@@ -310,6 +311,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void 
     st = gpunet_cuda_resolve_precision (params->precision, &s->dtype, error_text);
   if (st == GPUNET_OK) {
     s->ctx.dtype = s->dtype;
+    s->ctx.dw_direct = params->cuda.dwconv == GPUNET_CUDA_DW_DIRECT;
     s->esize = gpunet_cuda_dtype_size (s->dtype);
     /* the NHWC network: fp16 only (fp32 keeps the verified NCHW path, which matches the
      * CPU's arithmetic), and only where every SE's excite fits its shared memory */

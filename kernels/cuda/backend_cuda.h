@@ -30,7 +30,7 @@ typedef struct {
   const gpunet_cuda_pre_tables **img_tables; /* max_batch: the tables of each image of a call */
   gpunet_cuda_pre_desc *h_desc, *d_desc; /* max_batch preprocess descriptors (pinned, device) */
   gpunet_class_score *d_topk, *h_topk; /* max_batch x classes results (device, pinned) */
-  int graphs;                          /* capture the per-frame work (GPUNET_CUDA_GRAPHS) */
+  int graphs;                          /* capture the per-frame work (the option graphs) */
   gpunet_cuda_graph *fwd_graph, *dev_graph; /* per batch size 1..max_batch */
   int run_n, run_k;                    /* arguments of the work being enqueued */
   uint8_t *h_stage, *d_stage;          /* classify_host: packed frames (pinned, device) */

@@ -74,7 +74,8 @@ cudaError_t gpunet_cuda_epilogue (gpunet_cuda_dtype t, void *y, const float *bia
 /* Depthwise conv with act(acc + bias): in, out, w of type t (device copy of p->weight),
  * b float or NULL.  (dwconv2d.cu) */
 cudaError_t gpunet_cuda_dwconv2d (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
-    const void *w, const float *b, const void *in, void *out, int n, cudaStream_t stream);
+    const void *w, const float *b, const void *in, void *out, int n, int direct,
+    cudaStream_t stream);
 /* out[r] = mean of row r of `in` (rows x plane): global average pool.  (pool.cu) */
 cudaError_t gpunet_cuda_row_mean (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
     void *out, long long rows, long long plane, cudaStream_t stream);
@@ -94,7 +95,7 @@ cudaError_t gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, cons
 
 /* Tiles per plane of p's tiled depthwise kernel for up to max_n images, 0 when p runs
  * the direct kernel (then the squeeze cannot be fused).  (dwconv2d.cu) */
-int gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max_n);
+int gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max_n, int direct);
 /* gpunet_cuda_dwconv2d through the tiled kernel, which also writes each tile's output
  * sum to squeeze[(image * c + channel) * tiles + tile] (n * c * tiles floats);
  * cudaErrorInvalidValue when p has no tiled kernel.  (dwconv2d.cu) */
@@ -212,8 +213,6 @@ typedef struct {
   gpunet_graph_state state; /* keys, warm-up, capture outcomes (cuda_graph_state.h) */
 } gpunet_cuda_graph;
 
-/* 0 when GPUNET_CUDA_GRAPHS is 0/no/off. */
-int gpunet_cuda_graphs_enabled (void);
 /* Runs fn's work on stream: replays g's graph for `key` when one was captured; otherwise
  * calls fn directly the first time (warm-up) and, when enabled and the policy allows,
  * captures fn into g and launches it the second time (cuda_graph_state.h: a few keys per
@@ -244,6 +243,7 @@ typedef struct {
   float *scratch;           /* SE scratch */
   size_t scratch_floats;
   int nhwc;                 /* the NHWC network: layers plan NHWC (set before planning) */
+  int dw_direct;            /* the option dwconv=direct: the direct depthwise kernel */
 } gpunet_cuda_ctx;
 
 typedef struct {

@@ -16,13 +16,15 @@ extern "C" {
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
 /* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 9   /* 2: backend.h gained classify_device; 3: set_precision;
+#define GPUNET_CUDA_ABI_VERSION 10  /* 2: backend.h gained classify_device; 3: set_precision;
                                      * 4: classify_host and the bench API;
                                      * 5: the bench API's forward_time;
                                      * 6: classify_device/_host take one plan per image;
                                      * 7: gpunet_session_params.cuda_fused;
                                      * 8: gpunet_session_params.cuda_context;
-                                     * 9: the bench API's net_time and graph_nodes */
+                                     * 9: the bench API's net_time and graph_nodes;
+                                     * 10: gpunet_session_params.cuda, the op API's
+                                     * set_cuda_options */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
@@ -55,6 +57,9 @@ typedef struct {
    * device, so fp16 results carry fp16 rounding of inputs, weights and outputs. */
   gpunet_status (*set_precision) (gpunet_cuda_op_runner *runner, gpunet_precision precision,
       char **error_text);
+  /* The options run() follows from now on (dwconv; the runner never captures graphs). */
+  gpunet_status (*set_cuda_options) (gpunet_cuda_op_runner *runner,
+      const gpunet_cuda_options *options, char **error_text);
 } gpunet_cuda_op_api;
 
 #define GPUNET_CUDA_OP_API_SYMBOL "gpunet_cuda_op_api_entry"

@@ -1,7 +1,7 @@
 /* dwconv2d.cu: depthwise convolution (one k x k filter per channel) with the epilogue
  * act(acc + bias) over NCHW, float or fp16 storage.  The default, tiled kernel stages
  * each tile's input window in shared memory and has each thread sum 4 adjacent outputs
- * from it; the direct kernel (other kernel sizes and strides, or GPUNET_CUDA_DWCONV=direct)
+ * from it; the direct kernel (other kernel sizes and strides, or the option dwconv=direct)
  * runs one grid-stride thread per output element (gpunet_dwconv_out_at[_h]).  Both give
  * the same bits (cuda_math.h explains why).  For the opt-in fused SE the tiled kernel
  * also writes each tile's output sum, the SE squeeze (cuda_fused.h). */
@@ -106,24 +106,6 @@ dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
   }
 }
 
-/* GPUNET_CUDA_DWCONV=direct: always the one-thread-per-output kernel; otherwise (the
- * default) the tiled kernel for k in {3, 5, 7} and stride in {1, 2}, the direct one for
- * other shapes.  Read once per process (a C++ function-local static: initialised once,
- * thread-safe), not per launch. */
-static int
-read_direct_env (void)
-{
-  const char *v = getenv ("GPUNET_CUDA_DWCONV");
-  return v && !strcmp (v, "direct");
-}
-
-static int
-force_direct (void)
-{
-  static const int direct = read_direct_env ();
-  return direct;
-}
-
 template <typename T, int K, int S>
 static cudaError_t
 launch_tiled (const gpunet_dwconv2d_params *p, const gpunet_dw_tiling *t, const void *w,
@@ -142,14 +124,14 @@ launch_tiled (const gpunet_dwconv2d_params *p, const gpunet_dw_tiling *t, const 
 }
 
 /* The tiling of p's tiled kernel for n images in *t, its dynamic shared bytes and blocks,
- * or 0 when p runs the direct kernel (other shapes, GPUNET_CUDA_DWCONV=direct, or too big
+ * or 0 when p runs the direct kernel (other shapes, the option dwconv=direct, or too big
  * a window; with the squeeze, the window leaves room for its 128 static floats). */
 static int
-tiled_plan (const gpunet_dwconv2d_params *p, int n, int squeeze, gpunet_dw_tiling *t,
+tiled_plan (const gpunet_dwconv2d_params *p, int n, int squeeze, int direct, gpunet_dw_tiling *t,
     size_t *shared, unsigned *blocks)
 {
   const int k = p->kernel, s = p->stride;
-  if (force_direct () || !(k == 3 || k == 5 || k == 7) || !(s == 1 || s == 2))
+  if (direct || !(k == 3 || k == 5 || k == 7) || !(s == 1 || s == 2))
     return 0;
   *t = gpunet_dw_tiling_for (p->oh, p->ow, k, s, DW_TILE_QUADS);
   *shared = sizeof (float) * ((size_t) t->in_rows * t->in_stride + (size_t) k * k);
@@ -180,12 +162,13 @@ launch_tiled_ks (const gpunet_dwconv2d_params *p, const gpunet_dw_tiling *t, con
 template <typename T>
 static cudaError_t
 launch (const gpunet_dwconv2d_params *p, const void *w, const float *b, const void *in,
-    void *out, long long total, cudaStream_t stream)
+    void *out, long long total, int direct, cudaStream_t stream)
 {
   gpunet_dw_tiling t;
   size_t shared = 0;
   unsigned nb = 0;
-  if (tiled_plan (p, (int) (total / ((long long) p->c * p->oh * p->ow)), 0, &t, &shared, &nb))
+  if (tiled_plan (p, (int) (total / ((long long) p->c * p->oh * p->ow)), 0, direct, &t, &shared,
+      &nb))
     return launch_tiled_ks<T> (p, &t, w, b, in, out, nb, shared, stream, NULL);
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
   dwconv2d_kernel<T><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((const T *) in, (const T *) w,
@@ -195,22 +178,22 @@ launch (const gpunet_dwconv2d_params *p, const void *w, const float *b, const vo
 
 cudaError_t
 gpunet_cuda_dwconv2d (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p, const void *w,
-    const float *b, const void *in, void *out, int n, cudaStream_t stream)
+    const float *b, const void *in, void *out, int n, int direct, cudaStream_t stream)
 {
   const long long total = (long long) n * p->c * p->oh * p->ow;
   if (total <= 0)
     return cudaSuccess;
-  return t == GPUNET_CUDA_F16 ? launch<gpunet_half> (p, w, b, in, out, total, stream)
-      : launch<float> (p, w, b, in, out, total, stream);
+  return t == GPUNET_CUDA_F16 ? launch<gpunet_half> (p, w, b, in, out, total, direct, stream)
+      : launch<float> (p, w, b, in, out, total, direct, stream);
 }
 
 int
-gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max_n)
+gpunet_cuda_dwconv2d_squeeze_tiles (const gpunet_dwconv2d_params *p, int max_n, int direct)
 {
   gpunet_dw_tiling t;
   size_t shared = 0;
   unsigned nb = 0;
-  return tiled_plan (p, max_n, 1, &t, &shared, &nb) ? t.tiles_x * t.tiles_y : 0;
+  return tiled_plan (p, max_n, 1, direct, &t, &shared, &nb) ? t.tiles_x * t.tiles_y : 0;
 }
 
 cudaError_t
@@ -221,7 +204,7 @@ gpunet_cuda_dwconv2d_squeeze (gpunet_cuda_dtype dt, const gpunet_dwconv2d_params
   gpunet_dw_tiling t;
   size_t shared = 0;
   unsigned nb = 0;
-  if (n < 1 || !squeeze || !tiled_plan (p, n, 1, &t, &shared, &nb))
+  if (n < 1 || !squeeze || !tiled_plan (p, n, 1, 0, &t, &shared, &nb))
     return cudaErrorInvalidValue;
   return dt == GPUNET_CUDA_F16
       ? launch_tiled_ks<gpunet_half> (p, &t, w, b, in, out, nb, shared, stream, squeeze)

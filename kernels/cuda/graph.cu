@@ -13,13 +13,6 @@
 
 #include "cuda_internal.h"
 
-int
-gpunet_cuda_graphs_enabled (void)
-{
-  const char *v = getenv ("GPUNET_CUDA_GRAPHS");
-  return !(v && (!strcmp (v, "0") || !strcmp (v, "no") || !strcmp (v, "off")));
-}
-
 void
 gpunet_cuda_graph_clear (gpunet_cuda_graph *g)
 {
@@ -151,7 +144,7 @@ gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled, cudaStream_t 
       if (first_failure && !logged) {
         logged = 1;
         fprintf (stderr, "gpunet-cuda: CUDA graph capture of %s failed, using plain launches "
-            "and trying again after %d passes, at most %d times (GPUNET_CUDA_GRAPHS=0 skips "
+            "and trying again after %d passes, at most %d times (GPUNET_CUDA=graphs=off skips "
             "the attempts): %s\n", what, GPUNET_GRAPH_RETRY_AFTER, GPUNET_GRAPH_MAX_FAILS, why);
       }
       free (why);

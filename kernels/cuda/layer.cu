@@ -197,7 +197,8 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
         e = gpunet_cuda_dwconv2d_squeeze (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
             ctx->scratch, ctx->stream);
       else
-        e = gpunet_cuda_dwconv2d (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n, ctx->stream);
+        e = gpunet_cuda_dwconv2d (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
+            ctx->dw_direct, ctx->stream);
       break;
     case GPUNET_OP_SE: {
       const gpunet_se_params *p = &op->p.se;

@@ -291,6 +291,16 @@ runner_preprocess (gpunet_cuda_op_runner *r, const gpunet_image *image,
   return gpunet_cuda_ctx_leave (r->ctx.cu_ctx, &scope, st, error_text);
 }
 
+/* The depthwise choice of the options (graphs: the runner never captures). */
+static gpunet_status
+runner_set_cuda_options (gpunet_cuda_op_runner *r, const gpunet_cuda_options *options,
+    char **error_text)
+{
+  (void) error_text;
+  r->ctx.dw_direct = options && options->dwconv == GPUNET_CUDA_DW_DIRECT;
+  return GPUNET_OK;
+}
+
 extern const gpunet_cuda_op_api gpunet_cuda_op_api_table;
 const gpunet_cuda_op_api gpunet_cuda_op_api_table = {
   runner_new,
@@ -301,4 +311,5 @@ const gpunet_cuda_op_api gpunet_cuda_op_api_table = {
   device_free,
   runner_preprocess,
   runner_set_precision,
+  runner_set_cuda_options,
 };
