@@ -1,7 +1,9 @@
 /* test_backend_ops.c: every op and whole networks on the fast CPU backend (oneDNN) against
  * the reference CPU backend: hand-built graphs per op kind and shape (grouped, depthwise,
  * stride 2, k 5/7, residual in place and copied, SE, pool, linear), random GPUNets and the
- * golden fixtures, batch 1 and 3 (and 2 on a batch-3 plan); logits within relative 1e-4. */
+ * golden fixtures, batch 1 and 3 (and 2 on a batch-3 plan); logits within relative 1e-4.
+ * With the argument `cuda`, the same graphs on the CUDA backend in fp32 (logits within
+ * 1e-3, the self-test's network bound); exit 77 where no CUDA backend runs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "model_private.h"
 #include "activation.h"
 #include "backend.h"
+#include "registry.h"
 #include "onednn/blocked_ops.h"
 #include "onednn/dwconv.h"
 #include "onednn/pwconv.h"
@@ -152,6 +155,12 @@ static gpunet_cpu_options opts;
  * (gpunet_onednn_impl), so a test of a kernel cannot pass on another one; and when
  * expect_count is >= 0 too, exactly that many ops. */
 static int expect_impl = -1;
+
+/* The backend compared with the reference: the fast CPU one, or CUDA (argument `cuda`),
+ * and its bound on the relative error. */
+static const gpunet_backend *under_test = &gpunet_backend_cpu_fast;
+static int cuda_mode;
+static double tol = 1e-4;
 static int expect_count = -1;
 
 /* How many ops of a planned fast state run on impl */
@@ -206,6 +215,7 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   params.max_batch = max_batch;
   params.n_threads = 2;
   params.cpu = opts;
+  params.precision = GPUNET_PRECISION_FP32;
   const gpunet_tensor_desc *ti = &g->tensors[g->input], *to = &g->tensors[g->output];
   const size_t in_len = (size_t) n * ti->c * ti->h * ti->w, out_len = (size_t) n * to->c * to->h * to->w;
   float *input = rand_floats (in_len, 1.0f);
@@ -218,12 +228,12 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   gpunet_status st = gpunet_backend_cpu_ref.plan (g, &params, &sr, &err);
   CHECK_MSG (st == GPUNET_OK, "%s: reference plan: %s", what, err ? err : "");
   if (st == GPUNET_OK) {
-    st = gpunet_backend_cpu_fast.plan (g, &params, &sf, &err);
+    st = under_test->plan (g, &params, &sf, &err);
     CHECK_MSG (st == GPUNET_OK, "%s: fast plan: %s", what, err ? err : "");
-    if (st == GPUNET_OK && expect_impl >= 0 && expect_count < 0)
+    if (st == GPUNET_OK && !cuda_mode && expect_impl >= 0 && expect_count < 0)
       CHECK_MSG (count_impl (sf, g, expect_impl) > 0, "%s: no op planned on impl %d", what,
           expect_impl);
-    if (st == GPUNET_OK && expect_impl >= 0 && expect_count >= 0)
+    if (st == GPUNET_OK && !cuda_mode && expect_impl >= 0 && expect_count >= 0)
       CHECK_MSG (count_impl (sf, g, expect_impl) == expect_count, "%s: %d ops planned on "
           "impl %d, expected %d", what, count_impl (sf, g, expect_impl), expect_impl,
           expect_count);
@@ -234,22 +244,23 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   }
   if (st == GPUNET_OK) {
     /* twice: the second run must not depend on state left by the first */
-    st = gpunet_backend_cpu_fast.forward (sf, input, n, fast, NULL, NULL, &err);
+    st = under_test->forward (sf, input, n, fast, NULL, NULL, &err);
     if (st == GPUNET_OK)
-      st = gpunet_backend_cpu_fast.forward (sf, input, n, fast, traced ? store_trace : NULL, &tf, &err);
+      st = under_test->forward (sf, input, n, fast, traced ? store_trace : NULL, &tf, &err);
     CHECK_MSG (st == GPUNET_OK, "%s: fast forward: %s", what, err ? err : "");
   }
   if (st == GPUNET_OK) {
     worst = rel_err (fast, ref, out_len);
-    check_paths_ran (gpunet_onednn_cpu_paths (sf));
-    CHECK_MSG (worst <= 1e-4, "%s (batch %d of %d): output relative error %.3g", what, n,
+    if (!cuda_mode)
+      check_paths_ran (gpunet_onednn_cpu_paths (sf));
+    CHECK_MSG (worst <= tol, "%s (batch %d of %d): output relative error %.3g", what, n,
         max_batch, worst);
     for (int b = 0; traced && b < 64; b++) {
       CHECK_MSG (tr.len[b] == tf.len[b], "%s: block %d traced %zu vs %zu values", what, b,
           tf.len[b], tr.len[b]);
       if (tr.len[b] && tr.len[b] == tf.len[b]) {
         double e = rel_err (tf.data[b], tr.data[b], tr.len[b]);
-        CHECK_MSG (e <= 1e-4, "%s: block %d trace relative error %.3g", what, b, e);
+        CHECK_MSG (e <= tol, "%s: block %d trace relative error %.3g", what, b, e);
       }
     }
   }
@@ -260,7 +271,7 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   if (sr)
     gpunet_backend_cpu_ref.destroy (sr);
   if (sf)
-    gpunet_backend_cpu_fast.destroy (sf);
+    under_test->destroy (sf);
   free (ref);
   free (fast);
   free (err);
@@ -444,7 +455,8 @@ plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
   params.max_batch = max_batch;
   params.n_threads = 2;
   params.cpu = opts;
-  return gpunet_backend_cpu_fast.plan (g, &params, sf, err);
+  params.precision = GPUNET_PRECISION_FP32;
+  return under_test->plan (g, &params, sf, err);
 }
 
 static void
@@ -931,14 +943,14 @@ test_golden (void)
     err = NULL;
     st = plan_fast (gpunet_model_graph (m), 2, &sf, &err);
     if (st == GPUNET_OK && classes <= 64)
-      st = gpunet_backend_cpu_fast.forward (sf, input, 2, got, NULL, NULL, &err);
+      st = under_test->forward (sf, input, 2, got, NULL, NULL, &err);
     CHECK_MSG (st == GPUNET_OK, "tiny-a fast: %s", err ? err : "");
     if (st == GPUNET_OK) {
       double e = rel_err (got, want, 2 * (size_t) classes);
-      CHECK_MSG (e <= 1e-4, "tiny-a golden logits relative error %.3g", e);
+      CHECK_MSG (e <= tol, "tiny-a golden logits relative error %.3g", e);
     }
     if (sf)
-      gpunet_backend_cpu_fast.destroy (sf);
+      under_test->destroy (sf);
     free (err);
   }
   free (input);
@@ -958,12 +970,12 @@ test_bad_batch (void)
   void *sf = NULL;
   char *err = NULL;
   float in[4 * 3 * 64], out[4 * 16 * 64];
-  CHECK (gpunet_backend_cpu_fast.plan (&tg.g, &params, &sf, &err) == GPUNET_OK);
+  CHECK (under_test->plan (&tg.g, &params, &sf, &err) == GPUNET_OK);
   if (sf) {
-    CHECK (gpunet_backend_cpu_fast.forward (sf, in, 3, out, NULL, NULL, &err)
+    CHECK (under_test->forward (sf, in, 3, out, NULL, NULL, &err)
         == GPUNET_ERR_INVALID_ARGUMENT);
     CHECK_CONTAINS (err, "planned for 1 to 2");
-    gpunet_backend_cpu_fast.destroy (sf);
+    under_test->destroy (sf);
   }
   free (err);
 }
@@ -1017,7 +1029,7 @@ test_cpu_options (void)
     gpunet_session_params_init (&params);
     params.cpu.simd = GPUNET_CPU_SIMD_PORTABLE;
     void *state = NULL;
-    CHECK (gpunet_backend_cpu_fast.plan (g, &params, &state, &err) == GPUNET_OK);
+    CHECK (under_test->plan (g, &params, &state, &err) == GPUNET_OK);
     for (int i = 0; state && i < g->n_ops; i++) {
       const int impl = gpunet_onednn_op_impl (state, i);
       CHECK_MSG (impl != GPUNET_ONEDNN_WINO && impl != GPUNET_ONEDNN_WINO3
@@ -1027,7 +1039,7 @@ test_cpu_options (void)
           "simd=portable planned our vector kernel %d at op %d", impl, i);
     }
     if (state)
-      gpunet_backend_cpu_fast.destroy (state);
+      under_test->destroy (state);
     gpunet_session *session = NULL;
     setenv ("GPUNET_CPU", "winograd=off,strassen=maybe", 1);
     CHECK (gpunet_session_new (m, NULL, &session, &err) == GPUNET_ERR_INVALID_ARGUMENT
@@ -1077,7 +1089,47 @@ static void random_networks (void) { for (unsigned seed = 1; seed <= 3; seed++) 
 static void se_direct (void) { test_se_direct (cur_blk); }
 static void linear_direct (void) { test_linear_direct (cur_blk); }
 
-/* Arguments: the names of the tests to run (as printed); without, all but full_models. */
+/* The tests that are not about the CPU backend's own kernels, on the CUDA backend in
+ * fp32; 77 (a skip) where it cannot run here. */
+static int
+run_cuda (void)
+{
+  char *err = NULL;
+  under_test = gpunet_backend_find (GPUNET_BACKEND_CUDA, &err);
+  void *state = NULL;
+  if (under_test) {
+    test_graph tg;
+    tg_init (&tg, 3, 8, 8);
+    tg_conv (&tg, 0, 8, 3, 1, 1, GPUNET_EPI_RELU, -1);
+    if (plan_fast (&tg.g, 1, &state, &err) == GPUNET_OK)
+      under_test->destroy (state);
+    else
+      under_test = NULL;
+  }
+  if (!under_test) {
+    printf ("backend_ops cuda: skipped, the CUDA backend cannot run here: %s\n",
+        err ? err : "?");
+    free (err);
+    return 77;
+  }
+  free (err);
+  tol = 1e-3;
+  printf ("# op tests on %s (fp32) against the reference\n", under_test->name);
+  run ("conv2d", test_conv2d);
+  run ("dwconv2d", test_dwconv2d);
+  run ("residual", test_residual);
+  run ("se", test_se);
+  run ("pool_linear", test_pool_linear);
+  run ("random_network", random_networks);
+  run ("golden", test_golden);
+  run ("models", test_models);
+  for (int i = 0; i < n_pool; i++)
+    free (pool[i]);
+  return check_report ();
+}
+
+/* Arguments: the names of the tests to run (as printed); without, all but full_models;
+ * `cuda`: the CUDA backend instead of the fast CPU one (run_cuda). */
 int
 main (int argc, char **argv)
 {
@@ -1093,9 +1145,13 @@ main (int argc, char **argv)
   for (int i = 1; i < argc; i++) {
     if (!strcmp (argv[i], "all-blocks"))
       all_blocks = 1;
+    else if (!strcmp (argv[i], "cuda"))
+      cuda_mode = 1;
     else
       only[n_only++] = argv[i];
   }
+  if (cuda_mode)
+    return run_cuda ();
   const char *blocks[] = { "16", "8" };
   const int native = gpunet_wino_available (16) ? 16 : 8;
   for (int i = 0; i < 2; i++) {
