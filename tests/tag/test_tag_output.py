@@ -112,6 +112,25 @@ def main():
     check(len(frames) == 200 + s[[x["input"] for x in s].index("bad.mp4")]["frames_decoded"],
           "--resume: no frame record twice")
 
+    # a FIFO among the inputs (named, or found in a directory) is skipped with a
+    # summary record, never opened: the run neither hangs nor stops (issue 43, point 3)
+    os.mkdir("withfifo")
+    os.mkfifo(os.path.join("withfifo", "pipe.mp4"))
+    for args in (["clip.mp4", "withfifo/pipe.mp4", "clip2.mp4"],
+                 ["--jobs", "2", "clip.mp4", "withfifo", "clip2.mp4"]):
+        try:
+            p = run(args, timeout=25)
+            s = {x["input"]: x for x in summaries(p.stdout)}
+            f = s.get("withfifo/pipe.mp4", {})
+            check(p.returncode == 1 and f.get("status") == "error"
+                  and "not a regular file" in (f.get("message") or "")
+                  and s.get("clip.mp4", {}).get("status") == "ok"
+                  and s.get("clip2.mp4", {}).get("status") == "ok",
+                  f"a FIFO input is skipped, the others run ({' '.join(args)}): "
+                  f"{p.returncode} {f} {p.stderr.strip()}")
+        except subprocess.TimeoutExpired:
+            check(False, f"a FIFO input is skipped ({' '.join(args)}): the run hung")
+
     # an output that is one of the inputs is refused and the video is intact
     size = os.path.getsize("clip2.mp4")
     p = run(["-o", "clip2.mp4", "clip2.mp4"])
