@@ -5,12 +5,14 @@
 #include "arch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "json.h"
@@ -783,13 +785,32 @@ read_file (const char *path, char **data, size_t *size, char **err)
     return gpunet_fail (err, GPUNET_ERR_ARCH, "'%s' is neither a built-in model (%s) nor a "
         "readable JSON file: %s", path, names, strerror (errno));
   }
-  if (S_ISDIR (sb.st_mode))
-    return gpunet_fail (err, GPUNET_ERR_IO, "'%s' is a directory, not an architecture JSON "
-        "file", path);
-  FILE *f = fopen (path, "rb");
-  if (!f)
+  /* open() of a FIFO blocks until a writer comes (a device may never end): regular files
+   * only, checked before opening and again on what was opened (without blocking) */
+  int fd = -1;
+  if (S_ISREG (sb.st_mode)) {
+    fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+      return gpunet_fail (err, GPUNET_ERR_IO, "cannot open architecture file '%s': %s", path,
+          strerror (errno));
+    if (fstat (fd, &sb) != 0)
+      sb.st_mode = 0;
+  }
+  if (!S_ISREG (sb.st_mode)) {
+    if (fd >= 0)
+      close (fd);
+    return gpunet_fail (err, GPUNET_ERR_IO, "'%s' is not a regular file (%s): give a "
+        "built-in model name or the path of an architecture JSON file", path,
+        S_ISDIR (sb.st_mode) ? "a directory" : S_ISFIFO (sb.st_mode) ? "a FIFO"
+        : S_ISCHR (sb.st_mode) || S_ISBLK (sb.st_mode) ? "a device" : "not a plain file");
+  }
+  FILE *f = fdopen (fd, "rb");
+  if (!f) {
+    int e = errno;
+    close (fd);
     return gpunet_fail (err, GPUNET_ERR_IO, "cannot open architecture file '%s': %s", path,
-        strerror (errno));
+        strerror (e));
+  }
   size_t cap = 4096, n = 0;
   char *buf = malloc (cap);
   while (buf) {

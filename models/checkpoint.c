@@ -527,17 +527,33 @@ finish (gpunet_checkpoint *ck, gpunet_status st, const char *name, gpunet_checkp
   return GPUNET_OK;
 }
 
+/* The error for a checkpoint path that names a directory, a FIFO, a device or a socket. */
+static gpunet_status
+not_regular (const char *path, const struct stat *sb, char **error_text)
+{
+  const char *what = S_ISDIR (sb->st_mode) ? "a directory" : S_ISFIFO (sb->st_mode) ? "a FIFO"
+      : S_ISCHR (sb->st_mode) || S_ISBLK (sb->st_mode) ? "a device"
+      : S_ISSOCK (sb->st_mode) ? "a socket" : "not a plain file";
+  return gpunet_fail (error_text, GPUNET_ERR_IO, "checkpoint '%s' is not a regular file (%s): "
+      "give the path of a .pth, .pth.tar or .safetensors file", path, what);
+}
+
 gpunet_status
 gpunet_checkpoint_open (const char *path, gpunet_checkpoint **out, char **error_text)
 {
   *out = NULL;
   if (!path)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no checkpoint path given");
-  int fd = open (path, O_RDONLY);
+  /* open() of a FIFO blocks until a writer comes (a device may too): refuse what is not
+   * a regular file before opening it, and open without blocking in case the path changes
+   * in between; fstat then decides on what was opened */
+  struct stat sb;
+  if (stat (path, &sb) == 0 && !S_ISREG (sb.st_mode))
+    return not_regular (path, &sb, error_text);
+  int fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return gpunet_fail (error_text, GPUNET_ERR_IO, "cannot open checkpoint '%s': %s", path,
         strerror (errno));
-  struct stat sb;
   if (fstat (fd, &sb) != 0) {
     int e = errno;
     close (fd);
@@ -546,8 +562,7 @@ gpunet_checkpoint_open (const char *path, gpunet_checkpoint **out, char **error_
   }
   if (!S_ISREG (sb.st_mode)) {
     close (fd);
-    return gpunet_fail (error_text, GPUNET_ERR_IO, "cannot read checkpoint '%s': %s", path,
-        S_ISDIR (sb.st_mode) ? strerror (EISDIR) : "not a regular file");
+    return not_regular (path, &sb, error_text);
   }
   if ((uint64_t) sb.st_size > (uint64_t) SIZE_MAX / 2) {
     close (fd);

@@ -54,7 +54,8 @@ const char *gpunet_dtype_name (gpunet_dtype dtype);
 /* Converts a floating tensor (f32, f16, bf16, f64) to float32; `n` must equal numel. */
 gpunet_status gpunet_tensor_to_f32 (const gpunet_tensor *t, float *dst, size_t n, char **error_text);
 
-/* Writes tensors as a safetensors file (header keys sorted, data 8-byte aligned). */
+/* Writes tensors as a safetensors file (header keys sorted, data 8-byte aligned).  On a
+ * failed write it removes `path` only when this call created it, never an existing one. */
 gpunet_status gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors,
     size_t n, char **error_text);
 

@@ -335,12 +335,23 @@ const char *gpunet_imagenet_label (int id);
 
 /* Reads a labels file's text (`len` bytes): one label per line, a final newline
  * optional, "\r\n" accepted, surrounding whitespace stripped, an empty line giving
- * "class-<id>".  The number of lines must equal `n_classes`.  On success
+ * "class-<id>".  The number of lines must equal `n_classes`; a text longer than
+ * GPUNET_LABELS_MAX_BYTES is refused.  On success
  * *labels_out holds n_classes malloc()ed strings and a NULL (free it with
  * gpunet_labels_free); errors are sentences without the file name (GPUNET_ERR_FORMAT
  * for a wrong count or a NUL byte). */
 gpunet_status gpunet_labels_parse (const char *text, size_t len, int n_classes,
     char ***labels_out, char **error_text);
+
+/* The largest labels file read (bytes): 1000 labels of a few words take about 20 KB. A
+ * longer text is refused (GPUNET_ERR_FORMAT), as an architecture JSON over its bound is. */
+#define GPUNET_LABELS_MAX_BYTES (16 * 1024 * 1024)
+
+/* Reads and parses (gpunet_labels_parse) the labels file at `path`: a regular file of
+ * at most GPUNET_LABELS_MAX_BYTES, checked before it is read (a FIFO or device is
+ * refused without blocking, GPUNET_ERR_IO).  Errors are sentences that name the file. */
+gpunet_status gpunet_labels_load (const char *path, int n_classes, char ***labels_out,
+    char **error_text);
 void gpunet_labels_free (char **labels);
 
 #ifdef __cplusplus

@@ -4,9 +4,13 @@
  * the reader of users' labels files (one label per line). */
 #include "gpunet.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 
@@ -1052,6 +1056,9 @@ gpunet_labels_parse (const char *text, size_t len, int n_classes, char ***labels
   if (n_classes <= 0)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "the model has %d classes", n_classes);
+  if (len > GPUNET_LABELS_MAX_BYTES)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT, "is larger than %d MiB; it is not a "
+        "labels file (one label per line)", GPUNET_LABELS_MAX_BYTES / (1024 * 1024));
   if (len > 0 && memchr (text, '\0', len) != NULL)
     return gpunet_fail (error_text, GPUNET_ERR_FORMAT,
         "has a NUL byte (not a text file with one label per line)");
@@ -1097,4 +1104,86 @@ gpunet_labels_parse (const char *text, size_t len, int n_classes, char ***labels
   }
   *labels_out = labels;
   return GPUNET_OK;
+}
+
+gpunet_status
+gpunet_labels_load (const char *path, int n_classes, char ***labels_out, char **error_text)
+{
+  struct stat sb;
+  char *text = NULL;
+  size_t n = 0;
+  int fd = -1;
+  gpunet_status st;
+
+  *labels_out = NULL;
+  if (path == NULL)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "no labels file given");
+  /* a FIFO would block in open(), a device might never end: regular files only, and no
+   * more than the bound is read whatever the size said */
+  if (stat (path, &sb) == 0 && S_ISREG (sb.st_mode))
+    fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  else if (stat (path, &sb) == 0)
+    return gpunet_fail (error_text, GPUNET_ERR_IO, "labels file '%s' is not a regular file "
+        "(a FIFO, device or directory): give a text file with one label per line", path);
+  if (fd < 0)
+    return gpunet_fail (error_text, GPUNET_ERR_IO, "cannot open labels file '%s': %s", path,
+        strerror (errno));
+  if (fstat (fd, &sb) != 0 || !S_ISREG (sb.st_mode)) {
+    close (fd);
+    return gpunet_fail (error_text, GPUNET_ERR_IO, "labels file '%s' is not a regular file: "
+        "give a text file with one label per line", path);
+  }
+  if (sb.st_size > GPUNET_LABELS_MAX_BYTES) {
+    close (fd);
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT, "labels file '%s' is larger than %d "
+        "MiB; it is not a labels file (one label per line)", path,
+        GPUNET_LABELS_MAX_BYTES / (1024 * 1024));
+  }
+  /* the size stat gave, plus room to see that the file grew past the bound meanwhile */
+  size_t cap = (size_t) sb.st_size + 1;
+  text = malloc (cap);
+  while (text != NULL) {
+    if (n == cap) {
+      if (cap > (size_t) GPUNET_LABELS_MAX_BYTES) {
+        close (fd);
+        free (text);
+        return gpunet_fail (error_text, GPUNET_ERR_FORMAT, "labels file '%s' is larger than "
+            "%d MiB; it is not a labels file (one label per line)", path,
+            GPUNET_LABELS_MAX_BYTES / (1024 * 1024));
+      }
+      size_t ncap = cap * 2 > (size_t) GPUNET_LABELS_MAX_BYTES + 1
+          ? (size_t) GPUNET_LABELS_MAX_BYTES + 1 : cap * 2;
+      char *nt = realloc (text, ncap);
+      if (nt == NULL) {
+        free (text);
+        text = NULL;
+        break;
+      }
+      text = nt;
+      cap = ncap;
+    }
+    ssize_t r = read (fd, text + n, cap - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      int e = errno;
+      close (fd);
+      free (text);
+      return gpunet_fail (error_text, GPUNET_ERR_IO, "cannot read labels file '%s': %s", path,
+          strerror (e));
+    }
+    if (r == 0)
+      break;
+    n += (size_t) r;
+  }
+  if (text == NULL) {
+    close (fd);
+    return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory");
+  }
+  close (fd);
+  st = gpunet_labels_parse (text, n, n_classes, labels_out, error_text);
+  free (text);
+  if (st != GPUNET_OK)
+    gpunet_error_prefix (error_text, "labels file '%s'", path);
+  return st;
 }

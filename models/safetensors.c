@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "error.h"
@@ -265,6 +266,10 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
   while ((8 + h->len) % 8)
     g_string_append_c (h, ' ');
 
+  /* a failed write removes only a file this call created: never an existing one (a
+   * FIFO, /dev/full, or a temporary file the caller owns and removes itself) */
+  struct stat sb;
+  int existed = lstat (path, &sb) == 0;
   f = fopen (path, "wb");
   if (!f) {
     st = gpunet_fail (error_text, GPUNET_ERR_IO, "cannot create '%s': %s", path, strerror (errno));
@@ -284,7 +289,8 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
   }
   f = NULL;
   if (!ok) {
-    remove (path);
+    if (!existed)
+      remove (path);
     st = gpunet_fail (error_text, GPUNET_ERR_IO, "cannot write '%s': %s", path, strerror (err));
   }
 

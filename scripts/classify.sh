@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     --input) input=$2; shift 2 ;;
     --frames) frames=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     *) echo "classify.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

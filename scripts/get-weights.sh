@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --from-zip) zip=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
     -*) echo "get-weights.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) [ -z "$name" ] || { echo "get-weights.sh: one NAME only" >&2; exit 2; }
        name=$1; shift ;;

@@ -6,11 +6,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "checkpoint.h"
+#include "gpunet.h"
 
 static const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
 
@@ -923,6 +926,64 @@ test_other_formats (void)
   free (z);
 }
 
+/* A FIFO (or a device) given as weights or architecture: open() of a FIFO blocks until a
+ * writer comes, so the loaders must refuse it before a blocking open (issue 43, point 1).
+ * An alarm turns a hang into a failure instead of a meson timeout. */
+static void
+on_alarm (int sig)
+{
+  (void) sig;
+  static const char msg[] = "test_checkpoint: FAILED: a loader blocked on a FIFO\n";
+  if (write (2, msg, sizeof msg - 1) < 0) {
+    /* nothing more to do */
+  }
+  _exit (1);
+}
+
+static void
+test_non_regular (void)
+{
+  char fifo[512];
+  const char *dir = getenv ("TMPDIR");
+  snprintf (fifo, sizeof fifo, "%s/gpunet-test-%ld.fifo", dir ? dir : "/tmp", (long) getpid ());
+  unlink (fifo);
+  if (mkfifo (fifo, 0600) != 0) {
+    fprintf (stderr, "test_non_regular: cannot make a FIFO, skipped\n");
+    return;
+  }
+  signal (SIGALRM, on_alarm);
+  alarm (20);
+  const char *paths[] = { fifo, "/dev/null" };
+  for (int i = 0; i < 2; i++) {
+    gpunet_checkpoint *ck = NULL;
+    char *err = NULL;
+    CHECK (gpunet_checkpoint_open (paths[i], &ck, &err) == GPUNET_ERR_IO);
+    CHECK (ck == NULL);
+    CHECK_CONTAINS (err, paths[i]);
+    CHECK_CONTAINS (err, "not a regular file");
+    free (err);
+
+    gpunet_model *m = NULL;
+    err = NULL;
+    char arch[1024];
+    snprintf (arch, sizeof arch, "%s/fixtures/tiny-a.json", check_data_dir ());
+    CHECK (gpunet_model_load (arch, paths[i], &m, &err) == GPUNET_ERR_IO);
+    CHECK (m == NULL);
+    CHECK_CONTAINS (err, "not a regular file");
+    free (err);
+    err = NULL;
+    CHECK (gpunet_model_load (paths[i], fixture_path ("tiny-a", ".pth.tar"), &m, &err)
+        == GPUNET_ERR_IO);
+    CHECK (m == NULL);
+    CHECK_CONTAINS (err, paths[i]);
+    CHECK_CONTAINS (err, "not a regular file");
+    free (err);
+  }
+  alarm (0);
+  signal (SIGALRM, SIG_DFL);
+  unlink (fifo);
+}
+
 /* ---- truncation and corruption of the real files ----------------------------------- */
 
 static void
@@ -1026,6 +1087,7 @@ main (void)
   test_crafted_errors ();
   test_hostile_pickles ();
   test_other_formats ();
+  test_non_regular ();
   test_truncation ();
   test_bit_flips ();
   return check_report ();

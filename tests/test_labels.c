@@ -1,8 +1,13 @@
 /* test_labels.c: gpunet_labels_parse, the labels-file reader the element uses: line
- * splitting, stripping, the class-<id> default, the count check and hostile bytes
- * (tests/fuzz/fuzz_labels.c tries the rest). */
+ * splitting, stripping, the class-<id> default, the count check, the size bound and
+ * hostile bytes (tests/fuzz/fuzz_labels.c tries the rest); gpunet_labels_load on a
+ * file, a FIFO and a 3 GiB sparse file. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gpunet.h"
@@ -51,5 +56,71 @@ main (void)
   parse ("a", 1, 0, GPUNET_ERR_INVALID_ARGUMENT, NULL);
   parse (NULL, 5, 1, GPUNET_ERR_INVALID_ARGUMENT, NULL);
   gpunet_labels_free (NULL);
+
+  /* issue 43, point 5: a text over GPUNET_LABELS_MAX_BYTES is refused, as an
+   * architecture JSON over its bound is (one more byte than the bound, all newlines) */
+  {
+    size_t big = (size_t) GPUNET_LABELS_MAX_BYTES + 1;
+    char *t = malloc (big);
+    if (t) {
+      memset (t, '\n', big);
+      parse (t, big, 3, GPUNET_ERR_FORMAT, "larger than 16 MiB");
+      free (t);
+    }
+  }
+  /* the file reader: a good file, a missing one, a FIFO (refused without blocking), a
+   * 3 GiB sparse file (refused before it is read) */
+  {
+    char path[600];
+    char **labels = NULL, *err = NULL;
+    const char *tmp = getenv ("TMPDIR");
+    char tdir[512];
+    snprintf (tdir, sizeof tdir, "%s/gpunet-labels-XXXXXX", tmp ? tmp : "/tmp");
+    char *d = mkdtemp (tdir);
+    CHECK (d != NULL);
+    if (d) {
+      snprintf (path, sizeof path, "%s/ok.txt", d);
+      FILE *f = fopen (path, "w");
+      if (f) {
+        fputs ("cat\ndog\n", f);
+        fclose (f);
+      }
+      CHECK (gpunet_labels_load (path, 2, &labels, &err) == GPUNET_OK);
+      CHECK (labels && !strcmp (labels[0], "cat") && !strcmp (labels[1], "dog"));
+      gpunet_labels_free (labels);
+      CHECK (gpunet_labels_load (path, 3, &labels, &err) == GPUNET_ERR_FORMAT);
+      CHECK_CONTAINS (err, "ok.txt");
+      CHECK_CONTAINS (err, "has 2 labels");
+      free (err);
+      err = NULL;
+      unlink (path);
+      CHECK (gpunet_labels_load (path, 2, &labels, &err) == GPUNET_ERR_IO);
+      CHECK_CONTAINS (err, "No such file");
+      free (err);
+      err = NULL;
+
+      snprintf (path, sizeof path, "%s/labels.fifo", d);
+      if (mkfifo (path, 0600) == 0) {
+        CHECK (gpunet_labels_load (path, 2, &labels, &err) == GPUNET_ERR_IO);
+        CHECK_CONTAINS (err, "not a regular file");
+        free (err);
+        err = NULL;
+        unlink (path);
+      }
+      snprintf (path, sizeof path, "%s/huge.txt", d);
+      int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd >= 0 && ftruncate (fd, (off_t) 3 << 30) == 0) {
+        close (fd);
+        CHECK (gpunet_labels_load (path, 2, &labels, &err) == GPUNET_ERR_FORMAT);
+        CHECK_CONTAINS (err, "larger than 16 MiB");
+        free (err);
+        err = NULL;
+      } else if (fd >= 0) {
+        close (fd);
+      }
+      unlink (path);
+      rmdir (d);
+    }
+  }
   return check_report ();
 }

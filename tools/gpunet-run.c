@@ -145,40 +145,6 @@ typedef struct {
   gpunet_preprocess_params pre;
 } gpunet_run_images_options;
 
-#ifdef HAVE_GST
-/* Label file lines (class 0 first), NULL-terminated; NULL when it cannot be read. */
-static char **
-read_labels (const char *path, int *n_out)
-{
-  size_t size = 0;
-  char *text = read_all (path, &size), **lines;
-  int n = 0;
-  if (!text)
-    return NULL;
-  lines = calloc (size + 2, sizeof *lines);
-  if (!lines) {
-    free (text);
-    return NULL;
-  }
-  text = realloc (text, size + 1);
-  text[size] = '\0';
-  for (char *p = text; *p;) {
-    char *e = strchr (p, '\n');
-    if (e)
-      *e = '\0';
-    size_t l = strlen (p);
-    if (l && p[l - 1] == '\r')
-      p[l - 1] = '\0';
-    lines[n++] = strdup (p);
-    if (!e)
-      break;
-    p = e + 1;
-  }
-  free (text);
-  *n_out = n;
-  return lines;
-}
-#endif
 
 /* --image: decodes each photo to RGB, classifies it with the engine's preprocess
  * (as the element does) and prints the top-k with labels. Returns the exit code:
@@ -201,8 +167,6 @@ run_images (const gpunet_run_images_options *o, int *argc, char ***argv)
   gpunet_session_params params;
   gpunet_status st;
 
-  if (o->labels && !(labels = read_labels (o->labels, &n_labels)))
-    return 1;
   gpunet_run_image_init (argc, argv);
   st = gpunet_model_load (o->model, o->checkpoint, &model, &err);
   if (st == GPUNET_OK) {
@@ -219,6 +183,17 @@ run_images (const gpunet_run_images_options *o, int *argc, char ***argv)
     goto out;
   }
   const int classes = gpunet_model_num_classes (model);
+  /* the engine's reader: a regular file within GPUNET_LABELS_MAX_BYTES, one label per
+   * class (a FIFO or a 3 GiB file is refused before it is read) */
+  if (o->labels) {
+    st = gpunet_labels_load (o->labels, classes, &labels, &err);
+    if (st != GPUNET_OK) {
+      fprintf (stderr, "gpunet-run: %s\n", err ? err : gpunet_status_string (st));
+      rc = 1;
+      goto out;
+    }
+    n_labels = classes;
+  }
   const int k = o->top_k < classes ? o->top_k : classes;
   gpunet_class_score *top = malloc (sizeof *top * (size_t) k);
   for (int i = 0; top && i < o->n_images; i++) {
@@ -261,9 +236,7 @@ out:
   free (err);
   gpunet_session_free (session);
   gpunet_model_unref (model);
-  for (int i = 0; labels && i < n_labels; i++)
-    free (labels[i]);
-  free (labels);
+  gpunet_labels_free (labels);
   return rc;
 #endif
 }

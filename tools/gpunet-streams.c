@@ -7,12 +7,16 @@
  * where latency is a buffer entering the element to leaving it, fps counts frames
  * of all streams over the wall time from PLAYING to the last EOS, engines counts
  * distinct engine-id values and rss_mb is the process's peak resident size.
- * Exit: 0 ok, 1 a stream failed, 2 usage. */
+ * A missing, empty or non-regular input file is reported and left out.
+ * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
+#include <glib/gstdio.h>
 #include <gst/gst.h>
 
 #include "gpunet-plugin-find.h"
@@ -137,7 +141,7 @@ main (int argc, char **argv)
   Stats stats;
   GHashTable *engines;
   gint64 t0, t1;
-  gint i, n, failed = 0, eos = 0;
+  gint i, n, failed = 0, eos = 0, bad_inputs = 0;
   struct rusage ru;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
@@ -147,6 +151,39 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
+  if (inputs) {
+    /* a missing, empty or non-regular file is reported and left out: the other
+     * streams run (a bad input used to stop them all, a missing one silently) */
+    gint k = 0;
+
+    for (i = 0; inputs[i] != NULL; i++) {
+      GStatBuf st;
+      const gchar *why = NULL;
+
+      if (gst_uri_is_valid (inputs[i]))
+        ;
+      else if (g_stat (inputs[i], &st) != 0)
+        why = g_strerror (errno);
+      else if (!S_ISREG (st.st_mode))
+        why = "not a regular file (a FIFO, device or directory)";
+      else if (st.st_size == 0)
+        why = "the file is empty";
+      if (why) {
+        fprintf (stderr, "gpunet-streams: input '%s': %s; give a video file or a URI "
+            "(the other streams run without it)\n", inputs[i], why);
+        bad_inputs++;
+        g_free (inputs[i]);
+      } else {
+        inputs[k++] = inputs[i];
+      }
+    }
+    inputs[k] = NULL;
+    if (k == 0) {
+      fprintf (stderr, "gpunet-streams: no input left to run\n");
+      g_strfreev (inputs);
+      return 1;
+    }
+  }
   n = inputs ? (gint) g_strv_length (inputs) : streams;
   if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
       || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000) {
@@ -229,6 +266,21 @@ main (int argc, char **argv)
 
   if (gst_element_set_state (pipe, GST_STATE_PAUSED) ==
       GST_STATE_CHANGE_FAILURE) {
+    /* say why: the error is on the bus */
+    GstBus *b = gst_element_get_bus (pipe);
+    GstMessage *msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
+
+    if (msg) {
+      GError *e = NULL;
+
+      gst_message_parse_error (msg, &e, NULL);
+      fprintf (stderr, "gpunet-streams: cannot start: %s\n", e->message);
+      g_clear_error (&e);
+      gst_message_unref (msg);
+    } else {
+      fprintf (stderr, "gpunet-streams: cannot start the pipeline\n");
+    }
+    gst_object_unref (b);
     failed = 1;
   }
   engines = g_hash_table_new (g_direct_hash, g_direct_equal);
@@ -303,5 +355,5 @@ main (int argc, char **argv)
   g_array_unref (stats.latencies);
   gst_object_unref (pipe);
   g_string_free (desc, TRUE);
-  return failed ? 1 : 0;
+  return failed || bad_inputs ? 1 : 0;
 }

@@ -17,7 +17,7 @@ typedef struct {
   gchar *precision;             /* NULL: the element's default (auto) */
   guint top_k, batch, every, threads;
   gdouble fps;
-  gboolean segments, frames, resume, retry_failed, all_files, quiet;
+  gboolean segments, frames, resume, retry_failed, overwrite, all_files, quiet;
   gboolean show_caps;           /* print gpunetclassify's input caps per input */
   TagFormat format;
   gchar *output;                /* NULL or "-": stdout */

@@ -137,8 +137,9 @@ add_dir (GPtrArray * list, GHashTable * seen, const gchar * dir,
 }
 
 /* One path: a directory is walked, a file is taken when given explicitly or
- * when its extension is wanted; a missing or unreadable explicit file becomes an
- * input that fails with its reason (so the summary reports it). */
+ * when its extension is wanted; a missing or unreadable explicit file, or one that
+ * is not a regular file (a FIFO, a device), becomes an input that fails with its
+ * reason without being opened (so the summary reports it). */
 static void
 add_path (GPtrArray * list, GHashTable * seen, const gchar * path,
     const TagOptions * opt, gboolean explicit_arg, guint depth)
@@ -155,7 +156,14 @@ add_path (GPtrArray * list, GHashTable * seen, const gchar * path,
   if (!explicit_arg && !has_wanted_ext (path, opt))
     return;
   name = normalise_path (path);
-  if (access (path, R_OK) != 0) {
+  if (stat (path, &st) == 0 && !S_ISREG (st.st_mode)) {
+    /* opening a FIFO blocks until a writer comes, a device may never end: such an
+     * input is skipped with its summary record saying why */
+    add_input (list, seen, name, NULL, g_strdup_printf ("skipped: not a regular "
+            "file (%s); give a video file", S_ISFIFO (st.st_mode) ? "a FIFO" :
+            S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ? "a device" :
+            S_ISSOCK (st.st_mode) ? "a socket" : "not a plain file"));
+  } else if (access (path, R_OK) != 0) {
     add_input (list, seen, name, NULL, g_strdup_printf ("cannot open: %s",
             g_strerror (errno)));
   } else {

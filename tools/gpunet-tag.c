@@ -144,6 +144,20 @@ open_output (TagOptions * o, GPtrArray * inputs, int *lock_fd, int *fd,
     *lock_fd = -1;
     return 2;
   }
+  /* records of an earlier run are kept unless asked otherwise: a later run without
+   * --resume would silently replace them */
+  if (!o->resume && !o->overwrite) {
+    GStatBuf st;
+
+    if (fstat (*lock_fd, &st) == 0 && st.st_size > 0) {
+      g_printerr ("gpunet-tag: '%s' already holds records; add --resume to continue "
+          "that run, --overwrite to replace them, or choose another --output\n",
+          o->output);
+      close (*lock_fd);
+      *lock_fd = -1;
+      return 2;
+    }
+  }
   if (o->resume) {
     *skip = tag_resume_prepare (o->output, o->format, o->retry_failed,
         need_header, lock_fd, &err);
@@ -377,6 +391,9 @@ main (int argc, char **argv)
         "Skip inputs already complete in --output; append the rest", NULL},
     {"retry-failed", 0, 0, G_OPTION_ARG_NONE, &o.retry_failed,
         "With --resume, redo inputs whose summary says error", NULL},
+    {"overwrite", 0, 0, G_OPTION_ARG_NONE, &o.overwrite,
+        "Replace a non-empty --output (without it, or --resume, one is refused)",
+        NULL},
     {"ext", 0, 0, G_OPTION_ARG_STRING, &exts,
         "Extensions taken from directories (" DEFAULT_EXTS ")", "LIST"},
     {"all-files", 0, 0, G_OPTION_ARG_NONE, &o.all_files,
@@ -468,6 +485,10 @@ main (int argc, char **argv)
     g_clear_pointer (&o.output, g_free);
   if (o.resume && o.output == NULL) {
     rc = usage_error (ctx, "--resume needs --output FILE");
+    goto out;
+  }
+  if (o.resume && o.overwrite) {
+    rc = usage_error (ctx, "--resume and --overwrite exclude each other");
     goto out;
   }
 

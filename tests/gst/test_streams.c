@@ -5,9 +5,11 @@
  * others running; a model swap switches at a frame boundary and a failed swap keeps
  * the old model; smoothing and label changes on a scripted sequence; state cycles
  * with 4 streams leak nothing (the leaks tracer). */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -693,6 +695,121 @@ GST_START_TEST (test_non_finite)
 
 GST_END_TEST;
 
+/* Opens `fifo` for writing (and closes it) from a helper thread once `after_us` have
+ * passed, so that a reader blocked in open() comes back and the test can fail instead
+ * of hanging; `fired` says that it had to. */
+typedef struct
+{
+  const gchar *fifo;
+  gint64 deadline;
+  volatile gint stop, fired;
+} FifoRescue;
+
+static gpointer
+fifo_rescue_thread (gpointer data)
+{
+  FifoRescue *r = data;
+
+  while (!g_atomic_int_get (&r->stop)) {
+    if (g_get_monotonic_time () >= r->deadline) {
+      int fd = open (r->fifo, O_WRONLY | O_NONBLOCK);
+
+      if (fd >= 0) {            /* a reader was blocked: let it go */
+        g_atomic_int_set (&r->fired, 1);
+        close (fd);
+      }
+    }
+    g_usleep (20000);
+  }
+  return NULL;
+}
+
+/* Issue 43, point 1: a FIFO given as checkpoint or model fails the start at once
+ * with a sentence, and a swap to one while playing leaves the old model running
+ * (both used to block in open(): at start, and in set_state(NULL) after a swap). */
+GST_START_TEST (test_fifo_weights)
+{
+  gchar *json = data_path (TINY_A_JSON), *ckpt = data_path (TINY_A_CKPT);
+  gchar *dir = g_dir_make_tmp ("gpunet-fifo-XXXXXX", NULL);
+  gchar *fifo = g_build_filename (dir, "weights.fifo", NULL);
+  const gchar *caps = "video/x-raw,format=RGB,width=32,height=24";
+  FifoRescue rescue = { fifo, 0, 0, 0 };
+  GThread *thread;
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  GError *err = NULL;
+  GstClockTime pts = GST_CLOCK_TIME_NONE;
+  GstHarness *h;
+  GstElement *el;
+  gint64 t0;
+  gint i;
+
+  fail_unless (mkfifo (fifo, 0600) == 0);
+  rescue.deadline = g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND;
+  thread = g_thread_new ("fifo-rescue", fifo_rescue_thread, &rescue);
+  for (i = 0; i < 2; i++) {
+    el = gst_element_factory_make ("gpunetclassify", NULL);
+    g_object_set (el, "model", i == 0 ? json : fifo, "checkpoint",
+        i == 0 ? fifo : ckpt, NULL);
+    gst_element_set_bus (el, bus);
+    t0 = g_get_monotonic_time ();
+    fail_unless_equals_int (gst_element_set_state (el, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    fail_if (g_atomic_int_get (&rescue.fired), "the start blocked on a FIFO %s",
+        i == 0 ? "checkpoint" : "model");
+    fail_unless (g_get_monotonic_time () - t0 < 5 * G_TIME_SPAN_SECOND);
+    msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL);
+    gst_message_parse_error (msg, &err, NULL);
+    fail_unless (strstr (err->message, "not a regular file") != NULL, "%s",
+        err->message);
+    g_clear_error (&err);
+    gst_message_unref (msg);
+    gst_element_set_state (el, GST_STATE_NULL);
+    gst_element_set_bus (el, NULL);
+    gst_object_unref (el);
+  }
+
+  /* a swap to a FIFO checkpoint while playing: a warning, tiny-a keeps running */
+  {
+    gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" "
+        "checkpoint=\"%s\"", json, ckpt);
+
+    h = gst_harness_new_parse (desc);
+    g_free (desc);
+  }
+  el = gst_harness_find_element (h, "gpunetclassify");
+  gst_element_set_bus (el, bus);
+  gst_harness_set_src_caps_str (h, caps);
+  fail_unless_equals_int (frames_until_model (h, caps, "tiny-a|", 5, &pts), 0);
+  rescue.deadline = g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND;
+  g_object_set (el, "checkpoint", fifo, NULL);
+  msg = gst_bus_timed_pop_filtered (bus, 15 * GST_SECOND, GST_MESSAGE_WARNING);
+  fail_unless (msg != NULL, "no warning for the swap to a FIFO");
+  fail_if (g_atomic_int_get (&rescue.fired), "the swap blocked on a FIFO");
+  gst_message_parse_warning (msg, &err, NULL);
+  fail_unless (strstr (err->message, "not a regular file") != NULL, "%s",
+      err->message);
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  fail_unless_equals_int (frames_until_model (h, caps, "tiny-a|", 3, &pts), 0);
+  gst_element_set_bus (el, NULL);
+  gst_object_unref (el);
+  gst_harness_teardown (h);
+
+  g_atomic_int_set (&rescue.stop, 1);
+  g_thread_join (thread);
+  gst_object_unref (bus);
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+  g_free (json);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
 /* First-hour points 3, 14 and 15: a labels path naming a FIFO fails the start
  * at once with a sentence (it used to block forever); a READY-only property set
  * while playing posts a WARNING the user sees; backend=auto falling back to the
@@ -791,6 +908,7 @@ streams_suite (void)
   tcase_add_test (tc, test_state_cycles_four_streams);
   tcase_add_test (tc, test_non_finite);
   tcase_add_test (tc, test_first_hour_element_points);
+  tcase_add_test (tc, test_fifo_weights);
   return s;
 }
 

@@ -3,7 +3,8 @@
 build tree's plugin with no GST_PLUGIN_PATH and an empty registry cache, its usage
 line names INPUT... once, a clip with a corrupted middle is reported "partial" with
 its lost frames counted, the output is locked against a second writer, --resume
-writes no input twice, and an output path equal to an input is refused.
+writes no input twice, an output path equal to an input is refused, a FIFO input is
+skipped, and a non-empty output needs --resume or --overwrite.
 Usage: test_tag_output.py GPUNET_TAG FIXTURES_DIR. Exit 77 without x264enc/openh264enc."""
 import fcntl
 import json
@@ -112,17 +113,55 @@ def main():
     check(len(frames) == 200 + s[[x["input"] for x in s].index("bad.mp4")]["frames_decoded"],
           "--resume: no frame record twice")
 
+    # a FIFO among the inputs (named, or found in a directory) is skipped with a
+    # summary record, never opened: the run neither hangs nor stops (issue 43, point 3)
+    os.mkdir("withfifo")
+    os.mkfifo(os.path.join("withfifo", "pipe.mp4"))
+    for args in (["clip.mp4", "withfifo/pipe.mp4", "clip2.mp4"],
+                 ["--jobs", "2", "clip.mp4", "withfifo", "clip2.mp4"]):
+        try:
+            p = run(args, timeout=25)
+            s = {x["input"]: x for x in summaries(p.stdout)}
+            f = s.get("withfifo/pipe.mp4", {})
+            check(p.returncode == 1 and f.get("status") == "error"
+                  and "not a regular file" in (f.get("message") or "")
+                  and s.get("clip.mp4", {}).get("status") == "ok"
+                  and s.get("clip2.mp4", {}).get("status") == "ok",
+                  f"a FIFO input is skipped, the others run ({' '.join(args)}): "
+                  f"{p.returncode} {f} {p.stderr.strip()}")
+        except subprocess.TimeoutExpired:
+            check(False, f"a FIFO input is skipped ({' '.join(args)}): the run hung")
+
     # an output that is one of the inputs is refused and the video is intact
     size = os.path.getsize("clip2.mp4")
     p = run(["-o", "clip2.mp4", "clip2.mp4"])
     check(p.returncode == 2 and "one of the inputs" in p.stderr
           and os.path.getsize("clip2.mp4") == size, "output == input refused")
 
+    # a non-empty output is refused without --resume or --overwrite, and stays as it
+    # was; --overwrite replaces it (issue 43, point 9: a later run silently replaced it)
+    keep = open("out.jsonl").read()
+    p = run(["-o", "out.jsonl", "clip2.mp4"])
+    check(p.returncode == 2 and "already holds records" in p.stderr and "--overwrite" in p.stderr
+          and open("out.jsonl").read() == keep,
+          f"a non-empty output is refused: {p.returncode} {p.stderr.strip()}")
+    check(not [f for f in os.listdir(".") if f.startswith(".out.jsonl.")], "no temporary file left")
+    p = run(["--overwrite", "-o", "out.jsonl", "clip2.mp4"])
+    s = summaries(open("out.jsonl").read())
+    check(p.returncode == 0 and [x["input"] for x in s] == ["clip2.mp4"],
+          f"--overwrite replaces it: {p.returncode} {[x['input'] for x in s]}")
+    open("empty.jsonl", "w").close()
+    p = run(["-o", "empty.jsonl", "clip2.mp4"])
+    check(p.returncode == 0 and len(summaries(open("empty.jsonl").read())) == 1,
+          f"an empty output is written: {p.returncode} {p.stderr.strip()}")
+    p = run(["--resume", "--overwrite", "-o", "out.jsonl", "clip2.mp4"])
+    check(p.returncode == 2 and "exclude" in p.stderr, "--resume with --overwrite is refused")
+
     # without --resume the old output survives a run that cannot start
     keep = open("out.jsonl").read()
     p = subprocess.run([tag, "-q", "--model", "gpunet-0", "--checkpoint",
-                        os.path.join(fixtures, "tiny-a", "tiny-a.pth.tar"), "-o", "out.jsonl",
-                        "clip.mp4"], capture_output=True, text=True, env=env)
+                        os.path.join(fixtures, "tiny-a", "tiny-a.pth.tar"), "--overwrite",
+                        "-o", "out.jsonl", "clip.mp4"], capture_output=True, text=True, env=env)
     check(p.returncode == 2 and open("out.jsonl").read() == keep,
           f"a failed start leaves the old output ({p.returncode})")
     os.chdir("/")

@@ -3,7 +3,8 @@
 --output equal to its --checkpoint (issue 31, point 12) replaces the file with a
 safetensors copy of the same weights: same logits, no temporary file left; a
 failing conversion leaves the existing output untouched. An output that is not a
-regular file (a FIFO here; /dev/null alike) is written in place, never renamed over."""
+regular file (a FIFO here; /dev/null alike) is written in place, never renamed over.
+A FIFO given as the checkpoint or the architecture is refused without blocking."""
 import os
 import stat
 import shutil
@@ -72,6 +73,50 @@ def main():
             check(p.returncode == 0 and len(data) >= want and stat.S_ISFIFO(os.stat(fifo).st_mode),
                   f"{name} --output FIFO: written in place ({len(data)} bytes) {p.stderr.strip()}")
             os.unlink(fifo)
+        # a write that fails into a FIFO or a device (/dev/full) leaves the path there:
+        # the tool removes only what it created (issue 43, point 4; as root,
+        # --output /dev/full used to delete /dev/full)
+        fifo = os.path.join(tmp, "short.fifo")
+        os.mkfifo(fifo)
+        reader = subprocess.Popen(["head", "-c", "100", fifo], stdout=subprocess.DEVNULL)
+        # SIGPIPE ignored (not restored for the child): the write fails with EPIPE
+        p = subprocess.run([convert, "--checkpoint", ckpt, "--output", fifo],
+                           capture_output=True, text=True, timeout=30, restore_signals=False)
+        reader.wait(timeout=30)
+        check(p.returncode == 1 and os.path.exists(fifo) and stat.S_ISFIFO(os.stat(fifo).st_mode),
+              f"a failed write into a FIFO keeps the FIFO: {p.returncode} {p.stderr.strip()}")
+        if os.path.lexists(fifo):
+            os.unlink(fifo)
+        full = os.path.join(tmp, "full")
+        try:
+            os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))   # what /dev/full is
+        except OSError:
+            full = None
+        if full:
+            p = subprocess.run([convert, "--checkpoint", ckpt, "--output", full],
+                               capture_output=True, text=True, timeout=30)
+            check(p.returncode == 1 and "No space left" in p.stderr and os.path.exists(full),
+                  f"a failed write into a device keeps the device: {p.returncode} "
+                  f"{p.stderr.strip()}")
+            if os.path.lexists(full):
+                os.unlink(full)
+        else:
+            print("note: cannot make a device node here; the /dev/full case is not run")
+        # a FIFO as --checkpoint or --random architecture: refused at once (issue 43,
+        # point 1: open() of a FIFO blocks until a writer comes), nothing written
+        fifo = os.path.join(tmp, "weights.fifo")
+        os.mkfifo(fifo)
+        out = os.path.join(tmp, "from-fifo.safetensors")
+        for opt in ("--checkpoint", "--random"):
+            try:
+                p = subprocess.run([convert, opt, fifo, "--output", out], capture_output=True,
+                                   text=True, timeout=20)
+                check(p.returncode == 1 and "not a regular file" in p.stderr
+                      and fifo in p.stderr and not os.path.exists(out),
+                      f"convert {opt} FIFO refused: {p.returncode} {p.stderr.strip()}")
+            except subprocess.TimeoutExpired:
+                check(False, f"convert {opt} FIFO refused (it hung in open())")
+        os.unlink(fifo)
     return 1 if FAILED else 0
 
 

@@ -24,6 +24,14 @@ def main():
     script, run, fixtures = (os.path.abspath(a) for a in sys.argv[1:4])
     env = dict(os.environ, GPUNET_RUN=run)
     arch = os.path.join(fixtures, "tiny-a.json")
+    # --help prints the opening comment, all of it and nothing else (issue 43, point 14:
+    # it printed "set -euo pipefail")
+    p = subprocess.run([script, "--help"], capture_output=True, text=True, env=env)
+    lines = open(script).read().splitlines()
+    n = next(i for i, l in enumerate(lines) if i > 0 and not l.startswith("#"))
+    want = [l[2:] if l.startswith("# ") else l[1:] for l in lines[1:n]]
+    check(p.returncode == 0 and p.stdout.splitlines() == want,
+          f"--help is the opening comment: {p.stdout.splitlines()[-2:]}")
     with tempfile.TemporaryDirectory() as tmp:
         z = os.path.join(tmp, "gpunet_0_pyt_ckpt.zip")
         with zipfile.ZipFile(z, "w") as f:
