@@ -96,6 +96,7 @@
 
 #include "gstgpunetclassify.h"
 #include "gstgpunetcuda.h"
+#include "gstgpunetframe.h"
 #include "gstgpunetmodel.h"
 #include "gstgpunetqueue.h"
 #include "gstgpunetrecords.h"
@@ -195,20 +196,15 @@ struct _GstGpunetClassify
   GstGpunetModelSwap *models;   /* the model in use, the one loading beside it */
   GstGpunetQueue *queue;        /* the in-flight queue and the src task */
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
+  GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
 
-  /* set at READY->PAUSED */
-  gpunet_preprocess_params pre;
-  GstGpunetRoiMode mode;        /* roi-mode as started */
+  gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
   /* streaming thread (chain, sink events) */
   GstVideoInfo info;
   gboolean have_caps;
-  gpunet_image image_template;
   GstSegment segment;
   guint64 frame_count;
-  gboolean have_last;           /* interval: a frame was classified in this cycle */
-  guint carried;
-  GHashTable *cycle_rois;       /* interval: roi ids classified in this cycle */
 };
 
 #define gst_gpunet_classify_parent_class parent_class
@@ -242,96 +238,6 @@ static GstBuffer *finish_frame (gpointer data, gpunet_status status,
     const gchar * error, gpunet_class_score * scores, gpointer user_data);
 static void queued_event (GstEvent * event, gpointer user_data);
 static void cancel_frames (gpointer * frames, guint n, gpointer user_data);
-
-/* ---- enum types ---------------------------------------------------------------- */
-
-GType
-gst_gpunet_backend_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPUNET_BACKEND_AUTO,
-        "CUDA when built and a GPU works, else CPU (with an info message)", "auto"},
-    {GST_GPUNET_BACKEND_CPU, "CPU", "cpu"},
-    {GST_GPUNET_BACKEND_CUDA, "CUDA (fails when not built or no GPU)", "cuda"},
-    {GST_GPUNET_BACKEND_CPU_REF,
-        "CPU reference oracle (plain single-threaded loops: slow; for checking)",
-        "cpu-ref"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpunetBackend", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-/* The precision property's values are gpunet_precision's. */
-#define GST_TYPE_GPUNET_PRECISION (gst_gpunet_precision_get_type ())
-static GType
-gst_gpunet_precision_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GPUNET_PRECISION_AUTO,
-        "fp16 on GPUs with tensor cores (compute capability 7.0 and newer), "
-          "else fp32", "auto"},
-    {GPUNET_PRECISION_FP32, "32-bit floats", "fp32"},
-    {GPUNET_PRECISION_FP16,
-        "16-bit floats for activations and weights, 32-bit accumulation", "fp16"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpunetPrecision", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpunet_resize_mode_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPUNET_RESIZE_CENTER_CROP,
-          "Resize the shorter side to resolution / crop-pct, crop the centre "
-          "(timm's evaluation transform)", "center-crop"},
-    {GST_GPUNET_RESIZE_STRETCH, "Resize the whole frame, ignoring its aspect",
-        "stretch"},
-    {GST_GPUNET_RESIZE_LETTERBOX,
-        "Fit the whole frame keeping its aspect, pad with the mean", "letterbox"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpunetResizeMode", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpunet_roi_mode_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue values[] = {
-    {GST_GPUNET_ROI_MODE_FRAME, "Classify the whole frame; region metas are "
-          "ignored", "frame"},
-    {GST_GPUNET_ROI_MODE_REGIONS, "Classify each region meta (roi-types), "
-          "not the frame", "regions"},
-    {GST_GPUNET_ROI_MODE_BOTH, "Classify the whole frame and each region meta",
-        "both"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpunetRoiMode", values);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -588,6 +494,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
         &funcs, self);
   }
   self->records = gst_gpunet_records_new (GST_ELEMENT (self));
+  self->planner = gst_gpunet_planner_new (GST_ELEMENT (self));
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
@@ -606,6 +513,7 @@ gst_gpunet_classify_finalize (GObject * object)
   gst_gpunet_model_swap_free (self->models);
   gst_gpunet_queue_free (self->queue);
   gst_gpunet_records_free (self->records);
+  gst_gpunet_planner_free (self->planner);
   gst_gpunet_cuda_free (self->cuda);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -806,8 +714,6 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
 }
 
-/* ---- models: load, share, swap ------------------------------------------------- */
-
 /* ---- start and stop ------------------------------------------------------------ */
 
 /* What loading a model needs, from the properties as they are now. */
@@ -849,6 +755,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   GstGpunetModelArgs a;
   gchar *json_path;
   gboolean roi_types_set, have_checkpoint, ok;
+  GstGpunetRoiMode mode;
   GstGpunetModelCtx *c = NULL;
   gint device = 0, device_id;
   guint limit;
@@ -857,7 +764,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   GST_OBJECT_LOCK (self);
   self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
   self->pre.crop_pct = self->crop_pct;
-  self->mode = self->roi_mode;
+  mode = self->roi_mode;
   roi_types_set = self->roi_type_quarks != NULL;
   json_path = g_strdup (self->json_output);
   device_id = self->device_id;
@@ -865,7 +772,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   GST_OBJECT_UNLOCK (self);
   have_checkpoint = a.checkpoint != NULL && *a.checkpoint != '\0';
 
-  if (have_checkpoint && roi_types_set && self->mode == GST_GPUNET_ROI_MODE_FRAME)
+  if (have_checkpoint && roi_types_set && mode == GST_GPUNET_ROI_MODE_FRAME)
     GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
         ("roi-types is set, but roi-mode is 'frame', so no region is "
             "classified: set roi-mode=regions (or both), or clear roi-types"),
@@ -896,11 +803,9 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
       g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
   gst_gpunet_model_swap_set (self->models, c);
   gst_gpunet_queue_set_limit (self->queue, limit);
-  self->cycle_rois = g_hash_table_new_full (g_int64_hash, g_int64_equal,
-      g_free, NULL);
+  gst_gpunet_planner_start (self->planner, mode != GST_GPUNET_ROI_MODE_REGIONS,
+      mode != GST_GPUNET_ROI_MODE_FRAME);
   self->frame_count = 0;
-  self->have_last = FALSE;
-  self->carried = 0;
   self->have_caps = FALSE;
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
   return TRUE;
@@ -913,7 +818,7 @@ gst_gpunet_classify_stop (GstGpunetClassify * self)
   gst_gpunet_model_swap_stop (self->models);
   gst_gpunet_queue_drop (self->queue);
   gst_gpunet_cuda_close (self->cuda);
-  g_clear_pointer (&self->cycle_rois, g_hash_table_unref);
+  gst_gpunet_planner_stop (self->planner);
   gst_gpunet_records_stop (self->records);
 }
 
@@ -988,7 +893,6 @@ query_caps (GstGpunetClassify * self, GstPad * pad, GstQuery * query)
 static gboolean
 set_caps (GstGpunetClassify * self, GstCaps * caps)
 {
-  gpunet_image *img = &self->image_template;
   GstVideoInfo info;
   gboolean cuda_engine;
   GstGpunetModelCtx *c;
@@ -1011,72 +915,18 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
     return FALSE;
   }
 
-  memset (img, 0, sizeof *img);
-  switch (GST_VIDEO_INFO_FORMAT (&info)) {
-    case GST_VIDEO_FORMAT_NV12:
-      img->format = GPUNET_FORMAT_NV12;
-      break;
-    case GST_VIDEO_FORMAT_I420:
-      img->format = GPUNET_FORMAT_I420;
-      break;
-    case GST_VIDEO_FORMAT_RGBA:
-      img->format = GPUNET_FORMAT_RGBA;
-      break;
-    case GST_VIDEO_FORMAT_BGRA:
-      img->format = GPUNET_FORMAT_BGRA;
-      break;
-    case GST_VIDEO_FORMAT_RGBx:
-      img->format = GPUNET_FORMAT_RGBX;
-      break;
-    case GST_VIDEO_FORMAT_BGRx:
-      img->format = GPUNET_FORMAT_BGRX;
-      break;
-    case GST_VIDEO_FORMAT_RGB:
-      img->format = GPUNET_FORMAT_RGB;
-      break;
-    case GST_VIDEO_FORMAT_BGR:
-      img->format = GPUNET_FORMAT_BGR;
-      break;
-    default:
-      GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-          ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
-              "; put videoconvert before it", GST_VIDEO_INFO_NAME (&info)),
-          (NULL));
-      return FALSE;
+  if (!gst_gpunet_planner_set_info (self->planner, &info)) {
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
+            "; put videoconvert before it", GST_VIDEO_INFO_NAME (&info)), (NULL));
+    return FALSE;
   }
-  img->width = GST_VIDEO_INFO_WIDTH (&info);
-  img->height = GST_VIDEO_INFO_HEIGHT (&info);
-  /* BT.2020 and others have no engine matrix: BT.709 is the closer one */
-  img->matrix = info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_BT601
-      || info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_FCC
-      || info.colorimetry.matrix == GST_VIDEO_COLOR_MATRIX_SMPTE240M ?
-      GPUNET_MATRIX_BT601 : GPUNET_MATRIX_BT709;
-  if (GST_VIDEO_INFO_IS_YUV (&info)
-      && info.colorimetry.matrix != GST_VIDEO_COLOR_MATRIX_BT601
-      && info.colorimetry.matrix != GST_VIDEO_COLOR_MATRIX_BT709)
-    GST_INFO_OBJECT (self, "colour matrix %d treated as BT.709",
-        info.colorimetry.matrix);
-  img->full_range = info.colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
-
   self->info = info;
   self->have_caps = TRUE;
-  /* a new stream shape: the next frame is classified again */
-  self->have_last = FALSE;
-  self->carried = 0;
-  GST_DEBUG_OBJECT (self, "%s %dx%d, matrix %s, %s range",
-      GST_VIDEO_INFO_NAME (&info), img->width, img->height,
-      img->matrix == GPUNET_MATRIX_BT709 ? "BT.709" : "BT.601",
-      img->full_range ? "full" : "limited");
   return TRUE;
 }
 
 /* ---- per frame (streaming thread) ----------------------------------------------- */
-
-static gint64
-roi_key (gint id, GQuark type)
-{
-  return ((gint64) type << 32) | (guint32) id;
-}
 
 /* A frame for `buf` with the settings its records keep; *types (a reference, or
  * NULL: every type) and *interval as the properties are now. */
@@ -1098,96 +948,6 @@ frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
   f->rs.running_time = gst_segment_to_running_time (&self->segment,
       GST_FORMAT_TIME, GST_BUFFER_PTS (buf));
   return f;
-}
-
-/* Regions: collects the buffer's region metas and numbers the images of those
- * classified now (a new or shared roi-id, or any at a cycle start), after the
- * frame's own; the others are carried by roi-id at push time. */
-static void
-plan_regions (GstGpunetClassify * self, GstGpunetFrame * f,
-    const GArray * types, guint interval)
-{
-  gboolean even = self->image_template.format == GPUNET_FORMAT_NV12
-      || self->image_template.format == GPUNET_FORMAT_I420;
-  guint skipped, i;
-
-  if (f->cycle_start)
-    g_hash_table_remove_all (self->cycle_rois);
-  f->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
-  skipped = gst_gpunet_roi_collect (f->buf, types, self->image_template.width,
-      self->image_template.height, even, f->rois);
-  if (skipped > 0)
-    GST_LOG_OBJECT (self, "frame %" G_GUINT64_FORMAT ": %u empty or outside "
-        "regions skipped", f->rs.frame_no, skipped);
-  f->roi_image = g_new (gint, MAX (f->rois->len, 1));
-  for (i = 0; i < f->rois->len; i++) {
-    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-    gint64 key = roi_key (r->meta->id, r->meta->roi_type);
-
-    if (!f->cycle_start && r->unique_id && interval > 0
-        && g_hash_table_contains (self->cycle_rois, &key)) {
-      f->roi_image[i] = -1;
-    } else {
-      f->roi_image[i] = f->n_images++;
-      if (interval > 0 && r->unique_id)
-        g_hash_table_add (self->cycle_rois, g_memdup2 (&key, sizeof key));
-    }
-  }
-}
-
-/* What is classified on this frame: interval classifies one frame and carries its
- * results to the next `interval`; a new model starts a new cycle. */
-static void
-plan_images (GstGpunetClassify * self, GstGpunetFrame * f,
-    const GArray * types, guint interval)
-{
-  gboolean infer_frame;
-
-  if (f->old_model != NULL) {
-    self->have_last = FALSE;
-    self->carried = 0;
-  }
-  infer_frame = !(self->have_last && self->carried < interval);
-  if (infer_frame) {
-    self->have_last = TRUE;
-    self->carried = 0;
-  } else {
-    self->carried++;
-  }
-  f->cycle_start = infer_frame;
-  f->frame_record = self->mode != GST_GPUNET_ROI_MODE_REGIONS;
-  f->frame_inferred = f->frame_record && infer_frame;
-  f->n_images = f->frame_inferred ? 1 : 0;
-  if (self->mode != GST_GPUNET_ROI_MODE_FRAME)
-    plan_regions (self, f, types, interval);
-}
-
-/* Maps the frame: its n_images images (the frame, then the crops), or NULL with
- * the error posted. */
-static gpunet_image *
-map_images (GstGpunetClassify * self, GstGpunetFrame * f)
-{
-  gpunet_image frame_img = self->image_template, *images;
-  guint i;
-
-  if (!gst_gpunet_cuda_map_frame (self->cuda, GST_ELEMENT (self), f->buf,
-          &self->info, &f->vframe, &frame_img)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
-            "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
-    return NULL;
-  }
-  f->mapped = TRUE;
-  images = g_new (gpunet_image, f->n_images);
-  if (f->frame_inferred)
-    images[0] = frame_img;
-  for (i = 0; f->rois && i < f->rois->len; i++) {
-    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-
-    if (f->roi_image[i] >= 0)
-      gst_gpunet_roi_crop_image (&frame_img, r->x, r->y, r->width,
-          r->height, &images[f->roi_image[i]]);
-  }
-  return images;
 }
 
 /* Hands the queued frame's images (freed here) to its engine.  `f` is the queue's
@@ -1243,11 +1003,14 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
-  plan_images (self, f, types, interval);
+  gst_gpunet_planner_plan (self->planner, f, types, interval);
   if (types)
     g_array_unref (types);
 
-  if (f->n_images > 0 && (images = map_images (self, f)) == NULL) {
+  if (f->n_images > 0 && (images = gst_gpunet_planner_map (self->planner,
+              self->cuda, &self->info, f)) == NULL) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
+            "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
     gst_gpunet_frame_free (f);
     return GST_FLOW_ERROR;
   }
@@ -1339,10 +1102,7 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
     case GST_EVENT_FLUSH_STOP:
       /* the streaming thread is ours again: drop what is queued, restart */
       gst_gpunet_queue_drop (self->queue);
-      self->have_last = FALSE;
-      self->carried = 0;
-      if (self->cycle_rois)
-        g_hash_table_remove_all (self->cycle_rois);
+      gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
       return gst_gpunet_queue_flush_stop (self->queue, event);
     case GST_EVENT_CAPS:{

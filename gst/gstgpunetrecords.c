@@ -51,31 +51,6 @@ struct _GstGpunetRecords
   GString *json_lines;          /* the records of the buffer being finished */
 };
 
-/* ---- frames ------------------------------------------------------------------------ */
-
-void
-gst_gpunet_frame_unmap (GstGpunetFrame * f)
-{
-  if (f->mapped) {
-    gst_video_frame_unmap (&f->vframe);
-    f->mapped = FALSE;
-  }
-}
-
-void
-gst_gpunet_frame_free (GstGpunetFrame * f)
-{
-  gst_gpunet_frame_unmap (f);
-  if (f->buf)
-    gst_buffer_unref (f->buf);
-  if (f->rois)
-    g_array_unref (f->rois);
-  g_free (f->roi_image);
-  g_free (f->old_model);
-  gst_gpunet_model_ctx_unref (f->ctx);
-  g_free (f);
-}
-
 /* ---- life ------------------------------------------------------------------------- */
 
 GstGpunetRecords *

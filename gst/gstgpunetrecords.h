@@ -9,46 +9,13 @@
 #include <gst/video/video.h>
 
 #include "gpunet.h"
+#include "gstgpunetframe.h"
 #include "gstgpunetmodel.h"
 
 G_BEGIN_DECLS
 
 #define GST_GPUNET_LABEL_CHANGED_MESSAGE "gpunetclassify-label-changed"
 #define GST_GPUNET_MODEL_CHANGED_MESSAGE "gpunetclassify-model-changed"
-
-/* What the records of one buffer share, fixed when it arrived. */
-typedef struct
-{
-  guint top_k;
-  gfloat threshold;
-  gboolean post;
-  guint64 frame_no;
-  GstClockTime running_time;
-} GstGpunetRecordSettings;
-
-/* One buffer on its way through the engine: made by the streaming thread, read by
- * the src task once its results are in. */
-typedef struct
-{
-  GstBuffer *buf;
-  GstGpunetModelCtx *ctx;       /* the model it is classified with (a reference) */
-  GstGpunetRecordSettings rs;
-  gboolean frame_record;        /* a record for the whole frame */
-  gboolean frame_inferred;      /* ... classified now (else carried) */
-  gboolean cycle_start;         /* interval: carried results are dropped here */
-  gchar *old_model;             /* first frame of a swapped-in model: the name
-                                 * before; else NULL */
-  GArray *rois;                 /* GstGpunetRoi; NULL with roi-mode frame */
-  gint *roi_image;              /* per roi: its image in the request, or -1
-                                 * (carried by roi-id) */
-  GstVideoFrame vframe;
-  gboolean mapped;
-  guint n_images;               /* images submitted: the frame's, then crops */
-} GstGpunetFrame;
-
-/* Unmaps the frame once the engine is done with it (idempotent). */
-void gst_gpunet_frame_unmap (GstGpunetFrame * f);
-void gst_gpunet_frame_free (GstGpunetFrame * f);
 
 typedef struct _GstGpunetRecords GstGpunetRecords;
 
