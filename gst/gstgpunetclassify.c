@@ -237,7 +237,6 @@ static void read_swap_args (GstElement * element, GstGpunetModelArgs * a);
 static GstBuffer *finish_frame (gpointer data, gpunet_status status,
     const gchar * error, gpunet_class_score * scores, gpointer user_data);
 static void queued_event (GstEvent * event, gpointer user_data);
-static void cancel_frames (gpointer * frames, guint n, gpointer user_data);
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -487,7 +486,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
     const GstGpunetQueueFuncs funcs = { finish_frame, queued_event,
-      cancel_frames, (GDestroyNotify) gst_gpunet_frame_free
+      gst_gpunet_frames_cancel, (GDestroyNotify) gst_gpunet_frame_free
     };
 
     self->queue = gst_gpunet_queue_new (GST_ELEMENT (self), self->srcpad,
@@ -1067,24 +1066,6 @@ queued_event (GstEvent * event, gpointer user_data)
     gst_event_parse_stream_start (event, &sid);
     gst_gpunet_records_set_stream_id (self->records, sid);
   }
-}
-
-/* Withdraws this element's frames from the engines they are in. */
-static void
-cancel_frames (gpointer * frames, guint n, gpointer user_data)
-{
-  GPtrArray *engines = g_ptr_array_new ();
-  guint i;
-
-  for (i = 0; i < n; i++) {
-    gpunet_engine *e = ((GstGpunetFrame *) frames[i])->ctx->shared->engine;
-
-    if (!g_ptr_array_find (engines, e, NULL)) {
-      g_ptr_array_add (engines, e);
-      gpunet_engine_cancel (e, user_data);
-    }
-  }
-  g_ptr_array_free (engines, TRUE);
 }
 
 /* ---- events and queries ---------------------------------------------------------- */

@@ -47,6 +47,23 @@ gst_gpunet_frame_free (GstGpunetFrame * f)
   g_free (f);
 }
 
+void
+gst_gpunet_frames_cancel (gpointer * frames, guint n, gpointer tag)
+{
+  GPtrArray *engines = g_ptr_array_new ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gpunet_engine *e = ((GstGpunetFrame *) frames[i])->ctx->shared->engine;
+
+    if (!g_ptr_array_find (engines, e, NULL)) {
+      g_ptr_array_add (engines, e);
+      gpunet_engine_cancel (e, tag);
+    }
+  }
+  g_ptr_array_free (engines, TRUE);
+}
+
 GstGpunetPlanner *
 gst_gpunet_planner_new (GstElement * element)
 {

@@ -48,6 +48,10 @@ typedef struct
 void gst_gpunet_frame_unmap (GstGpunetFrame * f);
 void gst_gpunet_frame_free (GstGpunetFrame * f);
 
+/* Withdraws the `n` frames from the engines they were submitted to with `tag`
+ * (gpunet_engine_cancel: no callback for them runs once it returns). */
+void gst_gpunet_frames_cancel (gpointer * frames, guint n, gpointer tag);
+
 /* The streaming thread's plan of what is classified, frame after frame. */
 typedef struct _GstGpunetPlanner GstGpunetPlanner;
 
