@@ -1,8 +1,7 @@
-/* gstgpunetclassify.c: the gpunetclassify element: its properties, caps, pads, chain
- * and start/stop.  The chain maps each frame, decides what is classified (interval,
- * regions) and queues it in gstgpunetqueue.c, whose src task pushes it in order once
- * the engine's results are in; gstgpunetmodel.c holds the model and its hot swap,
- * gstgpunetrecords.c turns results into records. */
+/* gstgpunetclassify.c: the gpunetclassify element: properties (object lock), caps,
+ * pads, chain, start/stop.  The chain plans each frame (gstgpunetframe.c), queues it
+ * (gstgpunetqueue.c: its src task pushes in order) and submits it to the model in use
+ * (gstgpunetmodel.c: context and hot swap); gstgpunetrecords.c makes the records. */
 
 /**
  * SECTION:element-gpunetclassify

@@ -1,8 +1,7 @@
 /* gstgpunetqueue.h: gpunetclassify's ordered in-flight queue and its src pad task.
- * The streaming thread queues each buffer (with its engine request's result space)
- * and each serialized event in arrival order; the engine's callback marks a buffer
- * ready; the task pushes the head once it is ready, so buffers leave in input order
- * with events kept in place.  What a buffer entry holds is the element's (a pointer). */
+ * The streaming thread queues buffers (with room for their engine results) and
+ * serialized events in arrival order; the engine's callback marks a buffer ready; the
+ * task pushes the head once it is ready.  A buffer entry's frame is the element's. */
 #ifndef __GST_GPUNET_QUEUE_H__
 #define __GST_GPUNET_QUEUE_H__
 
