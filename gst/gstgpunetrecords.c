@@ -205,12 +205,11 @@ track_get (GstGpunetRecords * rec, gint roi_id, guint64 frame_no)
 /* Replaces `scores` (k results) by the top-k of `t`'s moving average, updated with
  * this frame's k probabilities (classes outside them count as 0). */
 static void
-track_smooth (Track * t, gint n, gpunet_class_score * scores, guint k,
+track_smooth (Track * t, guint n, gpunet_class_score * scores, guint k,
     gfloat smoothing)
 {
   gpunet_class_score *all;
-  gint c;
-  guint i;
+  guint c, i;
 
   if (t->probs == NULL)
     t->probs = g_new0 (gfloat, n);
@@ -226,7 +225,7 @@ track_smooth (Track * t, gint n, gpunet_class_score * scores, guint k,
   }
   all = g_new (gpunet_class_score, n);
   for (c = 0; c < n; c++) {
-    all[c].id = c;
+    all[c].id = (gint) c;
     all[c].score = t->probs[c];
   }
   qsort (all, n, sizeof *all, compare_scores);
@@ -255,7 +254,7 @@ track_update (GstGpunetRecords * rec, GstGpunetModelCtx * ctx, gint roi_id,
 
   t = track_get (rec, roi_id, frame_no);
   if (smoothing > 0.0f)
-    track_smooth (t, ctx->num_classes, scores, k, smoothing);
+    track_smooth (t, (guint) ctx->num_classes, scores, k, smoothing);
   t->have = TRUE;
   t->last_frame = frame_no;
 
