@@ -1,6 +1,7 @@
 /* gstgpunetclassify.h: the gpunetclassify element (a GstElement that hands frames
  * to a shared, batching engine and pushes them when their results are in): its type
- * and the backend / resize-mode / roi-mode enum types of its properties. */
+ * and the backend / precision / resize-mode / roi-mode enum types of its properties
+ * (registered in gstgpunetenums.c). */
 #ifndef __GST_GPUNET_CLASSIFY_H__
 #define __GST_GPUNET_CLASSIFY_H__
 
@@ -37,7 +38,11 @@ typedef enum
 #define GST_TYPE_GPUNET_BACKEND (gst_gpunet_backend_get_type ())
 #define GST_TYPE_GPUNET_RESIZE_MODE (gst_gpunet_resize_mode_get_type ())
 #define GST_TYPE_GPUNET_ROI_MODE (gst_gpunet_roi_mode_get_type ())
+/* the precision property's values are gpunet_precision's */
+#define GST_TYPE_GPUNET_PRECISION (gst_gpunet_precision_get_type ())
+/* gstgpunetenums.c */
 GType gst_gpunet_backend_get_type (void);
+GType gst_gpunet_precision_get_type (void);
 GType gst_gpunet_resize_mode_get_type (void);
 GType gst_gpunet_roi_mode_get_type (void);
 

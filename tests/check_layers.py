@@ -5,7 +5,11 @@
 - gst/ includes nothing from models/ or kernels/ except gpunet.h;
 - tools/ include gpunet.h, and only the tools named in INTERNAL_USERS may include the
   one internal header models/gpunet-internal.h; no tool includes another header of
-  models/ or kernels/.
+  models/ or kernels/;
+- the files of gst/ include one another without a circle: a file and its header
+  (gstgpunetqueue.c, gstgpunetqueue.h) count as one module, so a .c that includes
+  another module's header while that module includes its own is reported too (the
+  element's files call each other only down the include order).
 
 An include names a header of a layer when it resolves (relative to the including file,
 then the layer's include directories) to a file in that layer's directory.  The build's
@@ -46,6 +50,39 @@ def resolve(root, including, name, search):
 def layer_of(root, path):
     rel = os.path.relpath(path, root)
     return rel.split(os.sep)[0] if path else None
+
+
+def gst_module_cycles(root):
+    """Circles among gst/ modules (a .c and its .h are one module), as lists of names."""
+    gst = os.path.join(root, "gst")
+    graph = {}
+    for f in files_under(root, "gst"):
+        mod = os.path.splitext(os.path.relpath(f, gst))[0]
+        deps = graph.setdefault(mod, set())
+        with open(f, encoding="utf-8", errors="replace") as fh:
+            for name in INCLUDE.findall(fh.read()):
+                target = resolve(root, f, name, ["gst"])
+                if target and os.path.dirname(target) == os.path.realpath(gst):
+                    dep = os.path.splitext(os.path.basename(target))[0]
+                    if dep != mod:
+                        deps.add(dep)
+    cycles, state = [], {}
+
+    def visit(mod, stack):
+        state[mod] = 1
+        stack.append(mod)
+        for dep in sorted(graph.get(mod, ())):
+            if state.get(dep) == 1:
+                cycles.append(stack[stack.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, stack)
+        stack.pop()
+        state[mod] = 2
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [])
+    return graph, cycles
 
 
 def main():
@@ -103,6 +140,12 @@ def main():
                     print("FAIL: %s includes %s (%s): %s" % (rel_f, name, where, fix))
                 else:
                     passed += 1
+    graph, cycles = gst_module_cycles(root)
+    for cycle in cycles:
+        failed += 1
+        print("FAIL: gst/ include circle %s: the lower file must not include the "
+              "upper one (move the shared type down, or pass a callback)" % " -> ".join(cycle))
+    passed += len(graph) - len(cycles)
     for stale in sorted(set(EXCEPTIONS) - seen):
         print("note: the exception for %s including %s is no longer needed: remove it "
               "from tests/check_layers.py" % stale)

@@ -1,0 +1,256 @@
+/* gstgpunetframe.c: frames and the plan of what is classified (see
+ * gstgpunetframe.h).  Owns the image template, the interval cycle and the roi-ids
+ * classified in it.  Lock: the sink pad's stream lock; only the streaming thread
+ * (chain, sink events) and start/stop, while no buffer flows, touch it. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <string.h>
+
+#include "gstgpunetframe.h"
+#include "gstgpunetroi.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_gpunet_frame_debug);
+#define GST_CAT_DEFAULT gst_gpunet_frame_debug
+
+struct _GstGpunetPlanner
+{
+  GstElement *element;          /* borrowed: the element owns the planner */
+  gboolean frames, regions;     /* roi-mode as started */
+  gpunet_image image_template;  /* format, size and colour; no planes */
+  gboolean have_last;           /* interval: a frame was classified in this cycle */
+  guint carried;
+  GHashTable *cycle_rois;       /* interval: roi ids classified in this cycle */
+};
+
+void
+gst_gpunet_frame_unmap (GstGpunetFrame * f)
+{
+  if (f->mapped) {
+    gst_video_frame_unmap (&f->vframe);
+    f->mapped = FALSE;
+  }
+}
+
+void
+gst_gpunet_frame_free (GstGpunetFrame * f)
+{
+  gst_gpunet_frame_unmap (f);
+  if (f->buf)
+    gst_buffer_unref (f->buf);
+  if (f->rois)
+    g_array_unref (f->rois);
+  g_free (f->roi_image);
+  g_free (f->old_model);
+  gst_gpunet_model_ctx_unref (f->ctx);
+  g_free (f);
+}
+
+void
+gst_gpunet_frames_cancel (gpointer * frames, guint n, gpointer tag)
+{
+  GPtrArray *engines = g_ptr_array_new ();
+  guint i;
+
+  for (i = 0; i < n; i++) {
+    gpunet_engine *e = ((GstGpunetFrame *) frames[i])->ctx->shared->engine;
+
+    if (!g_ptr_array_find (engines, e, NULL)) {
+      g_ptr_array_add (engines, e);
+      gpunet_engine_cancel (e, tag);
+    }
+  }
+  g_ptr_array_free (engines, TRUE);
+}
+
+GstGpunetPlanner *
+gst_gpunet_planner_new (GstElement * element)
+{
+  static gsize once = 0;
+  GstGpunetPlanner *p;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_gpunet_frame_debug, "gpunetframe", 0,
+        "gpunetclassify frames: what is classified, images and crops");
+    g_once_init_leave (&once, 1);
+  }
+  p = g_new0 (GstGpunetPlanner, 1);
+  p->element = element;
+  return p;
+}
+
+void
+gst_gpunet_planner_stop (GstGpunetPlanner * p)
+{
+  g_clear_pointer (&p->cycle_rois, g_hash_table_unref);
+}
+
+void
+gst_gpunet_planner_free (GstGpunetPlanner * p)
+{
+  gst_gpunet_planner_stop (p);
+  g_free (p);
+}
+
+void
+gst_gpunet_planner_start (GstGpunetPlanner * p, gboolean frames,
+    gboolean regions)
+{
+  p->frames = frames;
+  p->regions = regions;
+  p->cycle_rois = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
+      NULL);
+  p->have_last = FALSE;
+  p->carried = 0;
+}
+
+void
+gst_gpunet_planner_flush (GstGpunetPlanner * p)
+{
+  p->have_last = FALSE;
+  p->carried = 0;
+  if (p->cycle_rois)
+    g_hash_table_remove_all (p->cycle_rois);
+}
+
+gboolean
+gst_gpunet_planner_set_info (GstGpunetPlanner * p, const GstVideoInfo * info)
+{
+  static const struct
+  {
+    GstVideoFormat video;
+    gpunet_pixel_format format;
+  } formats[] = {
+    {GST_VIDEO_FORMAT_NV12, GPUNET_FORMAT_NV12},
+    {GST_VIDEO_FORMAT_I420, GPUNET_FORMAT_I420},
+    {GST_VIDEO_FORMAT_RGBA, GPUNET_FORMAT_RGBA},
+    {GST_VIDEO_FORMAT_BGRA, GPUNET_FORMAT_BGRA},
+    {GST_VIDEO_FORMAT_RGBx, GPUNET_FORMAT_RGBX},
+    {GST_VIDEO_FORMAT_BGRx, GPUNET_FORMAT_BGRX},
+    {GST_VIDEO_FORMAT_RGB, GPUNET_FORMAT_RGB},
+    {GST_VIDEO_FORMAT_BGR, GPUNET_FORMAT_BGR},
+  };
+  gpunet_image *img = &p->image_template;
+  GstVideoColorMatrix matrix = info->colorimetry.matrix;
+  guint i;
+
+  for (i = 0; i < G_N_ELEMENTS (formats); i++)
+    if (formats[i].video == GST_VIDEO_INFO_FORMAT (info))
+      break;
+  if (i == G_N_ELEMENTS (formats))
+    return FALSE;
+  memset (img, 0, sizeof *img);
+  img->format = formats[i].format;
+  img->width = GST_VIDEO_INFO_WIDTH (info);
+  img->height = GST_VIDEO_INFO_HEIGHT (info);
+  /* BT.2020 and others have no engine matrix: BT.709 is the closer one */
+  img->matrix = matrix == GST_VIDEO_COLOR_MATRIX_BT601
+      || matrix == GST_VIDEO_COLOR_MATRIX_FCC
+      || matrix == GST_VIDEO_COLOR_MATRIX_SMPTE240M ?
+      GPUNET_MATRIX_BT601 : GPUNET_MATRIX_BT709;
+  if (GST_VIDEO_INFO_IS_YUV (info) && matrix != GST_VIDEO_COLOR_MATRIX_BT601
+      && matrix != GST_VIDEO_COLOR_MATRIX_BT709)
+    GST_INFO_OBJECT (p->element, "colour matrix %d treated as BT.709", matrix);
+  img->full_range = info->colorimetry.range == GST_VIDEO_COLOR_RANGE_0_255;
+
+  /* a new stream shape: the next frame is classified again */
+  p->have_last = FALSE;
+  p->carried = 0;
+  GST_DEBUG_OBJECT (p->element, "%s %dx%d, matrix %s, %s range",
+      GST_VIDEO_INFO_NAME (info), img->width, img->height,
+      img->matrix == GPUNET_MATRIX_BT709 ? "BT.709" : "BT.601",
+      img->full_range ? "full" : "limited");
+  return TRUE;
+}
+
+static gint64
+roi_key (gint id, GQuark type)
+{
+  return ((gint64) type << 32) | (guint32) id;
+}
+
+/* Regions: collects the buffer's region metas and numbers the images of those
+ * classified now (a new or shared roi-id, or any at a cycle start), after the
+ * frame's own; the others are carried by roi-id at push time. */
+static void
+plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
+    guint interval)
+{
+  gboolean even = p->image_template.format == GPUNET_FORMAT_NV12
+      || p->image_template.format == GPUNET_FORMAT_I420;
+  guint skipped, i;
+
+  if (f->cycle_start)
+    g_hash_table_remove_all (p->cycle_rois);
+  f->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
+  skipped = gst_gpunet_roi_collect (f->buf, types, p->image_template.width,
+      p->image_template.height, even, f->rois);
+  if (skipped > 0)
+    GST_LOG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u empty or "
+        "outside regions skipped", f->rs.frame_no, skipped);
+  f->roi_image = g_new (gint, MAX (f->rois->len, 1));
+  for (i = 0; i < f->rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
+    gint64 key = roi_key (r->meta->id, r->meta->roi_type);
+
+    if (!f->cycle_start && r->unique_id && interval > 0
+        && g_hash_table_contains (p->cycle_rois, &key)) {
+      f->roi_image[i] = -1;
+    } else {
+      f->roi_image[i] = f->n_images++;
+      if (interval > 0 && r->unique_id)
+        g_hash_table_add (p->cycle_rois, g_memdup2 (&key, sizeof key));
+    }
+  }
+}
+
+void
+gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
+    const GArray * types, guint interval)
+{
+  gboolean infer_frame;
+
+  if (f->old_model != NULL) {
+    p->have_last = FALSE;
+    p->carried = 0;
+  }
+  /* interval: classify one frame, carry its results to the next `interval` */
+  infer_frame = !(p->have_last && p->carried < interval);
+  if (infer_frame) {
+    p->have_last = TRUE;
+    p->carried = 0;
+  } else {
+    p->carried++;
+  }
+  f->cycle_start = infer_frame;
+  f->frame_record = p->frames;
+  f->frame_inferred = f->frame_record && infer_frame;
+  f->n_images = f->frame_inferred ? 1 : 0;
+  if (p->regions)
+    plan_regions (p, f, types, interval);
+}
+
+gpunet_image *
+gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
+    const GstVideoInfo * info, GstGpunetFrame * f)
+{
+  gpunet_image frame_img = p->image_template, *images;
+  guint i;
+
+  if (!gst_gpunet_cuda_map_frame (cuda, p->element, f->buf, info, &f->vframe,
+          &frame_img))
+    return NULL;
+  f->mapped = TRUE;
+  images = g_new (gpunet_image, f->n_images);
+  if (f->frame_inferred)
+    images[0] = frame_img;
+  for (i = 0; f->rois && i < f->rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
+
+    if (f->roi_image[i] >= 0)
+      gst_gpunet_roi_crop_image (&frame_img, r->x, r->y, r->width,
+          r->height, &images[f->roi_image[i]]);
+  }
+  return images;
+}
