@@ -126,6 +126,7 @@ enum
   PROP_JSON_OUTPUT,
   PROP_SHARE_ENGINE,
   PROP_BATCH_TIMEOUT,
+  PROP_PASSES_IN_FLIGHT,
   PROP_MAX_IN_FLIGHT,
   PROP_SMOOTHING,
   PROP_LABEL_HOLD,
@@ -153,6 +154,7 @@ enum
 #define DEFAULT_SHARE_ENGINE TRUE
 #define DEFAULT_BATCH_TIMEOUT 0
 #define MAX_BATCH_TIMEOUT 10000000
+#define DEFAULT_PASSES_IN_FLIGHT 1
 #define DEFAULT_MAX_IN_FLIGHT 4
 #define DEFAULT_SMOOTHING 0.0f
 #define DEFAULT_LABEL_HOLD 1
@@ -185,6 +187,7 @@ struct _GstGpunetClassify
   gchar *json_output;
   gboolean share_engine;
   guint64 batch_timeout;
+  guint passes_in_flight;
   guint max_in_flight;
   gfloat smoothing;
   guint label_hold;
@@ -377,6 +380,14 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "engine runs it (0 = run what is queued as soon as the engine is "
           "free: no added latency)", 0, MAX_BATCH_TIMEOUT,
           DEFAULT_BATCH_TIMEOUT, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_PASSES_IN_FLIGHT,
+      g_param_spec_uint ("passes-in-flight", "Passes in flight",
+          "Forward passes the engine runs at once, each on a session of its "
+          "own (on CUDA its own stream and buffers), so one batch is uploaded "
+          "while another runs; costs the session's memory once more per pass "
+          "and gains nothing on the CPU backends; results and their order are "
+          "the same", 1, 4, DEFAULT_PASSES_IN_FLIGHT,
+          rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_MAX_IN_FLIGHT,
       g_param_spec_uint ("max-in-flight", "Max in flight",
           "Frames this element may have queued in the engine before it blocks "
@@ -477,6 +488,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->json_output = g_strdup (DEFAULT_JSON_OUTPUT);
   self->share_engine = DEFAULT_SHARE_ENGINE;
   self->batch_timeout = DEFAULT_BATCH_TIMEOUT;
+  self->passes_in_flight = DEFAULT_PASSES_IN_FLIGHT;
   self->max_in_flight = DEFAULT_MAX_IN_FLIGHT;
   self->smoothing = DEFAULT_SMOOTHING;
   self->label_hold = DEFAULT_LABEL_HOLD;
@@ -595,6 +607,9 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
       case PROP_SHARE_ENGINE:
         self->share_engine = g_value_get_boolean (value);
         break;
+      case PROP_PASSES_IN_FLIGHT:
+        self->passes_in_flight = g_value_get_uint (value);
+        break;
       case PROP_BATCH_TIMEOUT:
         self->batch_timeout = g_value_get_uint64 (value);
         break;
@@ -687,6 +702,9 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     case PROP_SHARE_ENGINE:
       g_value_set_boolean (value, self->share_engine);
       break;
+    case PROP_PASSES_IN_FLIGHT:
+      g_value_set_uint (value, self->passes_in_flight);
+      break;
     case PROP_BATCH_TIMEOUT:
       g_value_set_uint64 (value, self->batch_timeout);
       break;
@@ -728,6 +746,7 @@ read_model_args (GstGpunetClassify * self, GstGpunetModelArgs * a)
   a->req.n_threads = self->n_threads;
   a->req.batch_size = self->batch_size;
   a->req.batch_timeout_us = (gint64) self->batch_timeout;
+  a->req.passes_in_flight = self->passes_in_flight;
   a->req.share = self->share_engine;
   a->req.device = self->device_id > 0 ? self->device_id : 0;
   GST_OBJECT_UNLOCK (self);

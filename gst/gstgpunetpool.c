@@ -55,13 +55,16 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     sh->users++;
     if (sh->batch_size != req->batch_size
         || sh->batch_timeout_us != req->batch_timeout_us
-        || sh->n_threads != req->n_threads)
+        || sh->n_threads != req->n_threads
+        || sh->passes_in_flight != req->passes_in_flight)
       *note = g_strdup_printf ("this element shares engine %u, made with "
-          "batch-size=%u batch-timeout=%" G_GINT64_FORMAT " n-threads=%u; its "
-          "own batch-size=%u batch-timeout=%" G_GINT64_FORMAT " n-threads=%u "
-          "are not used (set share-engine=false for an engine of its own)",
-          sh->id, sh->batch_size, sh->batch_timeout_us, sh->n_threads,
-          req->batch_size, req->batch_timeout_us, req->n_threads);
+          "batch-size=%u batch-timeout=%" G_GINT64_FORMAT " n-threads=%u "
+          "passes-in-flight=%u; its own batch-size=%u batch-timeout=%"
+          G_GINT64_FORMAT " n-threads=%u passes-in-flight=%u are not used (set "
+          "share-engine=false for an engine of its own)", sh->id,
+          sh->batch_size, sh->batch_timeout_us, sh->n_threads,
+          sh->passes_in_flight, req->batch_size, req->batch_timeout_us,
+          req->n_threads, req->passes_in_flight);
     g_mutex_unlock (&pool_lock);
     g_free (key);
     return sh;
@@ -78,6 +81,7 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     p.session.n_threads = (int) req->n_threads;
     p.session.max_batch = (int) req->batch_size;
     p.batch_timeout_us = req->batch_timeout_us;
+    p.passes_in_flight = (int) req->passes_in_flight;
     if (req->cuda_context != NULL) {
       /* the backend checks (and pushes) this context at each call; the hooks
        * keep the engine's own work between calls in it too */
@@ -113,6 +117,7 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
       sh->max_batch = (guint) p.session.max_batch;
       sh->batch_timeout_us = req->batch_timeout_us;
       sh->n_threads = req->n_threads;
+      sh->passes_in_flight = req->passes_in_flight;
       sh->users = 1;
       sh->cuda_context = req->cuda_context ?
           gst_object_ref (req->cuda_context) : NULL;

@@ -23,6 +23,7 @@ typedef struct
   guint n_threads;
   guint batch_size;             /* most images per forward pass */
   gint64 batch_timeout_us;
+  guint passes_in_flight;       /* forward passes the engine runs at once */
   GstObject *cuda_context;      /* borrowed; NULL without CUDA */
   gboolean share;               /* FALSE: always a new engine of its own */
 } GstGpunetEngineRequest;
@@ -38,6 +39,7 @@ typedef struct
                                  * not plan batch_size) */
   gint64 batch_timeout_us;
   guint n_threads;
+  guint passes_in_flight;
   /* private */
   gchar *key;
   gint users;
@@ -46,7 +48,7 @@ typedef struct
 
 /* The shared engine for `req`: an existing one (a new user) or one made now.  On
  * failure NULL, *status and *error (g_free) say why.  When an existing engine was
- * made with other batch-size, batch-timeout or n-threads, or a device backend could
+ * made with other batch-size, batch-timeout, n-threads or passes-in-flight, or a device backend could
  * not plan batch-size and got a smaller batch, *note (g_free) says so. */
 GstGpunetShared *gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     gpunet_status * status, gchar ** error, gchar ** note);

@@ -26,7 +26,7 @@
                                  lat torch MODEL PREC ROUND MS
                                  nodes VARIANT forward|network KERNELS MEMCPY MEMSET OTHER TOTAL
                                  thru VARIANT BATCH ROUND NET_MS IMAGES_PER_S GPU_MS
-                                 streams decoders|shared ROUND SECONDS
+                                 streams decoders|shared|shared2 ROUND SECONDS
                                Values over rounds are medians.  The `alt` variant's gates
                                are shown in the table, marked, and do not fail the run.
 Exit status: 0 all within bounds, 1 a difference / a slow model, 2 unreadable input."""
@@ -300,10 +300,13 @@ def profile_table(data, gates, alt_gates, info):
     if th:
         out += ["", "GPUNet-0 fp16 throughput: " + "; ".join(th) + "."]
     dec, sh = streams.get("decoders", []), streams.get("shared", [])
+    sh2 = streams.get("shared2", [])
     if dec and sh:
         out += ["", f"8 x 300 frames of 1080p H.264: decoders alone {median(dec):.2f} s, with "
-                f"one shared gpunetclassify engine (fp16, batch-size 8) {median(sh):.2f} s "
-                f"(median of {min(len(dec), len(sh))} round(s))."]
+                f"one shared gpunetclassify engine (fp16, batch-size 8) {median(sh):.2f} s"
+                + (f", with passes-in-flight=2 {median(sh2):.2f} s ({median(dec) / median(sh2):.2f}x"
+                   " the decoders' frames/s, not gated)" if sh2 else "")
+                + f" (median of {min(len(dec), len(sh))} round(s))."]
     return "\n".join(out) + "\n"
 
 

@@ -977,6 +977,26 @@ GST_START_TEST (test_batch)
 
 GST_END_TEST;
 
+/* passes-in-flight: two passes at once give every frame its record of one pass at a
+ * time, in order (the engine completes requests in submission order) */
+GST_START_TEST (test_passes_in_flight)
+{
+  const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
+  gchar **one = run_frames ("batch-size=2", caps, NULL, 0, 12);
+  gchar **two = run_frames ("batch-size=2 passes-in-flight=2 max-in-flight=8", caps,
+      NULL, 0, 12);
+  gchar **three = run_frames ("passes-in-flight=3 max-in-flight=6 share-engine=false",
+      caps, NULL, 0, 12);
+
+  check_same_records (one, two, 12);
+  check_same_records (one, three, 12);
+  g_strfreev (one);
+  g_strfreev (two);
+  g_strfreev (three);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_batch_caps_change)
 {
   const gchar *a = "video/x-raw,format=RGB,width=96,height=96";
@@ -2048,6 +2068,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_state_cycles);
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_batch);
+  tcase_add_test (tc, test_passes_in_flight);
   tcase_add_test (tc, test_batch_caps_change);
   tcase_add_test (tc, test_batch_interval);
   tcase_add_test (tc, test_batch_flush);
