@@ -87,18 +87,15 @@ gst_gpunet_model_args_clear (GstGpunetModelArgs * a)
   memset (a, 0, sizeof *a);
 }
 
-/* The labels of a `n`-class model from `path` (gpunet_labels_parse) or the defaults; NULL
- * and *error when the file is not a readable regular file or has the wrong count. */
+/* The labels of a `n`-class model from `path` (gpunet_labels_load) or the defaults; NULL
+ * and *error when the file is not a readable regular file of bounded size or has the
+ * wrong count. */
 static gchar **
 load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
 {
   gchar **labels = g_new0 (gchar *, n + 1);
-  gchar *contents = NULL;
-  gsize len = 0;
   char **parsed = NULL, *text = NULL;
   gpunet_status st_parse;
-  GError *err = NULL;
-  GStatBuf st;
   gint i;
 
   if (path == NULL || *path == '\0') {
@@ -108,26 +105,12 @@ load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
     }
     return labels;
   }
-  /* a FIFO or a device would block or never end: regular files only */
-  if (g_stat (path, &st) == 0 && !S_ISREG (st.st_mode)) {
-    *error = g_strdup_printf ("The labels file '%s' is not a regular file (a "
-        "FIFO, device or directory): set labels to a text file with one label "
-        "per line", path);
-    g_strfreev (labels);
-    return NULL;
-  }
-  if (!g_file_get_contents (path, &contents, &len, &err)) {
-    *error = g_strdup_printf ("Cannot read the labels file '%s': %s", path,
-        err->message);
-    g_clear_error (&err);
-    g_strfreev (labels);
-    return NULL;
-  }
-  st_parse = gpunet_labels_parse (contents, len, n, &parsed, &text);
-  g_free (contents);
+  /* the engine's reader: a regular file of bounded size, checked before reading */
+  st_parse = gpunet_labels_load (path, n, &parsed, &text);
   if (st_parse != GPUNET_OK) {
-    *error = g_strdup_printf ("The labels file '%s' %s (model '%s')", path,
-        text ? text : gpunet_status_string (st_parse), model);
+    *error = g_strdup_printf ("Cannot use the labels %s (model '%s'): set labels to a "
+        "text file with one label per line", text ? text : gpunet_status_string (st_parse),
+        model);
     free (text);
     g_strfreev (labels);
     return NULL;

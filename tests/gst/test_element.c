@@ -658,6 +658,26 @@ GST_START_TEST (test_error_labels_unreadable)
 
 GST_END_TEST;
 
+/* a labels file over the engine's bound is refused before it is read (a sparse file:
+ * no disk used) */
+GST_START_TEST (test_error_labels_too_large)
+{
+  gchar *path = NULL, *text;
+  gint fd = g_file_open_tmp ("gpunet-labels-XXXXXX.txt", &path, NULL);
+
+  fail_unless (fd >= 0);
+  fail_unless (ftruncate (fd, (off_t) 3 << 30) == 0);
+  close (fd);
+  text = expect_start_error (make_classify (TINY_A, "labels", path, NULL),
+      NULL);
+  assert_contains (text, "labels file");
+  assert_contains (text, "larger than 16 MiB");
+  g_free (text);
+  g_unlink (path);
+  g_free (path);
+}
+
+GST_END_TEST;
 GST_START_TEST (test_error_labels_count)
 {
   gchar *path = NULL, *text;
@@ -2063,6 +2083,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_mismatch);
   tcase_add_test (tc, test_error_labels_unreadable);
   tcase_add_test (tc, test_error_labels_count);
+  tcase_add_test (tc, test_error_labels_too_large);
   tcase_add_test (tc, test_error_cuda_unavailable);
   tcase_add_test (tc, test_cuda_caps_before_start);
   tcase_add_test (tc, test_state_cycles);
