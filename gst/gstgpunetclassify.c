@@ -993,6 +993,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
   GstGpunetQueueEntry *entry;
   gpunet_image *images = NULL;
+  gchar *map_error = NULL;
   GstGpunetFrame *f;
   GArray *types;
   guint interval;
@@ -1025,9 +1026,14 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     g_array_unref (types);
 
   if (f->n_images > 0 && (images = gst_gpunet_planner_map (self->planner,
-              self->cuda, &self->info, f)) == NULL) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
-            "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
+              self->cuda, &self->info, f, &map_error)) == NULL) {
+    if (map_error != NULL)
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
+              ": %s", f->rs.frame_no, map_error), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
+              "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
+    g_free (map_error);
     gst_gpunet_frame_free (f);
     return GST_FLOW_ERROR;
   }

@@ -231,17 +231,68 @@ gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
     plan_regions (p, f, types, interval);
 }
 
+/* NULL when every plane the preprocess reads lies inside the memory mapped for it, else
+ * the sentence saying which does not: a GstVideoMeta's offsets and strides come from
+ * upstream and are not checked against the memory by gst_video_frame_map. */
+static gchar *
+check_geometry (const GstVideoFrame * vf)
+{
+  const GstVideoFormatInfo *fi = vf->info.finfo;
+  guint p, c;
+
+  for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (vf); p++) {
+    /* the memory plane p was mapped from: its own map with a video meta, else the
+     * whole buffer's (map[0]) */
+    const GstMapInfo *m = vf->map[p].data ? &vf->map[p] : &vf->map[0];
+    const guint8 *base = m->data, *data = GST_VIDEO_FRAME_PLANE_DATA (vf, p);
+    const gint stride = GST_VIDEO_FRAME_PLANE_STRIDE (vf, p);
+    gsize row = 0, rows = 0, need;
+
+    for (c = 0; c < GST_VIDEO_FORMAT_INFO_N_COMPONENTS (fi); c++)
+      if (GST_VIDEO_FORMAT_INFO_PLANE (fi, c) == p) {
+        gsize w = (gsize) GST_VIDEO_FRAME_COMP_WIDTH (vf, c)
+            * (gsize) ABS (GST_VIDEO_FRAME_COMP_PSTRIDE (vf, c));
+        row = MAX (row, w);
+        rows = MAX (rows, (gsize) GST_VIDEO_FRAME_COMP_HEIGHT (vf, c));
+      }
+    if (rows == 0)
+      continue;
+    if (stride <= 0 || (gsize) stride < row)
+      return g_strdup_printf ("plane %u has a stride of %d bytes, less than its "
+          "rows of %" G_GSIZE_FORMAT " bytes", p, stride, row);
+    need = (rows - 1) * (gsize) stride + row;
+    if (base == NULL || data < base || (gsize) (data - base) > m->size
+        || m->size - (gsize) (data - base) < need)
+      return g_strdup_printf ("plane %u needs %" G_GSIZE_FORMAT " bytes from "
+          "offset %" G_GSSIZE_FORMAT " (stride %d, %" G_GSIZE_FORMAT " rows) but its "
+          "memory holds %" G_GSIZE_FORMAT, p, need, (gssize) (data - base), stride,
+          rows, m->size);
+  }
+  return NULL;
+}
+
 gpunet_image *
 gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
-    const GstVideoInfo * info, GstGpunetFrame * f)
+    const GstVideoInfo * info, GstGpunetFrame * f, gchar ** error)
 {
   gpunet_image frame_img = p->image_template, *images;
+  gchar *why;
   guint i;
 
+  *error = NULL;
   if (!gst_gpunet_cuda_map_frame (cuda, p->element, f->buf, info, &f->vframe,
           &frame_img))
     return NULL;
   f->mapped = TRUE;
+  if ((why = check_geometry (&f->vframe)) != NULL) {
+    *error = g_strdup_printf ("The buffer's video layout reaches past its memory "
+        "(%s): the upstream element attached a GstVideoMeta that does not fit the "
+        "buffer", why);
+    g_free (why);
+    gst_video_frame_unmap (&f->vframe);
+    f->mapped = FALSE;
+    return NULL;
+  }
   images = g_new (gpunet_image, f->n_images);
   if (f->frame_inferred)
     images[0] = frame_img;

@@ -82,9 +82,11 @@ void gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
     const GArray * types, guint interval);
 
 /* Maps f->buf (`info`: its caps) through `cuda`: its n_images images (the frame,
- * then the crops; g_free), or NULL when it cannot be mapped. */
+ * then the crops; g_free), or NULL when it cannot be mapped, or (*error, g_free) when
+ * its video meta describes planes beyond its memory. */
 gpunet_image *gst_gpunet_planner_map (GstGpunetPlanner * p,
-    GstGpunetCuda * cuda, const GstVideoInfo * info, GstGpunetFrame * f);
+    GstGpunetCuda * cuda, const GstVideoInfo * info, GstGpunetFrame * f,
+    gchar ** error);
 
 G_END_DECLS
 

@@ -108,7 +108,7 @@ load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
   /* the engine's reader: a regular file of bounded size, checked before reading */
   st_parse = gpunet_labels_load (path, n, &parsed, &text);
   if (st_parse != GPUNET_OK) {
-    *error = g_strdup_printf ("Cannot use the labels %s (model '%s'): set labels to a "
+    *error = g_strdup_printf ("Cannot use the %s (model '%s'): set labels to a "
         "text file with one label per line", text ? text : gpunet_status_string (st_parse),
         model);
     free (text);

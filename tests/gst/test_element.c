@@ -678,6 +678,44 @@ GST_START_TEST (test_error_labels_too_large)
 }
 
 GST_END_TEST;
+/* A GstVideoMeta whose chroma stride reaches past the buffer (a forged geometry): the
+ * element refuses that frame with a sentence (no read past the memory: the sanitizer
+ * build runs this), and another element sharing its engine goes on classifying. */
+GST_START_TEST (test_forged_video_meta)
+{
+  const gchar *caps = "video/x-raw,format=NV12,width=32,height=24";
+  GstHarness *bad = harness_for (make_classify (TINY_A, NULL), caps);
+  GstHarness *good = harness_for (make_classify (TINY_A, NULL), caps);
+  GstBus *bus = gst_bus_new ();
+  gsize offset[GST_VIDEO_MAX_PLANES] = { 0, 32 * 24 };
+  gint stride[GST_VIDEO_MAX_PLANES] = { 32, 4096 };
+  GstBuffer *buf = make_frame (bad, caps, 3), *out;
+  GstMessage *msg;
+  GError *err = NULL;
+
+  gst_element_set_bus (bad->element, bus);
+  gst_buffer_add_video_meta_full (buf, GST_VIDEO_FRAME_FLAG_NONE,
+      GST_VIDEO_FORMAT_NV12, 32, 24, 2, offset, stride);
+  fail_unless_equals_int (gst_harness_push (bad, buf), GST_FLOW_ERROR);
+  msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message posted");
+  gst_message_parse_error (msg, &err, NULL);
+  assert_contains (err->message, "reaches past its memory");
+  assert_contains (err->message, "plane 1");
+  g_clear_error (&err);
+  gst_message_unref (msg);
+
+  /* the engine both share still serves the other element */
+  out = push_and_check_passthrough (good, make_frame (good, caps, 4));
+  check_record (out_record (out), TRUE);
+  gst_buffer_unref (out);
+  gst_element_set_bus (bad->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (bad);
+  gst_harness_teardown (good);
+}
+
+GST_END_TEST;
 GST_START_TEST (test_error_labels_count)
 {
   gchar *path = NULL, *text;
@@ -2084,6 +2122,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_labels_unreadable);
   tcase_add_test (tc, test_error_labels_count);
   tcase_add_test (tc, test_error_labels_too_large);
+  tcase_add_test (tc, test_forged_video_meta);
   tcase_add_test (tc, test_error_cuda_unavailable);
   tcase_add_test (tc, test_cuda_caps_before_start);
   tcase_add_test (tc, test_state_cycles);
