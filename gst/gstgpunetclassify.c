@@ -196,6 +196,8 @@ struct _GstGpunetClassify
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
   GstGpunetModelSwap *models;   /* the model in use, the one loading beside it */
+  gboolean swap_wanted;         /* model or checkpoint set while started: a swap
+                                 * starts once the setter's notifications go out */
   GstGpunetQueue *queue;        /* the in-flight queue and the src task */
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
   GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
@@ -215,6 +217,7 @@ GST_ELEMENT_REGISTER_DEFINE (gpunetclassify, "gpunetclassify", GST_RANK_NONE,
     GST_TYPE_GPUNET_CLASSIFY);
 
 static void gst_gpunet_classify_finalize (GObject * object);
+static void gst_gpunet_classify_notify (GObject * object, GParamSpec * pspec);
 static void gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec);
 static void gst_gpunet_classify_get_property (GObject * object, guint prop_id,
@@ -256,6 +259,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   gobject_class->set_property = gst_gpunet_classify_set_property;
   gobject_class->get_property = gst_gpunet_classify_get_property;
   gobject_class->finalize = gst_gpunet_classify_finalize;
+  gobject_class->notify = gst_gpunet_classify_notify;
 
   g_object_class_install_property (gobject_class, PROP_MODEL,
       g_param_spec_string ("model", "Model",
@@ -535,7 +539,7 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
-  gboolean ignored = FALSE, swap = FALSE;
+  gboolean ignored = FALSE;
 
   GST_OBJECT_LOCK (self);
   if ((pspec->flags & GST_PARAM_MUTABLE_READY)
@@ -544,14 +548,20 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
   } else {
     switch (prop_id) {
       case PROP_MODEL:
-        g_free (self->model_name);
-        self->model_name = g_value_dup_string (value);
-        swap = GST_STATE (self) > GST_STATE_READY;
-        break;
       case PROP_CHECKPOINT:
-        g_free (self->checkpoint);
-        self->checkpoint = g_value_dup_string (value);
-        swap = GST_STATE (self) > GST_STATE_READY;
+        /* a load reading the pair now is stale from here on: superseded before the
+         * new value can be read beside the other's old one */
+        if (GST_STATE (self) > GST_STATE_READY) {
+          gst_gpunet_model_swap_invalidate (self->models);
+          self->swap_wanted = TRUE;
+        }
+        if (prop_id == PROP_MODEL) {
+          g_free (self->model_name);
+          self->model_name = g_value_dup_string (value);
+        } else {
+          g_free (self->checkpoint);
+          self->checkpoint = g_value_dup_string (value);
+        }
         break;
       case PROP_LABELS:
         g_free (self->labels_path);
@@ -639,6 +649,25 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
             "new value is ignored until the element is stopped and started "
             "again", pspec->name), ("set while %s",
             gst_element_state_get_name (GST_STATE (self))));
+}
+
+/* A model/checkpoint pair is applied as one: g_object_set (el, "model", m, "checkpoint",
+ * c, NULL) queues both notifications until both values are stored, so the swap starts
+ * here, once, with the pair. */
+static void
+gst_gpunet_classify_notify (GObject * object, GParamSpec * pspec)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+  gboolean swap;
+
+  if (G_OBJECT_CLASS (parent_class)->notify)
+    G_OBJECT_CLASS (parent_class)->notify (object, pspec);
+  if (strcmp (pspec->name, "model") && strcmp (pspec->name, "checkpoint"))
+    return;
+  GST_OBJECT_LOCK (self);
+  swap = self->swap_wanted;
+  self->swap_wanted = FALSE;
+  GST_OBJECT_UNLOCK (self);
   if (swap)
     gst_gpunet_model_swap_begin (self->models);
 }

@@ -307,6 +307,14 @@ swap_thread (gpointer data)
 }
 
 void
+gst_gpunet_model_swap_invalidate (GstGpunetModelSwap * sw)
+{
+  g_mutex_lock (&sw->lock);
+  sw->serial++;
+  g_mutex_unlock (&sw->lock);
+}
+
+void
 gst_gpunet_model_swap_begin (GstGpunetModelSwap * sw)
 {
   GThread *prev;

@@ -72,6 +72,11 @@ void gst_gpunet_model_swap_free (GstGpunetModelSwap * sw);
  * stop belongs to no stream and is dropped. */
 void gst_gpunet_model_swap_set (GstGpunetModelSwap * sw, GstGpunetModelCtx * c);
 
+/* Marks every load started so far as superseded (its result is dropped): called
+ * before model or checkpoint changes, so a load never pairs the new value of one with
+ * the old value of the other.  Any thread. */
+void gst_gpunet_model_swap_invalidate (GstGpunetModelSwap * sw);
+
 /* model or checkpoint set while started: loads the properties on a loader thread
  * beside the running model (one load at a time, the latest one wins); a failed load
  * posts a warning and keeps the old model. */

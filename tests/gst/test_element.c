@@ -2022,6 +2022,76 @@ GST_END_TEST;
  * cache and the smoothing tracks hold rows of one model's size; a row kept
  * across the swap would be read past its end (AddressSanitizer) or miss
  * classes. */
+/* A swap storm: model and checkpoint set together (one g_object_set) every frame,
+ * alternating two models: every record is one whole pair's (name and class count
+ * agree), no load ever pairs one model with the other's checkpoint (that would post
+ * "Cannot switch"), and the last pair set is the one that stays. */
+GST_START_TEST (test_swap_storm)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
+  static const struct
+  {
+    const gchar *json, *ckpt, *name;
+    gint classes;
+  } models[] = {
+    {"fixtures/tiny-d.json", "fixtures/tiny-d/tiny-d.pth.tar", "tiny-d", 10},
+    {"fixtures/tiny-a.json", "fixtures/tiny-a/tiny-a.pth.tar", "tiny-a", 16},
+  };
+  GstHarness *h = harness_for (make_classify (models[1].json, models[1].ckpt,
+          "top-k", "100", NULL), caps);
+  GstBus *bus = gst_bus_new ();
+  GstMessage *msg;
+  guint i, seed = 0, last = 1;
+
+  gst_element_set_bus (h->element, bus);
+  for (i = 0; i < 60; i++) {
+    GstBuffer *out;
+    const GstStructure *rec;
+    const gchar *name;
+    gint classes = 0, k;
+
+    if (i < 40) {
+      gchar *json, *ckpt;
+
+      last = i % 2;
+      json = data_path (models[last].json);
+      ckpt = data_path (models[last].ckpt);
+      g_object_set (h->element, "model", json, "checkpoint", ckpt, NULL);
+      g_free (json);
+      g_free (ckpt);
+    } else {
+      g_usleep (10000);         /* the last pair loads */
+    }
+    out = push_and_check_passthrough (h, make_frame (h, caps, seed++));
+    rec = out_record (out);
+    name = gst_structure_get_string (rec, "model");
+    fail_unless (name != NULL);
+    for (k = 0; k < (gint) G_N_ELEMENTS (models); k++)
+      if (g_str_equal (name, models[k].name))
+        classes = models[k].classes;
+    fail_unless (gst_structure_get_int (rec, "num-classes", &k));
+    fail_unless_equals_int (k, classes);
+    check_all_classes (rec, classes);
+    if (i == 59)
+      fail_unless_equals_string (name, models[last].name);
+    gst_buffer_unref (out);
+  }
+  while ((msg = gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING)) != NULL) {
+    GError *err = NULL;
+
+    gst_message_parse_warning (msg, &err, NULL);
+    fail_unless (strstr (err->message, "Cannot switch") == NULL,
+        "a swap paired a model with another's checkpoint: %s", err->message);
+    g_clear_error (&err);
+    gst_message_unref (msg);
+  }
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_swap_class_counts)
 {
   const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
@@ -2141,6 +2211,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_regions_types_warning);
   tcase_add_test (tc, test_regions_few_classes);
   tcase_add_test (tc, test_swap_class_counts);
+  tcase_add_test (tc, test_swap_storm);
   tcase_add_test (tc, test_json_output);
   tcase_add_test (tc, test_error_json_output);
   tcase_add_test (tc, test_error_json_write);
