@@ -242,6 +242,7 @@ static void read_swap_args (GstElement * element, GstGpunetModelArgs * a);
 static GstBuffer *finish_frame (gpointer data, gpunet_status status,
     const gchar * error, gpunet_class_score * scores, gpointer user_data);
 static void queued_event (GstEvent * event, gpointer user_data);
+static void queue_blocked (gpointer user_data);
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -501,7 +502,8 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
     const GstGpunetQueueFuncs funcs = { finish_frame, queued_event,
-      gst_gpunet_frames_cancel, (GDestroyNotify) gst_gpunet_frame_free
+      gst_gpunet_frames_cancel, (GDestroyNotify) gst_gpunet_frame_free,
+      queue_blocked
     };
 
     self->queue = gst_gpunet_queue_new (GST_ELEMENT (self), self->srcpad,
@@ -1106,6 +1108,20 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
     return NULL;
   }
   return g_steal_pointer (&f->buf);
+}
+
+/* The queue's blocked callback: every buffer this element may have in flight is in
+ * the engine, so a partial batch waiting for its batch-timeout must not wait for
+ * frames that cannot come. */
+static void
+queue_blocked (gpointer user_data)
+{
+  GstGpunetClassify *self = user_data;
+  GstGpunetModelCtx *c = gst_gpunet_model_swap_ref_current (self->models);
+
+  if (c != NULL && c->shared != NULL)
+    gpunet_engine_kick (c->shared->engine);
+  gst_gpunet_model_ctx_unref (c);
 }
 
 static void

@@ -107,6 +107,12 @@ gst_gpunet_queue_wait_room (GstGpunetQueue * q)
   GstFlowReturn ret;
 
   g_mutex_lock (&q->lock);
+  if (q->funcs.blocked != NULL && !q->flushing && q->srcresult == GST_FLOW_OK
+      && q->in_flight >= q->limit) {
+    g_mutex_unlock (&q->lock);
+    q->funcs.blocked (q->user_data);
+    g_mutex_lock (&q->lock);
+  }
   while (!q->flushing && q->srcresult == GST_FLOW_OK
       && q->in_flight >= q->limit)
     g_cond_wait (&q->cond, &q->lock);
@@ -184,6 +190,9 @@ gst_gpunet_queue_push_event (GstGpunetQueue * q, GstEvent * event)
   e->ready = TRUE;
   enqueue (q, e);
   g_mutex_unlock (&q->lock);
+  /* no frame follows EOS: the frames before it must not wait for a batch to fill */
+  if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && q->funcs.blocked != NULL)
+    q->funcs.blocked (q->user_data);
   return TRUE;
 }
 
@@ -192,6 +201,9 @@ gst_gpunet_queue_wait_drained (GstGpunetQueue * q)
 {
   gboolean ok;
 
+  /* no frame comes while this thread waits: run what the engine holds */
+  if (q->funcs.blocked != NULL)
+    q->funcs.blocked (q->user_data);
   g_mutex_lock (&q->lock);
   /* a task paused by a flow error never drains: give up then */
   while (!q->flushing && q->srcresult == GST_FLOW_OK && q->entries.length > 0)

@@ -30,6 +30,10 @@ typedef struct
    * may run once it returns */
   void (*cancel) (gpointer * frames, guint n, gpointer user_data);
   GDestroyNotify frame_free;
+  /* streaming thread, may be NULL: no frame of this element comes until one in flight
+   * is done (wait_room is about to block with every buffer of the limit in flight,
+   * wait_drained waits, or EOS was queued): the engine should run what it holds */
+  void (*blocked) (gpointer user_data);
 } GstGpunetQueueFuncs;
 
 /* A queue pushing on `srcpad` of `element` (both borrowed: the element owns the

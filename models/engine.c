@@ -67,6 +67,7 @@ struct gpunet_engine {
   request *head, *tail;        /* queued or partly taken, oldest first */
   request *active;             /* taken requests not completed yet, in submission order */
   int64_t passes, images;
+  int kicked;                  /* gpunet_engine_kick: run the partial batch now */
   int running_passes, most_passes; /* passes in a session call now, and the most at once */
 };
 
@@ -186,7 +187,7 @@ worker_main (void *arg)
         int queued = 0;
         for (request *r = e->head; r && queued < e->max_batch; r = r->next)
           queued += r->n - r->taken;
-        if (queued >= e->max_batch || e->stopping || !e->head)
+        if (queued >= e->max_batch || e->stopping || !e->head || e->kicked)
           break;
         int64_t t = now_ns ();
         if (t >= deadline)
@@ -201,6 +202,7 @@ worker_main (void *arg)
       if (!e->head)
         continue;               /* cancelled while waiting */
     }
+    e->kicked = 0;
     /* take the oldest images, up to max_batch; a request joins the active list (in
      * submission order) when its first image is taken, and leaves the queue when its
      * last one is */
@@ -516,6 +518,21 @@ int
 gpunet_engine_max_batch (const gpunet_engine *e)
 {
   return e->max_batch;
+}
+
+void
+gpunet_engine_kick (gpunet_engine *e)
+{
+  if (!e)
+    return;
+  pthread_mutex_lock (&e->lock);
+  /* only for what is queued now: a kick with nothing queued must not cut short the
+   * wait of a batch that starts later */
+  if (e->head) {
+    e->kicked = 1;
+    pthread_cond_broadcast (&e->wake);
+  }
+  pthread_mutex_unlock (&e->lock);
 }
 
 int

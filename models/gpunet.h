@@ -318,6 +318,12 @@ gpunet_status gpunet_engine_submit (gpunet_engine *engine, const gpunet_image *i
  * from a done function. */
 void gpunet_engine_cancel (gpunet_engine *engine, const void *tag);
 
+/* Tells the engine that a producer cannot submit more until some of its requests
+ * complete (an element at its max-in-flight): a partial batch waiting for its
+ * batch_timeout runs now instead.  Without queued images it does nothing.  Thread
+ * safe. */
+void gpunet_engine_kick (gpunet_engine *engine);
+
 /* Runs what is queued, stops the worker and frees the engine. */
 void gpunet_engine_free (gpunet_engine *engine);
 

@@ -304,6 +304,38 @@ test_cancel (gpunet_model *m)
   }
 }
 
+/* gpunet_engine_kick: a partial batch waiting for a long timeout runs at once. */
+static void
+test_kick (gpunet_model *m)
+{
+  sink s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  ticket t = { &s, 0 };
+  gpunet_engine_params p;
+  gpunet_engine_params_init (&p);
+  p.session.max_batch = 8;
+  p.batch_timeout_us = 30 * 1000000LL;
+  gpunet_engine *e = NULL;
+  char *err = NULL;
+  CHECK_MSG (gpunet_engine_new_on (m, &p, &fake_backend, &e, &err) == GPUNET_OK, "%s",
+      err ? err : "?");
+  free (err);
+  if (!e)
+    return;
+  CHECK (gpunet_engine_submit (e, images[1], 1, NULL, K, &t, on_done, &t, NULL) == GPUNET_OK);
+  gpunet_engine_kick (e);
+  int done = 0;
+  for (int i = 0; i < 500 && !done; i++) {   /* at most 5 s of the 30 */
+    const struct timespec ts = { 0, 10000000L };
+    nanosleep (&ts, NULL);
+    pthread_mutex_lock (&s.lock);
+    done = s.n_done;
+    pthread_mutex_unlock (&s.lock);
+  }
+  CHECK_MSG (done == 1, "a kicked partial batch still waited for its timeout");
+  gpunet_engine_free (e);
+  gpunet_engine_kick (NULL);   /* harmless */
+}
+
 int
 main (void)
 {
@@ -316,6 +348,7 @@ main (void)
     for (int batch = 1; batch <= 8; batch *= 2)
       test_order_and_flush (m, in_flight, batch);
   test_cancel (m);
+  test_kick (m);
   /* out of range is refused with a sentence */
   gpunet_engine_params p;
   gpunet_engine_params_init (&p);

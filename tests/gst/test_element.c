@@ -1055,6 +1055,39 @@ GST_START_TEST (test_passes_in_flight)
 
 GST_END_TEST;
 
+/* batch-size larger than this element can ever have in flight, with the longest
+ * batch-timeout: the element tells the engine when it is blocked on max-in-flight (or
+ * at EOS), so passes do not wait the 10 s for frames that cannot come (before: 10 s a
+ * frame). */
+GST_START_TEST (test_batch_cannot_fill)
+{
+  const gchar *caps = "video/x-raw,format=RGBx,width=40,height=30";
+  GstHarness *h = harness_for (make_classify (TINY_A, "batch-size", "8",
+          "batch-timeout", "10000000", "max-in-flight", "1", "share-engine",
+          "false", NULL), caps);
+  gint64 t0 = g_get_monotonic_time ();
+  guint i;
+
+  for (i = 0; i < 4; i++)
+    fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, i)),
+        GST_FLOW_OK);
+  /* the last frame has no successor to block on: EOS lets it run */
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  for (i = 0; i < 4; i++) {
+    GstBuffer *out = gst_harness_pull (h);
+
+    fail_unless (out != NULL);
+    check_record (out_record (out), TRUE);
+    gst_buffer_unref (out);
+  }
+  /* four frames, each of which would have waited out the 10 s timeout */
+  fail_unless (g_get_monotonic_time () - t0 < 8 * G_USEC_PER_SEC,
+      "4 frames took %.1f s", (g_get_monotonic_time () - t0) / 1e6);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_batch_caps_change)
 {
   const gchar *a = "video/x-raw,format=RGB,width=96,height=96";
@@ -2199,6 +2232,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_caps_change);
   tcase_add_test (tc, test_batch);
   tcase_add_test (tc, test_passes_in_flight);
+  tcase_add_test (tc, test_batch_cannot_fill);
   tcase_add_test (tc, test_batch_caps_change);
   tcase_add_test (tc, test_batch_interval);
   tcase_add_test (tc, test_batch_flush);
