@@ -47,6 +47,7 @@ rm -f "$BUILD"/meson-logs/testlog-{fast,slow}.json "$ASAN_BUILD"/meson-logs/test
 t1=$(date +%s)
 setup "$BUILD" -Dgpu_archs="$GPU_ARCHS"
 ninja -C "$BUILD"
+echo "CPU backends built: $(cat "$BUILD/cpu-backends.txt")"
 # the sanitizer build: CPU backends; of the GStreamer side the plugin and its element test
 # only (tests/gst/meson.build says why); -O1 (the sanitizers' usual level) runs the
 # numeric tests about a fifth faster than -O0 and keeps the stacks readable

@@ -412,6 +412,17 @@ test_model (const char *name, uint64_t seed)
       n_wino = check_winograd (name, &g, sf);
     else if (!strcmp (name, "gpunet-0"))
       printf ("# this CPU runs none of our Winograd kernels: where they run not checked\n");
+    /* what runs each op, one letter per op (gpunet_onednn_impl order), to compare plans
+     * across builds (oneDNN 2.x and 3.x must plan the same kernels) */
+    static const char impl_letter[GPUNET_ONEDNN_IMPLS + 1] = "cw3dpsSeaLl";
+    char plan[1024];
+    int np = 0;
+    for (int i = 0; i < g.n_ops && np < (int) sizeof plan - 1; i++) {
+      const int impl = gpunet_onednn_op_impl (sf, i);
+      plan[np++] = impl >= 0 && impl < GPUNET_ONEDNN_IMPLS ? impl_letter[impl] : '?';
+    }
+    plan[np] = '\0';
+    printf ("plan %-9s %s\n", name, plan);
     gpunet_backend_cpu_fast.destroy (sf);
   }
   if (st == GPUNET_OK && ok64) {

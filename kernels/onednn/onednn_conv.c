@@ -1,5 +1,5 @@
 /* onednn_conv.c: the oneDNN half of the fast CPU backend: the convolutions left to oneDNN
- * 2.x (impl GPUNET_ONEDNN_CONV), planned per batch size as primitives with bias, eltwise
+ * (impl GPUNET_ONEDNN_CONV), planned per batch size as primitives with bias, eltwise
  * and sum post-ops over the blocked activations, their weights reordered once per layout,
  * one scratchpad shared by all; and running one of them. */
 #include <stdlib.h>
@@ -13,10 +13,86 @@
 #include "blocked_ops.h"
 #include "onednn_state.h"
 
-#if DNNL_VERSION_MAJOR != 2
-#error "onednn_conv.c uses the oneDNN 2.x op-descriptor API (convolution_forward_desc_init); \
-port plan_conv() to the 3.x dnnl_convolution_forward_primitive_desc_create before building against 3.x"
+/* oneDNN 2.x (Debian 12) and 3.x (Debian 13) differ here in three ways, all kept in the
+ * few helpers below: a 3.x memory descriptor is a handle made and destroyed (2.x: a
+ * struct filled in place), 3.x makes a convolution's primitive descriptor in one call
+ * (2.x: an op descriptor first), and the post-op calls lost the eltwise scale and gained
+ * the sum's zero point and data type.  The primitives, layouts and kernels are the same. */
+#if DNNL_VERSION_MAJOR == 3
+typedef dnnl_memory_desc_t md_t;          /* a handle; NULL until made */
+typedef const_dnnl_memory_desc_t md_ref;
+#define MD(m) (m)
+#elif DNNL_VERSION_MAJOR == 2
+typedef dnnl_memory_desc_t md_t;          /* the descriptor itself */
+typedef const dnnl_memory_desc_t *md_ref;
+#define MD(m) (&(m))
+#else
+#error "the fast CPU path is written for oneDNN 2.x and 3.x"
 #endif
+
+/* (Re)makes *md as a dense f32 descriptor of the given dims and layout tag. */
+static dnnl_status_t
+md_make (md_t *md, int ndims, const dnnl_dims_t dims, dnnl_format_tag_t tag)
+{
+#if DNNL_VERSION_MAJOR == 3
+  if (*md)
+    dnnl_memory_desc_destroy (*md);
+  *md = NULL;
+  return dnnl_memory_desc_create_with_tag (md, ndims, dims, dnnl_f32, tag);
+#else
+  return dnnl_memory_desc_init_by_tag (md, ndims, dims, dnnl_f32, tag);
+#endif
+}
+
+static void
+md_free (md_t *md)
+{
+#if DNNL_VERSION_MAJOR == 3
+  if (*md)
+    dnnl_memory_desc_destroy (*md);
+  *md = NULL;
+#else
+  (void) md;
+#endif
+}
+
+/* A forward-inference convolution's primitive descriptor (no dilation). */
+static dnnl_status_t
+conv_pd_make (dnnl_primitive_desc_t *pd, dnnl_engine_t eng, dnnl_alg_kind_t alg,
+    md_ref src, md_ref wei, md_ref bias, md_ref dst, const dnnl_dims_t strides,
+    const dnnl_dims_t pad_l, const dnnl_dims_t pad_r, const_dnnl_primitive_attr_t attr)
+{
+#if DNNL_VERSION_MAJOR == 3
+  const dnnl_dims_t dilates = { 0, 0 };
+  return dnnl_convolution_forward_primitive_desc_create (pd, eng, dnnl_forward_inference, alg,
+      src, wei, bias, dst, strides, dilates, pad_l, pad_r, attr);
+#else
+  dnnl_convolution_desc_t cd;
+  dnnl_status_t s = dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference, alg, src,
+      wei, bias, dst, strides, pad_l, pad_r);
+  return s == dnnl_success ? dnnl_primitive_desc_create (pd, &cd, attr, eng, NULL) : s;
+#endif
+}
+
+static dnnl_status_t
+post_ops_eltwise (dnnl_post_ops_t po, dnnl_alg_kind_t alg, float alpha)
+{
+#if DNNL_VERSION_MAJOR == 3
+  return dnnl_post_ops_append_eltwise (po, alg, alpha, 0.0f);
+#else
+  return dnnl_post_ops_append_eltwise (po, 1.0f, alg, alpha, 0.0f);
+#endif
+}
+
+static dnnl_status_t
+post_ops_sum (dnnl_post_ops_t po)
+{
+#if DNNL_VERSION_MAJOR == 3
+  return dnnl_post_ops_append_sum (po, 1.0f, 0, dnnl_data_type_undef);
+#else
+  return dnnl_post_ops_append_sum (po, 1.0f);
+#endif
+}
 
 static gpunet_status
 dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
@@ -89,7 +165,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   dnnl_memory_t user_w = NULL;
   weights_variant *nv = NULL;
 
-  dnnl_memory_desc_t src_md, wany_md, wuser_md, bias_md, dst_md;
+  md_t src_md = { 0 }, wany_md = { 0 }, wuser_md = { 0 }, bias_md = { 0 }, dst_md = { 0 };
   dnnl_dims_t dst_dims = { n, cout, oh, ow }, bias_dims = { cout };
   dnnl_dims_t strides = { stride, stride }, pad_l = { pad, pad };
   dnnl_dims_t pad_r = { (oh - 1) * stride + k - ih - pad, (ow - 1) * stride + k - iw - pad };
@@ -113,43 +189,37 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
       w_dims[3] = k, w_dims[4] = k;
     }
-    TRY (dnnl_memory_desc_init_by_tag (&src_md, 4, src_dims, dnnl_f32,
-            layout_tag (ti->blk)));
-    TRY (dnnl_memory_desc_init_by_tag (&dst_md, 4, dst_dims, dnnl_f32, layout_tag (s->blk)));
-    TRY (dnnl_memory_desc_init_by_tag (&wany_md, w_ndims, w_dims, dnnl_f32, dnnl_format_tag_any));
-    TRY (dnnl_memory_desc_init_by_tag (&wuser_md, w_ndims, w_dims, dnnl_f32,
-            groups == 1 ? dnnl_oihw : dnnl_goihw));
-    TRY (dnnl_memory_desc_init_by_tag (&bias_md, 1, bias_dims, dnnl_f32, dnnl_x));
+    TRY (md_make (&src_md, 4, src_dims, layout_tag (ti->blk)));
+    TRY (md_make (&dst_md, 4, dst_dims, layout_tag (s->blk)));
+    TRY (md_make (&wany_md, w_ndims, w_dims, dnnl_format_tag_any));
+    TRY (md_make (&wuser_md, w_ndims, w_dims, groups == 1 ? dnnl_oihw : dnnl_goihw));
+    TRY (md_make (&bias_md, 1, bias_dims, dnnl_x));
 
-    dnnl_convolution_desc_t cd;
     if (!attr) {
       TRY (dnnl_primitive_attr_create (&attr));
       TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
       TRY (dnnl_post_ops_create (&po));
       if (act == GPUNET_EPI_RELU)
-        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+        TRY (post_ops_eltwise (po, dnnl_eltwise_relu, 0.0f));
       else if (act == GPUNET_EPI_SWISH)
-        TRY (dnnl_post_ops_append_eltwise (po, 1.0f, dnnl_eltwise_swish, 1.0f, 0.0f));
+        TRY (post_ops_eltwise (po, dnnl_eltwise_swish, 1.0f));
       if (op->residual >= 0)
-        TRY (dnnl_post_ops_append_sum (po, 1.0f));
+        TRY (post_ops_sum (po));
       TRY (dnnl_primitive_attr_set_post_ops (attr, po));
     }
     /* 3x3 stride-1 dense convolutions left to oneDNN try its Winograd kernels first;
      * shapes it does not implement use direct convolution.  winograd=off: direct only. */
     const int wino = k == 3 && stride == 1 && groups == 1
         && s->opt.winograd != GPUNET_CPU_OFF;
+    md_ref bias_ref = bias ? MD (bias_md) : NULL;
     dnnl_status_t ws = dnnl_unimplemented;
-    if (wino
-        && (ws = dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
-                dnnl_convolution_winograd, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
-                strides, pad_l, pad_r)) == dnnl_success)
-      ws = dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL);
+    if (wino)
+      ws = conv_pd_make (&pd, s->eng, dnnl_convolution_winograd, MD (src_md), MD (wany_md),
+          bias_ref, MD (dst_md), strides, pad_l, pad_r, attr);
     if (ws != dnnl_success) {
       pd = NULL;
-      TRY (dnnl_convolution_forward_desc_init (&cd, dnnl_forward_inference,
-              dnnl_convolution_direct, &src_md, &wany_md, bias ? &bias_md : NULL, &dst_md,
-              strides, pad_l, pad_r));
-      TRY (dnnl_primitive_desc_create (&pd, &cd, attr, s->eng, NULL));
+      TRY (conv_pd_make (&pd, s->eng, dnnl_convolution_direct, MD (src_md), MD (wany_md),
+              bias_ref, MD (dst_md), strides, pad_l, pad_r, attr));
     }
     const char *impl = NULL;
     TRY (dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl));
@@ -171,14 +241,14 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   TRY (dnnl_primitive_create (&step->prim, pd));
 
   /* weights: reuse a variant already reordered to this layout, else reorder once now */
-  const dnnl_memory_desc_t *w_md = dnnl_primitive_desc_query_md (pd, dnnl_query_weights_md, 0);
+  md_ref w_md = dnnl_primitive_desc_query_md (pd, dnnl_query_weights_md, 0);
   if (!w_md) {
     st = gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN dnnl_primitive_desc_query_md gave no "
         "weights layout for op %d (block %d) of the fast CPU backend", op_index, op->block);
     goto out;
   }
   for (weights_variant *v = s->ops[op_index].weights; v && !step->wei; v = v->next) {
-    const dnnl_memory_desc_t *have;
+    md_ref have;
     TRY (dnnl_memory_get_memory_desc (v->mem, &have));
     if (dnnl_memory_desc_equal (have, w_md))
       step->wei = v->mem;
@@ -195,8 +265,8 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       goto out;
     }
     TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
-    TRY (dnnl_memory_create (&user_w, &wuser_md, s->eng, (void *) weight));
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, &wuser_md, s->eng, w_md, s->eng, NULL));
+    TRY (dnnl_memory_create (&user_w, MD (wuser_md), s->eng, (void *) weight));
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, NULL));
     TRY (dnnl_primitive_create (&reorder, rpd));
     dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
     TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
@@ -207,15 +277,17 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     nv = NULL;
   }
   if (bias)
-    TRY (dnnl_memory_create (&step->bias, &bias_md, s->eng, (void *) bias));
-  TRY (dnnl_memory_create (&step->src, &src_md, s->eng,
+    TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
+  TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
           op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
-  TRY (dnnl_memory_create (&step->dst, &dst_md, s->eng, s->bufs[to->buf]));
-  const dnnl_memory_desc_t *sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
+  TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
+  md_ref sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
   if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
     TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
 
 out:
+  md_free (&src_md), md_free (&wany_md), md_free (&wuser_md);
+  md_free (&bias_md), md_free (&dst_md);
   free (padded_w);
   if (nv) {
     if (nv->mem)
@@ -267,7 +339,7 @@ gpunet_onednn_plan_batch (fast_state *s, int n, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < g->n_ops; i++)
       if (s->plans[b]->steps[i].scratch) {
-        const dnnl_memory_desc_t *md;
+        md_ref md;
         TRY (dnnl_memory_get_memory_desc (s->plans[b]->steps[i].scratch, &md));
         size_t sz = dnnl_memory_desc_get_size (md);
         if (sz > need)

@@ -22,7 +22,7 @@ def check(cond, what):
 
 def plugin_dest(meson, src, build, prefix):
     p = subprocess.run([meson, "setup", build, src, f"-Dprefix={prefix}", "-Dcuda=disabled",
-                        "-Dtests=false", "-Donednn=disabled"], capture_output=True, text=True)
+                        "-Dtests=false", "-Dcpu_fast=disabled"], capture_output=True, text=True)
     if p.returncode != 0:
         print(p.stdout[-2000:], p.stderr[-2000:])
         return None, ""

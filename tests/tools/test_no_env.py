@@ -52,6 +52,9 @@ def main():
             print("SKIP read_meta.py: /usr/bin/python3 has no gi")
             return 1 if FAILED else 0
         env["GST_REGISTRY_1_0"] = os.path.join(tmp, "registry2.bin")
+        # the plugin of this build (the app's), not build/ of the checkout: a second build
+        # directory (scripts/test-distro.sh's, another release's) must test its own
+        env["BUILD_DIR"] = os.path.dirname(os.path.dirname(app))
         p = subprocess.run([py, os.path.join(root, "pipelines", "read_meta.py"), ckpt, arch, "3"],
                            capture_output=True, text=True, env=env, cwd=tmp)
         recs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
