@@ -7,72 +7,24 @@
  * SECTION:element-gpunetclassify
  * @title: gpunetclassify
  *
- * Classifies video frames with an NVIDIA GPUNet model (ImageNet-1k or a custom
- * architecture) and attaches the result to each buffer as a #GstCustomMeta named
- * `GstGpunetClassificationMeta`. Frames pass through untouched. The meta's
- * structure holds `model`, `label`, `label-id`, `confidence`, the top-k `ids`,
- * `labels` and `scores` (softmax probabilities, best first), `num-classes`,
- * `roi-id` (-1 for the whole frame) and `inferred` (%FALSE when the result was
- * carried over from an earlier frame because of #GstGpunetClassify:interval).
- * With #GstGpunetClassify:post-messages, an element message named
- * `gpunetclassify` with the same fields plus `timestamp`, `running-time` and
- * `frame` is posted for every record.
- *
- * Regions: with #GstGpunetClassify:roi-mode `regions` (or `both`: the frame
- * too), each #GstVideoRegionOfInterestMeta an upstream detector attached to the
- * buffer (only the types listed in #GstGpunetClassify:roi-types, when set) is
- * classified instead of the whole frame: its rectangle clipped to the frame
- * (regions empty or entirely outside it are skipped; for NV12 and I420 the
- * crop's origin is rounded down to even coordinates, so the crop may start one
- * pixel left of and above the region) goes through the same preprocess as a
- * frame, in place, also for frames in CUDA memory. The record is added to that
- * region meta as a parameter structure named `GstGpunetClassificationMeta`
- * (gst_video_region_of_interest_meta_get_param()) with `roi-id` = the meta's
- * id. A buffer's crops go to the engine together (any sizes). With
- * #GstGpunetClassify:interval, a region's result is carried over by roi-id to
- * the frames between (a region whose id is new, or shared by several regions
- * of the buffer, is classified on the frame it appears on).
- *
- * With #GstGpunetClassify:json-output, every record (frame and regions) is also
- * written to a file, one JSON object per line.
- *
- * The `checkpoint` property is required: a GPUNet checkpoint as NVIDIA publishes
- * it (`.pth.tar`, `.pth`) or a `.safetensors` file. `model` names one of the
- * built-in architectures (gpunet-0, gpunet-1, gpunet-2, gpunet-p0, gpunet-p1,
- * gpunet-d1, gpunet-d2, or NVIDIA's latency names such as 0.65ms) or the path
- * of an architecture JSON in NVIDIA's format.
- *
- * Frames in system memory work with every backend. When the plugin is built with
- * GStreamer's CUDA library, `video/x-raw(memory:CUDAMemory)` (NV12, I420, RGBA,
- * BGRA, RGBx, BGRx) is accepted too, while the session runs on the CUDA backend: the
- * frames are then preprocessed on the GPU and never copied to the host. The element
- * shares its #GstCudaContext with its neighbours.
+ * Classifies video frames (or, with #GstGpunetClassify:roi-mode, the regions an
+ * upstream detector marked with #GstVideoRegionOfInterestMeta) with an NVIDIA GPUNet
+ * and attaches the top-k classes to each buffer as a #GstCustomMeta named
+ * `GstGpunetClassificationMeta` (`model`, `label`, `label-id`, `confidence`, `ids`,
+ * `labels`, `scores` best first, `num-classes`, `roi-id`, `inferred`); frames pass
+ * through untouched. Optional bus messages (#GstGpunetClassify:post-messages) and JSON
+ * lines (#GstGpunetClassify:json-output) carry the same records. `checkpoint` (NVIDIA's
+ * `.pth.tar` or `.safetensors`) is required; `model` is a built-in name (gpunet-0 ...
+ * gpunet-d2, or NVIDIA's latency names) or an architecture JSON. System memory works on
+ * every backend; `video/x-raw(memory:CUDAMemory)` is classified in place on the GPU.
+ * Elements with the same model, checkpoint, backend, precision and device share one
+ * batching engine (#GstGpunetClassify:share-engine); each pushes its buffers in input
+ * order from its own task. docs/element.md is the full reference.
  *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 -m videotestsrc num-buffers=30 ! gpunetclassify checkpoint=0.65ms.pth.tar post-messages=true ! fakesink
  * ]| Classifies 30 test frames and prints one bus message per frame.
- * |[
- * gst-launch-1.0 filesrc location=clip.mp4 ! decodebin ! videoconvert ! \
- *     gpunetclassify model=gpunet-1 checkpoint=0.85ms.pth.tar top-k=3 interval=4 ! \
- *     videoconvert ! autovideosink
- * ]| Classifies every fifth frame of a file and carries the result to the others.
- * |[
- * gst-launch-1.0 v4l2src ! videoconvert ! video/x-raw,format=NV12 ! \
- *     gpunetclassify checkpoint=0.65ms.pth.tar threshold=0.2 ! fakesink
- * ]| Classifies a camera's frames, listing only classes scoring at least 0.2.
- * Many streams, one engine: elements of one process with the same model,
- * checkpoint file, backend, precision and device share one engine (one copy of the
- * weights, one session, one thread pool; #GstGpunetClassify:share-engine). The
- * streaming thread hands each frame to the engine and returns; the frame is pushed,
- * with its metadata, from the element's own thread once its result is in, in input
- * order, with serialized events kept in place. The engine runs up to
- * #GstGpunetClassify:batch-size queued frames (of all its streams) in one pass,
- * waiting at most #GstGpunetClassify:batch-timeout microseconds for a partial batch
- * (0: no wait). #GstGpunetClassify:max-in-flight bounds the frames an element has in
- * the engine before it blocks upstream. Flushing drops what is queued; EOS pushes
- * it all first.
- *
  * |[
  * gst-launch-1.0 filesrc location=clip.mp4 ! parsebin ! nvh264dec ! \
  *     gpunetclassify backend=cuda checkpoint=0.65ms.pth.tar ! fakesink
@@ -80,10 +32,8 @@
  * |[
  * gst-launch-1.0 v4l2src ! videoconvert ! facedetect display=false ! \
  *     gpunetclassify model=my-gpunet.json checkpoint=my-faces.pth.tar \
- *     labels=my-faces.txt roi-mode=regions roi-types=face \
- *     json-output=faces.jsonl ! fakesink
- * ]| Classifies each face facedetect found (not the frame) with a GPUNet
- * trained on face classes, and writes one JSON line per face.
+ *     labels=my-faces.txt roi-mode=regions roi-types=face ! fakesink
+ * ]| Classifies each face facedetect found with a GPUNet trained on face classes.
  */
 
 #ifdef HAVE_CONFIG_H
@@ -131,7 +81,8 @@ enum
   PROP_SMOOTHING,
   PROP_LABEL_HOLD,
   PROP_ENGINE_ID,
-  PROP_DEVICE_ID
+  PROP_DEVICE_ID,
+  PROP_LAST
 };
 
 #define DEFAULT_MODEL "gpunet-0"
@@ -536,6 +487,87 @@ gst_gpunet_classify_finalize (GObject * object)
 }
 
 
+/* Where each property lives in the instance (0: no field, PROP_ENGINE_ID); set and read
+ * by the pspec's value type, under the object lock. */
+#define F(field) G_STRUCT_OFFSET (GstGpunetClassify, field)
+static const gsize prop_field[PROP_LAST] = {
+  [PROP_MODEL] = F (model_name),[PROP_CHECKPOINT] = F (checkpoint),
+  [PROP_LABELS] = F (labels_path),[PROP_TOP_K] = F (top_k),
+  [PROP_THRESHOLD] = F (threshold),[PROP_BACKEND] = F (backend),
+  [PROP_RESIZE_MODE] = F (resize_mode),[PROP_CROP_PCT] = F (crop_pct),
+  [PROP_INTERVAL] = F (interval),[PROP_POST_MESSAGES] = F (post_messages),
+  [PROP_N_THREADS] = F (n_threads),[PROP_PRECISION] = F (precision),
+  [PROP_BATCH_SIZE] = F (batch_size),[PROP_ROI_MODE] = F (roi_mode),
+  [PROP_ROI_TYPES] = F (roi_types),[PROP_JSON_OUTPUT] = F (json_output),
+  [PROP_SHARE_ENGINE] = F (share_engine),[PROP_BATCH_TIMEOUT] = F (batch_timeout),
+  [PROP_PASSES_IN_FLIGHT] = F (passes_in_flight),
+  [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
+  [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
+};
+#undef F
+
+/* Stores `value` into the field at `p` by its fundamental type (enums are int-sized). */
+static void
+field_set (gpointer p, const GValue * value)
+{
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_STRING:
+      g_free (*(gchar **) p);
+      *(gchar **) p = g_value_dup_string (value);
+      break;
+    case G_TYPE_UINT:
+      *(guint *) p = g_value_get_uint (value);
+      break;
+    case G_TYPE_INT:
+      *(gint *) p = g_value_get_int (value);
+      break;
+    case G_TYPE_UINT64:
+      *(guint64 *) p = g_value_get_uint64 (value);
+      break;
+    case G_TYPE_FLOAT:
+      *(gfloat *) p = g_value_get_float (value);
+      break;
+    case G_TYPE_BOOLEAN:
+      *(gboolean *) p = g_value_get_boolean (value);
+      break;
+    case G_TYPE_ENUM:
+      *(gint *) p = g_value_get_enum (value);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+}
+
+static void
+field_get (gconstpointer p, GValue * value)
+{
+  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
+    case G_TYPE_STRING:
+      g_value_set_string (value, *(gchar * const *) p);
+      break;
+    case G_TYPE_UINT:
+      g_value_set_uint (value, *(const guint *) p);
+      break;
+    case G_TYPE_INT:
+      g_value_set_int (value, *(const gint *) p);
+      break;
+    case G_TYPE_UINT64:
+      g_value_set_uint64 (value, *(const guint64 *) p);
+      break;
+    case G_TYPE_FLOAT:
+      g_value_set_float (value, *(const gfloat *) p);
+      break;
+    case G_TYPE_BOOLEAN:
+      g_value_set_boolean (value, *(const gboolean *) p);
+      break;
+    case G_TYPE_ENUM:
+      g_value_set_enum (value, *(const gint *) p);
+      break;
+    default:
+      g_assert_not_reached ();
+  }
+}
+
 static void
 gst_gpunet_classify_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
@@ -543,103 +575,31 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
   gboolean ignored = FALSE;
 
+  if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    return;
+  }
   GST_OBJECT_LOCK (self);
   if ((pspec->flags & GST_PARAM_MUTABLE_READY)
       && GST_STATE (self) > GST_STATE_READY) {
     ignored = TRUE;
   } else {
-    switch (prop_id) {
-      case PROP_MODEL:
-      case PROP_CHECKPOINT:
-        /* a load reading the pair now is stale from here on: superseded before the
-         * new value can be read beside the other's old one */
-        if (GST_STATE (self) > GST_STATE_READY) {
-          gst_gpunet_model_swap_invalidate (self->models);
-          self->swap_wanted = TRUE;
-        }
-        if (prop_id == PROP_MODEL) {
-          g_free (self->model_name);
-          self->model_name = g_value_dup_string (value);
-        } else {
-          g_free (self->checkpoint);
-          self->checkpoint = g_value_dup_string (value);
-        }
-        break;
-      case PROP_LABELS:
-        g_free (self->labels_path);
-        self->labels_path = g_value_dup_string (value);
-        break;
-      case PROP_TOP_K:
-        self->top_k = g_value_get_uint (value);
-        break;
-      case PROP_THRESHOLD:
-        self->threshold = g_value_get_float (value);
-        break;
-      case PROP_BACKEND:
-        self->backend = g_value_get_enum (value);
-        gst_gpunet_cuda_set_may_use (self->cuda,
-            self->backend == GST_GPUNET_BACKEND_AUTO
-            || self->backend == GST_GPUNET_BACKEND_CUDA);
-        break;
-      case PROP_RESIZE_MODE:
-        self->resize_mode = g_value_get_enum (value);
-        break;
-      case PROP_CROP_PCT:
-        self->crop_pct = g_value_get_float (value);
-        break;
-      case PROP_INTERVAL:
-        self->interval = g_value_get_uint (value);
-        break;
-      case PROP_POST_MESSAGES:
-        self->post_messages = g_value_get_boolean (value);
-        break;
-      case PROP_N_THREADS:
-        self->n_threads = g_value_get_uint (value);
-        break;
-      case PROP_PRECISION:
-        self->precision = g_value_get_enum (value);
-        break;
-      case PROP_BATCH_SIZE:
-        self->batch_size = g_value_get_uint (value);
-        break;
-      case PROP_ROI_MODE:
-        self->roi_mode = g_value_get_enum (value);
-        break;
-      case PROP_ROI_TYPES:
-        g_free (self->roi_types);
-        self->roi_types = g_value_dup_string (value);
-        /* the streaming thread holds its own reference while it uses a list */
-        g_clear_pointer (&self->roi_type_quarks, g_array_unref);
-        self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
-        break;
-      case PROP_JSON_OUTPUT:
-        g_free (self->json_output);
-        self->json_output = g_value_dup_string (value);
-        break;
-      case PROP_SHARE_ENGINE:
-        self->share_engine = g_value_get_boolean (value);
-        break;
-      case PROP_PASSES_IN_FLIGHT:
-        self->passes_in_flight = g_value_get_uint (value);
-        break;
-      case PROP_BATCH_TIMEOUT:
-        self->batch_timeout = g_value_get_uint64 (value);
-        break;
-      case PROP_MAX_IN_FLIGHT:
-        self->max_in_flight = g_value_get_uint (value);
-        break;
-      case PROP_SMOOTHING:
-        self->smoothing = g_value_get_float (value);
-        break;
-      case PROP_LABEL_HOLD:
-        self->label_hold = g_value_get_uint (value);
-        break;
-      case PROP_DEVICE_ID:
-        self->device_id = g_value_get_int (value);
-        break;
-      default:
-        G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-        break;
+    /* model/checkpoint: a load reading the pair now is stale from here on, superseded
+     * before the new value can be read beside the other's old one */
+    if ((prop_id == PROP_MODEL || prop_id == PROP_CHECKPOINT)
+        && GST_STATE (self) > GST_STATE_READY) {
+      gst_gpunet_model_swap_invalidate (self->models);
+      self->swap_wanted = TRUE;
+    }
+    field_set (G_STRUCT_MEMBER_P (self, prop_field[prop_id]), value);
+    if (prop_id == PROP_BACKEND)
+      gst_gpunet_cuda_set_may_use (self->cuda,
+          self->backend == GST_GPUNET_BACKEND_AUTO
+          || self->backend == GST_GPUNET_BACKEND_CUDA);
+    if (prop_id == PROP_ROI_TYPES) {
+      /* the streaming thread holds its own reference while it uses a list */
+      g_clear_pointer (&self->roi_type_quarks, g_array_unref);
+      self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
     }
   }
   GST_OBJECT_UNLOCK (self);
@@ -651,6 +611,25 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
             "new value is ignored until the element is stopped and started "
             "again", pspec->name), ("set while %s",
             gst_element_state_get_name (GST_STATE (self))));
+}
+
+static void
+gst_gpunet_classify_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
+
+  if (prop_id == PROP_ENGINE_ID) {
+    g_value_set_uint (value, gst_gpunet_model_swap_engine_id (self->models));
+    return;
+  }
+  if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    return;
+  }
+  GST_OBJECT_LOCK (self);
+  field_get (G_STRUCT_MEMBER_P (self, prop_field[prop_id]), value);
+  GST_OBJECT_UNLOCK (self);
 }
 
 /* A model/checkpoint pair is applied as one: g_object_set (el, "model", m, "checkpoint",
@@ -674,92 +653,6 @@ gst_gpunet_classify_notify (GObject * object, GParamSpec * pspec)
     gst_gpunet_model_swap_begin (self->models);
 }
 
-static void
-gst_gpunet_classify_get_property (GObject * object, guint prop_id,
-    GValue * value, GParamSpec * pspec)
-{
-  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
-
-  GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_MODEL:
-      g_value_set_string (value, self->model_name);
-      break;
-    case PROP_CHECKPOINT:
-      g_value_set_string (value, self->checkpoint);
-      break;
-    case PROP_LABELS:
-      g_value_set_string (value, self->labels_path);
-      break;
-    case PROP_TOP_K:
-      g_value_set_uint (value, self->top_k);
-      break;
-    case PROP_THRESHOLD:
-      g_value_set_float (value, self->threshold);
-      break;
-    case PROP_BACKEND:
-      g_value_set_enum (value, self->backend);
-      break;
-    case PROP_RESIZE_MODE:
-      g_value_set_enum (value, self->resize_mode);
-      break;
-    case PROP_CROP_PCT:
-      g_value_set_float (value, self->crop_pct);
-      break;
-    case PROP_INTERVAL:
-      g_value_set_uint (value, self->interval);
-      break;
-    case PROP_POST_MESSAGES:
-      g_value_set_boolean (value, self->post_messages);
-      break;
-    case PROP_N_THREADS:
-      g_value_set_uint (value, self->n_threads);
-      break;
-    case PROP_PRECISION:
-      g_value_set_enum (value, self->precision);
-      break;
-    case PROP_BATCH_SIZE:
-      g_value_set_uint (value, self->batch_size);
-      break;
-    case PROP_ROI_MODE:
-      g_value_set_enum (value, self->roi_mode);
-      break;
-    case PROP_ROI_TYPES:
-      g_value_set_string (value, self->roi_types);
-      break;
-    case PROP_JSON_OUTPUT:
-      g_value_set_string (value, self->json_output);
-      break;
-    case PROP_SHARE_ENGINE:
-      g_value_set_boolean (value, self->share_engine);
-      break;
-    case PROP_PASSES_IN_FLIGHT:
-      g_value_set_uint (value, self->passes_in_flight);
-      break;
-    case PROP_BATCH_TIMEOUT:
-      g_value_set_uint64 (value, self->batch_timeout);
-      break;
-    case PROP_MAX_IN_FLIGHT:
-      g_value_set_uint (value, self->max_in_flight);
-      break;
-    case PROP_SMOOTHING:
-      g_value_set_float (value, self->smoothing);
-      break;
-    case PROP_LABEL_HOLD:
-      g_value_set_uint (value, self->label_hold);
-      break;
-    case PROP_DEVICE_ID:
-      g_value_set_int (value, self->device_id);
-      break;
-    case PROP_ENGINE_ID:
-      g_value_set_uint (value, gst_gpunet_model_swap_engine_id (self->models));
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
-  GST_OBJECT_UNLOCK (self);
-}
 
 /* ---- start and stop ------------------------------------------------------------ */
 
