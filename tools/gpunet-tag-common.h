@@ -8,9 +8,9 @@
 
 #include <gst/gst.h>
 
-G_BEGIN_DECLS
+#include "gpunet-tag-resume.h"
 
-typedef enum { TAG_FORMAT_JSONL = 0, TAG_FORMAT_CSV } TagFormat;
+G_BEGIN_DECLS
 
 typedef struct {
   gchar *model, *checkpoint, *labels, *backend;
