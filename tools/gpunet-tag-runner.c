@@ -680,6 +680,7 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     gpointer user, gdouble * container)
 {
   gint64 next_tick = 0, t0 = g_get_monotonic_time ();
+  gchar *missing_video = NULL;  /* caps of a video stream no decoder takes */
 
   for (;;) {
     GstMessage *m = gst_bus_timed_pop (r->bus, 50 * GST_MSECOND);
@@ -698,21 +699,38 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
         case GST_MESSAGE_ERROR:
           gst_message_parse_error (m, &e, &dbg);
           g_mutex_lock (&r->lock);
-          /* decodebin's "missing plug-in" when only non-video streams exist */
+          /* decodebin's "missing plug-in" also when only non-video streams
+           * exist (audio, subtitles): its missing-plugin messages say which */
           if (!r->linked && (g_error_matches (e, GST_CORE_ERROR,
                       GST_CORE_ERROR_MISSING_PLUGIN)
                   || g_error_matches (e, GST_STREAM_ERROR,
                       GST_STREAM_ERROR_CODEC_NOT_FOUND)))
-            r->message = g_strdup_printf ("no video stream that can be "
-                "decoded (%s)", e->message);
-          else
-            r->message = g_strdup_printf ("%s (%s)", e->message,
-                GST_OBJECT_NAME (GST_MESSAGE_SRC (m)));
+            r->message = missing_video ? g_strdup_printf ("no decoder for its "
+                "video (%s) is installed; install the GStreamer plug-in that "
+                "decodes it (gst-inspect-1.0 lists those present)", missing_video)
+                : g_strdup ("no video stream in this input (audio or other "
+                "streams only)");
+          else                  /* the message alone: element names mean nothing to users */
+            r->message = g_strdup (e->message);
           g_mutex_unlock (&r->lock);
           g_clear_error (&e);
           g_free (dbg);
           res = TAG_RESULT_FAILED;
           end = TRUE;
+          break;
+        case GST_MESSAGE_ELEMENT:
+          if (missing_video == NULL && gst_message_has_name (m, "missing-plugin")) {
+            const GstStructure *st = gst_message_get_structure (m);
+            const GValue *v = gst_structure_get_value (st, "detail");
+            GstCaps *c = v && GST_VALUE_HOLDS_CAPS (v) ?
+                (GstCaps *) gst_value_get_caps (v) : NULL;
+            const gchar *n = c && gst_caps_get_size (c) > 0 ?
+                gst_structure_get_name (gst_caps_get_structure (c, 0)) : NULL;
+
+            if (n && (g_str_has_prefix (n, "video/")
+                    || g_str_has_prefix (n, "image/")))
+              missing_video = g_strdup (n);
+          }
           break;
         case GST_MESSAGE_APPLICATION:
           if (gst_message_has_name (m, "gpunet-tag-eos")) {
@@ -732,11 +750,15 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
           break;
       }
       gst_message_unref (m);
-      if (end)
+      if (end) {
+        g_free (missing_video);
         return res;
+      }
     }
-    if (*stop)
+    if (*stop) {
+      g_free (missing_video);
       return TAG_RESULT_INTERRUPTED;
+    }
 
     g_mutex_lock (&r->lock);
     decoded = r->decoded;
@@ -749,11 +771,13 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     if (!linked && now - t0 > (gint64) (r->opt->open_timeout * 1e6)) {
       r->message = g_strdup_printf ("no video stream appeared within %.0f s "
           "(not a video, or a demuxer error)", r->opt->open_timeout);
+      g_free (missing_video);
       return TAG_RESULT_FAILED;
     }
     if (idle > (gint64) (r->opt->stall_timeout * 1e6)) {
       r->message = g_strdup_printf ("no progress for %.0f s (stalled)",
           r->opt->stall_timeout);
+      g_free (missing_video);
       return TAG_RESULT_FAILED;
     }
     if (now >= next_tick) {
