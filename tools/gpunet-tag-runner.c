@@ -56,6 +56,12 @@ struct TagRunner {
   gchar *message;
   gchar *caps;                  /* gpunetclassify's input caps for this input */
   gchar *decoder;               /* the video decoder's factory name, or NULL */
+
+  /* the source's state change, run by an opener thread (it can block: a hung
+   * mount, a stalled network source); under `lock` */
+  GCond open_cond;
+  gboolean open_done, open_ok;
+  gboolean wedged;              /* an opener never returned: the runner is lost */
 };
 
 static void
@@ -473,6 +479,7 @@ tag_runner_new (const TagOptions * opt, GError ** error)
 
   r->opt = opt;
   g_mutex_init (&r->lock);
+  g_cond_init (&r->open_cond);
   r->labels = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
       (GDestroyNotify) label_count_free);
   r->pipeline = gst_pipeline_new ("gpunet-tag");
@@ -613,6 +620,32 @@ tag_runner_free (TagRunner * r)
   g_free (r->seg.label);
   g_mutex_clear (&r->lock);
   g_free (r);
+}
+
+/* The opener thread: the source's state change, which runs the source's
+ * start() (open(), connect()) and can block for as long as the kernel likes. */
+static gpointer
+open_source (gpointer data)
+{
+  TagRunner *r = data;
+  GstElement *src = r->src;
+  gboolean ok;
+
+  gst_object_ref (src);
+  ok = gst_element_sync_state_with_parent (src);
+  gst_object_unref (src);
+  g_mutex_lock (&r->lock);
+  r->open_ok = ok;
+  r->open_done = TRUE;
+  g_cond_signal (&r->open_cond);
+  g_mutex_unlock (&r->lock);
+  return NULL;
+}
+
+gboolean
+tag_runner_wedged (TagRunner * r)
+{
+  return r != NULL && r->wedged;
 }
 
 /* Detaches the current source: flush-start unblocks any streaming thread
@@ -827,9 +860,46 @@ tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
       G_CALLBACK (on_deep_element_added), r);
   gst_bin_add (GST_BIN (r->pipeline), r->src);
 
-  if (gst_element_sync_state_with_parent (r->src)) {
+  /* the state change in an opener thread, so that --open-timeout and a signal
+   * work while it blocks; a source that never returns takes the runner with it
+   * (its pipeline's state lock is held for good): the caller makes a new one */
+  {
+    GThread *th;
+    gint64 deadline = g_get_monotonic_time () + (gint64) (r->opt->open_timeout * 1e6);
+    gboolean done, ok;
+
+    g_mutex_lock (&r->lock);
+    r->open_done = r->open_ok = FALSE;
+    g_mutex_unlock (&r->lock);
+    th = g_thread_new ("gpunet-tag-open", open_source, r);
+    g_mutex_lock (&r->lock);
+    while (!r->open_done && !*stop && g_get_monotonic_time () < deadline)
+      g_cond_wait_until (&r->open_cond, &r->lock,
+          MIN (g_get_monotonic_time () + 50 * G_TIME_SPAN_MILLISECOND, deadline));
+    done = r->open_done;
+    ok = r->open_ok;
+    g_mutex_unlock (&r->lock);
+    if (!done) {
+      g_thread_unref (th);
+      r->wedged = TRUE;
+      if (*stop) {
+        res = TAG_RESULT_INTERRUPTED;
+      } else {
+        r->message = g_strdup_printf ("the source did not open within %.0f s "
+            "(a stalled network source, or a file on a hung mount?); raise "
+            "--open-timeout if it is only slow", r->opt->open_timeout);
+        res = TAG_RESULT_FAILED;
+      }
+      goto summary;
+    }
+    g_thread_join (th);
+    if (!ok)
+      goto open_failed;
+  }
+  if (TRUE) {
     res = wait_input (r, stop, tick, user, &container);
   } else {
+  open_failed:;
     GError *e = NULL;
 
     take_bus_error (r->bus, &e);

@@ -296,6 +296,10 @@ run_input (TagJobs * j, guint i, TagRunner ** runner, TagOutcome * oc)
   oc->wall_s = s.wall_s;
   oc->status = g_strdup (tag_summary_status (&s));
   oc->message = g_strdup (s.message);
+  /* a source that never opened holds its pipeline for good: leave that runner
+   * as it is (freeing it would block too); the next input makes a new one */
+  if (tag_runner_wedged (*runner))
+    *runner = NULL;
 }
 
 /* --jobs: takes inputs in order until none is left (or the run stops). */
