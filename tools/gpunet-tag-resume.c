@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"               /* models/: the engine's strict JSON reader */
+#include <json-glib/json-glib.h>
+
 #include "gpunet-tag-resume.h"
 
 /* Splits one CSV record into fields (quotes undone); NULL when malformed. */
@@ -45,13 +46,59 @@ csv_split (const gchar * rec, gsize len)
   return (gchar **) g_ptr_array_free (f, FALSE);
 }
 
-/* The string member `key` of an object node, or NULL. */
-static const gchar *
-string_member (JsonNode * node, const char *key)
+/* TRUE when `rec` is one JSON object and nothing else: '{' first, its
+ * matching '}' (strings and escapes skipped) and only whitespace after.  Checked
+ * before json-glib sees a line: json-glib 1.6 leaks the value it has built when
+ * text follows it ("0{...}", "{...}x"), and a damaged output holds such lines.
+ * (The tools reach the engine's strict reader, models/json.c, only through
+ * gpunet.h, which does not offer it.) */
+static gboolean
+one_object (const gchar * rec, gsize len)
 {
-  JsonNode *m = gpunet_json_get (node, key);
+  gsize i = 0;
+  gint depth = 0;
+  gboolean in_str = FALSE;
 
-  return gpunet_json_value_type (m) == G_TYPE_STRING ? json_node_get_string (m)
+  while (i < len && g_ascii_isspace (rec[i]))
+    i++;
+  if (i == len || rec[i] != '{')
+    return FALSE;
+  for (; i < len; i++) {
+    gchar c = rec[i];
+
+    if (in_str) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = FALSE;
+      else if ((guchar) c < 0x20)
+        return FALSE;
+    } else if (c == '"') {
+      in_str = TRUE;
+    } else if (c == '{' || c == '[') {
+      if (++depth > 64)
+        return FALSE;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0)
+        break;
+    }
+  }
+  if (i >= len)
+    return FALSE;
+  for (i++; i < len; i++)
+    if (!g_ascii_isspace (rec[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* The string member `key` of an object, or NULL. */
+static const gchar *
+string_member (JsonObject * o, const char *key)
+{
+  JsonNode *m = json_object_get_member (o, key);
+
+  return m && JSON_NODE_HOLDS_VALUE (m)
+      && json_node_get_value_type (m) == G_TYPE_STRING ? json_node_get_string (m)
       : NULL;
 }
 
@@ -61,29 +108,31 @@ parse_summary (const gchar * rec, gsize len, TagFormat fmt, gchar ** input,
     gchar ** status)
 {
   if (fmt == TAG_FORMAT_JSONL) {
-    JsonNode *root = NULL;
-    char *err = NULL;
+    JsonParser *parser;
+    JsonNode *root;
+    JsonObject *o;
     const gchar *t, *i, *s;
     gboolean ok = FALSE;
 
-    if (g_strstr_len (rec, len, "\"summary\"") == NULL)
+    if (g_strstr_len (rec, len, "\"summary\"") == NULL || !one_object (rec, len))
       return FALSE;
-    /* the engine's strict reader, not json_parser_load_from_data: json-glib 1.6
-     * leaks the value it has built when text follows it ("0{...}"), and a damaged
-     * output holds such lines; this one refuses them before json-glib sees them */
-    if (gpunet_json_parse (rec, len, &root, NULL, &err) != GPUNET_OK) {
-      free (err);
+    parser = json_parser_new ();
+    if (!json_parser_load_from_data (parser, rec, (gssize) len, NULL)
+        || (root = json_parser_get_root (parser)) == NULL
+        || !JSON_NODE_HOLDS_OBJECT (root)) {
+      g_object_unref (parser);
       return FALSE;
     }
-    t = string_member (root, "type");
-    i = string_member (root, "input");
-    s = string_member (root, "status");
+    o = json_node_get_object (root);
+    t = string_member (o, "type");
+    i = string_member (o, "input");
+    s = string_member (o, "status");
     if (t && !strcmp (t, "summary") && i && s) {
       *input = g_strdup (i);
       *status = g_strdup (s);
       ok = TRUE;
     }
-    json_node_unref (root);
+    g_object_unref (parser);
     return ok;
   } else {
     gchar **f;
