@@ -3,8 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-glib/json-glib.h>
-
 #include "gpunet-tag-resume.h"
 
 /* Splits one CSV record into fields (quotes undone); NULL when malformed. */
@@ -46,60 +44,258 @@ csv_split (const gchar * rec, gsize len)
   return (gchar **) g_ptr_array_free (f, FALSE);
 }
 
-/* TRUE when `rec` is one JSON object and nothing else: '{' first, its
- * matching '}' (strings and escapes skipped) and only whitespace after.  Checked
- * before json-glib sees a line: json-glib 1.6 leaks the value it has built when
- * text follows it ("0{...}", "{...}x"), and a damaged output holds such lines.
- * (The tools reach the engine's strict reader, models/json.c, only through
- * gpunet.h, which does not offer it.) */
-static gboolean
-one_object (const gchar * rec, gsize len)
+/* ---- a strict reader of one JSON object, for summary records ----
+ * json-glib 1.6 leaks on damaged lines (the value built so far when text follows
+ * it, a string with a bad \u escape, ...), and a damaged output holds such lines.
+ * The tools reach the engine's strict reader (models/json.c) only through
+ * gpunet.h, which does not offer it; this one reads RFC 8259, keeps nothing but
+ * the top-level string members asked for, and owns every allocation. */
+typedef struct {
+  const gchar *p, *end;
+} Rd;
+
+static void
+rd_ws (Rd * r)
 {
-  gsize i = 0;
-  gint depth = 0;
-  gboolean in_str = FALSE;
+  while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n'
+          || *r->p == '\r'))
+    r->p++;
+}
 
-  while (i < len && g_ascii_isspace (rec[i]))
-    i++;
-  if (i == len || rec[i] != '{')
+static gint
+rd_hex4 (Rd * r)
+{
+  gint v = 0;
+
+  if (r->end - r->p < 4)
+    return -1;
+  for (gint k = 0; k < 4; k++) {
+    gint d = g_ascii_xdigit_value (*r->p++);
+
+    if (d < 0)
+      return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/* A string at r->p; its UTF-8 appended to `out` when not NULL.  Refused: raw
+ * control characters, unknown escapes, \u0000, unpaired surrogates, bad UTF-8. */
+static gboolean
+rd_string (Rd * r, GString * out)
+{
+  const gchar *start;
+
+  if (r->p >= r->end || *r->p != '"')
     return FALSE;
-  for (; i < len; i++) {
-    gchar c = rec[i];
+  start = ++r->p;
+  while (r->p < r->end) {
+    guchar c = (guchar) * r->p;
 
-    if (in_str) {
-      if (c == '\\')
-        i++;
-      else if (c == '"')
-        in_str = FALSE;
-      else if ((guchar) c < 0x20)
+    if (c == '"') {
+      gboolean utf8 = g_utf8_validate (start, r->p - start, NULL);
+
+      r->p++;
+      return utf8;
+    }
+    if (c < 0x20)
+      return FALSE;
+    r->p++;
+    if (c != '\\') {
+      if (out)
+        g_string_append_c (out, (gchar) c);
+      continue;
+    }
+    if (r->p >= r->end)
+      return FALSE;
+    c = (guchar) * r->p++;
+    if (c == 'u') {
+      gint u = rd_hex4 (r);
+
+      if (u <= 0 || (u >= 0xdc00 && u <= 0xdfff))
         return FALSE;
-    } else if (c == '"') {
-      in_str = TRUE;
-    } else if (c == '{' || c == '[') {
-      if (++depth > 64)
+      if (u >= 0xd800 && u <= 0xdbff) {
+        gint lo;
+
+        if (r->end - r->p < 2 || r->p[0] != '\\' || r->p[1] != 'u')
+          return FALSE;
+        r->p += 2;
+        lo = rd_hex4 (r);
+        if (lo < 0xdc00 || lo > 0xdfff)
+          return FALSE;
+        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+      }
+      if (out)
+        g_string_append_unichar (out, (gunichar) u);
+    } else {
+      static const gchar from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+      const gchar *e = c ? strchr (from, c) : NULL;
+
+      if (e == NULL)
         return FALSE;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0)
-        break;
+      if (out)
+        g_string_append_c (out, to[e - from]);
     }
   }
-  if (i >= len)
+  return FALSE;
+}
+
+static gboolean
+rd_digits (Rd * r)
+{
+  const gchar *q = r->p;
+
+  while (r->p < r->end && g_ascii_isdigit (*r->p))
+    r->p++;
+  return r->p > q;
+}
+
+static gboolean
+rd_number (Rd * r)
+{
+  if (r->p < r->end && *r->p == '-')
+    r->p++;
+  if (r->p < r->end && *r->p == '0')
+    r->p++;
+  else if (!rd_digits (r))
     return FALSE;
-  for (i++; i < len; i++)
-    if (!g_ascii_isspace (rec[i]))
+  if (r->p < r->end && *r->p == '.') {
+    r->p++;
+    if (!rd_digits (r))
       return FALSE;
+  }
+  if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
+    r->p++;
+    if (r->p < r->end && (*r->p == '+' || *r->p == '-'))
+      r->p++;
+    if (!rd_digits (r))
+      return FALSE;
+  }
   return TRUE;
 }
 
-/* The string member `key` of an object, or NULL. */
-static const gchar *
-string_member (JsonObject * o, const char *key)
-{
-  JsonNode *m = json_object_get_member (o, key);
+static gboolean rd_value (Rd * r, gint depth, GString * str, gboolean * is_str);
 
-  return m && JSON_NODE_HOLDS_VALUE (m)
-      && json_node_get_value_type (m) == G_TYPE_STRING ? json_node_get_string (m)
-      : NULL;
+/* An object at r->p; with `keys` (the top level) its string members "type",
+ * "input" and "status" go to keys[0..2] (the last of a repeated key wins, and a
+ * value of another kind unsets it). */
+static gboolean
+rd_object (Rd * r, gint depth, GString ** keys)
+{
+  static const gchar *const names[] = { "type", "input", "status" };
+
+  r->p++;
+  rd_ws (r);
+  if (r->p < r->end && *r->p == '}') {
+    r->p++;
+    return TRUE;
+  }
+  for (;;) {
+    GString *key = g_string_new (NULL), *val;
+    gboolean ok, is_str = FALSE;
+    gint want = -1;
+
+    rd_ws (r);
+    ok = rd_string (r, key);
+    for (gint k = 0; ok && keys && k < 3; k++)
+      if (strcmp (key->str, names[k]) == 0)
+        want = k;
+    g_string_free (key, TRUE);
+    rd_ws (r);
+    if (!ok || r->p >= r->end || *r->p != ':')
+      return FALSE;
+    r->p++;
+    rd_ws (r);
+    val = want >= 0 ? g_string_new (NULL) : NULL;
+    ok = rd_value (r, depth + 1, val, &is_str);
+    if (want >= 0) {
+      if (keys[want])
+        g_string_free (keys[want], TRUE);
+      keys[want] = NULL;
+      if (ok && is_str)
+        keys[want] = val;
+      else
+        g_string_free (val, TRUE);
+    }
+    if (!ok)
+      return FALSE;
+    rd_ws (r);
+    if (r->p < r->end && *r->p == ',') {
+      r->p++;
+      continue;
+    }
+    if (r->p < r->end && *r->p == '}') {
+      r->p++;
+      return TRUE;
+    }
+    return FALSE;
+  }
+}
+
+/* One value at r->p (64 levels at most); a string's text goes to `str` when not
+ * NULL, and *is_str says whether it was one. */
+static gboolean
+rd_value (Rd * r, gint depth, GString * str, gboolean * is_str)
+{
+  static const gchar *const lit[] = { "true", "false", "null" };
+
+  if (is_str)
+    *is_str = FALSE;
+  if (depth > 64 || r->p >= r->end)
+    return FALSE;
+  if (*r->p == '"') {
+    if (is_str)
+      *is_str = TRUE;
+    return rd_string (r, str);
+  }
+  if (*r->p == '{')
+    return rd_object (r, depth, NULL);
+  if (*r->p == '[') {
+    r->p++;
+    rd_ws (r);
+    if (r->p < r->end && *r->p == ']') {
+      r->p++;
+      return TRUE;
+    }
+    for (;;) {
+      rd_ws (r);
+      if (!rd_value (r, depth + 1, NULL, NULL))
+        return FALSE;
+      rd_ws (r);
+      if (r->p < r->end && *r->p == ',') {
+        r->p++;
+        continue;
+      }
+      if (r->p < r->end && *r->p == ']') {
+        r->p++;
+        return TRUE;
+      }
+      return FALSE;
+    }
+  }
+  for (guint k = 0; k < G_N_ELEMENTS (lit); k++) {
+    gsize n = strlen (lit[k]);
+
+    if ((gsize) (r->end - r->p) >= n && strncmp (r->p, lit[k], n) == 0) {
+      r->p += n;
+      return TRUE;
+    }
+  }
+  return rd_number (r);
+}
+
+/* Reads `rec` as exactly one JSON object (whitespace around it); on success
+ * keys[0..2] hold its string members "type", "input" and "status", or NULL. */
+static gboolean
+read_object (const gchar * rec, gsize len, GString ** keys)
+{
+  Rd r = { rec, rec + len };
+  gboolean ok;
+
+  rd_ws (&r);
+  ok = r.p < r.end && *r.p == '{' && rd_object (&r, 0, keys);
+  rd_ws (&r);
+  return ok && r.p == r.end;
 }
 
 /* If the record is a summary, stores its input and status and returns TRUE. */
@@ -108,31 +304,20 @@ parse_summary (const gchar * rec, gsize len, TagFormat fmt, gchar ** input,
     gchar ** status)
 {
   if (fmt == TAG_FORMAT_JSONL) {
-    JsonParser *parser;
-    JsonNode *root;
-    JsonObject *o;
-    const gchar *t, *i, *s;
+    GString *keys[3] = { NULL, NULL, NULL };
     gboolean ok = FALSE;
 
-    if (g_strstr_len (rec, len, "\"summary\"") == NULL || !one_object (rec, len))
+    if (g_strstr_len (rec, len, "\"summary\"") == NULL)
       return FALSE;
-    parser = json_parser_new ();
-    if (!json_parser_load_from_data (parser, rec, (gssize) len, NULL)
-        || (root = json_parser_get_root (parser)) == NULL
-        || !JSON_NODE_HOLDS_OBJECT (root)) {
-      g_object_unref (parser);
-      return FALSE;
-    }
-    o = json_node_get_object (root);
-    t = string_member (o, "type");
-    i = string_member (o, "input");
-    s = string_member (o, "status");
-    if (t && !strcmp (t, "summary") && i && s) {
-      *input = g_strdup (i);
-      *status = g_strdup (s);
+    if (read_object (rec, len, keys) && keys[0] && keys[1] && keys[2]
+        && strcmp (keys[0]->str, "summary") == 0) {
+      *input = g_strdup (keys[1]->str);
+      *status = g_strdup (keys[2]->str);
       ok = TRUE;
     }
-    g_object_unref (parser);
+    for (gint k = 0; k < 3; k++)
+      if (keys[k])
+        g_string_free (keys[k], TRUE);
     return ok;
   } else {
     gchar **f;
