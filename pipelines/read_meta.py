@@ -11,16 +11,63 @@ but Gst.Structure.get_array(field) returns as a GObject.ValueArray.
 
     read_meta.py CHECKPOINT [MODEL [NUM_FRAMES]]
     read_meta.py --pipeline 'DESCRIPTION with gpunetclassify name=classify'
+
+Run under a Python that has PyGObject ("gi") and GStreamer's introspection data; when
+started by another one (a pyenv or virtualenv python3 first on PATH), the script runs
+itself again under the first of $GPUNET_PYTHON (only it, when set), /usr/bin/python3 and
+the python3 programs on PATH that has them, or says what to install.
 """
 import json
 import os
+import shutil
+import subprocess
 import sys
 import warnings
 
-import gi
+GI_PROBE = "import gi; gi.require_version('Gst', '1.0'); from gi.repository import Gst"
+GI_HINT = ("install PyGObject and GStreamer's introspection data for it (Debian/Ubuntu: "
+           "sudo apt install python3-gi gir1.2-gstreamer-1.0) and run this script with that "
+           "Python (Debian: /usr/bin/python3), or set GPUNET_PYTHON to a Python that has them")
 
-gi.require_version("Gst", "1.0")
-from gi.repository import GLib, Gst  # noqa: E402
+
+def _python_with_gi():
+    """The first Python other than this one whose `gi` loads Gst 1.0, or None."""
+    if os.environ.get("GPUNET_PYTHON"):
+        candidates = [os.environ["GPUNET_PYTHON"]]
+    else:
+        candidates = ["/usr/bin/python3"]
+        for d in os.environ.get("PATH", "").split(os.pathsep):
+            p = shutil.which("python3", path=d) if d else None
+            if p:
+                candidates.append(p)
+    for c in candidates:
+        try:
+            if subprocess.run([c, "-c", GI_PROBE], capture_output=True,
+                              timeout=30).returncode == 0:
+                return c
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return None
+
+
+try:
+    import gi
+
+    gi.require_version("Gst", "1.0")
+    from gi.repository import GLib, Gst  # noqa: E402
+except (ImportError, ValueError) as _gi_error:
+    _why = ("this Python (%s) cannot load GStreamer through PyGObject (%s)"
+            % (sys.executable, _gi_error))
+    if __name__ != "__main__":
+        raise ImportError("read_meta: %s; %s" % (_why, GI_HINT)) from _gi_error
+    # once only: the Python found must not hand over again (GPUNET_READ_META_REEXEC)
+    _other = None if os.environ.get("GPUNET_READ_META_REEXEC") else _python_with_gi()
+    if _other:
+        os.environ["GPUNET_READ_META_REEXEC"] = "1"
+        os.execv(_other, [_other, os.path.abspath(__file__)] + sys.argv[1:])
+    print("read_meta.py: %s, and no other Python here can; %s." % (_why, GI_HINT),
+          file=sys.stderr)
+    sys.exit(3)
 
 META_NAME = "GstGpunetClassificationMeta"
 

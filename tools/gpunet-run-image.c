@@ -24,6 +24,32 @@ fail (char **error_text, const char *path, const char *why)
   return -1;
 }
 
+/* Notes a decodebin missing-plugin message: a video/image stream no decoder takes
+ * (its caps name into *video), or another kind (audio, subtitles). */
+static void
+note_missing (GstMessage * m, gchar ** video, gboolean * other)
+{
+  const GstStructure *st = gst_message_get_structure (m);
+  const GValue *v;
+  const gchar *n = NULL;
+
+  if (st == NULL || !gst_structure_has_name (st, "missing-plugin"))
+    return;
+  v = gst_structure_get_value (st, "detail");
+  if (v && GST_VALUE_HOLDS_CAPS (v)) {
+    const GstCaps *c = gst_value_get_caps (v);
+
+    if (c && gst_caps_get_size (c) > 0)
+      n = gst_structure_get_name (gst_caps_get_structure (c, 0));
+  }
+  if (n && (g_str_has_prefix (n, "video/") || g_str_has_prefix (n, "image/"))) {
+    if (*video == NULL)
+      *video = g_strdup (n);
+  } else {
+    *other = TRUE;
+  }
+}
+
 int
 gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *height,
     int *stride, char **error_text)
@@ -34,6 +60,8 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   GstSample *sample = NULL;
   GstBus *bus;
   int rc = -1;
+  gchar *missing_video = NULL;
+  gboolean missing_other = FALSE, why_done = FALSE;
 
   if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
     return fail (error_text, path, "no such file");
@@ -61,11 +89,30 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   /* a sample, or an error / EOS on the bus, whichever comes first (10 s at most) */
   for (int i = 0; i < 100 && sample == NULL && why == NULL; i++) {
     sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sink), 100 * GST_MSECOND);
-    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR | GST_MESSAGE_EOS);
-    if (m && sample == NULL) {
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR | GST_MESSAGE_EOS
+        | GST_MESSAGE_ELEMENT);
+    if (m && GST_MESSAGE_TYPE (m) == GST_MESSAGE_ELEMENT) {
+      note_missing (m, &missing_video, &missing_other);
+    } else if (m && sample == NULL) {
       if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
         gst_message_parse_error (m, &err, NULL);
-        why = g_strdup (err->message);
+        /* uridecodebin's "missing a plug-in" also when the file has no video at
+         * all (only audio): its missing-plugin messages say which it is */
+        if (g_error_matches (err, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN)
+            && missing_video == NULL && missing_other) {
+          g_clear_error (&err);
+          if (error_text)
+            *error_text = g_strdup_printf ("no video stream in '%s' (audio or "
+                "other streams only)", path);
+          why_done = TRUE;
+          why = g_strdup ("");
+        } else if (g_error_matches (err, GST_CORE_ERROR,
+                GST_CORE_ERROR_MISSING_PLUGIN) && missing_video) {
+          why = g_strdup_printf ("no decoder for its %s is installed; install the "
+              "GStreamer plug-in that decodes it", missing_video);
+        } else {
+          why = g_strdup (err->message);
+        }
         g_clear_error (&err);
       } else {
         why = g_strdup ("it holds no picture");
@@ -108,9 +155,10 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   } else if (why == NULL) {
     why = g_strdup ("no picture after 10 s");
   }
-  if (rc != 0)
+  if (rc != 0 && !why_done)
     fail (error_text, path, why);
   g_free (why);
+  g_free (missing_video);
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (sink);

@@ -8,9 +8,9 @@
 
 #include <gst/gst.h>
 
-G_BEGIN_DECLS
+#include "gpunet-tag-resume.h"
 
-typedef enum { TAG_FORMAT_JSONL = 0, TAG_FORMAT_CSV } TagFormat;
+G_BEGIN_DECLS
 
 typedef struct {
   gchar *model, *checkpoint, *labels, *backend;
@@ -98,6 +98,9 @@ typedef struct TagRunner TagRunner;
 typedef void (*TagTickFunc) (gpointer user, guint64 decoded, gdouble position,
     gdouble duration);
 TagRunner *tag_runner_new (const TagOptions * opt, GError ** error);
+/* TRUE when a source never returned from opening: drop the runner without
+ * tag_runner_free (that would block too) and make a new one */
+gboolean tag_runner_wedged (TagRunner * r);
 TagResult tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
     volatile sig_atomic_t * stop, TagTickFunc tick, gpointer user,
     TagSummary * result);

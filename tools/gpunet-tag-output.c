@@ -15,11 +15,7 @@
 #include "gpunet-json-write.h"
 #include "gpunet-tag-common.h"
 
-#define CSV_HEADER "type,input,frame,end_frame,pts,end,label_id,label,score," \
-  "ids,labels,scores,frames,classified,duration,container_duration,wall_s," \
-  "decode_fps,classify_fps,top_labels,status,message,decode_errors,frames_missing\n"
-#define CSV_COLUMNS 24
-#define CSV_COLUMNS_OLD 22      /* files written before decode_errors,frames_missing */
+#define CSV_HEADER TAG_CSV_HEADER
 
 /* ---- primitive writers (JSON strings: gst/gpunet-json-write.h) ---- */
 
@@ -309,112 +305,7 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
   g_free (key);
 }
 
-/* ---- resume ---- */
-
-/* Splits one CSV record into fields (quotes undone); NULL when malformed. */
-static gchar **
-csv_split (const gchar * rec, gsize len)
-{
-  GPtrArray *f = g_ptr_array_new ();
-  GString *cur = g_string_new (NULL);
-  gboolean q = FALSE;
-  gsize i;
-
-  for (i = 0; i < len; i++) {
-    gchar c = rec[i];
-
-    if (q) {
-      if (c == '"' && i + 1 < len && rec[i + 1] == '"') {
-        g_string_append_c (cur, '"');
-        i++;
-      } else if (c == '"') {
-        q = FALSE;
-      } else {
-        g_string_append_c (cur, c);
-      }
-    } else if (c == '"') {
-      q = TRUE;
-    } else if (c == ',') {
-      g_ptr_array_add (f, g_string_free (cur, FALSE));
-      cur = g_string_new (NULL);
-    } else if (c != '\n' && c != '\r') {
-      g_string_append_c (cur, c);
-    }
-  }
-  g_ptr_array_add (f, g_string_free (cur, FALSE));
-  g_ptr_array_add (f, NULL);
-  if (q || (f->len - 1 != CSV_COLUMNS && f->len - 1 != CSV_COLUMNS_OLD)) {
-    g_strfreev ((gchar **) g_ptr_array_free (f, FALSE));
-    return NULL;
-  }
-  return (gchar **) g_ptr_array_free (f, FALSE);
-}
-
-/* If the record is a summary, stores its input and status and returns TRUE. */
-static gboolean
-parse_summary (const gchar * rec, gsize len, TagFormat fmt, gchar ** input,
-    gchar ** status)
-{
-  if (fmt == TAG_FORMAT_JSONL) {
-    JsonParser *parser;
-    JsonObject *o;
-    gboolean ok = FALSE;
-
-    if (g_strstr_len (rec, len, "\"summary\"") == NULL)
-      return FALSE;
-    parser = json_parser_new ();
-    if (json_parser_load_from_data (parser, rec, (gssize) len, NULL)
-        && JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser))) {
-      const gchar *t, *i, *s;
-
-      o = json_node_get_object (json_parser_get_root (parser));
-      t = json_object_get_string_member_with_default (o, "type", NULL);
-      i = json_object_get_string_member_with_default (o, "input", NULL);
-      s = json_object_get_string_member_with_default (o, "status", NULL);
-      if (t && !strcmp (t, "summary") && i && s) {
-        *input = g_strdup (i);
-        *status = g_strdup (s);
-        ok = TRUE;
-      }
-    }
-    g_object_unref (parser);
-    return ok;
-  } else {
-    gchar **f;
-
-    if (len < 8 || strncmp (rec, "summary,", 8) != 0)
-      return FALSE;
-    f = csv_split (rec, len);
-    if (f == NULL)
-      return FALSE;
-    *input = g_strdup (f[1]);
-    *status = g_strdup (f[20]);
-    g_strfreev (f);
-    return TRUE;
-  }
-}
-
-/* Length of the next record at `p` (through its newline; CSV records may hold
- * quoted newlines), or 0 when the rest is an unterminated (partial) record. */
-static gsize
-next_record (const gchar * p, gsize left, TagFormat fmt)
-{
-  gboolean q = FALSE;
-
-  for (gsize i = 0; i < left; i++) {
-    if (fmt == TAG_FORMAT_CSV && p[i] == '"')
-      q = !q;
-    else if (p[i] == '\n' && !q)
-      return i + 1;
-  }
-  return 0;
-}
-
-typedef struct {
-  gsize start, end;
-  gchar *input;
-  gboolean dropped;
-} Block;
+/* ---- resume (the scan of the file: gpunet-tag-resume.c) ---- */
 
 /* Writes all n bytes to fd, retrying after signals; FALSE on an error. */
 gboolean
@@ -449,67 +340,47 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
   GHashTable *done = g_hash_table_new_full (g_str_hash, g_str_equal, g_free,
       NULL);
   gchar *data = NULL;
-  gsize len = 0, pos = 0, block_start = 0, header_len = 0, keep_end = 0;
-  GArray *blocks = g_array_new (FALSE, FALSE, sizeof (Block));
-  gboolean drop_any = FALSE;
+  gsize len = 0;
+  TagResumeScan scan = { 0 };
+  gboolean *dropped = NULL, drop_any = FALSE;
   GError *err = NULL;
 
   *need_header = fmt == TAG_FORMAT_CSV;
   if (!g_file_get_contents (path, &data, &len, &err)) {
     if (g_error_matches (err, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
       g_clear_error (&err);
-      g_array_unref (blocks);
       return done;
     }
     g_propagate_error (error, err);
     goto fail;
   }
-  if (fmt == TAG_FORMAT_CSV && len >= strlen (CSV_HEADER)
-      && strncmp (data, CSV_HEADER, strlen (CSV_HEADER)) == 0) {
-    header_len = strlen (CSV_HEADER);
+  if (!tag_resume_scan (data, len, fmt, path, &scan, error))
+    goto fail;
+  if (scan.header_len > 0)
     *need_header = FALSE;
-  }
-  pos = block_start = keep_end = header_len;
-  while (pos < len) {
-    gsize n = next_record (data + pos, len - pos, fmt);
-    gchar *input = NULL, *status = NULL;
+  dropped = g_new0 (gboolean, scan.blocks->len + 1);
+  for (guint i = 0; i < scan.blocks->len; i++) {
+    TagResumeBlock *b = &g_array_index (scan.blocks, TagResumeBlock, i);
 
-    if (n == 0)
-      break;
-    if (pos == header_len && n > 1 && ((fmt == TAG_FORMAT_JSONL) !=
-            (data[pos] == '{'))) {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "'%s' is not a "
-          "%s output of gpunet-tag; refusing to append to it", path,
-          fmt == TAG_FORMAT_JSONL ? "JSON lines" : "CSV");
-      goto fail;
+    /* a second block of the same input, or a failed one to retry, goes */
+    if (g_hash_table_contains (done, b->input) || (retry_failed
+            && strcmp (b->status, "error") == 0)) {
+      drop_any = TRUE;
+      dropped[i] = TRUE;
+    } else {
+      g_hash_table_add (done, g_strdup (b->input));
     }
-    if (parse_summary (data + pos, n, fmt, &input, &status)) {
-      Block b = { block_start, pos + n, input, FALSE };
-
-      /* a second block of the same input, or a failed one to retry, goes */
-      if (g_hash_table_contains (done, input) || (retry_failed
-              && strcmp (status, "error") == 0)) {
-        drop_any = TRUE;
-        b.dropped = TRUE;
-      } else {
-        g_hash_table_add (done, g_strdup (input));
-      }
-      g_array_append_val (blocks, b);
-      block_start = keep_end = pos + n;
-      g_free (status);
-    }
-    pos += n;
   }
   if (drop_any) {
     int fd = -1;
     gchar *tmp = gpunet_atomic_temp (path, &fd);
     gboolean ok = tmp != NULL && flock (fd, LOCK_EX | LOCK_NB) == 0
-        && tag_write_all (fd, data, header_len);
+        && tag_write_all (fd, data, scan.header_len);
 
-    for (guint i = 0; ok && i < blocks->len; i++) {
-      Block *b = &g_array_index (blocks, Block, i);
+    for (guint i = 0; ok && i < scan.blocks->len; i++) {
+      TagResumeBlock *b = &g_array_index (scan.blocks, TagResumeBlock, i);
 
-      if (!b->dropped)
+      if (!dropped[i])
         ok = tag_write_all (fd, data + b->start, b->end - b->start);
     }
     ok = ok && fcntl (fd, F_SETFL, O_APPEND) == 0;
@@ -524,23 +395,22 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
     free (tmp);
     close (*locked_fd);
     *locked_fd = fd;
-  } else if (keep_end < len && ftruncate (*locked_fd, (off_t) keep_end) != 0) {
+  } else if (scan.keep_end < len
+      && ftruncate (*locked_fd, (off_t) scan.keep_end) != 0) {
     g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (errno),
         "cannot truncate '%s' for --resume: %s", path, g_strerror (errno));
     goto fail;
   }
-  if (fmt == TAG_FORMAT_CSV && header_len == 0 && keep_end == 0)
+  if (fmt == TAG_FORMAT_CSV && scan.header_len == 0 && scan.keep_end == 0)
     *need_header = TRUE;
-  for (guint i = 0; i < blocks->len; i++)
-    g_free (g_array_index (blocks, Block, i).input);
-  g_array_unref (blocks);
+  tag_resume_scan_clear (&scan);
+  g_free (dropped);
   g_free (data);
   return done;
 
 fail:
-  for (guint i = 0; i < blocks->len; i++)
-    g_free (g_array_index (blocks, Block, i).input);
-  g_array_unref (blocks);
+  tag_resume_scan_clear (&scan);
+  g_free (dropped);
   g_free (data);
   g_hash_table_unref (done);
   return NULL;

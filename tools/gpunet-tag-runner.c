@@ -56,6 +56,12 @@ struct TagRunner {
   gchar *message;
   gchar *caps;                  /* gpunetclassify's input caps for this input */
   gchar *decoder;               /* the video decoder's factory name, or NULL */
+
+  /* the source's state change, run by an opener thread (it can block: a hung
+   * mount, a stalled network source); under `lock` */
+  GCond open_cond;
+  gboolean open_done, open_ok;
+  gboolean wedged;              /* an opener never returned: the runner is lost */
 };
 
 static void
@@ -473,6 +479,7 @@ tag_runner_new (const TagOptions * opt, GError ** error)
 
   r->opt = opt;
   g_mutex_init (&r->lock);
+  g_cond_init (&r->open_cond);
   r->labels = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
       (GDestroyNotify) label_count_free);
   r->pipeline = gst_pipeline_new ("gpunet-tag");
@@ -615,6 +622,32 @@ tag_runner_free (TagRunner * r)
   g_free (r);
 }
 
+/* The opener thread: the source's state change, which runs the source's
+ * start() (open(), connect()) and can block for as long as the kernel likes. */
+static gpointer
+open_source (gpointer data)
+{
+  TagRunner *r = data;
+  GstElement *src = r->src;
+  gboolean ok;
+
+  gst_object_ref (src);
+  ok = gst_element_sync_state_with_parent (src);
+  gst_object_unref (src);
+  g_mutex_lock (&r->lock);
+  r->open_ok = ok;
+  r->open_done = TRUE;
+  g_cond_signal (&r->open_cond);
+  g_mutex_unlock (&r->lock);
+  return NULL;
+}
+
+gboolean
+tag_runner_wedged (TagRunner * r)
+{
+  return r != NULL && r->wedged;
+}
+
 /* Detaches the current source: flush-start unblocks any streaming thread
  * waiting downstream, the source goes to NULL and away, and flush-stop leaves
  * the persistent part (not EOS any more) ready for the next input. */
@@ -680,6 +713,7 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     gpointer user, gdouble * container)
 {
   gint64 next_tick = 0, t0 = g_get_monotonic_time ();
+  gchar *missing_video = NULL;  /* caps of a video stream no decoder takes */
 
   for (;;) {
     GstMessage *m = gst_bus_timed_pop (r->bus, 50 * GST_MSECOND);
@@ -698,21 +732,38 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
         case GST_MESSAGE_ERROR:
           gst_message_parse_error (m, &e, &dbg);
           g_mutex_lock (&r->lock);
-          /* decodebin's "missing plug-in" when only non-video streams exist */
+          /* decodebin's "missing plug-in" also when only non-video streams
+           * exist (audio, subtitles): its missing-plugin messages say which */
           if (!r->linked && (g_error_matches (e, GST_CORE_ERROR,
                       GST_CORE_ERROR_MISSING_PLUGIN)
                   || g_error_matches (e, GST_STREAM_ERROR,
                       GST_STREAM_ERROR_CODEC_NOT_FOUND)))
-            r->message = g_strdup_printf ("no video stream that can be "
-                "decoded (%s)", e->message);
-          else
-            r->message = g_strdup_printf ("%s (%s)", e->message,
-                GST_OBJECT_NAME (GST_MESSAGE_SRC (m)));
+            r->message = missing_video ? g_strdup_printf ("no decoder for its "
+                "video (%s) is installed; install the GStreamer plug-in that "
+                "decodes it (gst-inspect-1.0 lists those present)", missing_video)
+                : g_strdup ("no video stream in this input (audio or other "
+                "streams only)");
+          else                  /* the message alone: element names mean nothing to users */
+            r->message = g_strdup (e->message);
           g_mutex_unlock (&r->lock);
           g_clear_error (&e);
           g_free (dbg);
           res = TAG_RESULT_FAILED;
           end = TRUE;
+          break;
+        case GST_MESSAGE_ELEMENT:
+          if (missing_video == NULL && gst_message_has_name (m, "missing-plugin")) {
+            const GstStructure *st = gst_message_get_structure (m);
+            const GValue *v = gst_structure_get_value (st, "detail");
+            GstCaps *c = v && GST_VALUE_HOLDS_CAPS (v) ?
+                (GstCaps *) gst_value_get_caps (v) : NULL;
+            const gchar *n = c && gst_caps_get_size (c) > 0 ?
+                gst_structure_get_name (gst_caps_get_structure (c, 0)) : NULL;
+
+            if (n && (g_str_has_prefix (n, "video/")
+                    || g_str_has_prefix (n, "image/")))
+              missing_video = g_strdup (n);
+          }
           break;
         case GST_MESSAGE_APPLICATION:
           if (gst_message_has_name (m, "gpunet-tag-eos")) {
@@ -732,11 +783,15 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
           break;
       }
       gst_message_unref (m);
-      if (end)
+      if (end) {
+        g_free (missing_video);
         return res;
+      }
     }
-    if (*stop)
+    if (*stop) {
+      g_free (missing_video);
       return TAG_RESULT_INTERRUPTED;
+    }
 
     g_mutex_lock (&r->lock);
     decoded = r->decoded;
@@ -749,11 +804,13 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     if (!linked && now - t0 > (gint64) (r->opt->open_timeout * 1e6)) {
       r->message = g_strdup_printf ("no video stream appeared within %.0f s "
           "(not a video, or a demuxer error)", r->opt->open_timeout);
+      g_free (missing_video);
       return TAG_RESULT_FAILED;
     }
     if (idle > (gint64) (r->opt->stall_timeout * 1e6)) {
       r->message = g_strdup_printf ("no progress for %.0f s (stalled)",
           r->opt->stall_timeout);
+      g_free (missing_video);
       return TAG_RESULT_FAILED;
     }
     if (now >= next_tick) {
@@ -803,9 +860,46 @@ tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
       G_CALLBACK (on_deep_element_added), r);
   gst_bin_add (GST_BIN (r->pipeline), r->src);
 
-  if (gst_element_sync_state_with_parent (r->src)) {
+  /* the state change in an opener thread, so that --open-timeout and a signal
+   * work while it blocks; a source that never returns takes the runner with it
+   * (its pipeline's state lock is held for good): the caller makes a new one */
+  {
+    GThread *th;
+    gint64 deadline = g_get_monotonic_time () + (gint64) (r->opt->open_timeout * 1e6);
+    gboolean done, ok;
+
+    g_mutex_lock (&r->lock);
+    r->open_done = r->open_ok = FALSE;
+    g_mutex_unlock (&r->lock);
+    th = g_thread_new ("gpunet-tag-open", open_source, r);
+    g_mutex_lock (&r->lock);
+    while (!r->open_done && !*stop && g_get_monotonic_time () < deadline)
+      g_cond_wait_until (&r->open_cond, &r->lock,
+          MIN (g_get_monotonic_time () + 50 * G_TIME_SPAN_MILLISECOND, deadline));
+    done = r->open_done;
+    ok = r->open_ok;
+    g_mutex_unlock (&r->lock);
+    if (!done) {
+      g_thread_unref (th);
+      r->wedged = TRUE;
+      if (*stop) {
+        res = TAG_RESULT_INTERRUPTED;
+      } else {
+        r->message = g_strdup_printf ("the source did not open within %.0f s "
+            "(a stalled network source, or a file on a hung mount?); raise "
+            "--open-timeout if it is only slow", r->opt->open_timeout);
+        res = TAG_RESULT_FAILED;
+      }
+      goto summary;
+    }
+    g_thread_join (th);
+    if (!ok)
+      goto open_failed;
+  }
+  if (TRUE) {
     res = wait_input (r, stop, tick, user, &container);
   } else {
+  open_failed:;
     GError *e = NULL;
 
     take_bus_error (r->bus, &e);

@@ -17,6 +17,7 @@
 #include "gpunet-atomic.h"
 #include "gpunet-plugin-find.h"
 #include "gpunet-tag-common.h"
+#include "gpunet-tool-text.h"
 
 #define DEFAULT_EXTS "mp4,m4v,mov,mkv,webm,avi,ts,mts,m2ts,mpg,mpeg,flv," \
   "wmv,ogv,3gp,h264,264,hevc,h265"
@@ -295,6 +296,10 @@ run_input (TagJobs * j, guint i, TagRunner ** runner, TagOutcome * oc)
   oc->wall_s = s.wall_s;
   oc->status = g_strdup (tag_summary_status (&s));
   oc->message = g_strdup (s.message);
+  /* a source that never opened holds its pipeline for good: leave that runner
+   * as it is (freeing it would block too); the next input makes a new one */
+  if (tag_runner_wedged (*runner))
+    *runner = NULL;
 }
 
 /* --jobs: takes inputs in order until none is left (or the run stops). */
@@ -340,6 +345,7 @@ main (int argc, char **argv)
   gint top_k = 5, batch = 1, every = 0, threads = 0, jobs = 1;
   GOptionContext *ctx;
   GError *err = NULL;
+  gboolean fatal = FALSE;
   GPtrArray *inputs, *mine;
   GHashTable *skip = NULL;
   TagProgress *progress;
@@ -417,6 +423,7 @@ main (int argc, char **argv)
   };
 
   /* the INPUT... of G_OPTION_REMAINING is printed already: not again here */
+  gpunet_tool_text_init ();
   ctx = g_option_context_new ("- tag video files with a GPUNet classifier");
   g_option_context_set_summary (ctx, "INPUT is a file, a directory (walked "
       "recursively, sorted), a glob pattern or a URI. One record per classified "
@@ -557,8 +564,9 @@ main (int argc, char **argv)
           break;
         run_input (&jobs_state, i, &runner, oc);
       }
-      if (oc->fatal) {
+      if (oc->fatal) {          /* the model: its error is printed, no summary */
         rc = 2;
+        fatal = TRUE;
         break;
       }
       if (oc->skipped) {
@@ -600,7 +608,7 @@ main (int argc, char **argv)
     g_mutex_clear (&jobs_state.lock);
     g_cond_clear (&jobs_state.cond);
   }
-  if (!o.quiet || stop_requested) {
+  if (!fatal && (!o.quiet || stop_requested)) {
     gdouble el = (g_get_monotonic_time () - t_start) / 1e6;
 
     tag_progress_message (progress, "%u inputs: %u ok, %u partial, %u failed, %u skipped; "

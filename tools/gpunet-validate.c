@@ -15,6 +15,7 @@
 
 #include "gpunet-run-image.h"
 #include "gpunet.h"
+#include "gpunet-tool-text.h"
 
 #define IMAGE_EXTS ".jpg.jpeg.png.bmp.webp.tif.tiff.JPEG.JPG.PNG"
 
@@ -292,6 +293,7 @@ main (int argc, char **argv)
     {NULL, 0, 0, 0, NULL, NULL, NULL}
   };
 
+  gpunet_tool_text_init ();
   ctx = g_option_context_new ("- top-1/top-5 accuracy of a GPUNet checkpoint");
   g_option_context_set_summary (ctx, "FOLDER holds one subfolder of images per class, "
       "named by class index (0, 1, ...) or by WordNet id (n01440764, ...: sorted order "
