@@ -257,7 +257,9 @@ def main():
     rc3, three = records_rc(["--jobs", "3", "--batch", "4", "--segments",
                              "--frames"] + clips)
     check(rc1 == 1 and rc3 == 1, f"--jobs: exit 1 (one bad input), got {rc1}, {rc3}")
-    check(len(one) > 0 and one == three, "--jobs 3 --batch 4: the records of --jobs 1")
+    # batch 4 may plan other kernels than batch 1 (last bits of a score): same_records
+    check(len(one) > 0 and same_records(one, three),
+          "--jobs 3 --batch 4: the records of --jobs 1")
     check(run_tag(tag, base, ["--jobs", "0", "media/a.mp4"]).returncode == 2,
           "--jobs 0 is exit 2")
 
