@@ -241,7 +241,8 @@ latency_torch () {
   rc=$?
   cat "$W/pytorch-round$r.txt"
   awk -v r=$r '!/^#/ && NF == 4 && $3 == 1 {print "lat torch", $1, $2, r, $4}' "$W/pytorch-round$r.txt" >> "$PROF"
-  [ $rc = 0 ] || echo "FAILED: round $r: the PyTorch baseline exited $rc (77: no torch or no CUDA for it)"
+  # the last line of its output says why (e.g. torch refusing a cuDNN on LD_LIBRARY_PATH)
+  [ $rc = 0 ] || echo "FAILED: round $r: the PyTorch baseline exited $rc (77: no torch or no CUDA for it): $(grep -v '^[[:space:]]*$' "$W/pytorch-round$r.txt" | tail -n 1 | cut -c1-200)"
   return $rc
 }
 latency () {
