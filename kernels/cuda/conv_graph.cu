@@ -268,9 +268,9 @@ gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
         CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &n_cfg, cfg);
   if (st != CUDNN_STATUS_SUCCESS)
     cg_why (why, why_len, st, "engine heuristics results");
-  cudnnStatus_t last = count > 0 ? CUDNN_STATUS_NOT_SUPPORTED : CUDNN_STATUS_NOT_SUPPORTED;
   if (st == CUDNN_STATUS_SUCCESS && n_cfg == 0)
-    cg_why (why, why_len, last, "engine heuristics: no engine configuration for this graph");
+    cg_why (why, why_len, CUDNN_STATUS_NOT_SUPPORTED,
+        "engine heuristics: no engine configuration for this graph");
   for (int64_t i = 0; st == CUDNN_STATUS_SUCCESS && i < n_cfg && !*plan; i++) {
     cudnnBackendDescriptor_t p = NULL;
     int64_t need = 0, got = 0;
