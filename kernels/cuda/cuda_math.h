@@ -43,12 +43,13 @@ gpunet_conv_out_dim (int in, int kernel, int stride, int pad)
   return (in + 2 * pad - kernel) / stride + 1;
 }
 
-/* The depthwise window sum at output (oy, ox) of one channel: `x` is the ih x iw input
- * plane, `w` its k x k filter; taps outside the plane read zero.  Same tap order as the
- * CPU reference. */
+/* The depthwise window sum at output (oy, ox) of one channel of an ih x iw plane whose
+ * element (y, x) is x[y * row + x * col] (NCHW: row = iw, col = 1; NHWC: row = iw * c,
+ * col = c), `w` its k x k filter; taps outside the plane read zero.  Same tap order as
+ * the CPU reference, whatever the layout. */
 GPUNET_HD float
-gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int stride, int pad,
-    int oy, int ox)
+gpunet_dwconv_window (const float *x, int ih, int iw, long long row, int col, const float *w,
+    int k, int stride, int pad, int oy, int ox)
 {
   float acc = 0.0f;
   for (int ky = 0; ky < k; ky++) {
@@ -59,10 +60,18 @@ gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int str
       const int ix = ox * stride + kx - pad;
       if (ix < 0 || ix >= iw)
         continue;
-      acc += w[ky * k + kx] * x[(long long) iy * iw + ix];
+      acc += w[ky * k + kx] * x[iy * row + (long long) ix * col];
     }
   }
   return acc;
+}
+
+/* gpunet_dwconv_window over an NCHW plane. */
+GPUNET_HD float
+gpunet_dwconv_at (const float *x, int ih, int iw, const float *w, int k, int stride, int pad,
+    int oy, int ox)
+{
+  return gpunet_dwconv_window (x, ih, iw, iw, 1, w, k, stride, pad, oy, ox);
 }
 
 /* ---- the tiled depthwise kernel (the default; dwconv2d.cu) ------------------------------
@@ -226,10 +235,10 @@ gpunet_epilogue_at_h (const gpunet_half *y, const float *bias, const gpunet_half
       residual ? gpunet_half_to_float (residual[idx]) : 0.0f);
 }
 
-/* gpunet_dwconv_at over a half plane and half filter (same tap order). */
+/* gpunet_dwconv_window over half data and a half filter (same tap order). */
 GPUNET_HD float
-gpunet_dwconv_at_h (const gpunet_half *x, int ih, int iw, const gpunet_half *w, int k,
-    int stride, int pad, int oy, int ox)
+gpunet_dwconv_window_h (const gpunet_half *x, int ih, int iw, long long row, int col,
+    const gpunet_half *w, int k, int stride, int pad, int oy, int ox)
 {
   float acc = 0.0f;
   for (int ky = 0; ky < k; ky++) {
@@ -240,10 +249,19 @@ gpunet_dwconv_at_h (const gpunet_half *x, int ih, int iw, const gpunet_half *w, 
       const int ix = ox * stride + kx - pad;
       if (ix < 0 || ix >= iw)
         continue;
-      acc += gpunet_half_to_float (w[ky * k + kx]) * gpunet_half_to_float (x[(long long) iy * iw + ix]);
+      acc += gpunet_half_to_float (w[ky * k + kx])
+          * gpunet_half_to_float (x[iy * row + (long long) ix * col]);
     }
   }
   return acc;
+}
+
+/* gpunet_dwconv_at over a half plane and half filter (same tap order). */
+GPUNET_HD float
+gpunet_dwconv_at_h (const gpunet_half *x, int ih, int iw, const gpunet_half *w, int k,
+    int stride, int pad, int oy, int ox)
+{
+  return gpunet_dwconv_window_h (x, ih, iw, iw, 1, w, k, stride, pad, oy, ox);
 }
 
 /* gpunet_dwconv_out_at over half input and filter, float bias. */

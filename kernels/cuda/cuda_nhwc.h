@@ -64,45 +64,22 @@ gpunet_epilogue_nhwc_at_h (const gpunet_half *y, const float *bias, const gpunet
 }
 
 /* The depthwise window sum of channel ch at output (oy, ox): x is one image's ih x iw x c
- * NHWC tensor, w the channel's k x k filter (filters stay c x k x k); the tap order of
- * gpunet_dwconv_at. */
+ * NHWC tensor, w the channel's k x k filter (filters stay c x k x k);
+ * gpunet_dwconv_window's tap order. */
 GPUNET_HD float
 gpunet_dwconv_nhwc_at (const float *x, int ih, int iw, int c, int ch, const float *w, int k,
     int stride, int pad, int oy, int ox)
 {
-  float acc = 0.0f;
-  for (int ky = 0; ky < k; ky++) {
-    const int iy = oy * stride + ky - pad;
-    if (iy < 0 || iy >= ih)
-      continue;
-    for (int kx = 0; kx < k; kx++) {
-      const int ix = ox * stride + kx - pad;
-      if (ix < 0 || ix >= iw)
-        continue;
-      acc += w[ky * k + kx] * x[((long long) iy * iw + ix) * c + ch];
-    }
-  }
-  return acc;
+  return gpunet_dwconv_window (x + ch, ih, iw, (long long) iw * c, c, w, k, stride, pad, oy,
+      ox);
 }
 
 GPUNET_HD float
 gpunet_dwconv_nhwc_at_h (const gpunet_half *x, int ih, int iw, int c, int ch,
     const gpunet_half *w, int k, int stride, int pad, int oy, int ox)
 {
-  float acc = 0.0f;
-  for (int ky = 0; ky < k; ky++) {
-    const int iy = oy * stride + ky - pad;
-    if (iy < 0 || iy >= ih)
-      continue;
-    for (int kx = 0; kx < k; kx++) {
-      const int ix = ox * stride + kx - pad;
-      if (ix < 0 || ix >= iw)
-        continue;
-      acc += gpunet_half_to_float (w[ky * k + kx])
-          * gpunet_half_to_float (x[((long long) iy * iw + ix) * c + ch]);
-    }
-  }
-  return acc;
+  return gpunet_dwconv_window_h (x + ch, ih, iw, (long long) iw * c, c, w, k, stride, pad, oy,
+      ox);
 }
 
 /* The NHWC depthwise, squeeze and gate-scale kernels share one geometry: a block holds

@@ -75,6 +75,21 @@ gpunet_cuda_excite_fits (int c, int rd)
   return c >= 1 && rd >= 1 && gpunet_excite_shared_bytes (c, rd) <= 48 * 1024;
 }
 
+/* The reduce kernel over n images' tile (or strip) sums into mid (n * rd floats). */
+template <typename T>
+static cudaError_t
+launch_reduce (const gpunet_se_params *p, const void *w1, const float *b1,
+    const float *tile_sums, int tiles, float *mid, int n, cudaStream_t stream)
+{
+  const int split = gpunet_se_split (p->rd);
+  if ((long long) n * split > 0x7fffffffll)
+    return cudaErrorInvalidValue;
+  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
+      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles,
+      (long long) p->h * p->w, p->c, p->rd, p->act, split, (const T *) w1, b1, mid);
+  return cudaGetLastError ();
+}
+
 template <typename T>
 static cudaError_t
 launch_fused (const gpunet_se_params *p, const void *w1, const float *b1, const void *w2,
@@ -82,13 +97,9 @@ launch_fused (const gpunet_se_params *p, const void *w1, const float *b1, const 
     cudaStream_t stream)
 {
   const long long plane = (long long) p->h * p->w, rows = (long long) n * p->c;
-  const int split = gpunet_se_split (p->rd);
-  if ((long long) n * split > 0x7fffffffll || rows > 0x7fffffffll)
+  if (rows > 0x7fffffffll)
     return cudaErrorInvalidValue;
-  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
-      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles, plane, p->c,
-      p->rd, p->act, split, (const T *) w1, b1, mid);
-  cudaError_t e = cudaGetLastError ();
+  cudaError_t e = launch_reduce<T> (p, w1, b1, tile_sums, tiles, mid, n, stream);
   if (e != cudaSuccess)
     return e;
   gate_scale_kernel<T><<<(unsigned) rows, GPUNET_GATE_THREADS, 0, stream>>> ((T *) x, mid, p->c,
@@ -184,13 +195,9 @@ launch_nhwc (const gpunet_se_params *p, const void *w1, const float *b1, const v
     cudaStream_t stream)
 {
   const long long plane = (long long) p->h * p->w;
-  const int split = gpunet_se_split (p->rd);
-  if ((long long) n * split > 0x7fffffffll || n > 65535)
+  if (n > 65535)
     return cudaErrorInvalidValue;
-  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
-      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles, plane, p->c,
-      p->rd, p->act, split, (const T *) w1, b1, mid);
-  cudaError_t e = cudaGetLastError ();
+  cudaError_t e = launch_reduce<T> (p, w1, b1, tile_sums, tiles, mid, n, stream);
   if (e != cudaSuccess)
     return e;
   const int strips = gpunet_nhwc_strips (plane);
