@@ -4,6 +4,7 @@
  * does the resize, crop and normalisation, exactly as the element does. */
 #include "gpunet-run-image.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,4 +165,44 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   gst_object_unref (sink);
   gst_object_unref (pipe);
   return rc;
+}
+
+int
+gpunet_run_image_damaged (const char *path, char **why)
+{
+  guint8 head[8], tail[4096];
+  FILE *f = fopen (path, "rb");
+  long size, n;
+  int damaged = 0;
+
+  *why = NULL;
+  if (f == NULL)
+    return 0;
+  if (fread (head, 1, sizeof head, f) != sizeof head || fseek (f, 0, SEEK_END) != 0
+      || (size = ftell (f)) < 0) {
+    fclose (f);
+    return 0;
+  }
+  n = size < (long) sizeof tail ? size : (long) sizeof tail;
+  if (fseek (f, size - n, SEEK_SET) != 0 || fread (tail, 1, (size_t) n, f) != (size_t) n) {
+    fclose (f);
+    return 0;
+  }
+  fclose (f);
+  if (head[0] == 0xff && head[1] == 0xd8 && head[2] == 0xff) {
+    /* a JPEG ends with the EOI marker (some writers pad after it) */
+    damaged = 1;
+    for (long i = n - 2; i >= 0 && damaged; i--)
+      damaged = !(tail[i] == 0xff && tail[i + 1] == 0xd9);
+    if (damaged)
+      *why = strdup ("the JPEG has no end marker: the file is truncated, and the part "
+          "of the picture past the cut is filled in by the decoder");
+  } else if (memcmp (head, "\x89PNG\r\n\x1a\n", 8) == 0) {
+    damaged = 1;
+    for (long i = n - 4; i >= 0 && damaged; i--)
+      damaged = memcmp (tail + i, "IEND", 4) != 0;
+    if (damaged)
+      *why = strdup ("the PNG has no IEND chunk: the file is truncated");
+  }
+  return damaged;
 }

@@ -13,4 +13,8 @@ void gpunet_run_image_init (int *argc, char ***argv);
 int gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *height,
     int *stride, char **error_text);
 
+/* 1 with *why (free()) when `path` is a JPEG or PNG whose end is missing (decoders fill
+ * in the rest of a truncated picture without a word), else 0. */
+int gpunet_run_image_damaged (const char *path, char **why);
+
 #endif

@@ -207,6 +207,13 @@ run_images (const gpunet_run_images_options *o, int *argc, char ***argv)
       rc = 1;
       continue;
     }
+    char *damage = NULL;
+    if (gpunet_run_image_damaged (o->images[i], &damage)) {
+      fprintf (stderr, "gpunet-run: warning: '%s': %s; its result below is unreliable\n",
+          o->images[i], damage);
+      free (damage);
+      rc = 1;
+    }
     img.format = GPUNET_FORMAT_RGB;
     img.planes[0] = rgb;
     st = gpunet_session_classify (session, &img, 1, &o->pre, k, top, &err);

@@ -389,6 +389,15 @@ main (int argc, char **argv)
       unreadable++;
       continue;
     }
+    if (gpunet_run_image_damaged (s->path, &why)) {
+      /* a truncated picture is not a fair sample of the model's accuracy */
+      g_printerr ("%sgpunet-validate: '%s': %s (skipped)\n", tty ? "\r\033[K" : "",
+          s->path, why);
+      free (why);
+      free (rgb);
+      unreadable++;
+      continue;
+    }
     img.format = GPUNET_FORMAT_RGB;
     img.planes[0] = rgb;
     st = gpunet_session_classify (session, &img, 1, &pre, k, top, &etext);

@@ -3,7 +3,8 @@
 a JPEG made here with videotestsrc: the top-5 printed with labels equals, id for id
 and score for score, what the same decoded RGB picture gives through --frame (the
 element's preprocess and the whole network); --labels names the classes; a missing
-file fails with a sentence while the other photos are still classified."""
+file fails with a sentence while the other photos are still classified; a truncated JPEG
+or PNG (which decoders complete without a word) is named as damaged, exit 1."""
 import os
 import re
 import subprocess
@@ -98,6 +99,22 @@ def main():
         open(bad, "wb").write(b"not a picture at all" * 10)
         p = subprocess.run(base + ["--image", bad], capture_output=True, text=True)
         check(p.returncode == 1 and "cannot decode" in p.stderr, f"a non-picture fails: {p.stderr.strip()}")
+
+        # a truncated JPEG and PNG decode (the decoder fills in the rest) but are named
+        # as damaged, exit 1, and the intact pictures carry no such warning
+        for photo in (jpg, png):
+            data = open(photo, "rb").read()
+            cut = photo + ".cut" + os.path.splitext(photo)[1]
+            open(cut, "wb").write(data[: len(data) * 2 // 3])
+            p = subprocess.run(base + ["--image", cut, photo], capture_output=True, text=True)
+            res = parse_image_output(p.stdout)
+            # (pngdec refuses a truncated PNG itself; jpegdec completes a JPEG silently)
+            check(p.returncode == 1 and ("truncated" in p.stderr or "cannot decode" in p.stderr)
+                  and os.path.basename(cut) in p.stderr
+                  and photo not in p.stderr.replace(cut, ""),
+                  f"a truncated {os.path.splitext(photo)[1]} is named: {p.returncode} {p.stderr.strip()}")
+        p = subprocess.run(base + ["--image", jpg, png], capture_output=True, text=True)
+        check(p.returncode == 0 and "warning" not in p.stderr, f"intact photos: no warning: {p.stderr.strip()}")
     return 1 if FAILED else 0
 
 
