@@ -3,7 +3,8 @@
 program.  Installs the `devel` tag (gpunet.h, libgpunet-engine.a, gpunet.pc) into a
 temporary DESTDIR, builds a program with `pkg-config --cflags --libs gpunet` as a user
 would, and runs it: it loads the tiny-a fixture and classifies on the cpu-ref and cpu
-backends, so the kernels' objects must be inside the installed archive."""
+backends, so the kernels' objects must be inside the installed archive.  Then the
+installed example-app.c builds with `pkg-config --cflags --libs gst-gpunet`."""
 import os
 import shutil
 import subprocess
@@ -83,8 +84,28 @@ def main():
         lines = run.stdout.split()
         ok = run.returncode == 0 and "cpu-ref=cpu-ref" in lines and any(
             l.startswith("cpu=cpu") for l in lines)
-        print("1 passed, 0 failed" if ok else "0 passed, 1 failed")
-        return 0 if ok else 1
+        # the installed example program builds with the documented compile line
+        passed = int(ok)
+        examples = [os.path.join(d, "example-app.c") for d, _, names in os.walk(dest)
+                    if "example-app.c" in names and "read_meta.py" in names]
+        # (the sysroot would prefix GStreamer's own flags too: those come from the system)
+        gst = subprocess.run(["pkg-config", "--cflags-only-I", "gst-gpunet"], env=env,
+                             capture_output=True, text=True)
+        sysgst = subprocess.run(["pkg-config", "--cflags", "--libs", "gstreamer-1.0"],
+                                capture_output=True, text=True)
+        own = [f for f in gst.stdout.split() if f.startswith("-I" + dest)]
+        built = False
+        if len(examples) == 1 and gst.returncode == 0 and own:
+            p = subprocess.run([cc, examples[0], "-o", os.path.join(dest, "ex")] + own
+                               + sysgst.stdout.split(), capture_output=True, text=True)
+            built = p.returncode == 0
+            if not built:
+                print("FAIL: example-app.c with pkg-config gst-gpunet:", p.stderr[-2000:])
+        else:
+            print(f"FAIL: installed examples {examples}, pkg-config gst-gpunet: {gst.stderr}")
+        passed += int(built)
+        print(f"{passed} passed, {2 - passed} failed")
+        return 0 if passed == 2 else 1
 
 
 if __name__ == "__main__":
