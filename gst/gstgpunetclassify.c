@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gstgpunetanalytics.h"
 #include "gstgpunetclassify.h"
 #include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
@@ -82,6 +83,7 @@ enum
   PROP_LABEL_HOLD,
   PROP_ENGINE_ID,
   PROP_DEVICE_ID,
+  PROP_ANALYTICS_META,
   PROP_LAST
 };
 
@@ -110,6 +112,8 @@ enum
 #define DEFAULT_SMOOTHING 0.0f
 #define DEFAULT_LABEL_HOLD 1
 #define DEFAULT_DEVICE_ID -1
+/* on where this build has GstAnalytics (GStreamer 1.24+), else off */
+#define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -143,6 +147,7 @@ struct _GstGpunetClassify
   gfloat smoothing;
   guint label_hold;
   gint device_id;
+  gboolean analytics_meta;
 
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
@@ -369,6 +374,27 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "is not used, with a warning, and its frames are copied through "
           "system memory)", -1, 1024, DEFAULT_DEVICE_ID,
           rw | GST_PARAM_MUTABLE_READY));
+  /**
+   * GstGpunetClassify:analytics-meta:
+   *
+   * Where GStreamer's analytics library was built in (1.24+): each record is
+   * also a GstAnalyticsClsMtd (top-k best first, labels as quarks) in the
+   * buffer's GstAnalyticsRelationMeta, a region's related to its box
+   * (GstAnalyticsODMtd). Built against 1.22 it is FALSE and setting it TRUE
+   * only warns at start. gst-inspect's text says which this build is.
+   */
+  g_object_class_install_property (gobject_class, PROP_ANALYTICS_META,
+      g_param_spec_boolean ("analytics-meta", "Analytics meta",
+          gst_gpunet_analytics_available ()?
+          "Also attach each record as a GstAnalyticsClsMtd (top-k best first, "
+          "labels as quarks) in the buffer's GstAnalyticsRelationMeta, a "
+          "region's related (RELATE_TO) to its GstAnalyticsODMtd box, made "
+          "from the region meta when there is none; GstGpunetClassificationMeta "
+          "is attached either way" :
+          "Not available in this build (GStreamer < 1.24 or no "
+          "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
+          "attached; setting it true warns at start",
+          DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -449,6 +475,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->smoothing = DEFAULT_SMOOTHING;
   self->label_hold = DEFAULT_LABEL_HOLD;
   self->device_id = DEFAULT_DEVICE_ID;
+  self->analytics_meta = DEFAULT_ANALYTICS_META;
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
@@ -503,6 +530,7 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_PASSES_IN_FLIGHT] = F (passes_in_flight),
   [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
   [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
+  [PROP_ANALYTICS_META] = F (analytics_meta),
 };
 #undef F
 
@@ -695,7 +723,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 {
   GstGpunetModelArgs a;
   gchar *json_path;
-  gboolean roi_types_set, have_checkpoint, ok;
+  gboolean roi_types_set, have_checkpoint, analytics, ok;
   GstGpunetRoiMode mode;
   GstGpunetModelCtx *c = NULL;
   gint device = 0, device_id;
@@ -710,6 +738,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   json_path = g_strdup (self->json_output);
   device_id = self->device_id;
   limit = self->max_in_flight;
+  analytics = self->analytics_meta;
   GST_OBJECT_UNLOCK (self);
   have_checkpoint = a.checkpoint != NULL && *a.checkpoint != '\0';
 
@@ -718,6 +747,12 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
         ("roi-types is set, but roi-mode is 'frame', so no region is "
             "classified: set roi-mode=regions (or both), or clear roi-types"),
         ("roi-types is only read with roi-mode regions or both"));
+
+  if (analytics && !gst_gpunet_analytics_available ())
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("analytics-meta is true, but this build has no GstAnalytics "
+            "(built against GStreamer < 1.24 or without gstreamer-analytics-1.0): "
+            "only GstGpunetClassificationMeta is attached"), (NULL));
 
   /* the JSON file before the model: a wrong path fails fast */
   ok = gst_gpunet_records_start (self->records, have_checkpoint ? json_path :
@@ -881,6 +916,7 @@ frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
   f->rs.top_k = self->top_k;
   f->rs.threshold = self->threshold;
   f->rs.post = self->post_messages;
+  f->rs.analytics = self->analytics_meta && gst_gpunet_analytics_available ();
   *interval = self->interval;
   /* roi-types may be replaced while we use it */
   *types = self->roi_type_quarks ? g_array_ref (self->roi_type_quarks) : NULL;

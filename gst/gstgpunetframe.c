@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "gstgpunetanalytics.h"
 #include "gstgpunetframe.h"
 #include "gstgpunetroi.h"
 
@@ -186,6 +187,10 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
   f->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
   skipped = gst_gpunet_roi_collect (f->buf, types, p->image_template.width,
       p->image_template.height, even, f->rois);
+  /* GstAnalytics (1.24+): the detector's ODMtd boxes are regions too */
+  skipped += gst_gpunet_analytics_collect (f->buf, types,
+      p->image_template.width, p->image_template.height, even, f->rois);
+  gst_gpunet_roi_mark_unique (f->rois);
   if (skipped > 0)
     GST_LOG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u empty or "
         "outside regions skipped", f->rs.frame_no, skipped);

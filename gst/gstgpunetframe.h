@@ -20,6 +20,7 @@ typedef struct
   guint top_k;
   gfloat threshold;
   gboolean post;
+  gboolean analytics;           /* analytics-meta, where this build has it */
   guint64 frame_no;
   GstClockTime running_time;
 } GstGpunetRecordSettings;

@@ -13,6 +13,7 @@
 
 #include <glib/gstdio.h>
 
+#include "gstgpunetanalytics.h"
 #include "gstgpunetmeta.h"
 #include "gstgpunetrecords.h"
 #include "gstgpunetroi.h"
@@ -310,15 +311,17 @@ warn_nonfinite (GstGpunetRecords * rec, const GstGpunetFrame * f,
 }
 
 /* Builds one record from the k best classes `scores` (top-k and threshold
- * applied) and attaches it: to the buffer as the frame's meta when `roi` is NULL,
- * else to that region meta.  Posts it on the bus and appends its JSON line when
+ * applied) and attaches it: to the buffer as the frame's meta when `r` is NULL,
+ * else to that region's meta; with analytics-meta also as a GstAnalyticsClsMtd
+ * (gstgpunetanalytics.c).  Posts it on the bus and appends its JSON line when
  * asked.  `raw` (smoothing) is the frame's own top-1. */
 static void
 emit_record (GstGpunetRecords * rec, const GstGpunetFrame * f,
-    GstVideoRegionOfInterestMeta * roi, const gpunet_class_score * scores,
+    const GstGpunetRoi * r, const gpunet_class_score * scores,
     guint n_scores, gboolean inferred, const gpunet_class_score * raw)
 {
   const GstGpunetModelCtx *ctx = f->ctx;
+  GstVideoRegionOfInterestMeta *roi = r ? r->meta : NULL;
   GstGpunetClassification c;
   gint ids[GST_GPUNET_MAX_TOP_K];
   gdouble values[GST_GPUNET_MAX_TOP_K];
@@ -364,6 +367,8 @@ emit_record (GstGpunetRecords * rec, const GstGpunetFrame * f,
     gst_gpunet_classification_add_to_roi (roi, &c);
   else if (gst_buffer_add_gpunet_classification_meta (f->buf, &c) == NULL)
     GST_WARNING_OBJECT (rec->element, "could not add the classification meta");
+  if (f->rs.analytics && !gst_gpunet_analytics_add (f->buf, &c, r))
+    GST_WARNING_OBJECT (rec->element, "could not add the analytics meta");
 
   GST_LOG_OBJECT (rec->element, "frame %" G_GUINT64_FORMAT ", roi %d: %s (%d) "
       "%.4f%s", f->rs.frame_no, c.roi_id, c.best_label, c.best_id,
@@ -471,7 +476,7 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
     if (r->unique_id)
       gst_gpunet_roi_cache_store (rec->roi_cache, r->meta->id,
           r->meta->roi_type, s, k);
-    emit_record (rec, f, r->meta, s, k, TRUE,
+    emit_record (rec, f, r, s, k, TRUE,
         smoothing > 0.0f && r->unique_id ? &raw : NULL);
   } else {
     guint n;
@@ -479,7 +484,7 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
         r->meta->id, r->meta->roi_type, &n);
 
     if (s != NULL)
-      emit_record (rec, f, r->meta, s, n, FALSE, NULL);
+      emit_record (rec, f, r, s, n, FALSE, NULL);
     else
       GST_WARNING_OBJECT (rec->element, "region %d: no result to carry",
           r->meta->id);

@@ -37,8 +37,8 @@ gst_gpunet_roi_types_parse (const gchar * list)
   return types;
 }
 
-static gboolean
-type_selected (const GArray * types, GQuark type)
+gboolean
+gst_gpunet_roi_type_selected (const GArray * types, GQuark type)
 {
   guint i;
 
@@ -50,23 +50,23 @@ type_selected (const GArray * types, GQuark type)
   return FALSE;
 }
 
-/* The region clipped to the frame; FALSE when nothing of it is inside. */
-static gboolean
-crop_rect (const GstVideoRegionOfInterestMeta * meta, gint frame_width,
-    gint frame_height, gboolean even_origin, GstGpunetRoi * roi)
+gboolean
+gst_gpunet_roi_clip (gint64 x, gint64 y, gint64 w, gint64 h,
+    gint frame_width, gint frame_height, gboolean even_origin,
+    GstGpunetRoi * roi)
 {
-  guint64 x0 = MIN ((guint64) meta->x, (guint64) frame_width);
-  guint64 y0 = MIN ((guint64) meta->y, (guint64) frame_height);
-  guint64 x1 = MIN ((guint64) meta->x + meta->w, (guint64) frame_width);
-  guint64 y1 = MIN ((guint64) meta->y + meta->h, (guint64) frame_height);
+  gint64 x0 = CLAMP (x, 0, (gint64) frame_width);
+  gint64 y0 = CLAMP (y, 0, (gint64) frame_height);
+  gint64 x1 = CLAMP (x + w, 0, (gint64) frame_width);
+  gint64 y1 = CLAMP (y + h, 0, (gint64) frame_height);
 
   if (x1 <= x0 || y1 <= y0)
     return FALSE;
   /* 4:2:0 chroma covers 2x2 pixels: an even origin keeps the crop's chroma
    * samples those of the frame */
   if (even_origin) {
-    x0 &= ~(guint64) 1;
-    y0 &= ~(guint64) 1;
+    x0 &= ~(gint64) 1;
+    y0 &= ~(gint64) 1;
   }
   roi->x = (gint) x0;
   roi->y = (gint) y0;
@@ -81,26 +81,37 @@ gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
 {
   gpointer state = NULL;
   GstMeta *meta;
-  guint first = rois->len, skipped = 0, i, j;
+  guint skipped = 0;
 
   while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
               GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) != NULL) {
     GstVideoRegionOfInterestMeta *rmeta = (GstVideoRegionOfInterestMeta *) meta;
     GstGpunetRoi roi;
 
-    if (!type_selected (types, rmeta->roi_type))
+    if (!gst_gpunet_roi_type_selected (types, rmeta->roi_type))
       continue;
     memset (&roi, 0, sizeof roi);
     roi.meta = rmeta;
-    if (!crop_rect (rmeta, frame_width, frame_height, even_origin, &roi)) {
+    roi.od_id = -1;
+    if (!gst_gpunet_roi_clip (rmeta->x, rmeta->y, rmeta->w, rmeta->h,
+            frame_width, frame_height, even_origin, &roi)) {
       skipped++;
       continue;
     }
-    roi.unique_id = TRUE;
     g_array_append_val (rois, roi);
   }
+  return skipped;
+}
+
+void
+gst_gpunet_roi_mark_unique (GArray * rois)
+{
+  guint i, j;
+
+  for (i = 0; i < rois->len; i++)
+    g_array_index (rois, GstGpunetRoi, i).unique_id = TRUE;
   /* few regions per frame: quadratic is fine */
-  for (i = first; i < rois->len; i++) {
+  for (i = 0; i < rois->len; i++) {
     GstGpunetRoi *a = &g_array_index (rois, GstGpunetRoi, i);
 
     for (j = i + 1; j < rois->len; j++) {
@@ -110,7 +121,6 @@ gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
         a->unique_id = b->unique_id = FALSE;
     }
   }
-  return skipped;
 }
 
 void

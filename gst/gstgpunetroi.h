@@ -21,6 +21,8 @@ typedef struct
   gboolean unique_id;           /* no other selected region has meta->id */
   const gpunet_class_score *scores;     /* k results: fresh or carried */
   gboolean inferred;            /* FALSE: carried from an earlier frame */
+  gint od_id;                   /* the GstAnalyticsODMtd it came from (id in the
+                                 * buffer's relation meta), -1: a region meta */
 } GstGpunetRoi;
 
 /* Parses roi-types ("face, person"): the quarks of the non-empty names, or NULL
@@ -31,10 +33,25 @@ GArray *gst_gpunet_roi_types_parse (const gchar * list);
  * type is in `types` (NULL: all) and whose rectangle, clipped to the
  * `frame_width` x `frame_height` frame, is not empty; `even_origin` rounds the
  * crop's origin down to even coordinates (NV12, I420), keeping its far edges.
- * Sets each entry's crop and unique_id; returns how many regions were skipped
- * because they are empty or outside the frame. */
+ * Sets each entry's meta, crop and od_id (-1); unique_id is set by
+ * gst_gpunet_roi_mark_unique once every region is in.  Returns how many regions
+ * were skipped because they are empty or outside the frame. */
 guint gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
     gint frame_width, gint frame_height, gboolean even_origin, GArray * rois);
+
+/* Sets unique_id of every entry of `rois`: whether no other entry has its meta's
+ * id. */
+void gst_gpunet_roi_mark_unique (GArray * rois);
+
+/* TRUE when `type` is in `types` (NULL: every type is). */
+gboolean gst_gpunet_roi_type_selected (const GArray * types, GQuark type);
+
+/* Sets roi's crop to the rectangle x, y, w x h (may reach outside the frame)
+ * clipped to the `frame_width` x `frame_height` frame, origin rounded down to even
+ * coordinates with `even_origin`; FALSE when nothing of it is inside. */
+gboolean gst_gpunet_roi_clip (gint64 x, gint64 y, gint64 w, gint64 h,
+    gint frame_width, gint frame_height, gboolean even_origin,
+    GstGpunetRoi * roi);
 
 /* Points `crop` at the rectangle x, y, width x height of the mapped `frame`:
  * plane pointers advanced, same strides, format, colour and memory kind (so a
