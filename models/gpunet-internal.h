@@ -12,7 +12,8 @@
 
 /* engine (models/): architectures, checkpoints, the built graph, errors */
 #include "arch.h"            /* gpunet_arch_load, gpunet_arch_builtin_names */
-#include "checkpoint.h"      /* gpunet_checkpoint_open, gpunet_safetensors_write */
+#include "checkpoint.h"      /* gpunet_checkpoint_open */
+#include "safetensors.h"     /* gpunet_safetensors_write */
 #include "error.h"           /* gpunet_fail */
 #include "graph.h"           /* gpunet_graph_build (weights from any source) */
 #include "model_private.h"   /* gpunet_model_graph, gpunet_model_new_random */
