@@ -16,7 +16,12 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "cuda/cuda_cost.h"       /* per-op MACs and minimum bytes */
+#include "cuda/cuda_module.h"     /* the CUDA module's bench API */
+#include "registry.h"             /* gpunet_backend_find */
 #ifdef GPUNET_HAVE_ONEDNN
+#include "onednn/backend_onednn.h"  /* per-op profile of the fast backend */
+#include "onednn/blocked_ops.h"     /* blocked buffers for the copy probe */
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #endif

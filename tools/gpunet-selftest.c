@@ -18,6 +18,9 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "common/half.h"          /* fp16 rounding as the CUDA backend stores */
+#include "cuda/cuda_module.h"     /* the CUDA module's op API, gpunet_backend_cuda_get */
+#include "ref/cpu_ops.h"          /* the reference ops, one call per op */
 
 /* Tolerances, fp32: errors are max |cuda - cpu| / max |cpu| over a tensor. */
 #define TOL_OP 1e-4       /* one op */
