@@ -31,7 +31,7 @@ TOOL_HEADERS = {
     # per-backend and per-op timing: the backend table, the fast backend's per-op
     # profile, the CUDA module's bench API and the ops' byte counts
     "gpunet-bench.c": {INTERNAL, "registry.h", "backend_onednn.h", "cuda_module.h",
-                       "cuda_cost.h", "blocked_ops.h"},
+                       "cuda_cost.h"},
     # each CUDA op against the reference op, fp16 rounded as the module stores it
     "gpunet-selftest.c": {INTERNAL, "cuda_module.h", "cpu_ops.h", "half.h"},
     # checkpoint tensors to safetensors: engine only
