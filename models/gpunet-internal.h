@@ -14,7 +14,7 @@
 #include "arch.h"            /* gpunet_arch_load, gpunet_arch_builtin_names */
 #include "checkpoint.h"      /* gpunet_checkpoint_open */
 #include "error.h"           /* gpunet_fail */
-#include "graph.h"           /* gpunet_graph_build (weights from any source), gpunet_graph */
+#include "arch_graph.h"      /* gpunet_graph_build (weights from any source), gpunet_graph */
 #include "safetensors.h"     /* gpunet_safetensors_write */
 
 /* The planned graph backends run (owned by the model). */

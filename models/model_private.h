@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 
 #include "arch.h"
-#include "graph.h"
+#include "arch_graph.h"
 
 struct gpunet_model {
   atomic_int refcount;
