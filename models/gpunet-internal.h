@@ -20,4 +20,16 @@
 /* The planned graph backends run (owned by the model). */
 const gpunet_graph *gpunet_model_graph (const gpunet_model *model);
 
+/* The kernel-side plan parameters of a session's parameters (what gpunet_session_new
+ * passes to a backend's plan(); the environment is not applied here). */
+void gpunet_plan_params_from_session (const gpunet_session_params *params,
+    gpunet_plan_params *out);
+
+/* `backend`->plan with the plan parameters of `params`: how tools and tests plan a
+ * backend directly, as a session does. */
+struct gpunet_backend;
+gpunet_status gpunet_backend_plan (const struct gpunet_backend *backend,
+    const gpunet_graph *graph, const gpunet_session_params *params, void **state,
+    char **error_text);
+
 #endif

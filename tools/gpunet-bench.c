@@ -365,7 +365,7 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
     params.max_batch = b;
     void *state = NULL;
     char *err = NULL;
-    gpunet_status st = be->plan (g, &params, &state, &err);
+    gpunet_status st = gpunet_backend_plan (be, g, &params, &state, &err);
     if (st != GPUNET_OK) {
       printf ("batch=%d not run: planning failed: %s\n", b, err ? err : gpunet_status_string (st));
       free (err);
@@ -774,14 +774,14 @@ main (int argc, char **argv)
   if (ab_spec)
     gpunet_cpu_options_parse (&params_b.cpu, ab_spec, "--ab", NULL);
   void *state = NULL, *state_b = NULL;
-  if (ab_spec && (st = be->plan (g, &params_b, &state_b, &err)) != GPUNET_OK) {
+  if (ab_spec && (st = gpunet_backend_plan (be, g, &params_b, &state_b, &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: planning --ab %s failed: %s\n", ab_spec,
         err ? err : gpunet_status_string (st));
     free (err);
     return 1;
   }
   const double plan_t0 = now_s ();
-  if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
+  if ((st = gpunet_backend_plan (be, g, &params, &state, &err)) != GPUNET_OK) {
     if (state_b)
       be->destroy (state_b);
     fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));
