@@ -4,7 +4,7 @@
 #ifndef GPUNET_BACKEND_H
 #define GPUNET_BACKEND_H
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 #include "graph.h"
 #include "host/preprocess.h"
 
@@ -28,8 +28,10 @@ struct gpunet_backend {
   const char *name;
 
   /* Required.  Returns GPUNET_ERR_BACKEND_UNAVAILABLE (with a sentence) when the
-   * backend cannot run here (no device, no driver).  The graph outlives the state. */
-  gpunet_status (*plan) (const gpunet_graph *graph, const gpunet_session_params *params,
+   * backend cannot run here (no device, no driver).  The graph outlives the state.
+   * `params` is the kernel-side gpunet_plan_params (gpunet-types.h) the engine fills
+   * from the session's parameters. */
+  gpunet_status (*plan) (const gpunet_graph *graph, const gpunet_plan_params *params,
       void **state, char **error_text);
 
   /* Required.  input: n x 3 x R x R host float32; logits: n x classes host float32.

@@ -1,7 +1,13 @@
-/* graph.h: a planned network as the backends receive it: tensors (shapes per image) and
- * a topologically ordered list of ops.  Built by models/graph.c, read-only afterwards. */
+/* graph.h: a planned network as the backends receive it (tensors with their shapes per
+ * image, a topologically ordered list of ops), and the one builder every graph is made
+ * with: a gpunet_built_graph owns the arrays and the weight memory, and the functions
+ * below add tensors, ops and weights to it and free it.  models/arch_graph.c drives the
+ * builder from an architecture; backends read the graph, never change it. */
 #ifndef GPUNET_GRAPH_H
 #define GPUNET_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #include "ops.h"
 
@@ -19,5 +25,29 @@ typedef struct {
   int output;         /* tensor id of the classes x 1 x 1 logits */
   int n_blocks;       /* architecture layers (without "data") */
 } gpunet_graph;
+
+/* A graph plus the memory it owns.  Zero-initialise it, build, gpunet_graph_clear. */
+typedef struct {
+  gpunet_graph graph;
+  int cap_ops, cap_tensors;
+  int n_allocs, cap_allocs;
+  float **allocs;
+  int64_t num_params;  /* as PyTorch counts them (the builder's caller adds them up) */
+  double macs;         /* per image (likewise) */
+} gpunet_built_graph;
+
+/* A new tensor c x h x w (block -1): its id, or -1 when out of memory. */
+int gpunet_graph_add_tensor (gpunet_built_graph *bg, int c, int h, int w);
+
+/* A new op (zeroed parameters, no residual) of architecture layer `block`, from tensor
+ * `in` to `out`: valid until the next add_op, or NULL when out of memory. */
+gpunet_op *gpunet_graph_add_op (gpunet_built_graph *bg, gpunet_op_kind kind, int in, int out,
+    int block);
+
+/* n zeroed floats (weights) owned by the graph, or NULL when out of memory. */
+float *gpunet_graph_alloc (gpunet_built_graph *bg, size_t n);
+
+/* Frees what the graph owns and zeroes it. */
+void gpunet_graph_clear (gpunet_built_graph *bg);
 
 #endif

@@ -1,12 +1,12 @@
 /* kernel_error.h: how kernels (and the engine above them) report a failure: a status of
- * gpunet.h plus a malloc()ed sentence in *error_text.  The kernels' own error header, so
+ * gpunet-types.h plus a malloc()ed sentence in *error_text.  The kernels' own error header, so
  * nothing in kernels/ includes models/; models/error.h includes this one. */
 #ifndef GPUNET_KERNEL_ERROR_H
 #define GPUNET_KERNEL_ERROR_H
 
 #include <stdarg.h>
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 
 #if defined(__GNUC__)
 #define GPUNET_PRINTF(a, b) __attribute__ ((format (printf, a, b)))

@@ -1,5 +1,5 @@
 /* arch.h: GPUNet architectures as the engine sees them: NVIDIA's JSON layer list,
- * validated, or a built-in published model.  Graph building (graph.c) turns this into
+ * validated, or a built-in published model.  Graph building (arch_graph.c) turns this into
  * operators with NVIDIA's exact semantics. */
 #ifndef GPUNET_ARCH_H
 #define GPUNET_ARCH_H

@@ -2,7 +2,8 @@
  * archives (.pth, .pth.tar: a restricted pickle reader that never executes anything)
  * and safetensors.  For training checkpoints the state dict is chosen like timm's
  * load_checkpoint(use_ema=True): state_dict_ema, then state_dict, then the bare dict;
- * a leading "module." is stripped from names. */
+ * a leading "module." is stripped from names.  The tensor type is tensor.h's; safetensors
+ * files are written by safetensors.h. */
 #ifndef GPUNET_CHECKPOINT_H
 #define GPUNET_CHECKPOINT_H
 
@@ -10,24 +11,7 @@
 #include <stdint.h>
 
 #include "gpunet.h"
-
-typedef enum {
-  GPUNET_DTYPE_F32, GPUNET_DTYPE_F16, GPUNET_DTYPE_BF16, GPUNET_DTYPE_F64,
-  GPUNET_DTYPE_I64, GPUNET_DTYPE_I32, GPUNET_DTYPE_I16, GPUNET_DTYPE_I8,
-  GPUNET_DTYPE_U8, GPUNET_DTYPE_BOOL
-} gpunet_dtype;
-
-#define GPUNET_MAX_DIMS 8
-
-typedef struct {
-  const char *name;              /* state-dict key, "module." removed */
-  gpunet_dtype dtype;
-  int ndim;                      /* 0 for a scalar */
-  int64_t shape[GPUNET_MAX_DIMS];
-  int64_t numel;
-  const void *data;              /* contiguous row-major little-endian elements */
-  size_t nbytes;
-} gpunet_tensor;
+#include "tensor.h"
 
 typedef struct gpunet_checkpoint gpunet_checkpoint;
 
@@ -48,15 +32,5 @@ const gpunet_tensor *gpunet_checkpoint_find (const gpunet_checkpoint *ckpt, cons
 /* Which weights were chosen: "state_dict_ema", "state_dict", "state dict" (bare) or
  * "safetensors". */
 const char *gpunet_checkpoint_source (const gpunet_checkpoint *ckpt);
-
-const char *gpunet_dtype_name (gpunet_dtype dtype);
-
-/* Converts a floating tensor (f32, f16, bf16, f64) to float32; `n` must equal numel. */
-gpunet_status gpunet_tensor_to_f32 (const gpunet_tensor *t, float *dst, size_t n, char **error_text);
-
-/* Writes tensors as a safetensors file (header keys sorted, data 8-byte aligned).  On a
- * failed write it removes `path` only when this call created it, never an existing one. */
-gpunet_status gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors,
-    size_t n, char **error_text);
 
 #endif

@@ -12,23 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The types this API shares with the compute layer: gpunet_status, the backend kinds,
+ * precision, the CPU and CUDA options, images, pixel formats, class scores and
+ * gpunet_topk_softmax.  Installed beside this header. */
+#include "gpunet-types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum {
-  GPUNET_OK = 0,
-  GPUNET_ERR_INVALID_ARGUMENT,  /* a caller passed something the API does not accept */
-  GPUNET_ERR_IO,                /* a file cannot be opened or read */
-  GPUNET_ERR_FORMAT,            /* a file is corrupt, truncated or of an unsupported kind */
-  GPUNET_ERR_ARCH,              /* an architecture JSON is invalid, or a name is unknown */
-  GPUNET_ERR_WEIGHTS,           /* the checkpoint does not match the architecture */
-  GPUNET_ERR_NO_MEMORY,
-  GPUNET_ERR_BACKEND_UNAVAILABLE, /* backend not built in, or no usable device */
-  GPUNET_ERR_BACKEND,           /* a backend call failed at run time */
-  GPUNET_ERR_UNSUPPORTED,       /* a valid request this build cannot serve */
-  GPUNET_ERR_CANCELLED          /* an engine request was withdrawn before it ran */
-} gpunet_status;
 
 /* A short constant English name for a status ("checkpoint does not match"). */
 const char *gpunet_status_string (gpunet_status status);
@@ -63,13 +54,8 @@ const char *gpunet_model_weights_source (const gpunet_model *model); /* "state_d
 
 /* ---- sessions ---------------------------------------------------------------- */
 
-typedef enum {
-  GPUNET_BACKEND_AUTO = 0,  /* "auto": CUDA when built and a device works, else CPU */
-  GPUNET_BACKEND_CPU,       /* "cpu": the fast CPU backend (oneDNN) */
-  GPUNET_BACKEND_CUDA,      /* "cuda" */
-  GPUNET_BACKEND_CPU_REF    /* "cpu-ref": the reference oracle (plain, single-threaded
-                             * loops: slow), what every other backend is checked against */
-} gpunet_backend_kind;
+/* gpunet_backend_kind, gpunet_precision, gpunet_cpu_options and gpunet_cuda_options
+ * are in gpunet-types.h. */
 
 /* The name of a backend kind ("auto", "cpu", "cuda", "cpu-ref"), or NULL for a value
  * outside the enum. */
@@ -80,47 +66,6 @@ const char *gpunet_backend_kind_name (gpunet_backend_kind kind);
 gpunet_status gpunet_backend_kind_from_name (const char *name, gpunet_backend_kind *out,
     char **error_text);
 
-typedef enum {
-  GPUNET_PRECISION_AUTO = 0,
-  GPUNET_PRECISION_FP32,
-  GPUNET_PRECISION_FP16
-} gpunet_precision;
-
-/* A kernel choice of the fast CPU backend (kernels/onednn). */
-typedef enum {
-  GPUNET_CPU_AUTO = 0,  /* the backend's rule (docs/performance.md, "Options") */
-  GPUNET_CPU_OWN,       /* our kernel wherever it takes the shape */
-  GPUNET_CPU_ONEDNN,    /* oneDNN's kernel */
-  GPUNET_CPU_OFF        /* neither: winograd none (direct convolutions), strassen never */
-} gpunet_cpu_choice;
-
-/* The vector code a CPU session may use (gpunet_cpu_options.simd): tests simulate an
- * AVX2-only or a plain CPU on a bigger one with it. */
-typedef enum {
-  GPUNET_CPU_SIMD_AUTO = 0,
-  GPUNET_CPU_SIMD_AVX2,
-  GPUNET_CPU_SIMD_PORTABLE
-} gpunet_cpu_simd;
-
-/* The fast CPU backend's options: every choice it makes at plan time that a caller may
- * change, each documented with the measurement that justifies it in docs/performance.md
- * ("Options").  All zero (GPUNET_CPU_AUTO) is the default. */
-typedef struct {
-  gpunet_cpu_choice winograd;  /* auto: ours, F(3x3, 3x3) on the first stage's stride-1
-                                * layers (accuracy); own: F(4x4, 3x3) everywhere;
-                                * onednn: oneDNN's Winograd where it takes a shape, else
-                                * direct; off: direct convolutions only */
-  gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */
-  gpunet_cpu_choice strassen;  /* our 1x1 by one level of Strassen: auto: where the rule
-                                * expects a gain; own: wherever the shape allows; off */
-  int block;                   /* channel block between layers: 0 by oneDNN's ISA (16 with
-                                * AVX-512, else 8), or 8 or 16 (tests) */
-  gpunet_cpu_simd simd;        /* the most vector code our own kernels and the session's
-                                * preprocess use: auto (what the CPU has), avx2 (also the
-                                * 8-channel block unless `block` says otherwise) or portable
-                                * (plain C); oneDNN's own kernels follow DNNL_MAX_CPU_ISA */
-} gpunet_cpu_options;
-
 /* Parses "key=value,key=value" (keys winograd, pw, strassen, block, simd; values as
  * in gpunet_cpu_options: auto, own, onednn, off; 0, 8, 16 for block; auto, avx2,
  * portable for simd) over *options,
@@ -129,20 +74,6 @@ typedef struct {
  * ones.  An empty or NULL spec changes nothing. */
 gpunet_status gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec,
     const char *source, char **error_text);
-
-/* Levels of gpunet_session_params.cuda_fused. */
-enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };
-
-/* The CUDA backend's run-time choices (docs/cuda.md, "Options").  All zero is the
- * default. */
-enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
-enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
-typedef struct {
-  int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
-                 * _OFF: plain launches */
-  int dwconv;   /* GPUNET_CUDA_DW_AUTO: the tiled depthwise kernel where it applies;
-                 * _DIRECT: the one-thread-per-output kernel for every shape */
-} gpunet_cuda_options;
 
 /* Parses "key=value,..." (graphs=on|off, dwconv=auto|direct) over *options, left
  * unchanged on failure; `source` names where spec came from in the error sentence.  An
@@ -191,55 +122,16 @@ const char *gpunet_session_backend_name (const gpunet_session *session);
 gpunet_status gpunet_session_forward (gpunet_session *session, const float *input,
     int n, float *logits, char **error_text);
 
-/* Called after each top-level block during gpunet_session_forward_traced: `block` is the
- * block's position among the architecture's layers (0 = first after "data"), `data` the
- * NCHW float32 output of shape n x c x h x w. */
-typedef void (*gpunet_trace_func) (void *user, int block, const float *data,
-    int n, int c, int h, int w);
+/* gpunet_session_forward, calling `trace` (gpunet_trace_func, gpunet-types.h) after each
+ * top-level block. */
 gpunet_status gpunet_session_forward_traced (gpunet_session *session, const float *input,
     int n, float *logits, gpunet_trace_func trace, void *user, char **error_text);
 
 /* ---- images and classification ----------------------------------------------- */
 
-typedef enum {
-  GPUNET_FORMAT_RGB = 0, GPUNET_FORMAT_BGR,
-  GPUNET_FORMAT_RGBA, GPUNET_FORMAT_BGRA, GPUNET_FORMAT_RGBX, GPUNET_FORMAT_BGRX,
-  GPUNET_FORMAT_NV12, GPUNET_FORMAT_I420
-} gpunet_pixel_format;
-
-typedef enum { GPUNET_MATRIX_BT601 = 0, GPUNET_MATRIX_BT709 } gpunet_color_matrix;
-
-typedef enum {
-  GPUNET_RESIZE_CENTER_CROP = 0,  /* timm eval: shorter side to R/crop_pct, centre R x R */
-  GPUNET_RESIZE_STRETCH,          /* whole frame to R x R, aspect not kept */
-  GPUNET_RESIZE_LETTERBOX         /* whole frame inside R x R, aspect kept, padded with the mean */
-} gpunet_resize_mode;
-
-/* Where an image's planes live.  GPUNET_MEMORY_CUDA: device pointers valid in the CUDA
- * context current on the calling thread, readable by the session's CUDA backend only. */
-typedef enum { GPUNET_MEMORY_HOST = 0, GPUNET_MEMORY_CUDA } gpunet_memory;
-
-/* One 8-bit frame; planes/strides per format (NV12: Y, UV; I420: Y, U, V).  Zero-initialise
- * it: the last field then says host memory. */
-typedef struct {
-  gpunet_pixel_format format;
-  int width, height;
-  const uint8_t *planes[3];
-  int strides[3];
-  gpunet_color_matrix matrix;   /* YUV formats only */
-  int full_range;               /* YUV formats only: 0 = limited (16-235) */
-  gpunet_memory memory;         /* GPUNET_MEMORY_HOST (0) unless set */
-} gpunet_image;
-
-typedef struct {
-  gpunet_resize_mode resize_mode;
-  float crop_pct;   /* <= 0: the model's default */
-} gpunet_preprocess_params;
-
-typedef struct {
-  int id;
-  float score;      /* softmax probability */
-} gpunet_class_score;
+/* gpunet_image (its pixel formats, colour matrices, memory kinds), gpunet_resize_mode,
+ * gpunet_preprocess_params, gpunet_class_score and gpunet_topk_softmax are in
+ * gpunet-types.h. */
 
 /* Preprocesses n images (one fused pass each) and classifies them; writes the k best
  * classes of image i, best first, to out[i * k .. i * k + k - 1].
@@ -256,9 +148,6 @@ gpunet_status gpunet_session_classify (gpunet_session *session, const gpunet_ima
  * image in host memory. */
 gpunet_status gpunet_preprocess_image (const gpunet_model *model, const gpunet_image *image,
     const gpunet_preprocess_params *pre, float *out_chw, char **error_text);
-
-/* Softmax over `n` logits and the k best (ids ascending among equal scores). */
-void gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score *out);
 
 /* ---- engines: one session shared by many producers, batched, asynchronous ------- */
 

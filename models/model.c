@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "graph.h"
+#include "arch_graph.h"
 #include "model_private.h"
 
 static gpunet_status

@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 
 #include "arch.h"
-#include "graph.h"
+#include "arch_graph.h"
 
 struct gpunet_model {
   atomic_int refcount;
@@ -14,7 +14,7 @@ struct gpunet_model {
   char *weights_source;
 };
 
-/* The planned graph backends run (owned by the model). */
-const gpunet_graph *gpunet_model_graph (const gpunet_model *model);
+/* gpunet_model_graph, the planned graph backends run (owned by the model) */
+#include "gpunet-internal.h"
 
 #endif

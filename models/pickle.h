@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint.h"
+#include "tensor.h"
 #include "gpunet.h"
 
 typedef enum {

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "checkpoint.h"
 #include "error.h"
 #include "json.h"
 #include "safetensors.h"

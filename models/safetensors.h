@@ -1,12 +1,10 @@
-/* safetensors.h: engine-internal parts of the weights readers shared by checkpoint.c
- * and safetensors.c: element sizes and the safetensors index reader. */
+/* safetensors.h: the safetensors format, read and written.  checkpoint.c reads a
+ * safetensors file through it; gpunet-convert writes one.  It builds on tensor.h only
+ * (never on checkpoint.h), so the readers form a line, not a circle. */
 #ifndef GPUNET_SAFETENSORS_H
 #define GPUNET_SAFETENSORS_H
 
-#include "checkpoint.h"
-
-/* Bytes per element of a dtype. */
-size_t gpunet_dtype_size (gpunet_dtype dtype);
+#include "tensor.h"
 
 /* Receives each tensor of a safetensors file (data points into the file's bytes). */
 typedef gpunet_status (*gpunet_safetensors_sink) (void *ctx, const char *name,
@@ -18,5 +16,10 @@ int gpunet_safetensors_detect (const uint8_t *data, size_t size);
 /* Checks the header and every data range, then calls `sink` once per tensor. */
 gpunet_status gpunet_safetensors_read (const uint8_t *data, size_t size,
     gpunet_safetensors_sink sink, void *ctx, char **error_text);
+
+/* Writes tensors as a safetensors file (header keys sorted, data 8-byte aligned).  On a
+ * failed write it removes `path` only when this call created it, never an existing one. */
+gpunet_status gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors,
+    size_t n, char **error_text);
 
 #endif

@@ -121,10 +121,34 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
   return GPUNET_OK;
 }
 
+void
+gpunet_plan_params_from_session (const gpunet_session_params *params, gpunet_plan_params *out)
+{
+  memset (out, 0, sizeof *out);
+  out->precision = params->precision;
+  out->max_batch = params->max_batch;
+  out->n_threads = params->n_threads;
+  out->device = params->device;
+  out->cuda_fused = params->cuda_fused;
+  out->cuda_context = params->cuda_context;
+  out->cpu = params->cpu;
+  out->cuda = params->cuda;
+}
+
+gpunet_status
+gpunet_backend_plan (const gpunet_backend *be, const gpunet_graph *graph,
+    const gpunet_session_params *params, void **state, char **error_text)
+{
+  gpunet_plan_params pp;
+  gpunet_plan_params_from_session (params, &pp);
+  return be->plan (graph, &pp, state, error_text);
+}
+
 static gpunet_status
 try_backend (gpunet_session *s, const gpunet_backend *be, char **error_text)
 {
-  gpunet_status st = be->plan (gpunet_model_graph (s->model), &s->params, &s->state, error_text);
+  gpunet_status st = gpunet_backend_plan (be, gpunet_model_graph (s->model), &s->params,
+      &s->state, error_text);
   if (st == GPUNET_OK)
     s->backend = be;
   return st;

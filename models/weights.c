@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "graph.h"
+#include "arch_graph.h"
 
 #define MAX_LISTED 3
 

@@ -225,10 +225,10 @@ compare (const char *what, const gpunet_graph *g, int max_batch, int n, int trac
   trace_store tr = { { 0 }, { 0 } }, tf = { { 0 }, { 0 } };
   double worst = INFINITY;
 
-  gpunet_status st = gpunet_backend_cpu_ref.plan (g, &params, &sr, &err);
+  gpunet_status st = gpunet_backend_plan (&gpunet_backend_cpu_ref, g, &params, &sr, &err);
   CHECK_MSG (st == GPUNET_OK, "%s: reference plan: %s", what, err ? err : "");
   if (st == GPUNET_OK) {
-    st = under_test->plan (g, &params, &sf, &err);
+    st = gpunet_backend_plan (under_test, g, &params, &sf, &err);
     CHECK_MSG (st == GPUNET_OK, "%s: fast plan: %s", what, err ? err : "");
     if (st == GPUNET_OK && !cuda_mode && expect_impl >= 0 && expect_count < 0)
       CHECK_MSG (count_impl (sf, g, expect_impl) > 0, "%s: no op planned on impl %d", what,
@@ -456,7 +456,7 @@ plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
   params.n_threads = 2;
   params.cpu = opts;
   params.precision = GPUNET_PRECISION_FP32;
-  return under_test->plan (g, &params, sf, err);
+  return gpunet_backend_plan (under_test, g, &params, sf, err);
 }
 
 static void
@@ -970,7 +970,7 @@ test_bad_batch (void)
   void *sf = NULL;
   char *err = NULL;
   float in[4 * 3 * 64], out[4 * 16 * 64];
-  CHECK (under_test->plan (&tg.g, &params, &sf, &err) == GPUNET_OK);
+  CHECK (gpunet_backend_plan (under_test, &tg.g, &params, &sf, &err) == GPUNET_OK);
   if (sf) {
     CHECK (under_test->forward (sf, in, 3, out, NULL, NULL, &err)
         == GPUNET_ERR_INVALID_ARGUMENT);
@@ -1029,7 +1029,7 @@ test_cpu_options (void)
     gpunet_session_params_init (&params);
     params.cpu.simd = GPUNET_CPU_SIMD_PORTABLE;
     void *state = NULL;
-    CHECK (under_test->plan (g, &params, &state, &err) == GPUNET_OK);
+    CHECK (gpunet_backend_plan (under_test, g, &params, &state, &err) == GPUNET_OK);
     for (int i = 0; state && i < g->n_ops; i++) {
       const int impl = gpunet_onednn_op_impl (state, i);
       CHECK_MSG (impl != GPUNET_ONEDNN_WINO && impl != GPUNET_ONEDNN_WINO3

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "checkpoint.h"
+#include "safetensors.h"
 #include "gpunet.h"
 
 static const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };

@@ -257,7 +257,7 @@ test_no_gpu (void)
     void *state = NULL;
     free (err);
     err = NULL;
-    st = be->plan (gpunet_model_graph (model), &params, &state, &err);
+    st = gpunet_backend_plan (be, gpunet_model_graph (model), &params, &state, &err);
     if (st == GPUNET_OK) {
       printf ("# a CUDA device works here: skipping the no-GPU checks\n");
       gpu_works = 1;

@@ -24,7 +24,7 @@ typedef struct {
 static atomic_int in_call, most_in_call, calls;
 
 static gpunet_status
-fake_plan (const gpunet_graph *g, const gpunet_session_params *params, void **state,
+fake_plan (const gpunet_graph *g, const gpunet_plan_params *params, void **state,
     char **error_text)
 {
   (void) params;

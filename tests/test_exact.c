@@ -400,7 +400,7 @@ test_model (const char *name, uint64_t seed)
   sp.backend = GPUNET_BACKEND_CPU;
   sp.max_batch = 1;
   void *sf = NULL;
-  st = gpunet_backend_cpu_fast.plan (&g, &sp, &sf, &err);
+  st = gpunet_backend_plan (&gpunet_backend_cpu_fast, &g, &sp, &sf, &err);
   if (st == GPUNET_OK)
     st = gpunet_backend_cpu_fast.forward (sf, x, 1, fast, NULL, NULL, &err);
   CHECK_MSG (st == GPUNET_OK, "%s fast path: %s", name, err ? err : "");

@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "checkpoint.h"
+#include "safetensors.h"
 #include "gpunet.h"
 
 static void

@@ -16,7 +16,11 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "cuda/cuda_cost.h"       /* per-op MACs and minimum bytes */
+#include "cuda/cuda_module.h"     /* the CUDA module's bench API */
+#include "registry.h"             /* gpunet_backend_find */
 #ifdef GPUNET_HAVE_ONEDNN
+#include "onednn/backend_onednn.h"  /* per-op profile of the fast backend */
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #endif
@@ -361,7 +365,7 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
     params.max_batch = b;
     void *state = NULL;
     char *err = NULL;
-    gpunet_status st = be->plan (g, &params, &state, &err);
+    gpunet_status st = gpunet_backend_plan (be, g, &params, &state, &err);
     if (st != GPUNET_OK) {
       printf ("batch=%d not run: planning failed: %s\n", b, err ? err : gpunet_status_string (st));
       free (err);
@@ -387,25 +391,63 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
   }
 }
 
+#ifdef GPUNET_HAVE_ONEDNN
+/* Nanoseconds per line for thread 0 of a 2-thread OpenMP team to overwrite `lines`
+ * 64-byte lines of buf (64-byte aligned) that thread 1 has just read (other_reads 1), or
+ * that nobody else has (0); -1 when fewer than two threads run. */
+static double
+write_lines_ns (unsigned char *buf, int lines, int other_reads)
+{
+  double dt = 0.0;
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num ();
+    if (t == 0) {
+      team = omp_get_num_threads ();
+      memset (buf, 0, (size_t) lines * 64);
+    }
+#pragma omp barrier
+    if (t == 1 && other_reads) {
+      const volatile unsigned char *vb = buf;   /* every line read, whatever the compiler knows */
+      unsigned sum = 0;
+      for (int l = 0; l < lines; l++)
+        sum += vb[(size_t) l * 64];
+      if (sum != 0)
+        buf[0] = (unsigned char) sum;   /* never: the lines hold zeros */
+    }
+#pragma omp barrier
+    if (t == 0) {
+      const double t0 = omp_get_wtime ();
+      memset (buf, 1, (size_t) lines * 64);
+      __sync_synchronize ();   /* the stores done, not only issued */
+      dt = omp_get_wtime () - t0;
+    }
+  }
+  return team >= 2 ? dt * 1e9 / lines : -1.0;
+}
+#endif
+
 /* How long one core takes to write a cache line that another core has just read, in ns
  * per line (512 KB written whole, minimum of 9 tries), and the same write with no other
  * reader, so that a run's numbers can be read against the machine's state.  On this
  * project's 2-vCPU VMs: about 0.7 where the two vCPUs share an L2, about 7 where they share
  * an L3, about 28 where they sit on different dies (each line is then taken back from the
  * other core one at a time; the CPU path runs 15-20% slower in that state,
- * docs/performance.md).  Runs on the OpenMP threads the engine uses; -1 when fewer than
- * two threads can run. */
+ * docs/performance.md).  A measurement of the machine, not of the engine, so it lives
+ * here rather than in kernels/.  Runs on the OpenMP threads the engine uses; -1 when
+ * fewer than two threads can run. */
 static void
 cross_core_write_ns (double *shared_ns, double *own_ns)
 {
   *shared_ns = *own_ns = -1.0;
 #ifdef GPUNET_HAVE_ONEDNN
   enum { LINES = 8192 };   /* 512 KB: far beyond the store buffer, within L2 */
-  float *buf = gpunet_blk_alloc ((size_t) LINES * 16);
+  unsigned char *buf = aligned_alloc (64, (size_t) LINES * 64);
   for (int pass = 0; buf && pass < 2; pass++) {
     double best = -1.0;
     for (int rep = 0; rep < 9; rep++) {
-      const double ns = gpunet_blk_cross_core_write_ns (buf, LINES, pass == 0);
+      const double ns = write_lines_ns (buf, LINES, pass == 0);
       if (best < 0 || ns < best)
         best = ns;
     }
@@ -732,14 +774,14 @@ main (int argc, char **argv)
   if (ab_spec)
     gpunet_cpu_options_parse (&params_b.cpu, ab_spec, "--ab", NULL);
   void *state = NULL, *state_b = NULL;
-  if (ab_spec && (st = be->plan (g, &params_b, &state_b, &err)) != GPUNET_OK) {
+  if (ab_spec && (st = gpunet_backend_plan (be, g, &params_b, &state_b, &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: planning --ab %s failed: %s\n", ab_spec,
         err ? err : gpunet_status_string (st));
     free (err);
     return 1;
   }
   const double plan_t0 = now_s ();
-  if ((st = be->plan (g, &params, &state, &err)) != GPUNET_OK) {
+  if ((st = gpunet_backend_plan (be, g, &params, &state, &err)) != GPUNET_OK) {
     if (state_b)
       be->destroy (state_b);
     fprintf (stderr, "gpunet-bench: planning failed: %s\n", err ? err : gpunet_status_string (st));

@@ -18,6 +18,9 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "common/half.h"          /* fp16 rounding as the CUDA backend stores */
+#include "cuda/cuda_module.h"     /* the CUDA module's op API, gpunet_backend_cuda_get */
+#include "ref/cpu_ops.h"          /* the reference ops, one call per op */
 
 /* Tolerances, fp32: errors are max |cuda - cpu| / max |cpu| over a tensor. */
 #define TOL_OP 1e-4       /* one op */
@@ -265,7 +268,7 @@ check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph
   char *err = NULL;
   int failures = 0;
 
-  gpunet_status st = gpunet_backend_cpu_ref.plan (g, &params, &cpu_state, &err);
+  gpunet_status st = gpunet_backend_plan (&gpunet_backend_cpu_ref, g, &params, &cpu_state, &err);
   if (st == GPUNET_OK)
     st = gpunet_backend_cpu_ref.forward (cpu_state, input, n, ref, trace_keep, &ts, &err);
   if (st != GPUNET_OK) {
@@ -275,7 +278,7 @@ check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph
   }
   params.precision = tol->precision;
   params.cuda_fused = fused;
-  st = cuda->plan (g, &params, &cuda_state, &err);
+  st = gpunet_backend_plan (cuda, g, &params, &cuda_state, &err);
   if (st == GPUNET_OK)
     st = cuda->forward (cuda_state, input, n, got, trace_compare, &ts, &err);
   if (st != GPUNET_OK) {

@@ -4,7 +4,7 @@ this repository.  GPUNet is built from NVIDIA's architecture JSON with plain tor
 following the structure of NVIDIA's GPUNet builder (DeepLearningExamples,
 PyTorch/Classification/GPUNet: Prologue / ConvBnAct / EdgeResidual / InvertedResidual /
 Epilogue and their distilled forms), with the same module names, so NVIDIA's checkpoints
-load into it (the same rules models/graph.c implements: make_divisible mid channels, SE
+load into it (the same rules models/arch_graph.c implements: make_divisible mid channels, SE
 widths with Python's round, padding per module kind, BatchNorm eps per kind, residuals).
 timm is not needed.
 
@@ -48,7 +48,7 @@ except ImportError:
 
 
 def make_divisible(v, divisor=8):
-    """timm's rule (models/graph.c gpunet_make_divisible)."""
+    """timm's rule (models/arch_graph.c gpunet_make_divisible)."""
     n = max(divisor, int(v + divisor / 2) // divisor * divisor)
     if n < 0.9 * v:
         n += divisor

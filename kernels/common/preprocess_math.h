@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "hd.h"
-#include "gpunet.h"
+#include "gpunet-types.h"
 
 /* ---- normalisation ------------------------------------------------------------- */
 

@@ -287,7 +287,7 @@ plan_buffers (cuda_state *s, char **error_text)
 }
 
 static gpunet_status
-cuda_plan (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
+cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **state,
     char **error_text)
 {
   *state = NULL;

@@ -15,8 +15,9 @@ extern "C" {
 
 #define GPUNET_CUDA_MODULE_NAME "libgpunet-cuda.so"
 
-/* Bump when backend.h, graph.h, ops.h or this header change incompatibly. */
-#define GPUNET_CUDA_ABI_VERSION 10  /* 2: backend.h gained classify_device; 3: set_precision;
+/* Bump when gpunet-types.h, backend.h, graph.h, ops.h or this header change
+ * incompatibly; the public gpunet.h is not part of the module's ABI. */
+#define GPUNET_CUDA_ABI_VERSION 11  /* 2: backend.h gained classify_device; 3: set_precision;
                                      * 4: classify_host and the bench API;
                                      * 5: the bench API's forward_time;
                                      * 6: classify_device/_host take one plan per image;
@@ -24,7 +25,10 @@ extern "C" {
                                      * 8: gpunet_session_params.cuda_context;
                                      * 9: the bench API's net_time and graph_nodes;
                                      * 10: gpunet_session_params.cuda, the op API's
-                                     * set_cuda_options */
+                                     * set_cuda_options;
+                                     * 11: plan() takes gpunet_plan_params
+                                     * (gpunet-types.h), no longer the public
+                                     * gpunet_session_params */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */

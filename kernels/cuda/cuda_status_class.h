@@ -8,7 +8,7 @@
 #ifndef GPUNET_CUDA_STATUS_CLASS_H
 #define GPUNET_CUDA_STATUS_CLASS_H
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 
 enum {
   GPUNET_CUDNN_NOT_INITIALIZED = 1001,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 
 enum { GPUNET_UPLOAD_ALIGN = 256 };
 

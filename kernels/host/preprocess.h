@@ -5,7 +5,7 @@
 #ifndef GPUNET_CPU_PREPROCESS_H
 #define GPUNET_CPU_PREPROCESS_H
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 #include "preprocess_math.h"
 #include "cpu_paths.h"
 

@@ -1,7 +1,7 @@
 /* topk.c: softmax over a logit vector and selection of the k best classes. */
 #include <math.h>
 
-#include "gpunet.h"
+#include "gpunet-types.h"
 
 void
 gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score *out)

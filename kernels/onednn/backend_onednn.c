@@ -406,7 +406,7 @@ fast_destroy (void *state)
 }
 
 static gpunet_status
-fast_plan_graph (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
+fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, void **state,
     char **err)
 {
   gpunet_status st = GPUNET_OK;

@@ -27,38 +27,6 @@ gpunet_blk_l2_bytes (void)
   return l2 > 0 ? (size_t) l2 : 0;
 }
 
-double
-gpunet_blk_cross_core_write_ns (float *buf, int lines, int other_reads)
-{
-  double dt = 0.0;
-  int team = 0;
-#pragma omp parallel num_threads(2)
-  {
-    const int t = omp_get_thread_num ();
-    if (t == 0) {
-      team = omp_get_num_threads ();
-      memset (buf, 0, (size_t) lines * 64);
-    }
-#pragma omp barrier
-    if (t == 1 && other_reads) {
-      const volatile float *vb = buf;   /* every line read, whatever the compiler knows */
-      float sum = 0.0f;
-      for (int l = 0; l < lines; l++)
-        sum += vb[l * 16];
-      if (sum != 0.0f)
-        buf[0] = sum;   /* never: the lines hold zeros */
-    }
-#pragma omp barrier
-    if (t == 0) {
-      const double t0 = omp_get_wtime ();
-      memset (buf, 1, (size_t) lines * 64);
-      __sync_synchronize ();   /* the stores done, not only issued */
-      dt = omp_get_wtime () - t0;
-    }
-  }
-  return team >= 2 ? dt * 1e9 / lines : -1.0;
-}
-
 void
 gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db, int dcp,
     int n, int c, long hw, int nt)

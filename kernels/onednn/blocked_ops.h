@@ -67,13 +67,6 @@ void gpunet_blk_relayout (const float *src, int sb, int scp, float *dst, int db,
 /* The size of a core's L2 cache in bytes (sysconf), 0 where the C library does not know it. */
 size_t gpunet_blk_l2_bytes (void);
 
-/* Nanoseconds per line for thread 0 of a 2-thread team to overwrite `lines` 64-byte lines
- * of buf (64-byte aligned) that thread 1 has just read (other_reads 1), or that nobody else
- * has (0): on a VM whose two vCPUs share an L2 about 0.7 either way, about 7 read by the
- * other sharing an L3, about 28 on different dies (docs/performance.md).  -1 when fewer
- * than two threads run. */
-double gpunet_blk_cross_core_write_ns (float *buf, int lines, int other_reads);
-
 /* Squeeze-excite in place on x (layout blk, padded channels cp).  `scratch` holds
  * n * (cp + rd) floats. */
 void gpunet_blk_se (const gpunet_se_params *p, float *x, int blk, int cp, int n,

@@ -58,7 +58,7 @@ typedef struct {
 
 typedef struct {
   const gpunet_graph *g;
-  gpunet_cpu_options opt;      /* as planned (gpunet_session_params.cpu) */
+  gpunet_cpu_options opt;      /* as planned (gpunet_plan_params.cpu) */
   int max_batch, nt;
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
   dnnl_engine_t eng;

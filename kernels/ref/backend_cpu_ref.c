@@ -28,7 +28,7 @@ cpu_ref_destroy (void *state)
 }
 
 static gpunet_status
-cpu_ref_plan (const gpunet_graph *graph, const gpunet_session_params *params, void **state,
+cpu_ref_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **state,
     char **error_text)
 {
   cpu_ref_state *s = calloc (1, sizeof *s);

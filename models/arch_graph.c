@@ -1,14 +1,15 @@
-/* graph.c: GPUNet architecture -> operator graph, with the semantics of NVIDIA's
+/* arch_graph.c: GPUNet architecture -> operator graph, with the semantics of NVIDIA's
  * gpunet_builder.py / gpunet_modules.py: module names (state-dict keys), make_divisible
  * mid channels, SE widths with Python's round, padding per module kind, residual rules,
- * BatchNorm epsilon per module kind, BatchNorm folded into the convolution weights. */
+ * BatchNorm epsilon per module kind, BatchNorm folded into the convolution weights.
+ * The graph itself (type, tensors, ops, weight memory) is kernels/graph.[ch]'s. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
-#include "graph.h"
+#include "arch_graph.h"
 #include "../kernels/common/activation.h"
 
 int
@@ -40,67 +41,29 @@ typedef struct {
   const gpunet_arch *arch;
   gpunet_weight_source *src;
   gpunet_built_graph *bg;
-  int cap_ops, cap_tensors;
   int cur;            /* current tensor id */
   int block;
   char prefix[128];   /* "network.<block name>" */
   char **err;
 } builder;
 
+/* The builder's primitives (kernels/graph.c) for this architecture walk. */
 static float *
 alloc_floats (builder *b, size_t n)
 {
-  gpunet_built_graph *bg = b->bg;
-  if (bg->n_allocs == bg->cap_allocs) {
-    int cap = bg->cap_allocs ? bg->cap_allocs * 2 : 64;
-    float **a = realloc (bg->allocs, sizeof (float *) * (size_t) cap);
-    if (!a)
-      return NULL;
-    bg->allocs = a;
-    bg->cap_allocs = cap;
-  }
-  float *p = calloc (n ? n : 1, sizeof (float));
-  if (p)
-    bg->allocs[bg->n_allocs++] = p;
-  return p;
+  return gpunet_graph_alloc (b->bg, n);
 }
 
 static int
 add_tensor (builder *b, int c, int h, int w)
 {
-  gpunet_graph *g = &b->bg->graph;
-  if (g->n_tensors == b->cap_tensors) {
-    int cap = b->cap_tensors ? b->cap_tensors * 2 : 64;
-    gpunet_tensor_desc *t = realloc (g->tensors, sizeof *t * (size_t) cap);
-    if (!t)
-      return -1;
-    g->tensors = t;
-    b->cap_tensors = cap;
-  }
-  g->tensors[g->n_tensors] = (gpunet_tensor_desc) { c, h, w, -1 };
-  return g->n_tensors++;
+  return gpunet_graph_add_tensor (b->bg, c, h, w);
 }
 
 static gpunet_op *
 add_op (builder *b, gpunet_op_kind kind, int in, int out)
 {
-  gpunet_graph *g = &b->bg->graph;
-  if (g->n_ops == b->cap_ops) {
-    int cap = b->cap_ops ? b->cap_ops * 2 : 64;
-    gpunet_op *o = realloc (g->ops, sizeof *o * (size_t) cap);
-    if (!o)
-      return NULL;
-    g->ops = o;
-    b->cap_ops = cap;
-  }
-  gpunet_op *op = &g->ops[g->n_ops++];
-  memset (op, 0, sizeof *op);
-  op->kind = kind;
-  op->in = in;
-  op->out = out;
-  op->residual = -1;
-  op->block = b->block;
-  return op;
+  return gpunet_graph_add_op (b->bg, kind, in, out, b->block);
 }
 
 static gpunet_status
@@ -223,6 +186,7 @@ squeeze_excite (builder *b, int x, int rd, int act)
 static gpunet_status
 avgpool (builder *b, int in, int *out)
 {
+  *out = -1;   /* set on every path (the builder's calls are out of the compiler's sight) */
   const gpunet_tensor_desc ti = b->bg->graph.tensors[in];
   int t = add_tensor (b, ti.c, 1, 1);
   gpunet_op *op = t < 0 ? NULL : add_op (b, GPUNET_OP_AVGPOOL, in, t);
@@ -424,37 +388,4 @@ gpunet_graph_build (const gpunet_arch *arch, gpunet_weight_source *src, gpunet_b
   }
   g->output = b.cur;
   return GPUNET_OK;
-}
-
-void
-gpunet_graph_clear (gpunet_built_graph *bg)
-{
-  for (int i = 0; i < bg->n_allocs; i++)
-    free (bg->allocs[i]);
-  free (bg->allocs);
-  free (bg->graph.ops);
-  free (bg->graph.tensors);
-  memset (bg, 0, sizeof *bg);
-}
-
-double
-gpunet_op_macs (const gpunet_op *op)
-{
-  switch (op->kind) {
-    case GPUNET_OP_CONV2D: {
-      const gpunet_conv2d_params *p = &op->p.conv2d;
-      return (double) p->cout * (p->cin / p->groups) * p->kernel * p->kernel * p->oh * p->ow;
-    }
-    case GPUNET_OP_DWCONV2D: {
-      const gpunet_dwconv2d_params *p = &op->p.dwconv2d;
-      return (double) p->c * p->kernel * p->kernel * p->oh * p->ow;
-    }
-    case GPUNET_OP_SE:
-      return 2.0 * op->p.se.c * op->p.se.rd;
-    case GPUNET_OP_AVGPOOL:
-      return 0.0;
-    case GPUNET_OP_LINEAR:
-      return (double) op->p.linear.cin * op->p.linear.cout;
-  }
-  return 0.0;
 }

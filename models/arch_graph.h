@@ -1,12 +1,13 @@
-/* graph.h (models): turns a validated architecture into a gpunet_graph with NVIDIA's
+/* arch_graph.h: turns a validated architecture into a gpunet_graph with NVIDIA's
  * exact layer semantics, pulling each weight by its PyTorch state-dict name from a
- * weight source and folding BatchNorm into the preceding convolution. */
-#ifndef GPUNET_MODELS_GRAPH_H
-#define GPUNET_MODELS_GRAPH_H
+ * weight source and folding BatchNorm into the preceding convolution.  The graph type and
+ * the builder it calls are kernels/graph.h's. */
+#ifndef GPUNET_ARCH_GRAPH_H
+#define GPUNET_ARCH_GRAPH_H
 
 #include "arch.h"
 #include "checkpoint.h"
-#include "../kernels/graph.h"
+#include "../kernels/graph.h"   /* the graph and its builder */
 
 /* The role of a requested parameter (random sources use it to pick a scale). */
 typedef enum {
@@ -24,18 +25,10 @@ struct gpunet_weight_source {
   gpunet_status (*finish) (gpunet_weight_source *src, char **error_text);
 };
 
-/* A graph plus the memory it owns. */
-typedef struct {
-  gpunet_graph graph;
-  int n_allocs, cap_allocs;
-  float **allocs;
-  int64_t num_params;
-  double macs;
-} gpunet_built_graph;
-
+/* Builds the graph of `arch` into *out (any contents are overwritten; on failure it is
+ * left cleared), pulling each weight from `src`. */
 gpunet_status gpunet_graph_build (const gpunet_arch *arch, gpunet_weight_source *src,
     gpunet_built_graph *out, char **error_text);
-void gpunet_graph_clear (gpunet_built_graph *bg);
 
 /* NVIDIA's helpers, exposed for tests. */
 int gpunet_make_divisible (double v, int divisor);

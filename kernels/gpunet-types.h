@@ -1,0 +1,170 @@
+/* gpunet-types.h: the bottom floor of gst-gpunet: the types that the compute layer
+ * (kernels/) and the engine (models/) both need, and nothing else: status, the backend
+ * kinds, precision, the CPU and CUDA backends' options, images and their pixel formats,
+ * class scores, and gpunet_plan_params, what a backend plans a session with.  C99, no
+ * GLib, no GStreamer, no CUDA.
+ *
+ * The public API header gpunet.h includes this one and adds the engine's functions;
+ * kernels/ include this header, never gpunet.h (tests/check_layers.py).  A backend's
+ * plan() takes gpunet_plan_params, which the engine fills from gpunet_session_params, so
+ * a new public session field changes neither the kernels nor the CUDA module's ABI.
+ * Installed beside gpunet.h; applications include gpunet.h. */
+#ifndef GPUNET_TYPES_H
+#define GPUNET_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  GPUNET_OK = 0,
+  GPUNET_ERR_INVALID_ARGUMENT,  /* a caller passed something the API does not accept */
+  GPUNET_ERR_IO,                /* a file cannot be opened or read */
+  GPUNET_ERR_FORMAT,            /* a file is corrupt, truncated or of an unsupported kind */
+  GPUNET_ERR_ARCH,              /* an architecture JSON is invalid, or a name is unknown */
+  GPUNET_ERR_WEIGHTS,           /* the checkpoint does not match the architecture */
+  GPUNET_ERR_NO_MEMORY,
+  GPUNET_ERR_BACKEND_UNAVAILABLE, /* backend not built in, or no usable device */
+  GPUNET_ERR_BACKEND,           /* a backend call failed at run time */
+  GPUNET_ERR_UNSUPPORTED,       /* a valid request this build cannot serve */
+  GPUNET_ERR_CANCELLED          /* an engine request was withdrawn before it ran */
+} gpunet_status;
+
+/* ---- backends and their options ---------------------------------------------- */
+
+typedef enum {
+  GPUNET_BACKEND_AUTO = 0,  /* "auto": CUDA when built and a device works, else CPU */
+  GPUNET_BACKEND_CPU,       /* "cpu": the fast CPU backend (oneDNN) */
+  GPUNET_BACKEND_CUDA,      /* "cuda" */
+  GPUNET_BACKEND_CPU_REF    /* "cpu-ref": the reference oracle (plain, single-threaded
+                             * loops: slow), what every other backend is checked against */
+} gpunet_backend_kind;
+
+typedef enum {
+  GPUNET_PRECISION_AUTO = 0,
+  GPUNET_PRECISION_FP32,
+  GPUNET_PRECISION_FP16
+} gpunet_precision;
+
+/* A kernel choice of the fast CPU backend (kernels/onednn). */
+typedef enum {
+  GPUNET_CPU_AUTO = 0,  /* the backend's rule (docs/performance.md, "Options") */
+  GPUNET_CPU_OWN,       /* our kernel wherever it takes the shape */
+  GPUNET_CPU_ONEDNN,    /* oneDNN's kernel */
+  GPUNET_CPU_OFF        /* neither: winograd none (direct convolutions), strassen never */
+} gpunet_cpu_choice;
+
+/* The vector code a CPU session may use (gpunet_cpu_options.simd): tests simulate an
+ * AVX2-only or a plain CPU on a bigger one with it. */
+typedef enum {
+  GPUNET_CPU_SIMD_AUTO = 0,
+  GPUNET_CPU_SIMD_AVX2,
+  GPUNET_CPU_SIMD_PORTABLE
+} gpunet_cpu_simd;
+
+/* The fast CPU backend's options: every choice it makes at plan time that a caller may
+ * change, each documented with the measurement that justifies it in docs/performance.md
+ * ("Options").  All zero (GPUNET_CPU_AUTO) is the default. */
+typedef struct {
+  gpunet_cpu_choice winograd;  /* auto: ours, F(3x3, 3x3) on the first stage's stride-1
+                                * layers (accuracy); own: F(4x4, 3x3) everywhere;
+                                * onednn: oneDNN's Winograd where it takes a shape, else
+                                * direct; off: direct convolutions only */
+  gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */
+  gpunet_cpu_choice strassen;  /* our 1x1 by one level of Strassen: auto: where the rule
+                                * expects a gain; own: wherever the shape allows; off */
+  int block;                   /* channel block between layers: 0 by oneDNN's ISA (16 with
+                                * AVX-512, else 8), or 8 or 16 (tests) */
+  gpunet_cpu_simd simd;        /* the most vector code our own kernels and the session's
+                                * preprocess use: auto (what the CPU has), avx2 (also the
+                                * 8-channel block unless `block` says otherwise) or portable
+                                * (plain C); oneDNN's own kernels follow DNNL_MAX_CPU_ISA */
+} gpunet_cpu_options;
+
+/* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */
+enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };
+
+/* The CUDA backend's run-time choices (docs/cuda.md, "Options").  All zero is the
+ * default. */
+enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
+enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
+typedef struct {
+  int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
+                 * _OFF: plain launches */
+  int dwconv;   /* GPUNET_CUDA_DW_AUTO: the tiled depthwise kernel where it applies;
+                 * _DIRECT: the one-thread-per-output kernel for every shape */
+} gpunet_cuda_options;
+
+/* What a backend's plan() receives (kernels/backend.h): the engine's
+ * gpunet_session_params, less what only the engine reads (the backend choice), filled by
+ * models/session.c.  Kernel-side: a field is added here only when a backend reads it, and
+ * bumps GPUNET_CUDA_ABI_VERSION (kernels/cuda/cuda_module.h). */
+typedef struct {
+  gpunet_precision precision;
+  int max_batch;             /* largest n passed to forward/classify; >= 1 */
+  int n_threads;             /* CPU backends; 0 = all cores */
+  int device;                /* CUDA device ordinal */
+  int cuda_fused;            /* GPUNET_CUDA_FUSED_* */
+  void *cuda_context;        /* the CUcontext every CUDA call runs in, or NULL */
+  gpunet_cpu_options cpu;    /* the fast CPU backend's options, environment applied */
+  gpunet_cuda_options cuda;  /* the CUDA backend's options, environment applied */
+} gpunet_plan_params;
+
+/* Called after each top-level block during gpunet_session_forward_traced: `block` is the
+ * block's position among the architecture's layers (0 = first after "data"), `data` the
+ * NCHW float32 output of shape n x c x h x w. */
+typedef void (*gpunet_trace_func) (void *user, int block, const float *data,
+    int n, int c, int h, int w);
+
+/* ---- images and class scores ------------------------------------------------- */
+
+typedef enum {
+  GPUNET_FORMAT_RGB = 0, GPUNET_FORMAT_BGR,
+  GPUNET_FORMAT_RGBA, GPUNET_FORMAT_BGRA, GPUNET_FORMAT_RGBX, GPUNET_FORMAT_BGRX,
+  GPUNET_FORMAT_NV12, GPUNET_FORMAT_I420
+} gpunet_pixel_format;
+
+typedef enum { GPUNET_MATRIX_BT601 = 0, GPUNET_MATRIX_BT709 } gpunet_color_matrix;
+
+typedef enum {
+  GPUNET_RESIZE_CENTER_CROP = 0,  /* timm eval: shorter side to R/crop_pct, centre R x R */
+  GPUNET_RESIZE_STRETCH,          /* whole frame to R x R, aspect not kept */
+  GPUNET_RESIZE_LETTERBOX         /* whole frame inside R x R, aspect kept, padded with the mean */
+} gpunet_resize_mode;
+
+/* Where an image's planes live.  GPUNET_MEMORY_CUDA: device pointers valid in the CUDA
+ * context current on the calling thread, readable by the session's CUDA backend only. */
+typedef enum { GPUNET_MEMORY_HOST = 0, GPUNET_MEMORY_CUDA } gpunet_memory;
+
+/* One 8-bit frame; planes/strides per format (NV12: Y, UV; I420: Y, U, V).  Zero-initialise
+ * it: the last field then says host memory. */
+typedef struct {
+  gpunet_pixel_format format;
+  int width, height;
+  const uint8_t *planes[3];
+  int strides[3];
+  gpunet_color_matrix matrix;   /* YUV formats only */
+  int full_range;               /* YUV formats only: 0 = limited (16-235) */
+  gpunet_memory memory;         /* GPUNET_MEMORY_HOST (0) unless set */
+} gpunet_image;
+
+typedef struct {
+  gpunet_resize_mode resize_mode;
+  float crop_pct;   /* <= 0: the model's default */
+} gpunet_preprocess_params;
+
+typedef struct {
+  int id;
+  float score;      /* softmax probability */
+} gpunet_class_score;
+
+/* Softmax over `n` logits and the k best (ids ascending among equal scores). */
+void gpunet_topk_softmax (const float *logits, int n, int k, gpunet_class_score *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUNET_TYPES_H */
