@@ -415,7 +415,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_RECLASSIFY_INTERVAL,
       g_param_spec_uint ("reclassify-interval", "Re-classify interval",
-          "A box related to a tracker's object (GstAnalyticsTrackingMtd) is "
+          "GStreamer 1.24+: a box related to a tracker's object "
+          "(GstAnalyticsTrackingMtd) is "
           "classified when the object is new and then every N frames; the "
           "frames between carry its last result (inferred=false).  0 = every "
           "frame.  Boxes without a tracker's id follow interval", 0,
