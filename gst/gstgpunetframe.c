@@ -255,9 +255,9 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
     gint64 key = roi_key (r->meta->id, r->meta->roi_type);
 
     if (r->tracked) {
-      /* one source per element: GstAnalytics has no source id */
-      if (gst_gpunet_track_cache_decide (p->tracks, 0, r->track_id,
-              (guint64) r->width * (guint64) r->height, &r->track))
+      if (gst_gpunet_track_cache_decide (p->tracks, r->track_source,
+              r->track_id, (guint64) r->width * (guint64) r->height,
+              &r->track))
         f->roi_image[i] = f->n_images++;
       else
         f->roi_image[i] = -1;

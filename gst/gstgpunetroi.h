@@ -25,7 +25,9 @@ typedef struct
   gint od_id;                   /* the GstAnalyticsODMtd it came from (id in the
                                  * buffer's relation meta), -1: a region meta */
   gboolean tracked;             /* its box is related to a tracker's object */
-  guint64 track_id;             /* ... that object's id */
+  guint32 track_source;         /* ... of this source (0: GstAnalytics, one
+                                 * stream per element) */
+  guint64 track_id;             /* ... with this object id */
   GstGpunetTrack *track;        /* tracked: its cache entry (a reference, the
                                  * frame's until it is freed), else NULL */
 } GstGpunetRoi;

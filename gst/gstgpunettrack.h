@@ -23,8 +23,9 @@ G_BEGIN_DECLS
 typedef struct
 {
   /* an object is classified when it is new or was last classified (decided:
-   * the result may still be on its way) this many frames ago or more: 0 and 1 classify on every frame, 5
-   * classifies on frames 0, 5, 10, ... of the object and carries in between */
+   * the result may still be on its way) this many frames ago or more: 0 and 1
+   * classify on every frame, 5 on frames 0, 5, 10, ... of the object, carrying
+   * the result in between */
   guint reclassify_interval;
   /* an object unseen for more than this many frames is forgotten (its next
    * appearance is new); 0: forgotten when missing from one frame */
