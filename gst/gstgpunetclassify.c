@@ -964,7 +964,8 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
 /* ---- per frame (streaming thread) ----------------------------------------------- */
 
 /* A frame for `buf` with the settings its records keep; *types (a reference, or
- * NULL: every type) and *interval as the properties are now. */
+ * NULL: every type), *interval and *rp (roi-min-size, reclassify-interval,
+ * track-timeout) as the properties are now. */
 static GstGpunetFrame *
 frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
     guint * interval, GstGpunetRegionPolicy * rp)
