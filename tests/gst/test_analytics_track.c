@@ -10,6 +10,7 @@
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 #include <gst/video/video.h>
+#include <glib/gstdio.h>
 
 #include "gpunet-meta.h"
 
@@ -204,13 +205,14 @@ scripted_frame (GstHarness * h, guint f, gint * od_ids)
   return buf;
 }
 
-/* Runs the sequence; outs[f] = the output buffers, ids[f][obj] their boxes. */
+/* Runs the sequence; outs[f] = the output buffers, ids[f][obj] their boxes; the
+ * JSON lines go to `json`. */
 static void
 run_sequence (const gchar * interval, GstBuffer ** outs,
-    gint ids[N_FRAMES][N_OBJ])
+    gint ids[N_FRAMES][N_OBJ], const gchar * json)
 {
   GstHarness *h = make_harness ("reclassify-interval", interval,
-      "track-timeout", "2", NULL);
+      "track-timeout", "2", "json-output", json, NULL);
   guint f;
 
   for (f = 0; f < N_FRAMES; f++)
@@ -218,21 +220,36 @@ run_sequence (const gchar * interval, GstBuffer ** outs,
   gst_harness_teardown (h);
 }
 
+static guint
+count_substr (const gchar * text, const gchar * what)
+{
+  guint n = 0;
+
+  for (; (text = strstr (text, what)) != NULL; text += strlen (what))
+    n++;
+  return n;
+}
+
 /* reclassify-interval=5: each tracked object is classified on its first frame and
  * every 5 frames after, forgotten after more than track-timeout frames away; the
- * frames between carry its last result (inferred=false, in our meta and a ClsMtd
- * related to the box); the untracked box is classified on every frame.  Each
- * record equals the one classifying every frame gives on the frame it was
- * classified. */
+ * frames between carry its last result (inferred=false, in our meta, the JSON
+ * lines and a ClsMtd related to the box); the untracked box is classified on every
+ * frame.  Each record equals the one classifying every frame gives on the frame it
+ * was classified. */
 GST_START_TEST (test_track_reuse)
 {
   GstBuffer *every[N_FRAMES], *reuse[N_FRAMES];
   gint every_ids[N_FRAMES][N_OBJ], reuse_ids[N_FRAMES][N_OBJ];
   guint f, obj, classified = 0, carried = 0;
   gint last[N_OBJ];
+  gchar *dir = g_dir_make_tmp ("gpunet-track-XXXXXX", NULL);
+  gchar *json0 = g_build_filename (dir, "every.jsonl", NULL);
+  gchar *json5 = g_build_filename (dir, "reuse.jsonl", NULL);
+  gchar *text;
 
-  run_sequence ("0", every, every_ids);
-  run_sequence ("5", reuse, reuse_ids);
+  fail_unless (dir != NULL);
+  run_sequence ("0", every, every_ids, json0);
+  run_sequence ("5", reuse, reuse_ids, json5);
   for (obj = 0; obj < N_OBJ; obj++)
     last[obj] = -1;
   for (f = 0; f < N_FRAMES; f++) {
@@ -270,6 +287,21 @@ GST_START_TEST (test_track_reuse)
   /* A 3, B 2, C 3, U 12 classified; A 9, B 6, C 7 carried */
   fail_unless_equals_int (classified, 20);
   fail_unless_equals_int (carried, 22);
+  /* the JSON lines say the same: 42 records, 22 of them carried */
+  fail_unless (g_file_get_contents (json5, &text, NULL, NULL));
+  fail_unless_equals_int (count_substr (text, "\n"), 42);
+  fail_unless_equals_int (count_substr (text, "\"inferred\":false"), 22);
+  fail_unless_equals_int (count_substr (text, "\"inferred\":true"), 20);
+  g_free (text);
+  fail_unless (g_file_get_contents (json0, &text, NULL, NULL));
+  fail_unless_equals_int (count_substr (text, "\"inferred\":true"), 42);
+  g_free (text);
+  g_unlink (json0);
+  g_unlink (json5);
+  g_rmdir (dir);
+  g_free (json0);
+  g_free (json5);
+  g_free (dir);
   for (f = 0; f < N_FRAMES; f++) {
     gst_buffer_unref (every[f]);
     gst_buffer_unref (reuse[f]);
