@@ -90,6 +90,26 @@ same_region (GArray * rois, GQuark type, gint x, gint y, gint w, gint h)
   return NULL;
 }
 
+/* The tracker's object box `od_id` is related to (either direction, any relation
+ * type): TRUE and its id in *track_id, or FALSE. */
+static gboolean
+box_track (GstAnalyticsRelationMeta * rmeta, guint od_id, guint64 * track_id)
+{
+  GstAnalyticsMtd trk;
+  gpointer state = NULL;
+  gboolean found;
+
+  found = gst_analytics_relation_meta_get_direct_related (rmeta, od_id,
+      GST_ANALYTICS_REL_TYPE_ANY, gst_analytics_tracking_mtd_get_mtd_type (),
+      NULL, &trk);
+  while (!found && gst_analytics_relation_meta_iterate (rmeta, &state,
+          gst_analytics_tracking_mtd_get_mtd_type (), &trk))
+    found = gst_analytics_relation_meta_get_relation (rmeta,
+        gst_analytics_mtd_get_id (&trk), od_id) != GST_ANALYTICS_REL_TYPE_NONE;
+  return found && gst_analytics_tracking_mtd_get_info (
+      (GstAnalyticsTrackingMtd *) & trk, track_id, NULL, NULL, NULL);
+}
+
 /* One box to become a region: its ODMtd, type and rectangle as given. */
 typedef struct
 {
@@ -98,18 +118,18 @@ typedef struct
   gint x, y, w, h;
 } Box;
 
-guint
-gst_gpunet_analytics_collect (GstBuffer * buf, const GArray * types,
-    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois)
+void
+gst_gpunet_analytics_collect (GstBuffer * buf, GstGpunetRoiFilter * flt,
+    GArray * rois)
 {
   GstAnalyticsRelationMeta *rmeta = gst_buffer_get_analytics_relation_meta (buf);
   GstAnalyticsMtd m;
   GArray *boxes;
   gpointer state = NULL;
-  guint skipped = 0, i;
+  guint i;
 
   if (rmeta == NULL)
-    return 0;
+    return;
   /* first the boxes, then their region metas: nothing is added to the buffer
    * while its metas are iterated */
   boxes = g_array_new (FALSE, FALSE, sizeof (Box));
@@ -122,29 +142,31 @@ gst_gpunet_analytics_collect (GstBuffer * buf, const GArray * types,
 
     memset (&b, 0, sizeof b);
     b.type = gst_analytics_od_mtd_get_obj_type (od);
-    if (!gst_gpunet_roi_type_selected (types, b.type)
+    if (!gst_gpunet_roi_type_selected (flt->types, b.type)
         || !gst_analytics_od_mtd_get_location (od, &b.x, &b.y, &b.w, &b.h,
             &conf))
       continue;
     b.roi.od_id = (gint) gst_analytics_mtd_get_id (&m);
-    if (b.w <= 0 || b.h <= 0 || !gst_gpunet_roi_clip (b.x, b.y, b.w, b.h,
-            frame_width, frame_height, even_origin, &b.roi)) {
-      skipped++;
+    if (!gst_gpunet_roi_accept (flt, "ODMtd box", b.roi.od_id, b.type, b.x,
+            b.y, b.w, b.h, &b.roi))
       continue;
-    }
+    b.roi.tracked = box_track (rmeta, (guint) b.roi.od_id, &b.roi.track_id);
     /* a region meta with the same box (an upstream gpunetclassify made the box
      * from it, or the detector gave both): one region, related to that box */
-    if ((same = same_region (rois, b.type, b.x, b.y, b.w, b.h)) != NULL)
+    if ((same = same_region (rois, b.type, b.x, b.y, b.w, b.h)) != NULL) {
       same->od_id = b.roi.od_id;
-    else
+      same->tracked = b.roi.tracked;
+      same->track_id = b.roi.track_id;
+    } else {
       g_array_append_val (boxes, b);
+    }
   }
   for (i = 0; i < boxes->len; i++) {
     Box *b = &g_array_index (boxes, Box, i);
-    gint64 x0 = CLAMP ((gint64) b->x, 0, frame_width);
-    gint64 y0 = CLAMP ((gint64) b->y, 0, frame_height);
-    gint64 x1 = CLAMP ((gint64) b->x + b->w, 0, frame_width);
-    gint64 y1 = CLAMP ((gint64) b->y + b->h, 0, frame_height);
+    gint64 x0 = CLAMP ((gint64) b->x, 0, flt->frame_width);
+    gint64 y0 = CLAMP ((gint64) b->y, 0, flt->frame_height);
+    gint64 x1 = CLAMP ((gint64) b->x + b->w, 0, flt->frame_width);
+    gint64 y1 = CLAMP ((gint64) b->y + b->h, 0, flt->frame_height);
 
     /* the region meta's rectangle: the box clipped to the frame (region metas
      * are unsigned), without the crop's even rounding */
@@ -154,7 +176,6 @@ gst_gpunet_analytics_collect (GstBuffer * buf, const GArray * types,
     g_array_append_val (rois, b->roi);
   }
   g_array_unref (boxes);
-  return skipped;
 }
 
 #else /* no GstAnalytics */
@@ -175,17 +196,13 @@ gst_gpunet_analytics_add (GstBuffer * buf, const GstGpunetClassification * c,
   return TRUE;
 }
 
-guint
-gst_gpunet_analytics_collect (GstBuffer * buf, const GArray * types,
-    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois)
+void
+gst_gpunet_analytics_collect (GstBuffer * buf, GstGpunetRoiFilter * flt,
+    GArray * rois)
 {
   (void) buf;
-  (void) types;
-  (void) frame_width;
-  (void) frame_height;
-  (void) even_origin;
+  (void) flt;
   (void) rois;
-  return 0;
 }
 
 #endif

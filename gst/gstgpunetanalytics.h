@@ -28,16 +28,17 @@ gboolean gst_gpunet_analytics_add (GstBuffer * buf,
     const GstGpunetClassification * c, const GstGpunetRoi * roi);
 
 /* roi-mode regions: appends to `rois` every GstAnalyticsODMtd box of `buf` (pixels)
- * whose type is in `types` (NULL: all) and which, clipped to the frame, is not empty
- * (see gst_gpunet_roi_collect).  A box with the type and rectangle of a region
- * meta already in `rois` (an upstream gpunetclassify made it from that meta) is
- * not a region of its own: that region's od_id becomes the box's.  Each other box
- * gets a GstVideoRegionOfInterestMeta on `buf` (writable; id: the ODMtd's id,
- * type: its object type, rectangle: the box clipped to the frame) to carry our
- * record, and its od_id; unique_id is left to gst_gpunet_roi_mark_unique.
- * Returns the boxes skipped as empty or outside the frame. */
-guint gst_gpunet_analytics_collect (GstBuffer * buf, const GArray * types,
-    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois);
+ * whose type is in flt->types and which gst_gpunet_roi_accept takes (clipped to the
+ * frame; outside, degenerate and small boxes skipped and counted in flt).  A box
+ * with the type and rectangle of a region meta already in `rois` (an upstream
+ * gpunetclassify made it from that meta) is not a region of its own: that region's
+ * od_id becomes the box's.  Each other box gets a GstVideoRegionOfInterestMeta on
+ * `buf` (writable; id: the ODMtd's id, type: its object type, rectangle: the box
+ * clipped to the frame) to carry our record, and its od_id; unique_id is left to
+ * gst_gpunet_roi_mark_unique.  A box related (either way, any relation) to a
+ * GstAnalyticsTrackingMtd gets tracked and that object's tracking id. */
+void gst_gpunet_analytics_collect (GstBuffer * buf, GstGpunetRoiFilter * flt,
+    GArray * rois);
 
 G_END_DECLS
 

@@ -84,6 +84,11 @@ enum
   PROP_ENGINE_ID,
   PROP_DEVICE_ID,
   PROP_ANALYTICS_META,
+  PROP_ROI_MIN_SIZE,
+  PROP_RECLASSIFY_INTERVAL,
+  PROP_TRACK_TIMEOUT,
+  PROP_ROI_SKIPPED_SMALL,
+  PROP_ROI_SKIPPED_OUTSIDE,
   PROP_LAST
 };
 
@@ -114,6 +119,9 @@ enum
 #define DEFAULT_DEVICE_ID -1
 /* on where this build has GstAnalytics (GStreamer 1.24+), else off */
 #define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
+#define DEFAULT_ROI_MIN_SIZE 0
+#define DEFAULT_RECLASSIFY_INTERVAL 0
+#define DEFAULT_TRACK_TIMEOUT 30
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -148,6 +156,9 @@ struct _GstGpunetClassify
   guint label_hold;
   gint device_id;
   gboolean analytics_meta;
+  guint roi_min_size;
+  guint reclassify_interval;
+  guint track_timeout;
 
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
@@ -395,17 +406,52 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
           "attached; setting it true warns at start",
           DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
+  /* regions: size filter and per-object re-classification (gstgpunettrack.c) */
+  g_object_class_install_property (gobject_class, PROP_ROI_MIN_SIZE,
+      g_param_spec_uint ("roi-min-size", "ROI minimum size",
+          "Regions whose width or height inside the frame is under this many "
+          "pixels are skipped and counted (roi-skipped-small), not classified "
+          "blurred (0 = take every size)", 0, G_MAXINT, DEFAULT_ROI_MIN_SIZE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_RECLASSIFY_INTERVAL,
+      g_param_spec_uint ("reclassify-interval", "Re-classify interval",
+          "GStreamer 1.24+: a box related to a tracker's object "
+          "(GstAnalyticsTrackingMtd) is "
+          "classified when the object is new and then every N frames; the "
+          "frames between carry its last result (inferred=false).  0 = every "
+          "frame.  Boxes without a tracker's id follow interval", 0,
+          G_MAXUINT, DEFAULT_RECLASSIFY_INTERVAL,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_TRACK_TIMEOUT,
+      g_param_spec_uint ("track-timeout", "Track timeout",
+          "A tracked object unseen for more than this many frames is "
+          "forgotten: seen again, it is new and classified", 0, G_MAXUINT,
+          DEFAULT_TRACK_TIMEOUT, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_SMALL,
+      g_param_spec_uint ("roi-skipped-small", "Regions skipped as small",
+          "Regions skipped since start as under roi-min-size", 0, G_MAXUINT,
+          0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_OUTSIDE,
+      g_param_spec_uint ("roi-skipped-outside", "Regions skipped as outside",
+          "Regions skipped since start as wholly outside the frame or empty "
+          "(each one also a GST_WARNING naming the frame and the box)", 0,
+          G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
           "one show the same number; 0 = none)", 0, G_MAXUINT, 0,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
-  gst_element_class_set_static_metadata (element_class,
+  /* gst-inspect says which metas this build attaches */
+  gst_element_class_set_metadata (element_class,
       "GPUNet classifier", "Filter/Analyzer/Video",
-      "Classifies video frames with an NVIDIA GPUNet model and attaches the "
-      "top-k classes as GstGpunetClassificationMeta",
-      "gst-gpunet developers");
+      gst_gpunet_analytics_available ()?
+      "Classifies video frames (or their regions) with an NVIDIA GPUNet model "
+      "and attaches the top-k classes as GstGpunetClassificationMeta and, with "
+      "analytics-meta, as GstAnalyticsClsMtd (this build has GstAnalytics)" :
+      "Classifies video frames (or their regions) with an NVIDIA GPUNet model "
+      "and attaches the top-k classes as GstGpunetClassificationMeta (this "
+      "build has no GstAnalytics: GStreamer < 1.24)", "gst-gpunet developers");
   /* CUDAMemory caps come first when built with GStreamer's CUDA library */
   caps = gst_gpunet_cuda_template_caps (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS));
   gst_element_class_add_pad_template (element_class,
@@ -476,6 +522,9 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->label_hold = DEFAULT_LABEL_HOLD;
   self->device_id = DEFAULT_DEVICE_ID;
   self->analytics_meta = DEFAULT_ANALYTICS_META;
+  self->roi_min_size = DEFAULT_ROI_MIN_SIZE;
+  self->reclassify_interval = DEFAULT_RECLASSIFY_INTERVAL;
+  self->track_timeout = DEFAULT_TRACK_TIMEOUT;
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
@@ -531,6 +580,9 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
   [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
   [PROP_ANALYTICS_META] = F (analytics_meta),
+  [PROP_ROI_MIN_SIZE] = F (roi_min_size),
+  [PROP_RECLASSIFY_INTERVAL] = F (reclassify_interval),
+  [PROP_TRACK_TIMEOUT] = F (track_timeout),
 };
 #undef F
 
@@ -649,6 +701,13 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
 
   if (prop_id == PROP_ENGINE_ID) {
     g_value_set_uint (value, gst_gpunet_model_swap_engine_id (self->models));
+    return;
+  }
+  if (prop_id == PROP_ROI_SKIPPED_SMALL || prop_id == PROP_ROI_SKIPPED_OUTSIDE) {
+    guint small, outside;
+
+    gst_gpunet_planner_skipped (self->planner, &small, &outside);
+    g_value_set_uint (value, prop_id == PROP_ROI_SKIPPED_SMALL ? small : outside);
     return;
   }
   if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
@@ -905,10 +964,11 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
 /* ---- per frame (streaming thread) ----------------------------------------------- */
 
 /* A frame for `buf` with the settings its records keep; *types (a reference, or
- * NULL: every type) and *interval as the properties are now. */
+ * NULL: every type), *interval and *rp (roi-min-size, reclassify-interval,
+ * track-timeout) as the properties are now. */
 static GstGpunetFrame *
 frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
-    guint * interval)
+    guint * interval, GstGpunetRegionPolicy * rp)
 {
   GstGpunetFrame *f = g_new0 (GstGpunetFrame, 1);
 
@@ -918,6 +978,11 @@ frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
   f->rs.post = self->post_messages;
   f->rs.analytics = self->analytics_meta && gst_gpunet_analytics_available ();
   *interval = self->interval;
+  rp->min_size = self->roi_min_size;
+  rp->track.reclassify_interval = self->reclassify_interval;
+  rp->track.track_timeout = self->track_timeout;
+  /* GstAnalytics boxes: the interval only, so a track's schedule is exact */
+  rp->track.reclassify_on_growth = FALSE;
   /* roi-types may be replaced while we use it */
   *types = self->roi_type_quarks ? g_array_ref (self->roi_type_quarks) : NULL;
   GST_OBJECT_UNLOCK (self);
@@ -957,6 +1022,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstGpunetFrame *f;
   GArray *types;
   guint interval;
+  GstGpunetRegionPolicy rp;
   GstFlowReturn ret;
 
   (void) pad;
@@ -966,7 +1032,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
             "buffer"), (NULL));
     return GST_FLOW_NOT_NEGOTIATED;
   }
-  f = frame_new (self, buf, &types, &interval);
+  f = frame_new (self, buf, &types, &interval, &rp);
 
   /* room in the engine, then a swapped-in model at this frame boundary */
   ret = gst_gpunet_queue_wait_room (self->queue);
@@ -981,6 +1047,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
+  gst_gpunet_planner_set_region_policy (self->planner, &rp);
   gst_gpunet_planner_plan (self->planner, f, types, interval);
   if (types)
     g_array_unref (types);

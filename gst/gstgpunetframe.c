@@ -23,6 +23,10 @@ struct _GstGpunetPlanner
   gboolean have_last;           /* interval: a frame was classified in this cycle */
   guint carried;
   GHashTable *cycle_rois;       /* interval: roi ids classified in this cycle */
+  GstGpunetRegionPolicy policy; /* for the next frame */
+  GstGpunetTrackCache *tracks;  /* tracked boxes: when each object is classified */
+  gint skipped_small, skipped_outside;  /* since start (atomic: read by any
+                                         * thread) */
 };
 
 void
@@ -40,8 +44,13 @@ gst_gpunet_frame_free (GstGpunetFrame * f)
   gst_gpunet_frame_unmap (f);
   if (f->buf)
     gst_buffer_unref (f->buf);
-  if (f->rois)
+  if (f->rois) {
+    guint i;
+
+    for (i = 0; i < f->rois->len; i++)
+      gst_gpunet_track_unref (g_array_index (f->rois, GstGpunetRoi, i).track);
     g_array_unref (f->rois);
+  }
   g_free (f->roi_image);
   g_free (f->old_model);
   gst_gpunet_model_ctx_unref (f->ctx);
@@ -85,6 +94,7 @@ void
 gst_gpunet_planner_stop (GstGpunetPlanner * p)
 {
   g_clear_pointer (&p->cycle_rois, g_hash_table_unref);
+  g_clear_pointer (&p->tracks, gst_gpunet_track_cache_free);
 }
 
 void
@@ -102,8 +112,26 @@ gst_gpunet_planner_start (GstGpunetPlanner * p, gboolean frames,
   p->regions = regions;
   p->cycle_rois = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free,
       NULL);
+  p->tracks = gst_gpunet_track_cache_new ();
   p->have_last = FALSE;
   p->carried = 0;
+  g_atomic_int_set (&p->skipped_small, 0);
+  g_atomic_int_set (&p->skipped_outside, 0);
+}
+
+void
+gst_gpunet_planner_set_region_policy (GstGpunetPlanner * p,
+    const GstGpunetRegionPolicy * policy)
+{
+  p->policy = *policy;
+}
+
+void
+gst_gpunet_planner_skipped (GstGpunetPlanner * p, guint * small,
+    guint * outside)
+{
+  *small = (guint) g_atomic_int_get (&p->skipped_small);
+  *outside = (guint) g_atomic_int_get (&p->skipped_outside);
 }
 
 void
@@ -113,6 +141,8 @@ gst_gpunet_planner_flush (GstGpunetPlanner * p)
   p->carried = 0;
   if (p->cycle_rois)
     g_hash_table_remove_all (p->cycle_rois);
+  if (p->tracks)
+    gst_gpunet_track_cache_clear (p->tracks);
 }
 
 gboolean
@@ -172,34 +202,66 @@ roi_key (gint id, GQuark type)
 }
 
 /* Regions: collects the buffer's region metas and numbers the images of those
- * classified now (a new or shared roi-id, or any at a cycle start), after the
- * frame's own; the others are carried by roi-id at push time. */
+ * classified now, after the frame's own: a box of a tracked object when the track
+ * cache says so (reclassify-interval), any other when its roi-id is new or shared,
+ * or at a cycle start (interval).  The others are carried, by their object or
+ * roi-id, at push time. */
 static void
 plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
     guint interval)
 {
-  gboolean even = p->image_template.format == GPUNET_FORMAT_NV12
+  GstGpunetRoiFilter flt;
+  guint i, dropped;
+
+  memset (&flt, 0, sizeof flt);
+  flt.types = types;
+  flt.frame_width = p->image_template.width;
+  flt.frame_height = p->image_template.height;
+  flt.even_origin = p->image_template.format == GPUNET_FORMAT_NV12
       || p->image_template.format == GPUNET_FORMAT_I420;
-  guint skipped, i;
+  flt.min_size = p->policy.min_size;
+  flt.log_object = GST_OBJECT (p->element);
+  flt.frame_no = f->rs.frame_no;
+  flt.pts = GST_BUFFER_PTS (f->buf);
+  flt.offset = GST_BUFFER_OFFSET (f->buf);
 
   if (f->cycle_start)
     g_hash_table_remove_all (p->cycle_rois);
+  /* a new model: every tracked object is classified again */
+  if (f->old_model != NULL)
+    gst_gpunet_track_cache_clear (p->tracks);
+  dropped = gst_gpunet_track_cache_begin_frame (p->tracks, &p->policy.track);
+  if (dropped > 0)
+    GST_LOG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u tracked "
+        "objects unseen for more than %u frames forgotten", f->rs.frame_no,
+        dropped, p->policy.track.track_timeout);
   f->rois = g_array_new (FALSE, FALSE, sizeof (GstGpunetRoi));
-  skipped = gst_gpunet_roi_collect (f->buf, types, p->image_template.width,
-      p->image_template.height, even, f->rois);
+  gst_gpunet_roi_collect (f->buf, &flt, f->rois);
   /* GstAnalytics (1.24+): the detector's ODMtd boxes are regions too */
-  skipped += gst_gpunet_analytics_collect (f->buf, types,
-      p->image_template.width, p->image_template.height, even, f->rois);
+  gst_gpunet_analytics_collect (f->buf, &flt, f->rois);
   gst_gpunet_roi_mark_unique (f->rois);
-  if (skipped > 0)
-    GST_LOG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u empty or "
-        "outside regions skipped", f->rs.frame_no, skipped);
+  if (flt.small > 0 || flt.outside > 0) {
+    gint small = g_atomic_int_add (&p->skipped_small, (gint) flt.small);
+    gint outside = g_atomic_int_add (&p->skipped_outside, (gint) flt.outside);
+
+    GST_DEBUG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u regions "
+        "under roi-min-size %u and %u outside the frame skipped (%u and %u "
+        "since start)", f->rs.frame_no, flt.small, p->policy.min_size,
+        flt.outside, small + flt.small, outside + flt.outside);
+  }
   f->roi_image = g_new (gint, MAX (f->rois->len, 1));
   for (i = 0; i < f->rois->len; i++) {
     GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
     gint64 key = roi_key (r->meta->id, r->meta->roi_type);
 
-    if (!f->cycle_start && r->unique_id && interval > 0
+    if (r->tracked) {
+      if (gst_gpunet_track_cache_decide (p->tracks, r->track_source,
+              r->track_id, (guint64) r->width * (guint64) r->height,
+              &r->track))
+        f->roi_image[i] = f->n_images++;
+      else
+        f->roi_image[i] = -1;
+    } else if (!f->cycle_start && r->unique_id && interval > 0
         && g_hash_table_contains (p->cycle_rois, &key)) {
       f->roi_image[i] = -1;
     } else {

@@ -476,8 +476,23 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
     if (r->unique_id)
       gst_gpunet_roi_cache_store (rec->roi_cache, r->meta->id,
           r->meta->roi_type, s, k);
+    /* a tracked object: the frames until it is classified again carry this */
+    if (r->track != NULL)
+      gst_gpunet_track_set_result (r->track, s, k);
     emit_record (rec, f, r, s, k, TRUE,
         smoothing > 0.0f && r->unique_id ? &raw : NULL);
+  } else if (r->track != NULL) {
+    gpunet_class_score carried[GST_GPUNET_MAX_TOP_K];
+    guint n = gst_gpunet_track_get_result (r->track, carried,
+        G_N_ELEMENTS (carried));
+
+    if (n > 0)
+      emit_record (rec, f, r, carried, n, FALSE, NULL);
+    else
+      GST_WARNING_OBJECT (rec->element, "frame %" G_GUINT64_FORMAT ": tracked "
+          "object %" G_GUINT64_FORMAT " (region %d) has no result to carry: its "
+          "classification failed", f->rs.frame_no,
+          gst_gpunet_track_object_id (r->track), r->meta->id);
   } else {
     guint n;
     const gpunet_class_score *s = gst_gpunet_roi_cache_lookup (rec->roi_cache,

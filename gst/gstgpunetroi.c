@@ -9,6 +9,9 @@
 
 #include "gstgpunetroi.h"
 
+GST_DEBUG_CATEGORY_STATIC (gst_gpunet_roi_debug);
+#define GST_CAT_DEFAULT gst_gpunet_roi_debug
+
 GArray *
 gst_gpunet_roi_types_parse (const gchar * list)
 {
@@ -75,32 +78,73 @@ gst_gpunet_roi_clip (gint64 x, gint64 y, gint64 w, gint64 h,
   return TRUE;
 }
 
-guint
-gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
-    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois)
+gboolean
+gst_gpunet_roi_accept (GstGpunetRoiFilter * flt, const gchar * what, gint id,
+    GQuark type, gint64 x, gint64 y, gint64 w, gint64 h, GstGpunetRoi * roi)
+{
+  static gsize once = 0;
+  gint64 cw, ch;
+
+  if (g_once_init_enter (&once)) {
+    GST_DEBUG_CATEGORY_INIT (gst_gpunet_roi_debug, "gpunetroi", 0,
+        "gpunetclassify regions: boxes taken, clipped and skipped");
+    g_once_init_leave (&once, 1);
+  }
+  if (w <= 0 || h <= 0 || !gst_gpunet_roi_clip (x, y, w, h, flt->frame_width,
+          flt->frame_height, FALSE, roi)) {
+    flt->outside++;
+    GST_WARNING_OBJECT (flt->log_object, "frame %" G_GUINT64_FORMAT " (pts %"
+        GST_TIME_FORMAT ", offset %" G_GINT64_FORMAT "): %s %d of type '%s' at "
+        "x=%" G_GINT64_FORMAT " y=%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "x%"
+        G_GINT64_FORMAT " is %s the %dx%d frame: skipped", flt->frame_no,
+        GST_TIME_ARGS (flt->pts), (gint64) flt->offset, what, id,
+        GST_STR_NULL (g_quark_to_string (type)), x, y, w, h,
+        w <= 0 || h <= 0 ? "empty, not a box in" : "wholly outside",
+        flt->frame_width, flt->frame_height);
+    return FALSE;
+  }
+  cw = roi->width;
+  ch = roi->height;
+  if (cw < (gint64) flt->min_size || ch < (gint64) flt->min_size) {
+    flt->small++;
+    GST_LOG_OBJECT (flt->log_object, "frame %" G_GUINT64_FORMAT ": %s %d is "
+        "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " in the frame, under "
+        "roi-min-size %u: skipped", flt->frame_no, what, id, cw, ch,
+        flt->min_size);
+    return FALSE;
+  }
+  if (cw != w || ch != h)
+    GST_DEBUG_OBJECT (flt->log_object, "frame %" G_GUINT64_FORMAT ": %s %d "
+        "at x=%" G_GINT64_FORMAT " y=%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "x%"
+        G_GINT64_FORMAT " clipped to the frame: %" G_GINT64_FORMAT "x%"
+        G_GINT64_FORMAT, flt->frame_no, what, id, x, y, w, h, cw, ch);
+  if (flt->even_origin)
+    gst_gpunet_roi_clip (x, y, w, h, flt->frame_width, flt->frame_height, TRUE,
+        roi);
+  return TRUE;
+}
+
+void
+gst_gpunet_roi_collect (GstBuffer * buf, GstGpunetRoiFilter * flt,
+    GArray * rois)
 {
   gpointer state = NULL;
   GstMeta *meta;
-  guint skipped = 0;
 
   while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
               GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE)) != NULL) {
     GstVideoRegionOfInterestMeta *rmeta = (GstVideoRegionOfInterestMeta *) meta;
     GstGpunetRoi roi;
 
-    if (!gst_gpunet_roi_type_selected (types, rmeta->roi_type))
+    if (!gst_gpunet_roi_type_selected (flt->types, rmeta->roi_type))
       continue;
     memset (&roi, 0, sizeof roi);
     roi.meta = rmeta;
     roi.od_id = -1;
-    if (!gst_gpunet_roi_clip (rmeta->x, rmeta->y, rmeta->w, rmeta->h,
-            frame_width, frame_height, even_origin, &roi)) {
-      skipped++;
-      continue;
-    }
-    g_array_append_val (rois, roi);
+    if (gst_gpunet_roi_accept (flt, "region meta", rmeta->id,
+            rmeta->roi_type, rmeta->x, rmeta->y, rmeta->w, rmeta->h, &roi))
+      g_array_append_val (rois, roi);
   }
-  return skipped;
 }
 
 void

@@ -10,6 +10,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet.h"
+#include "gstgpunettrack.h"
 
 G_BEGIN_DECLS
 
@@ -23,21 +24,53 @@ typedef struct
   gboolean inferred;            /* FALSE: carried from an earlier frame */
   gint od_id;                   /* the GstAnalyticsODMtd it came from (id in the
                                  * buffer's relation meta), -1: a region meta */
+  gboolean tracked;             /* its box is related to a tracker's object */
+  guint32 track_source;         /* ... of this source (0: GstAnalytics, one
+                                 * stream per element) */
+  guint64 track_id;             /* ... with this object id */
+  GstGpunetTrack *track;        /* tracked: its cache entry (a reference, the
+                                 * frame's until it is freed), else NULL */
 } GstGpunetRoi;
+
+/* What selects the regions of one frame, and what was skipped.  Boxes are clipped to
+ * the frame; a box wholly outside it, or empty or degenerate (a side under one pixel)
+ * once clipped, is skipped with a GST_WARNING naming the frame and the box; a box
+ * whose clipped width or height is under min_size is skipped and counted. */
+typedef struct
+{
+  const GArray *types;          /* roi-types (GQuark), NULL: all */
+  gint frame_width, frame_height;
+  gboolean even_origin;         /* 4:2:0: crops start on even coordinates */
+  guint min_size;               /* roi-min-size, pixels, 0: none */
+  /* the warnings' frame */
+  GstObject *log_object;
+  guint64 frame_no;
+  GstClockTime pts;
+  guint64 offset;
+  /* counted by gst_gpunet_roi_accept */
+  guint outside;                /* wholly outside or empty once clipped */
+  guint small;                  /* under min_size */
+} GstGpunetRoiFilter;
+
+/* Whether the box `x, y, w x h` of type `type` (`id`: its id for the warning, `what`:
+ * "region meta" or "ODMtd box") is classified under `flt`: TRUE with roi's crop set;
+ * FALSE, counted in flt and warned about when it is outside or degenerate. */
+gboolean gst_gpunet_roi_accept (GstGpunetRoiFilter * flt, const gchar * what,
+    gint id, GQuark type, gint64 x, gint64 y, gint64 w, gint64 h,
+    GstGpunetRoi * roi);
 
 /* Parses roi-types ("face, person"): the quarks of the non-empty names, or NULL
  * when there are none (every type is taken).  Returns a new GArray of GQuark. */
 GArray *gst_gpunet_roi_types_parse (const gchar * list);
 
 /* Appends to `rois` (a GArray of GstGpunetRoi) every region meta of `buf` whose
- * type is in `types` (NULL: all) and whose rectangle, clipped to the
- * `frame_width` x `frame_height` frame, is not empty; `even_origin` rounds the
- * crop's origin down to even coordinates (NV12, I420), keeping its far edges.
- * Sets each entry's meta, crop and od_id (-1); unique_id is set by
- * gst_gpunet_roi_mark_unique once every region is in.  Returns how many regions
- * were skipped because they are empty or outside the frame. */
-guint gst_gpunet_roi_collect (GstBuffer * buf, const GArray * types,
-    gint frame_width, gint frame_height, gboolean even_origin, GArray * rois);
+ * type is in flt->types and which gst_gpunet_roi_accept takes (clipped to the
+ * frame; the crop's origin rounded down to even coordinates for NV12, I420,
+ * keeping its far edges).  Sets each entry's meta, crop and od_id (-1); unique_id
+ * is set by gst_gpunet_roi_mark_unique once every region is in.  The skipped ones
+ * are counted in flt. */
+void gst_gpunet_roi_collect (GstBuffer * buf, GstGpunetRoiFilter * flt,
+    GArray * rois);
 
 /* Sets unique_id of every entry of `rois`: whether no other entry has its meta's
  * id. */

@@ -2,6 +2,15 @@
 """read_meta.py: reads gpunetclassify's results from Python through GObject
 introspection (Debian: python3-gi, gir1.2-gstreamer-1.0; gst-python is not needed).
 
+Two carriers, read here both ways:
+- GStreamer 1.24+ with GstAnalytics (Debian 13: gir1.2-gst-plugins-bad-1.0): every
+  record is also a GstAnalyticsClsMtd in the buffer's GstAnalyticsRelationMeta, a
+  region's related (RELATE_TO) to its GstAnalyticsODMtd box: buffer_analytics() reads
+  them through gi.repository.GstAnalytics (labels, scores, the box), as any analytics
+  consumer (objectdetectionoverlay, trackers) would;
+- everywhere (1.22 too): our own meta, with the fields analytics meta has no place for
+  (model, ids, num-classes, roi-id, inferred): buffer_results().
+
 The element attaches a GstCustomMeta named "GstGpunetClassificationMeta"; with
 GStreamer 1.22's introspection data, Gst.Buffer.get_custom_meta(name) returns it and
 meta.get_structure() its Gst.Structure. Scalars read with get_string/get_int/
@@ -11,6 +20,9 @@ but Gst.Structure.get_array(field) returns as a GObject.ValueArray.
 
     read_meta.py CHECKPOINT [MODEL [NUM_FRAMES]]
     read_meta.py --pipeline 'DESCRIPTION with gpunetclassify name=classify'
+
+Prints one JSON line per frame: {"frame", "result": our meta's record, and where this
+Python has GstAnalytics, "analytics": [{"labels", "scores", "box"}, ...]}.
 
 Run under a Python that has PyGObject ("gi") and GStreamer's introspection data; when
 started by another one (a pyenv or virtualenv python3 first on PATH), the script runs
@@ -71,6 +83,13 @@ except (ImportError, ValueError) as _gi_error:
 
 META_NAME = "GstGpunetClassificationMeta"
 
+# GstAnalytics (GStreamer 1.24+ and its introspection data): None where missing
+try:
+    gi.require_version("GstAnalytics", "1.0")
+    from gi.repository import GstAnalytics  # noqa: E402
+except (ImportError, ValueError):
+    GstAnalytics = None
+
 
 def _array(structure, field):
     ok, arr = structure.get_array(field)
@@ -105,6 +124,42 @@ def buffer_results(buf):
     return structure_to_dict(meta.get_structure())
 
 
+def buffer_analytics(buf):
+    """The buffer's GstAnalyticsClsMtds as a list of dicts, best class first:
+    {"labels": [...], "scores": [...], "box": None for the frame's own, else the
+    related ODMtd box {"type", "x", "y", "w", "h", "confidence"}}.  [] when the buffer
+    has no analytics meta; None where this Python has no GstAnalytics (< 1.24)."""
+    if GstAnalytics is None:
+        return None
+    rmeta = GstAnalytics.buffer_get_analytics_relation_meta(buf)
+    if rmeta is None:
+        return []
+    n = GstAnalytics.relation_get_length(rmeta)
+    boxes = {}
+    for i in range(n):
+        ok, od = rmeta.get_od_mtd(i)
+        if ok:
+            boxes[i] = od
+    out = []
+    for i in range(n):
+        ok, cls = rmeta.get_cls_mtd(i)
+        if not ok:
+            continue
+        k = cls.get_length()
+        rec = {"labels": [GLib.quark_to_string(cls.get_quark(j)) for j in range(k)],
+               "scores": [cls.get_level(j) for j in range(k)],
+               "box": None}
+        # the box the class relates to (box -> class, as objectdetectionoverlay reads)
+        for b, od in boxes.items():
+            if rmeta.get_relation(b, i) & GstAnalytics.RelTypes.RELATE_TO:
+                _, x, y, w, h, conf = od.get_location()
+                rec["box"] = {"type": GLib.quark_to_string(od.get_obj_type()),
+                              "x": x, "y": y, "w": w, "h": h, "confidence": conf}
+                break
+        out.append(rec)
+    return out
+
+
 def _load_build_plugin():
     """From a source checkout, use the plugin of its build tree (BUILD_DIR, default
     build/) so no GST_PLUGIN_PATH is needed; otherwise the installed plugin."""
@@ -121,16 +176,27 @@ def _load_build_plugin():
 def run(description, element_name="classify", timeout_s=120):
     """Runs a pipeline to EOS and returns one result dict (or None) per buffer
     leaving the element named `element_name`. Raises RuntimeError on errors."""
+    return [r["result"] for r in run_all(description, element_name, timeout_s)]
+
+
+def run_all(description, element_name="classify", timeout_s=120, setup=None):
+    """As run(), each buffer as {"result": buffer_results(), "analytics":
+    buffer_analytics()} (the latter None without GstAnalytics).  `setup`, when
+    given, is called with the pipeline before it starts (to feed an appsrc)."""
     Gst.init(None)
     _load_build_plugin()
     pipeline = Gst.parse_launch(description)
+    if setup is not None:
+        setup(pipeline)
     element = pipeline.get_by_name(element_name)
     if element is None:
         raise RuntimeError("no element named '%s' in the pipeline" % element_name)
     results = []
 
     def probe(pad, info):
-        results.append(buffer_results(info.get_buffer()))
+        buf = info.get_buffer()
+        results.append({"result": buffer_results(buf),
+                        "analytics": buffer_analytics(buf)})
         return Gst.PadProbeReturn.OK
 
     element.get_static_pad("src").add_probe(Gst.PadProbeType.BUFFER, probe)
@@ -162,8 +228,11 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        for i, r in enumerate(run(description)):
-            print(json.dumps({"frame": i, "result": r}))
+        for i, r in enumerate(run_all(description)):
+            line = {"frame": i, "result": r["result"]}
+            if r["analytics"] is not None:
+                line["analytics"] = r["analytics"]
+            print(json.dumps(line))
     except RuntimeError as e:
         print("error: %s" % e, file=sys.stderr)
         return 1

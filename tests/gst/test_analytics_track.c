@@ -1,0 +1,496 @@
+/* test_analytics_track.c: GstCheck tests of gpunetclassify's GstAnalytics region
+ * input beyond plain boxes (GStreamer 1.24+, built only where gstreamer-analytics-1.0
+ * is): per-object re-classification of boxes related to a GstAnalyticsTrackingMtd
+ * (reclassify-interval, track-timeout) on a scripted track sequence, checked against
+ * the same frames classified on every frame; roi-min-size and boxes partly or wholly
+ * outside the frame.  On the tiny-a fixture model, under GST_TRACERS=leaks. */
+#include <string.h>
+
+#include <gst/analytics/analytics.h>
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+#include <glib/gstdio.h>
+
+#include "gpunet-meta.h"
+
+#define W 45
+#define H 37
+#define CAPS "video/x-raw,format=RGBA,width=45,height=37,framerate=25/1"
+#define N_FRAMES 12
+
+static gchar *
+data_path (const gchar * rel)
+{
+  const gchar *dir = g_getenv ("GPUNET_TEST_DATA");
+
+  fail_unless (dir != NULL, "GPUNET_TEST_DATA is not set");
+  return g_build_filename (dir, rel, NULL);
+}
+
+/* A harness around a gpunetclassify on tiny-a with roi-mode=regions; `first_prop`:
+ * NULL-terminated name/value string pairs. */
+static GstHarness *
+make_harness (const gchar * first_prop, ...)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  const gchar *name;
+  GstHarness *h;
+  va_list ap;
+
+  fail_unless (el != NULL, "gpunetclassify not found (GST_PLUGIN_PATH?)");
+  g_object_set (el, "model", model, "checkpoint", ckpt, NULL);
+  gst_util_set_object_arg (G_OBJECT (el), "roi-mode", "regions");
+  g_free (model);
+  g_free (ckpt);
+  va_start (ap, first_prop);
+  for (name = first_prop; name; name = va_arg (ap, const gchar *))
+    gst_util_set_object_arg (G_OBJECT (el), name, va_arg (ap, const gchar *));
+  va_end (ap);
+  h = gst_harness_new_with_element (el, "sink", "src");
+  gst_object_unref (el);
+  gst_harness_set_src_caps_str (h, CAPS);
+  return h;
+}
+
+static GstBuffer *
+make_frame (GstHarness * h, guint seed)
+{
+  GstBuffer *buf = gst_harness_create_buffer (h, W * H * 4);
+  GstMapInfo map;
+  gsize i;
+
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (i = 0; i < map.size; i++)
+    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = seed * 40 * GST_MSECOND;
+  GST_BUFFER_OFFSET (buf) = seed;
+  return buf;
+}
+
+static GstBuffer *
+push_pull (GstHarness * h, GstBuffer * in)
+{
+  GstBuffer *out;
+
+  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless (out != NULL);
+  return out;
+}
+
+/* The record our meta put on the region meta `id` (the ODMtd's id), or NULL. */
+static const GstStructure *
+roi_record (GstBuffer * buf, gint id)
+{
+  GstVideoRegionOfInterestMeta *roi =
+      gst_buffer_get_video_region_of_interest_meta_id (buf, id);
+
+  return roi ? gst_video_region_of_interest_meta_get_param (roi,
+      GPUNET_META_NAME) : NULL;
+}
+
+/* The top-1 quark of the ClsMtd box `od_id` relates to (what
+ * objectdetectionoverlay draws), 0 when none. */
+static GQuark
+overlay_label (GstBuffer * buf, guint od_id)
+{
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_get_analytics_relation_meta (buf);
+  GstAnalyticsMtd cls;
+
+  if (rmeta == NULL || !gst_analytics_relation_meta_get_direct_related (rmeta,
+          od_id, GST_ANALYTICS_REL_TYPE_RELATE_TO,
+          gst_analytics_cls_mtd_get_mtd_type (), NULL, &cls))
+    return 0;
+  return gst_analytics_cls_mtd_get_quark (&cls, 0);
+}
+
+static void
+check_same_classes (const GstStructure * a, const GstStructure * b,
+    const gchar * what)
+{
+  guint i, n = gpunet_meta_n_results (a);
+
+  fail_unless (n > 0, "%s: no classes", what);
+  fail_unless_equals_int (gpunet_meta_n_results (b), n);
+  for (i = 0; i < n; i++) {
+    fail_unless_equals_int (gpunet_meta_nth_id (a, i), gpunet_meta_nth_id (b,
+            i));
+    fail_unless (gpunet_meta_nth_score (a, i) == gpunet_meta_nth_score (b, i),
+        "%s: class %u scores %g and %g", what, i, gpunet_meta_nth_score (a, i),
+        gpunet_meta_nth_score (b, i));
+  }
+}
+
+/* ---- the scripted track sequence ---- */
+
+enum
+{ OBJ_A, OBJ_B, OBJ_C, OBJ_U, N_OBJ };
+
+/* A: on every frame, moving; B: frames 0-3 and 8-11 (gone 4 frames, over
+ * track-timeout 2: new again at 8); C: frames 0, 1 and 4-11 (gone 2 frames, within
+ * the timeout: carried at 4), related the other way round (tracking -> box); U: an
+ * untracked box on every frame. */
+static gboolean
+present (guint obj, guint f)
+{
+  switch (obj) {
+    case OBJ_B:
+      return f <= 3 || f >= 8;
+    case OBJ_C:
+      return f <= 1 || f >= 4;
+    default:
+      return TRUE;
+  }
+}
+
+/* Frames on which each object is classified with reclassify-interval=5,
+ * track-timeout=2. */
+static gboolean
+expect_inferred (guint obj, guint f)
+{
+  switch (obj) {
+    case OBJ_A:
+    case OBJ_C:
+      return f == 0 || f == 5 || f == 10;
+    case OBJ_B:
+      return f == 0 || f == 8;
+    default:
+      return TRUE;
+  }
+}
+
+/* Frame f with the boxes of the objects present; od_ids[obj] = the box's ODMtd id
+ * (-1: absent). */
+static GstBuffer *
+scripted_frame (GstHarness * h, guint f, gint * od_ids)
+{
+  static const gint box[N_OBJ][4] = {
+    {1, 1, 18, 16}, {5, 18, 15, 15}, {22, 15, 20, 20}, {25, 2, 15, 12},
+  };
+  GstBuffer *buf = make_frame (h, f);
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  guint obj;
+
+  for (obj = 0; obj < N_OBJ; obj++) {
+    GstAnalyticsODMtd od;
+    GstAnalyticsTrackingMtd trk;
+    guint od_id, trk_id;
+
+    od_ids[obj] = -1;
+    if (!present (obj, f))
+      continue;
+    /* A moves by a pixel a frame: its crops differ */
+    fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+            g_quark_from_static_string ("thing"), box[obj][0] + (obj == OBJ_A ?
+                (gint) (f % 3) : 0), box[obj][1], box[obj][2], box[obj][3],
+            0.9f, &od));
+    od_id = gst_analytics_mtd_get_id (&od);
+    od_ids[obj] = (gint) od_id;
+    if (obj == OBJ_U)
+      continue;
+    fail_unless (gst_analytics_relation_meta_add_tracking_mtd (rmeta,
+            1000 + obj, 0, &trk));
+    trk_id = gst_analytics_mtd_get_id (&trk);
+    if (obj == OBJ_C)
+      fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+              GST_ANALYTICS_REL_TYPE_RELATE_TO, trk_id, od_id));
+    else
+      fail_unless (gst_analytics_relation_meta_set_relation (rmeta,
+              GST_ANALYTICS_REL_TYPE_RELATE_TO, od_id, trk_id));
+  }
+  return buf;
+}
+
+/* Runs the sequence; outs[f] = the output buffers, ids[f][obj] their boxes; the
+ * JSON lines go to `json`. */
+static void
+run_sequence (const gchar * interval, GstBuffer ** outs,
+    gint ids[N_FRAMES][N_OBJ], const gchar * json)
+{
+  GstHarness *h = make_harness ("reclassify-interval", interval,
+      "track-timeout", "2", "json-output", json, NULL);
+  guint f;
+
+  for (f = 0; f < N_FRAMES; f++)
+    outs[f] = push_pull (h, scripted_frame (h, f, ids[f]));
+  gst_harness_teardown (h);
+}
+
+static guint
+count_substr (const gchar * text, const gchar * what)
+{
+  guint n = 0;
+
+  for (; (text = strstr (text, what)) != NULL; text += strlen (what))
+    n++;
+  return n;
+}
+
+/* reclassify-interval=5: each tracked object is classified on its first frame and
+ * every 5 frames after, forgotten after more than track-timeout frames away; the
+ * frames between carry its last result (inferred=false, in our meta, the JSON
+ * lines and a ClsMtd related to the box); the untracked box is classified on every
+ * frame.  Each record equals the one classifying every frame gives on the frame it
+ * was classified. */
+GST_START_TEST (test_track_reuse)
+{
+  GstBuffer *every[N_FRAMES], *reuse[N_FRAMES];
+  gint every_ids[N_FRAMES][N_OBJ], reuse_ids[N_FRAMES][N_OBJ];
+  guint f, obj, classified = 0, carried = 0;
+  gint last[N_OBJ];
+  gchar *dir = g_dir_make_tmp ("gpunet-track-XXXXXX", NULL);
+  gchar *json0 = g_build_filename (dir, "every.jsonl", NULL);
+  gchar *json5 = g_build_filename (dir, "reuse.jsonl", NULL);
+  gchar *text;
+
+  fail_unless (dir != NULL);
+  run_sequence ("0", every, every_ids, json0);
+  run_sequence ("5", reuse, reuse_ids, json5);
+  for (obj = 0; obj < N_OBJ; obj++)
+    last[obj] = -1;
+  for (f = 0; f < N_FRAMES; f++) {
+    for (obj = 0; obj < N_OBJ; obj++) {
+      const GstStructure *e, *r;
+      gchar *what;
+
+      if (!present (obj, f))
+        continue;
+      what = g_strdup_printf ("frame %u object %u", f, obj);
+      e = roi_record (every[f], every_ids[f][obj]);
+      r = roi_record (reuse[f], reuse_ids[f][obj]);
+      fail_unless (e != NULL && r != NULL, "%s: no record", what);
+      fail_unless (gpunet_meta_inferred (e), "%s: interval 0 carried", what);
+      fail_unless_equals_int (gpunet_meta_inferred (r),
+          expect_inferred (obj, f));
+      if (gpunet_meta_inferred (r)) {
+        classified++;
+        last[obj] = (gint) f;
+        check_same_classes (r, e, what);
+      } else {
+        const GstStructure *then;
+
+        carried++;
+        fail_unless (last[obj] >= 0, "%s: carried before classified", what);
+        then = roi_record (every[last[obj]], every_ids[last[obj]][obj]);
+        check_same_classes (r, then, what);
+      }
+      /* the ClsMtd related to the box, carried frames too */
+      fail_unless_equals_string (g_quark_to_string (overlay_label (reuse[f],
+                  (guint) reuse_ids[f][obj])), gpunet_meta_nth_label (r, 0));
+      g_free (what);
+    }
+  }
+  /* A 3, B 2, C 3, U 12 classified; A 9, B 6, C 7 carried */
+  fail_unless_equals_int (classified, 20);
+  fail_unless_equals_int (carried, 22);
+  /* the JSON lines say the same: 42 records, 22 of them carried */
+  fail_unless (g_file_get_contents (json5, &text, NULL, NULL));
+  fail_unless_equals_int (count_substr (text, "\n"), 42);
+  fail_unless_equals_int (count_substr (text, "\"inferred\":false"), 22);
+  fail_unless_equals_int (count_substr (text, "\"inferred\":true"), 20);
+  g_free (text);
+  fail_unless (g_file_get_contents (json0, &text, NULL, NULL));
+  fail_unless_equals_int (count_substr (text, "\"inferred\":true"), 42);
+  g_free (text);
+  g_unlink (json0);
+  g_unlink (json5);
+  g_rmdir (dir);
+  g_free (json0);
+  g_free (json5);
+  g_free (dir);
+  for (f = 0; f < N_FRAMES; f++) {
+    gst_buffer_unref (every[f]);
+    gst_buffer_unref (reuse[f]);
+  }
+}
+
+GST_END_TEST;
+
+/* The property defaults and bounds. */
+GST_START_TEST (test_track_properties)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  guint interval, timeout, min_size, small, outside;
+
+  fail_unless (el != NULL);
+  g_object_get (el, "reclassify-interval", &interval, "track-timeout",
+      &timeout, "roi-min-size", &min_size, "roi-skipped-small", &small,
+      "roi-skipped-outside", &outside, NULL);
+  fail_unless_equals_int (interval, 0);
+  fail_unless_equals_int (timeout, 30);
+  fail_unless_equals_int (min_size, 0);
+  fail_unless_equals_int (small, 0);
+  fail_unless_equals_int (outside, 0);
+  gst_object_unref (el);
+}
+
+GST_END_TEST;
+
+/* ---- size and frame bounds ---- */
+
+static GMutex log_lock;
+static GString *warnings;
+
+static void
+log_func (GstDebugCategory * category, GstDebugLevel level, const gchar * file,
+    const gchar * function, gint line, GObject * object, GstDebugMessage * msg,
+    gpointer data)
+{
+  (void) file;
+  (void) function;
+  (void) line;
+  (void) object;
+  (void) data;
+  if (level != GST_LEVEL_WARNING
+      || strcmp (gst_debug_category_get_name (category), "gpunetroi") != 0)
+    return;
+  g_mutex_lock (&log_lock);
+  g_string_append (warnings, gst_debug_message_get (msg));
+  g_string_append_c (warnings, '\n');
+  g_mutex_unlock (&log_lock);
+}
+
+static void
+capture_warnings (void)
+{
+  warnings = g_string_new (NULL);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+}
+
+static gchar *
+captured_warnings (void)
+{
+  gst_debug_remove_log_function (log_func);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_NONE);
+  return g_string_free (warnings, FALSE);
+}
+
+static guint
+add_box (GstBuffer * buf, gint x, gint y, gint w, gint h)
+{
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_get_analytics_relation_meta (buf);
+  GstAnalyticsODMtd od;
+
+  if (rmeta == NULL)
+    rmeta = gst_buffer_add_analytics_relation_meta (buf);
+  fail_unless (gst_analytics_relation_meta_add_od_mtd (rmeta,
+          g_quark_from_static_string ("thing"), x, y, w, h, 0.9f, &od));
+  return gst_analytics_mtd_get_id (&od);
+}
+
+static guint
+count_cls (GstBuffer * buf)
+{
+  GstAnalyticsRelationMeta *rmeta = gst_buffer_get_analytics_relation_meta (buf);
+  gpointer state = NULL;
+  GstAnalyticsMtd m;
+  guint n = 0;
+
+  while (rmeta && gst_analytics_relation_meta_iterate (rmeta, &state,
+          gst_analytics_cls_mtd_get_mtd_type (), &m))
+    n++;
+  return n;
+}
+
+/* roi-min-size=8: boxes narrower or lower than 8 pixels inside the frame (one of
+ * them only once clipped) are skipped and counted, never classified; the 8x8 one
+ * is classified. */
+GST_START_TEST (test_od_min_size)
+{
+  GstHarness *h = make_harness ("roi-min-size", "8", NULL);
+  GstBuffer *in = make_frame (h, 3), *out;
+  guint ok, thin, low, clipped, small, outside;
+
+  ok = add_box (in, 10, 10, 8, 8);
+  thin = add_box (in, 2, 2, 7, 30);
+  low = add_box (in, 20, 2, 20, 5);
+  clipped = add_box (in, 40, 20, 10, 10);       /* 5 wide in the frame */
+  out = push_pull (h, in);
+  fail_unless (roi_record (out, ok) != NULL, "the 8x8 box is classified");
+  fail_unless (roi_record (out, thin) == NULL, "7 wide: skipped");
+  fail_unless (roi_record (out, low) == NULL, "5 high: skipped");
+  fail_unless (roi_record (out, clipped) == NULL, "5 wide clipped: skipped");
+  fail_unless (overlay_label (out, thin) == 0);
+  fail_unless_equals_int (count_cls (out), 1);
+  g_object_get (h->element, "roi-skipped-small", &small,
+      "roi-skipped-outside", &outside, NULL);
+  fail_unless_equals_int (small, 3);
+  fail_unless_equals_int (outside, 0);
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* A box partly outside is classified as its part inside the frame (the same
+ * classes as that part given as a box); one wholly outside and an empty one are
+ * skipped, counted, and warned about naming the frame and the box. */
+GST_START_TEST (test_od_outside)
+{
+  GstHarness *h = make_harness (NULL);
+  GstBuffer *in, *out, *ref_out;
+  guint part, ref, away, empty, small, outside;
+  gchar *log;
+
+  capture_warnings ();
+  in = make_frame (h, 5);
+  part = add_box (in, -10, -5, 25, 20);         /* inside: 0,0 15x15 */
+  away = add_box (in, 100, 3, 20, 20);
+  empty = add_box (in, 5, 5, 0, 10);
+  out = push_pull (h, in);
+  in = make_frame (h, 5);
+  ref = add_box (in, 0, 0, 15, 15);
+  ref_out = push_pull (h, in);
+  log = captured_warnings ();
+
+  fail_unless (roi_record (out, part) != NULL, "the partial box is classified");
+  check_same_classes (roi_record (out, part), roi_record (ref_out, ref),
+      "clipped box");
+  {
+    GstVideoRegionOfInterestMeta *m =
+        gst_buffer_get_video_region_of_interest_meta_id (out, part);
+
+    fail_unless (m->x == 0 && m->y == 0 && m->w == 15 && m->h == 15,
+        "region meta %u,%u %ux%u", m->x, m->y, m->w, m->h);
+  }
+  fail_unless (roi_record (out, away) == NULL);
+  fail_unless (roi_record (out, empty) == NULL);
+  fail_unless_equals_int (count_cls (out), 1);
+  g_object_get (h->element, "roi-skipped-small", &small,
+      "roi-skipped-outside", &outside, NULL);
+  fail_unless_equals_int (small, 0);
+  fail_unless_equals_int (outside, 2);
+  fail_unless (strstr (log, "frame 0 (pts 0:00:00.200000000, offset 5): "
+          "ODMtd box 1 of type 'thing' at x=100 y=3 20x20 is wholly outside "
+          "the 45x37 frame") != NULL, "warnings: %s", log);
+  fail_unless (strstr (log, "ODMtd box 2 of type 'thing' at x=5 y=5 0x10 is "
+          "empty") != NULL, "warnings: %s", log);
+  g_free (log);
+  gst_buffer_unref (out);
+  gst_buffer_unref (ref_out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpunet_analytics_track_suite (void)
+{
+  Suite *s = suite_create ("gpunetclassify-analytics-track");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_track_properties);
+  tcase_add_test (tc, test_track_reuse);
+  tcase_add_test (tc, test_od_min_size);
+  tcase_add_test (tc, test_od_outside);
+  return s;
+}
+
+GST_CHECK_MAIN (gpunet_analytics_track);

@@ -1,0 +1,247 @@
+/* test_regions.c: GstCheck tests of gpunetclassify's region selection on
+ * GstVideoRegionOfInterestMeta (every GStreamer version): roi-min-size skips and
+ * counts small regions, a region partly outside the frame is classified as its
+ * part inside, one wholly outside or empty is skipped, counted and warned about
+ * naming the frame and the region.  On the tiny-a fixture model. */
+#include <string.h>
+
+#include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
+#include <gst/video/video.h>
+
+#include "gpunet-meta.h"
+
+#define W 45
+#define H 37
+#define CAPS "video/x-raw,format=RGBA,width=45,height=37,framerate=25/1"
+
+static gchar *
+data_path (const gchar * rel)
+{
+  const gchar *dir = g_getenv ("GPUNET_TEST_DATA");
+
+  fail_unless (dir != NULL, "GPUNET_TEST_DATA is not set");
+  return g_build_filename (dir, rel, NULL);
+}
+
+/* A harness around a gpunetclassify on tiny-a with roi-mode=regions; `first_prop`:
+ * NULL-terminated name/value string pairs. */
+static GstHarness *
+make_harness (const gchar * first_prop, ...)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  gchar *model = data_path ("fixtures/tiny-a.json");
+  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
+  const gchar *name;
+  GstHarness *h;
+  va_list ap;
+
+  fail_unless (el != NULL, "gpunetclassify not found (GST_PLUGIN_PATH?)");
+  g_object_set (el, "model", model, "checkpoint", ckpt, NULL);
+  gst_util_set_object_arg (G_OBJECT (el), "roi-mode", "regions");
+  g_free (model);
+  g_free (ckpt);
+  va_start (ap, first_prop);
+  for (name = first_prop; name; name = va_arg (ap, const gchar *))
+    gst_util_set_object_arg (G_OBJECT (el), name, va_arg (ap, const gchar *));
+  va_end (ap);
+  h = gst_harness_new_with_element (el, "sink", "src");
+  gst_object_unref (el);
+  gst_harness_set_src_caps_str (h, CAPS);
+  return h;
+}
+
+static GstBuffer *
+make_frame (GstHarness * h, guint seed)
+{
+  GstBuffer *buf = gst_harness_create_buffer (h, W * H * 4);
+  GstMapInfo map;
+  gsize i;
+
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (i = 0; i < map.size; i++)
+    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = seed * 40 * GST_MSECOND;
+  GST_BUFFER_OFFSET (buf) = seed;
+  return buf;
+}
+
+static GstBuffer *
+push_pull (GstHarness * h, GstBuffer * in)
+{
+  GstBuffer *out;
+
+  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless (out != NULL);
+  return out;
+}
+
+/* The record our meta put on the region meta `id` (the ODMtd's id), or NULL. */
+static const GstStructure *
+roi_record (GstBuffer * buf, gint id)
+{
+  GstVideoRegionOfInterestMeta *roi =
+      gst_buffer_get_video_region_of_interest_meta_id (buf, id);
+
+  return roi ? gst_video_region_of_interest_meta_get_param (roi,
+      GPUNET_META_NAME) : NULL;
+}
+
+static void
+check_same_classes (const GstStructure * a, const GstStructure * b,
+    const gchar * what)
+{
+  guint i, n = gpunet_meta_n_results (a);
+
+  fail_unless (n > 0, "%s: no classes", what);
+  fail_unless_equals_int (gpunet_meta_n_results (b), n);
+  for (i = 0; i < n; i++) {
+    fail_unless_equals_int (gpunet_meta_nth_id (a, i), gpunet_meta_nth_id (b,
+            i));
+    fail_unless (gpunet_meta_nth_score (a, i) == gpunet_meta_nth_score (b, i),
+        "%s: class %u scores %g and %g", what, i, gpunet_meta_nth_score (a, i),
+        gpunet_meta_nth_score (b, i));
+  }
+}
+
+static GMutex log_lock;
+static GString *warnings;
+
+static void
+log_func (GstDebugCategory * category, GstDebugLevel level, const gchar * file,
+    const gchar * function, gint line, GObject * object, GstDebugMessage * msg,
+    gpointer data)
+{
+  (void) file;
+  (void) function;
+  (void) line;
+  (void) object;
+  (void) data;
+  if (level != GST_LEVEL_WARNING
+      || strcmp (gst_debug_category_get_name (category), "gpunetroi") != 0)
+    return;
+  g_mutex_lock (&log_lock);
+  g_string_append (warnings, gst_debug_message_get (msg));
+  g_string_append_c (warnings, '\n');
+  g_mutex_unlock (&log_lock);
+}
+
+static void
+capture_warnings (void)
+{
+  warnings = g_string_new (NULL);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+}
+
+static gchar *
+captured_warnings (void)
+{
+  gst_debug_remove_log_function (log_func);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_NONE);
+  return g_string_free (warnings, FALSE);
+}
+
+static GstVideoRegionOfInterestMeta *
+add_region (GstBuffer * buf, gint id, guint x, guint y, guint w, guint h)
+{
+  GstVideoRegionOfInterestMeta *m =
+      gst_buffer_add_video_region_of_interest_meta (buf, "thing", x, y, w, h);
+
+  m->id = id;
+  return m;
+}
+
+/* roi-min-size=8: regions narrower or lower than 8 pixels inside the frame (one
+ * of them only once clipped) are skipped and counted; the 8x8 one is classified;
+ * roi-min-size=0 classifies them all. */
+GST_START_TEST (test_min_size)
+{
+  guint min_size;
+
+  for (min_size = 0; min_size <= 8; min_size += 8) {
+    gchar *prop = g_strdup_printf ("%u", min_size);
+    GstHarness *h = make_harness ("roi-min-size", prop, NULL);
+    GstBuffer *in = make_frame (h, 3), *out;
+    guint small, outside;
+
+    add_region (in, 1, 10, 10, 8, 8);
+    add_region (in, 2, 2, 2, 7, 30);
+    add_region (in, 3, 20, 2, 20, 5);
+    add_region (in, 4, 40, 20, 10, 10);         /* 5 wide in the frame */
+    out = push_pull (h, in);
+    fail_unless (roi_record (out, 1) != NULL, "the 8x8 region is classified");
+    fail_unless ((roi_record (out, 2) == NULL) == (min_size == 8));
+    fail_unless ((roi_record (out, 3) == NULL) == (min_size == 8));
+    fail_unless ((roi_record (out, 4) == NULL) == (min_size == 8));
+    g_object_get (h->element, "roi-skipped-small", &small,
+        "roi-skipped-outside", &outside, NULL);
+    fail_unless_equals_int (small, min_size == 8 ? 3 : 0);
+    fail_unless_equals_int (outside, 0);
+    gst_buffer_unref (out);
+    gst_harness_teardown (h);
+    g_free (prop);
+  }
+}
+
+GST_END_TEST;
+
+/* A region partly outside is classified as its part inside the frame (the same
+ * classes as that part given as a region); one wholly outside and an empty one are
+ * skipped, counted and warned about. */
+GST_START_TEST (test_outside)
+{
+  GstHarness *h = make_harness (NULL);
+  GstBuffer *in, *out, *ref_out;
+  guint small, outside;
+  gchar *log;
+
+  capture_warnings ();
+  in = make_frame (h, 5);
+  add_region (in, 1, 30, 22, 40, 40);           /* inside: 30,22 15x15 */
+  add_region (in, 2, 45, 3, 20, 20);            /* from the right edge on */
+  add_region (in, 3, 5, 5, 10, 0);
+  out = push_pull (h, in);
+  in = make_frame (h, 5);
+  add_region (in, 1, 30, 22, 15, 15);
+  ref_out = push_pull (h, in);
+  log = captured_warnings ();
+
+  fail_unless (roi_record (out, 1) != NULL, "the partial region is classified");
+  check_same_classes (roi_record (out, 1), roi_record (ref_out, 1),
+      "clipped region");
+  fail_unless (roi_record (out, 2) == NULL);
+  fail_unless (roi_record (out, 3) == NULL);
+  g_object_get (h->element, "roi-skipped-small", &small,
+      "roi-skipped-outside", &outside, NULL);
+  fail_unless_equals_int (small, 0);
+  fail_unless_equals_int (outside, 2);
+  fail_unless (strstr (log, "frame 0 (pts 0:00:00.200000000, offset 5): "
+          "region meta 2 of type 'thing' at x=45 y=3 20x20 is wholly outside "
+          "the 45x37 frame") != NULL, "warnings: %s", log);
+  fail_unless (strstr (log, "region meta 3 of type 'thing' at x=5 y=5 10x0 is "
+          "empty") != NULL, "warnings: %s", log);
+  g_free (log);
+  gst_buffer_unref (out);
+  gst_buffer_unref (ref_out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+static Suite *
+gpunet_regions_suite (void)
+{
+  Suite *s = suite_create ("gpunetclassify-regions");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_min_size);
+  tcase_add_test (tc, test_outside);
+  return s;
+}
+
+GST_CHECK_MAIN (gpunet_regions);
