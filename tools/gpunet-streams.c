@@ -204,8 +204,12 @@ main (int argc, char **argv)
       gchar *uri = gst_uri_is_valid (inputs[i]) ? g_strdup (inputs[i]) :
           gst_filename_to_uri (inputs[i], NULL);
 
+      /* not expose-all-streams=false: decodebin then drops a video pad whose decoder
+       * has not fixed its caps when the demuxer's queue fills (avdec_h264 fixes them
+       * only with its first picture), and the stream runs no frame; a file's other
+       * streams are exposed undecoded and stay unlinked */
       g_string_append_printf (desc, "uridecodebin uri=\"%s\" caps=video/x-raw "
-          "expose-all-streams=false ! videoconvert ! video/x-raw,format=%s ! ",
+          "! videoconvert ! video/x-raw,format=%s ! ",
           uri, format ? format : "NV12");
       g_free (uri);
     } else {
