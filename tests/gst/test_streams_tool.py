@@ -1,7 +1,9 @@
 """gpunet-streams on the tiny-a fixture: every stream's frames come through, the
-last line has the documented fields, streams share one engine unless --no-share,
-and the tool finds the plugin of its build tree without GST_PLUGIN_PATH; a missing
-or empty input is named and left out while the good ones run."""
+last line has the documented fields, each stream's element stats are printed
+under its index and label, a bad --when-busy is refused, streams share one
+engine unless --no-share, and the tool finds the plugin of its build tree
+without GST_PLUGIN_PATH; a missing or empty input is named and left out while
+the good ones run."""
 import os
 import re
 import subprocess
@@ -40,6 +42,16 @@ for extra, engines in ((["--streams", "3", "--batch-size", "3",
         check(int(m.group(6)) == engines, f"{extra}: engines in {lines[-1]}")
     check(sum(1 for l in lines if re.match(r"stream \d: 5 frames$", l)) == 3,
           f"{extra}: per-stream counts {lines}")
+    # issue 46: each stream's element stats, named by index and pattern
+    stats = [l for l in lines if re.match(
+        r"stream \d \((smpte|ball|snow)\) stats: in=5 classified=5 carried=0 "
+        r"skipped=0 failed=0 dropped=0 queue=0 p50_ms=[\d.]+ p99_ms=[\d.]+ "
+        r"fps=[\d.]+ occupancy=[\d.]+$", l)]
+    check(len(stats) == 3, f"{extra}: per-stream stats {lines}")
+r = subprocess.run(base + ["--when-busy", "sometimes"], capture_output=True,
+                   text=True, env=env)
+check(r.returncode == 2 and "--when-busy 'sometimes'" in r.stderr,
+      f"bad --when-busy: {r.returncode} {r.stderr}")
 r = subprocess.run([tool, "--streams", "2"], capture_output=True, text=True,
                    env=env)
 check(r.returncode == 2 and "--checkpoint" in r.stderr,
