@@ -860,12 +860,12 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 static void
 gst_gpunet_classify_stop (GstGpunetClassify * self)
 {
+  gst_gpunet_stats_stop (self->stats);
   gst_gpunet_model_swap_stop (self->models);
   gst_gpunet_queue_drop (self->queue);
   gst_gpunet_cuda_close (self->cuda);
   gst_gpunet_planner_stop (self->planner);
   gst_gpunet_records_stop (self->records);
-  gst_gpunet_stats_stop (self->stats);
 }
 
 static GstStateChangeReturn

@@ -39,6 +39,11 @@ struct _GstGpunetStats
   guint out_n, out_next;
   gint64 started_us;            /* first frame in since start, 0 = none yet */
 
+  /* the engine's part as last seen: still readable once stopped */
+  gdouble last_occupancy;
+  guint last_engine_id;
+  gchar *last_model;
+
   guint interval_ms;
   gboolean started;
   GstClock *clock;
@@ -90,6 +95,7 @@ gst_gpunet_stats_free (GstGpunetStats * s)
   timer_release (old);
   if (s->clock)
     gst_object_unref (s->clock);
+  g_free (s->last_model);
   g_mutex_clear (&s->lock);
   g_free (s);
 }
@@ -166,6 +172,9 @@ gst_gpunet_stats_start (GstGpunetStats * s, guint interval_ms)
   s->lat_n = s->lat_next = 0;
   s->out_n = s->out_next = 0;
   s->started_us = 0;
+  s->last_occupancy = 0.0;
+  s->last_engine_id = 0;
+  g_clear_pointer (&s->last_model, g_free);
   s->interval_ms = interval_ms;
   s->started = TRUE;
   g_mutex_unlock (&s->lock);
@@ -175,6 +184,8 @@ gst_gpunet_stats_start (GstGpunetStats * s, guint interval_ms)
 void
 gst_gpunet_stats_stop (GstGpunetStats * s)
 {
+  /* the engine's part as it is before the engine goes */
+  gst_structure_free (gst_gpunet_stats_structure (s));
   g_mutex_lock (&s->lock);
   s->started = FALSE;
   g_mutex_unlock (&s->lock);
@@ -307,6 +318,7 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
 {
   GstGpunetStatsEngine eng = { 0, 0.0, 0, NULL };
   gpointer to_free = NULL;
+  gchar *model;
   gdouble sorted[LAT_WINDOW], p50, p99, fps, sum_ms;
   guint64 counts[6], cum[N_BUCKETS], lat_count, c = 0;
   GValue buckets = G_VALUE_INIT, bounds = G_VALUE_INIT, v = G_VALUE_INIT;
@@ -317,6 +329,17 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
     s->engine_func (s->element, &eng, &to_free);
 
   g_mutex_lock (&s->lock);
+  if (eng.engine_id != 0) {
+    s->last_occupancy = eng.batch_occupancy;
+    s->last_engine_id = eng.engine_id;
+    if (g_strcmp0 (s->last_model, eng.model) != 0) {
+      g_free (s->last_model);
+      s->last_model = g_strdup (eng.model);
+    }
+  }
+  eng.batch_occupancy = s->last_occupancy;
+  eng.engine_id = s->last_engine_id;
+  model = g_strdup (s->last_model ? s->last_model : "");
   counts[0] = s->frames_in;
   counts[1] = s->classified;
   counts[2] = s->carried;
@@ -369,7 +392,8 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
       "fps", G_TYPE_DOUBLE, fps,
       "batch-occupancy", G_TYPE_DOUBLE, eng.batch_occupancy,
       "engine-id", G_TYPE_UINT, eng.engine_id,
-      "model", G_TYPE_STRING, eng.model ? eng.model : "", NULL);
+      "model", G_TYPE_STRING, model, NULL);
+  g_free (model);
   g_free (to_free);
   return st;
 }

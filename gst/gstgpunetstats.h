@@ -41,7 +41,8 @@ GstGpunetStats *gst_gpunet_stats_new (GstElement * element,
 void gst_gpunet_stats_free (GstGpunetStats * s);
 
 /* READY->PAUSED: every count back to 0; the timer posts every `interval_ms`
- * (0 = no messages).  Stop: the timer stops (the counts stay readable). */
+ * (0 = no messages).  Stop, before the element drops its engine: the timer stops;
+ * the counts and the engine's part as it was stay readable. */
 void gst_gpunet_stats_start (GstGpunetStats * s, guint interval_ms);
 void gst_gpunet_stats_stop (GstGpunetStats * s);
 

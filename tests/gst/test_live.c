@@ -82,6 +82,7 @@ check_sum (const GstStructure * s)
 typedef struct
 {
   GstStructure *stats[2];       /* each element's stats at EOS */
+  GstStructure *stopped[2];     /* ... once stopped */
   Seen seen[2];
   GPtrArray *messages;          /* stats messages of c0, in order */
   GArray *message_times;        /* gint64 us when each came */
@@ -95,6 +96,9 @@ run_clear (Run * r)
   for (i = 0; i < 2; i++)
     if (r->stats[i])
       gst_structure_free (r->stats[i]);
+  for (i = 0; i < 2; i++)
+    if (r->stopped[i])
+      gst_structure_free (r->stopped[i]);
   g_ptr_array_unref (r->messages);
   g_array_unref (r->message_times);
 }
@@ -178,6 +182,15 @@ run (Run * r, guint n, gboolean live, guint fps, guint frames,
     gst_object_unref (c);
   }
   gst_element_set_state (pipe, GST_STATE_NULL);
+  for (i = 0; i < n; i++) {
+    gchar name[8];
+    GstElement *c;
+
+    g_snprintf (name, sizeof name, "c%u", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    g_object_get (c, "stats", &r->stopped[i], NULL);
+    gst_object_unref (c);
+  }
   gst_object_unref (bus);
   gst_object_unref (pipe);
   g_string_free (desc, TRUE);
@@ -242,6 +255,13 @@ GST_START_TEST (test_stats_add_up)
               0)) == 5.0);
   fail_unless (g_value_get_uint64 (gst_value_array_get_value (buckets, 9)) <=
       u64 (s, "latency-count"));
+  /* once stopped, the counts and the engine's part stay */
+  fail_unless_equals_uint64 (u64 (r.stopped[0], "classified"), 10);
+  fail_unless (gst_structure_get_uint (r.stopped[0], "engine-id", &depth));
+  fail_unless_equals_int (depth, engine);
+  fail_unless (dbl (r.stopped[0], "batch-occupancy") == 1.0);
+  fail_unless_equals_string (gst_structure_get_string (r.stopped[0], "model"),
+      "tiny-a");
   /* stats-interval 0: no messages */
   fail_unless_equals_int (r.messages->len, 0);
   run_clear (&r);
