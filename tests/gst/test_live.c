@@ -85,8 +85,30 @@ typedef struct
   GstStructure *stopped[2];     /* ... once stopped */
   Seen seen[2];
   GPtrArray *messages;          /* stats messages of c0, in order */
-  GArray *message_times;        /* gint64 us when each came */
+  GArray *message_times;        /* gint64 us when each was posted */
+  GMutex lock;
 } Run;
+
+/* Stats messages of c0, timed as they are posted (the posting thread). */
+static GstBusSyncReply
+on_post (GstBus * bus, GstMessage * msg, gpointer user)
+{
+  Run *r = user;
+  const GstStructure *s = gst_message_get_structure (msg);
+
+  (void) bus;
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT
+      && gst_structure_has_name (s, "gpunetclassify-stats")
+      && g_strcmp0 (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "c0") == 0) {
+    gint64 t = g_get_monotonic_time ();
+
+    g_mutex_lock (&r->lock);
+    g_ptr_array_add (r->messages, gst_structure_copy (s));
+    g_array_append_val (r->message_times, t);
+    g_mutex_unlock (&r->lock);
+  }
+  return GST_BUS_PASS;
+}
 
 static void
 run_clear (Run * r)
@@ -101,6 +123,7 @@ run_clear (Run * r)
       gst_structure_free (r->stopped[i]);
   g_ptr_array_unref (r->messages);
   g_array_unref (r->message_times);
+  g_mutex_clear (&r->lock);
 }
 
 /* `n` streams of `frames` frames at `fps` (live or not) into gpunetclassify
@@ -120,6 +143,7 @@ run (Run * r, guint n, gboolean live, guint fps, guint frames,
   r->messages = g_ptr_array_new_with_free_func ((GDestroyNotify)
       gst_structure_free);
   r->message_times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_mutex_init (&r->lock);
   for (i = 0; i < n; i++)
     g_string_append_printf (desc, "videotestsrc is-live=%s num-buffers=%u "
         "pattern=%s ! video/x-raw,format=RGBA,width=64,height=48,"
@@ -143,30 +167,20 @@ run (Run * r, guint n, gboolean live, guint fps, guint frames,
     gst_object_unref (k);
   }
   bus = gst_element_get_bus (pipe);
+  gst_bus_set_sync_handler (bus, on_post, r, NULL);
   fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
       GST_STATE_CHANGE_FAILURE);
   while (!done) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
-    const GstStructure *s;
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
 
     fail_unless (msg != NULL, "no EOS within 60 s");
     switch (GST_MESSAGE_TYPE (msg)) {
       case GST_MESSAGE_ERROR:
         fail ("error from %s", GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)));
         break;
-      case GST_MESSAGE_EOS:
-        done = TRUE;
-        break;
       default:
-        s = gst_message_get_structure (msg);
-        if (gst_structure_has_name (s, "gpunetclassify-stats")
-            && g_strcmp0 (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "c0") == 0) {
-          gint64 t = g_get_monotonic_time ();
-
-          g_ptr_array_add (r->messages, gst_structure_copy (s));
-          g_array_append_val (r->message_times, t);
-        }
+        done = TRUE;
         break;
     }
     gst_message_unref (msg);
@@ -182,6 +196,7 @@ run (Run * r, guint n, gboolean live, guint fps, guint frames,
     gst_object_unref (c);
   }
   gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
   for (i = 0; i < n; i++) {
     gchar name[8];
     GstElement *c;
@@ -278,7 +293,7 @@ GST_START_TEST (test_stats_messages)
 
   run (&r, 1, TRUE, 50, 60, "stats-interval=200");
   GST_INFO ("%u messages", r.messages->len);
-  fail_unless (r.messages->len >= 4 && r.messages->len <= 7,
+  fail_unless (r.messages->len >= 3 && r.messages->len <= 8,
       "%u messages in 1.2 s at 200 ms", r.messages->len);
   for (i = 0; i < r.messages->len; i++) {
     const GstStructure *s = g_ptr_array_index (r.messages, i);
@@ -291,8 +306,8 @@ GST_START_TEST (test_stats_messages)
 
       fail_unless (u64 (s, "frames-in") >= u64 (g_ptr_array_index (r.messages,
                   i - 1), "frames-in"));
-      /* the bus is read by this thread: allow its delays */
-      fail_unless (dt > 100000 && dt < 400000, "messages %" G_GINT64_FORMAT
+      /* timed as posted, on a shared machine */
+      fail_unless (dt > 150000 && dt < 400000, "messages %" G_GINT64_FORMAT
           " us apart", dt);
     }
   }
