@@ -1072,7 +1072,8 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   /* skip: a frame that would wait behind more than the engine's next pass goes
    * downstream with the last results, after the frames still in flight */
   if (self->skip && f->n_images > 0 && (full
-          || gst_gpunet_engine_busy (f->ctx->shared->engine))) {
+          || gst_gpunet_engine_busy (f->ctx->shared,
+              gst_gpunet_queue_in_engine (self->queue)))) {
     gst_gpunet_frame_mark_skipped (f);
     gst_gpunet_planner_retry (self->planner);
   }

@@ -48,9 +48,15 @@ gst_gpunet_when_busy_skips (GstGpunetWhenBusy mode, GstPad * sinkpad)
 }
 
 gboolean
-gst_gpunet_engine_busy (gpunet_engine * engine)
+gst_gpunet_engine_busy (GstGpunetShared * shared, guint in_engine)
 {
-  return gpunet_engine_waiting (engine) >= gpunet_engine_max_batch (engine);
+  gpunet_engine *engine = shared->engine;
+  guint max = (guint) MAX (gpunet_engine_max_batch (engine), 1);
+  guint users = MAX (gst_gpunet_pool_users (shared), 1);
+  /* the frames the passes running and the next one hold, shared out */
+  guint share = MAX (max * (MAX (shared->passes_in_flight, 1) + 1) / users, 1);
+
+  return (guint) gpunet_engine_waiting (engine) >= max || in_engine >= share;
 }
 
 void

@@ -8,6 +8,7 @@
 
 #include "gpunet.h"
 #include "gstgpunetframe.h"
+#include "gstgpunetpool.h"
 
 G_BEGIN_DECLS
 
@@ -25,9 +26,12 @@ GType gst_gpunet_when_busy_get_type (void);
  * (auto asks upstream's LATENCY query: a live source skips; no answer = wait). */
 gboolean gst_gpunet_when_busy_skips (GstGpunetWhenBusy mode, GstPad * sinkpad);
 
-/* Whether an image submitted to `engine` now would wait for more than the pass
- * that runs next: the images already queued fill that pass. */
-gboolean gst_gpunet_engine_busy (gpunet_engine * engine);
+/* Whether a frame of an element with `in_engine` frames in `shared`'s engine
+ * waits for more than the pass that runs next: the images already queued fill
+ * that pass, or the element holds its share of the passes running and next (so
+ * streams sharing an engine take turns rather than the quickest taking every
+ * free place). */
+gboolean gst_gpunet_engine_busy (GstGpunetShared * shared, guint in_engine);
 
 /* A planned frame (n_images > 0) is not submitted after all: it carries the
  * stream's last results (its frame and regions, inferred=false) and is marked
