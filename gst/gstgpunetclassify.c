@@ -1135,6 +1135,7 @@ stats_engine (GstElement * element, GstGpunetStatsEngine * out,
   out->queue_depth = gst_gpunet_queue_in_engine (self->queue);
   if (c != NULL && c->shared != NULL) {
     out->batch_occupancy = gst_gpunet_engine_occupancy (c->shared->engine);
+    out->pass_ms = gpunet_engine_mean_pass_ms (c->shared->engine);
     out->engine_id = c->shared->id;
     out->model = *to_free = g_strdup (c->name);
   }
