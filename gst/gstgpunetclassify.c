@@ -48,6 +48,9 @@
 #include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
 #include "gstgpunetmodel.h"
+#ifdef HAVE_NVMM
+#include "gstgpunetnvmm.h"
+#endif
 #include "gstgpunetqueue.h"
 #include "gstgpunetrecords.h"
 #include "gstgpunetroi.h"
@@ -84,6 +87,10 @@ enum
   PROP_ENGINE_ID,
   PROP_DEVICE_ID,
   PROP_ANALYTICS_META,
+  PROP_NVDS_LIB_DIR,
+  PROP_OPERATE_ON_GIE_ID,
+  PROP_OPERATE_ON_CLASS_IDS,
+  PROP_GIE_UNIQUE_ID,
   PROP_LAST
 };
 
@@ -114,6 +121,11 @@ enum
 #define DEFAULT_DEVICE_ID -1
 /* on where this build has GstAnalytics (GStreamer 1.24+), else off */
 #define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
+
+#define DEFAULT_NVDS_LIB_DIR NULL
+#define DEFAULT_OPERATE_ON_GIE_ID -1
+#define DEFAULT_OPERATE_ON_CLASS_IDS NULL
+#define DEFAULT_GIE_UNIQUE_ID 0
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -148,6 +160,10 @@ struct _GstGpunetClassify
   guint label_hold;
   gint device_id;
   gboolean analytics_meta;
+  gchar *nvds_lib_dir;
+  gint operate_on_gie_id;
+  gchar *operate_on_class_ids;
+  gint gie_unique_id;
 
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
@@ -157,12 +173,16 @@ struct _GstGpunetClassify
   GstGpunetQueue *queue;        /* the in-flight queue and the src task */
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
   GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
+#ifdef HAVE_NVMM
+  GstGpunetNvmm *nvmm;          /* NVMM input (streaming thread, src task) */
+#endif
 
   gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
   /* streaming thread (chain, sink events) */
   GstVideoInfo info;
   gboolean have_caps;
+  gboolean nvmm_caps;           /* the caps are video/x-raw(memory:NVMM) */
   GstSegment segment;
   guint64 frame_count;
 };
@@ -199,6 +219,143 @@ static GstBuffer *finish_frame (gpointer data, gpunet_status status,
     const gchar * error, gpunet_class_score * scores, gpointer user_data);
 static void queued_event (GstEvent * event, gpointer user_data);
 static void queue_blocked (gpointer user_data);
+
+/* ---- NVMM input (gstgpunetnvmm.c): the element's side -------------------------- */
+
+static void
+gst_gpunet_classify_install_nvds_properties (GObjectClass * klass)
+{
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_install_properties (klass, PROP_NVDS_LIB_DIR,
+      PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);
+#else
+  (void) klass;
+#endif
+}
+
+/* Caps queries: NVMM only where DeepStream's libraries load. */
+static GstCaps *
+gst_gpunet_classify_filter_nvmm (GstGpunetClassify * self, GstCaps * caps)
+{
+#ifdef HAVE_NVMM
+  gchar *dir;
+
+  GST_OBJECT_LOCK (self);
+  dir = g_strdup (self->nvds_lib_dir);
+  GST_OBJECT_UNLOCK (self);
+  caps = gst_gpunet_nvmm_filter_caps (caps, dir);
+  g_free (dir);
+#else
+  (void) self;
+#endif
+  return caps;
+}
+
+/* CAPS: TRUE when `caps` are NVMM caps; then nvmm_caps says whether they can be
+ * read (else the error was posted). */
+static gboolean
+gst_gpunet_classify_nvmm_caps (GstGpunetClassify * self, GstCaps * caps,
+    const GstVideoInfo * info)
+{
+#ifdef HAVE_NVMM
+  if (!gst_gpunet_nvmm_caps_are_nvmm (caps))
+    return FALSE;
+  if (gst_gpunet_nvmm_libs (self->nvmm) == NULL) {
+    gchar *why = NULL, *dir;
+
+    GST_OBJECT_LOCK (self);
+    dir = g_strdup (self->nvds_lib_dir);
+    GST_OBJECT_UNLOCK (self);
+    (void) gst_gpunet_nvds_open (dir, &why);
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
+        ("NVMM frames need DeepStream's metadata libraries: %s", why),
+        ("caps %" GST_PTR_FORMAT, caps));
+    g_free (why);
+    g_free (dir);
+    return TRUE;
+  }
+  gst_gpunet_nvmm_set_info (self->nvmm, info);
+  self->nvmm_caps = TRUE;
+  return TRUE;
+#else
+  (void) self;
+  (void) caps;
+  (void) info;
+  return FALSE;
+#endif
+}
+
+#ifdef HAVE_NVMM
+/* A uint property of another part of the element (the per-object cache's, where
+ * this build has it), else `fallback`. */
+static guint
+optional_uint (GstGpunetClassify * self, const gchar * name, guint fallback)
+{
+  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (self),
+      name);
+  guint v = fallback;
+
+  if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_UINT)
+    g_object_get (self, name, &v, NULL);
+  return v;
+}
+#endif
+
+/* READY->PAUSED: the libraries and what NVMM input classifies; FALSE (error posted)
+ * for a setting that cannot work. */
+static gboolean
+start_nvmm (GstGpunetClassify * self, GstGpunetRoiMode mode, gint device_id,
+    gint device, gboolean cuda_engine)
+{
+#ifdef HAVE_NVMM
+  GstGpunetNvmmSettings s;
+  const GstGpunetNvds *n;
+  gchar *dir, *ids, *why = NULL;
+  guint interval;
+
+  memset (&s, 0, sizeof s);
+  GST_OBJECT_LOCK (self);
+  dir = g_strdup (self->nvds_lib_dir);
+  ids = g_strdup (self->operate_on_class_ids);
+  s.operate_on_gie_id = self->operate_on_gie_id;
+  s.gie_unique_id = self->gie_unique_id;
+  interval = self->interval;
+  GST_OBJECT_UNLOCK (self);
+  if (!gst_gpunet_nvmm_parse_class_ids (ids, &s.class_ids, &why)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", why), (NULL));
+    g_free (why);
+    g_free (ids);
+    g_free (dir);
+    return FALSE;
+  }
+  g_free (ids);
+  n = gst_gpunet_nvds_open (dir, &why);
+  if (n == NULL && dir != NULL && *dir != '\0')
+    GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND, ("%s: NVMM input is "
+            "refused, system and CUDA memory work as before", why), (NULL));
+  g_free (why);
+  g_free (dir);
+  s.regions = mode != GST_GPUNET_ROI_MODE_FRAME;
+  s.cuda_engine = cuda_engine;
+  /* the surfaces' GPU: the CUDA session's, else the one device-id names */
+  s.device = cuda_engine ? device : device_id;
+  /* the per-object cache: its properties where the element has them, else
+   * interval's cycle (classify, then carry `interval` frames) */
+  s.roi_min_size = optional_uint (self, "roi-min-size", 0);
+  s.policy.reclassify_interval = optional_uint (self, "reclassify-interval",
+      interval + 1);
+  s.policy.track_timeout = optional_uint (self, "track-timeout", 30);
+  s.policy.reclassify_on_growth = TRUE;
+  gst_gpunet_nvmm_start (self->nvmm, n, &s);
+#else
+  (void) self;
+  (void) mode;
+  (void) device_id;
+  (void) device;
+  (void) cuda_engine;
+#endif
+  return TRUE;
+}
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -395,6 +552,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
           "attached; setting it true warns at start",
           DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
+  gst_gpunet_classify_install_nvds_properties (gobject_class);
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -408,6 +566,11 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
       "gst-gpunet developers");
   /* CUDAMemory caps come first when built with GStreamer's CUDA library */
   caps = gst_gpunet_cuda_template_caps (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS));
+#ifdef HAVE_NVMM
+  /* offered by caps queries only where DeepStream's libraries load */
+  gst_caps_append (caps, gst_caps_from_string (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
+          (GST_GPUNET_NVMM_FEATURE, GST_GPUNET_NVMM_FORMATS)));
+#endif
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template (element_class,
@@ -476,6 +639,13 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->label_hold = DEFAULT_LABEL_HOLD;
   self->device_id = DEFAULT_DEVICE_ID;
   self->analytics_meta = DEFAULT_ANALYTICS_META;
+  self->nvds_lib_dir = g_strdup (DEFAULT_NVDS_LIB_DIR);
+  self->operate_on_gie_id = DEFAULT_OPERATE_ON_GIE_ID;
+  self->operate_on_class_ids = g_strdup (DEFAULT_OPERATE_ON_CLASS_IDS);
+  self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
+#ifdef HAVE_NVMM
+  self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
+#endif
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
@@ -503,6 +673,11 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->roi_types);
   g_clear_pointer (&self->roi_type_quarks, g_array_unref);
   g_free (self->json_output);
+  g_free (self->nvds_lib_dir);
+  g_free (self->operate_on_class_ids);
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_free (self->nvmm);
+#endif
   /* the loader may hold the last reference and run this: it is never joined */
   gst_gpunet_model_swap_free (self->models);
   gst_gpunet_queue_free (self->queue);
@@ -531,6 +706,10 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
   [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
   [PROP_ANALYTICS_META] = F (analytics_meta),
+  [PROP_NVDS_LIB_DIR] = F (nvds_lib_dir),
+  [PROP_OPERATE_ON_GIE_ID] = F (operate_on_gie_id),
+  [PROP_OPERATE_ON_CLASS_IDS] = F (operate_on_class_ids),
+  [PROP_GIE_UNIQUE_ID] = F (gie_unique_id),
 };
 #undef F
 
@@ -777,6 +956,14 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 
   gst_gpunet_cuda_set_device_path (self->cuda,
       g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
+  if (!start_nvmm (self, mode, device_id, device,
+          g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda")
+          == 0)) {
+    gst_gpunet_model_ctx_unref (c);
+    gst_gpunet_records_stop (self->records);
+    gst_gpunet_cuda_close (self->cuda);
+    return FALSE;
+  }
   gst_gpunet_model_swap_set (self->models, c);
   gst_gpunet_queue_set_limit (self->queue, limit);
   gst_gpunet_planner_start (self->planner, mode != GST_GPUNET_ROI_MODE_REGIONS,
@@ -796,6 +983,9 @@ gst_gpunet_classify_stop (GstGpunetClassify * self)
   gst_gpunet_cuda_close (self->cuda);
   gst_gpunet_planner_stop (self->planner);
   gst_gpunet_records_stop (self->records);
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_stop (self->nvmm);
+#endif
 }
 
 static GstStateChangeReturn
@@ -834,6 +1024,7 @@ allowed_caps (GstGpunetClassify * self, GstPad * pad, GstCaps * other,
 
   gst_caps_unref (caps);
   gst_caps_unref (templ);
+  ret = gst_gpunet_classify_filter_nvmm (self, ret);
   if (filter != NULL) {
     GstCaps *tmp = gst_caps_intersect_full (filter, ret,
         GST_CAPS_INTERSECT_FIRST);
@@ -891,6 +1082,11 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
     return FALSE;
   }
 
+  self->nvmm_caps = FALSE;
+  if (gst_gpunet_classify_nvmm_caps (self, caps, &info)) {
+    if (!self->nvmm_caps)
+      return FALSE;
+  }
   if (!gst_gpunet_planner_set_info (self->planner, &info)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
@@ -981,11 +1177,29 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
-  gst_gpunet_planner_plan (self->planner, f, types, interval);
-  if (types)
-    g_array_unref (types);
+#ifdef HAVE_NVMM
+  if (self->nvmm_caps) {
+    if (types)
+      g_array_unref (types);
+    if (f->old_model != NULL)
+      gst_gpunet_nvmm_flush (self->nvmm);
+    if (!gst_gpunet_nvmm_plan (self->nvmm, f, &images, &map_error)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
+              " (NVMM): %s", f->rs.frame_no, map_error), (NULL));
+      g_free (map_error);
+      gst_gpunet_frame_free (f);
+      return GST_FLOW_ERROR;
+    }
+  } else
+#endif
+  {
+    gst_gpunet_planner_plan (self->planner, f, types, interval);
+    if (types)
+      g_array_unref (types);
+  }
 
-  if (f->n_images > 0 && (images = gst_gpunet_planner_map (self->planner,
+  if (!self->nvmm_caps && f->n_images > 0
+      && (images = gst_gpunet_planner_map (self->planner,
               self->cuda, &self->info, f, &map_error)) == NULL) {
     if (map_error != NULL)
       GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
@@ -1028,6 +1242,9 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   smoothing = self->smoothing;
   hold = self->label_hold;
   GST_OBJECT_UNLOCK (self);
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_finish (f, scores);
+#endif
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
     gst_gpunet_queue_set_flow_error (self->queue);
@@ -1036,6 +1253,9 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
     g_free (text);
     return NULL;
   }
+#ifdef HAVE_NVMM
+  gst_gpunet_nvds_attach (f, scores);
+#endif
   return g_steal_pointer (&f->buf);
 }
 
@@ -1083,6 +1303,9 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       gst_gpunet_queue_drop (self->queue);
       gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
+#ifdef HAVE_NVMM
+      gst_gpunet_nvmm_flush (self->nvmm);
+#endif
       return gst_gpunet_queue_flush_stop (self->queue, event);
     case GST_EVENT_CAPS:{
       GstCaps *caps;

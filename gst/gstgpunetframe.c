@@ -10,6 +10,9 @@
 
 #include "gstgpunetanalytics.h"
 #include "gstgpunetframe.h"
+#ifdef HAVE_NVMM
+#include "gstgpunetnvmm.h"
+#endif
 #include "gstgpunetroi.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_frame_debug);
@@ -44,6 +47,9 @@ gst_gpunet_frame_free (GstGpunetFrame * f)
     g_array_unref (f->rois);
   g_free (f->roi_image);
   g_free (f->old_model);
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_frame_free (f->nvmm);
+#endif
   gst_gpunet_model_ctx_unref (f->ctx);
   g_free (f);
 }

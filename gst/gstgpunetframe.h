@@ -43,6 +43,8 @@ typedef struct
   GstVideoFrame vframe;
   gboolean mapped;
   guint n_images;               /* images submitted: the frame's, then crops */
+  gpointer nvmm;                /* NVMM input: its surfaces and NvDs targets
+                                 * (gstgpunetnvmm.c), else NULL */
 } GstGpunetFrame;
 
 /* Unmaps the frame once the engine is done with it (idempotent). */

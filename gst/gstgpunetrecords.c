@@ -478,6 +478,9 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
           r->meta->roi_type, s, k);
     emit_record (rec, f, r, s, k, TRUE,
         smoothing > 0.0f && r->unique_id ? &raw : NULL);
+  } else if (r->scores != NULL) {
+    /* carried by the per-object cache (NVMM objects) */
+    emit_record (rec, f, r, r->scores, r->n_scores, FALSE, NULL);
   } else {
     guint n;
     const gpunet_class_score *s = gst_gpunet_roi_cache_lookup (rec->roi_cache,
