@@ -169,8 +169,9 @@ typedef struct
   uint32_t border_width;
 } GpunetNvOSDRect;
 
-/* NvDsObjectMeta, leading fields up to rect_params, then classifier_meta_list at
- * its documented place (after mask_params, text_params and obj_label). */
+/* NvDsObjectMeta, leading fields up to rect_params (the same from 6.1 to 9.1; what
+ * follows changed size between versions and is reached through the library's
+ * functions only). */
 typedef struct
 {
   GpunetNvDsBaseMeta base_meta;
@@ -183,9 +184,6 @@ typedef struct
   float confidence;
   float tracker_confidence;
   GpunetNvOSDRect rect_params;
-  uint8_t _rest_of_rect_mask_text[336 - 124];
-  char obj_label[GPUNET_NVDS_MAX_LABEL_SIZE];
-  GList *classifier_meta_list;
 } GpunetNvDsObjectMeta;
 
 /* NvDsClassifierMeta (whole: 64 bytes) */
@@ -245,8 +243,6 @@ GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsFrameMeta, obj_meta_list, 104);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsObjectMeta, unique_component_id, 48);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsObjectMeta, object_id, 56);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsObjectMeta, rect_params, 104);
-GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsObjectMeta, obj_label, 336);
-GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsObjectMeta, classifier_meta_list, 464);
 G_STATIC_ASSERT (sizeof (GpunetNvDsClassifierMeta) == 64);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsLabelInfo, result_label, 44);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsLabelInfo, pResult_label, 176);

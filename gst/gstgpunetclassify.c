@@ -1344,6 +1344,13 @@ gst_gpunet_classify_sink_query (GstPad * pad, GstObject * parent,
 
       gst_query_parse_accept_caps (query, &caps);
       allowed = allowed_caps (self, pad, NULL, NULL);
+#ifdef HAVE_NVMM
+      /* NVMM caps the libraries cannot serve: refused in set_caps, with why */
+      if (gst_gpunet_nvmm_caps_are_nvmm (caps)) {
+        gst_caps_unref (allowed);
+        allowed = gst_pad_get_pad_template_caps (pad);
+      }
+#endif
       gst_query_set_accept_caps_result (query,
           gst_caps_can_intersect (caps, allowed));
       gst_caps_unref (allowed);

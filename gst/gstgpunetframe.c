@@ -35,21 +35,25 @@ gst_gpunet_frame_unmap (GstGpunetFrame * f)
     gst_video_frame_unmap (&f->vframe);
     f->mapped = FALSE;
   }
+#ifdef HAVE_NVMM
+  gst_gpunet_nvmm_frame_unmap (f->nvmm);
+#endif
 }
 
 void
 gst_gpunet_frame_free (GstGpunetFrame * f)
 {
   gst_gpunet_frame_unmap (f);
+#ifdef HAVE_NVMM
+  /* its map first: the buffer may hold the last reference to the memory */
+  gst_gpunet_nvmm_frame_free (f->nvmm);
+#endif
   if (f->buf)
     gst_buffer_unref (f->buf);
   if (f->rois)
     g_array_unref (f->rois);
   g_free (f->roi_image);
   g_free (f->old_model);
-#ifdef HAVE_NVMM
-  gst_gpunet_nvmm_frame_free (f->nvmm);
-#endif
   gst_gpunet_model_ctx_unref (f->ctx);
   g_free (f);
 }

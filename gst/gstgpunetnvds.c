@@ -137,6 +137,18 @@ open_dir (const gchar * dir, gchar ** why)
   SYM (add_label_to_classifier, "nvds_add_label_info_meta_to_classifier");
   SYM (create_batch_meta, "nvds_create_batch_meta");
   SYM (destroy_batch_meta, "nvds_destroy_batch_meta");
+  {
+    GType (*api_type) (void);
+
+    /* registers the meta API (and the tag gst_buffer_get_nvds_batch_meta looks
+     * for) before a buffer without NvDs meta is asked */
+    if ((*(gpointer *) &api_type = dlsym (gst_meta, "nvds_meta_api_get_type"))
+        == NULL) {
+      missing = "nvds_meta_api_get_type";
+      goto fail;
+    }
+    api_type ();
+  }
 
   /* the sizes the library's own pools use */
   batch = n->create_batch_meta (1);

@@ -100,6 +100,11 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
       li->result_prob = s[j].score;
       v->nvds->add_label_to_classifier (cm, li);
     }
+    /* best first, as our record (the 9.1 library prepends each label) */
+    if (cm->label_info_list != NULL && cm->label_info_list->next != NULL
+        && ((GpunetNvDsLabelInfo *) cm->label_info_list->data)->result_class_id
+        != (guint) s[0].id)
+      cm->label_info_list = g_list_reverse (cm->label_info_list);
     v->nvds->add_classifier_to_obj (om, cm);
   }
   v->nvds->release_lock (v->batch);

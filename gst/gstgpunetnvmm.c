@@ -150,6 +150,20 @@ gst_gpunet_nvmm_set_info (GstGpunetNvmm * nv, const GstVideoInfo * info)
 }
 
 void
+gst_gpunet_nvmm_frame_unmap (gpointer data)
+{
+  NvmmFrame *nf = data;
+
+  if (nf == NULL || nf->mem == NULL)
+    return;
+  if (nf->mapped)
+    gst_memory_unmap (nf->mem, &nf->map);
+  nf->mapped = FALSE;
+  gst_memory_unref (nf->mem);
+  nf->mem = NULL;
+}
+
+void
 gst_gpunet_nvmm_frame_free (gpointer data)
 {
   NvmmFrame *nf = data;
@@ -157,8 +171,7 @@ gst_gpunet_nvmm_frame_free (gpointer data)
 
   if (nf == NULL)
     return;
-  if (nf->mapped)
-    gst_memory_unmap (nf->mem, &nf->map);
+  gst_gpunet_nvmm_frame_unmap (nf);
   for (i = 0; nf->tracks && i < nf->n; i++)
     if (nf->tracks[i])
       gst_gpunet_track_unref (nf->tracks[i]);
@@ -433,7 +446,7 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
         "NvBufSurface), this one holds %u", gst_buffer_n_memory (f->buf));
     goto done;
   }
-  nf->mem = gst_buffer_peek_memory (f->buf, 0);
+  nf->mem = gst_memory_ref (gst_buffer_peek_memory (f->buf, 0));
   if (!gst_memory_map (nf->mem, &nf->map, GST_MAP_READ)) {
     *error = g_strdup ("the NVMM memory cannot be mapped");
     goto done;

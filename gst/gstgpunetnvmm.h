@@ -76,6 +76,9 @@ gboolean gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
  * entries and points each carried region at its object's last result. */
 void gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores);
 
+/* Once the engine is done with the surfaces (idempotent; NULL-safe). */
+void gst_gpunet_nvmm_frame_unmap (gpointer nvmm_frame);
+
 /* The per-buffer state (map, cache handles): unmaps and frees. */
 void gst_gpunet_nvmm_frame_free (gpointer nvmm_frame);
 
