@@ -671,7 +671,7 @@ gst_gpunet_nvmm_install_properties (GObjectClass * klass, guint prop_lib_dir,
       g_param_spec_string ("nvds-lib-dir", "DeepStream library directory",
           blurb, NULL, G_PARAM_READWRITE | G_PARAM_STATIC_NAME |
           G_PARAM_STATIC_NICK | GST_PARAM_MUTABLE_READY));
-  /* the blurb stays with the class for the life of the process */
+  g_free (blurb);               /* the param spec keeps its own copy */
   g_object_class_install_property (klass, prop_gie_id,
       g_param_spec_int ("operate-on-gie-id", "Operate on GIE id",
           "NVMM input, roi-mode=regions: classify only the NvDsObjectMeta "
