@@ -436,6 +436,9 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   f->nvmm = nf;
   f->frame_record = FALSE;
   f->frame_inferred = FALSE;
+  /* results are carried by the per-object cache, not by the records' roi-id cache:
+   * a cycle start keeps that one from growing with every object id seen */
+  f->cycle_start = TRUE;
   f->n_images = 0;
   nf->nvds = nv->nvds;
   nf->gie_unique_id = nv->s.gie_unique_id;
