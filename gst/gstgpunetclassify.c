@@ -295,8 +295,14 @@ optional_uint (GstGpunetClassify * self, const gchar * name, guint fallback)
       name);
   guint v = fallback;
 
-  if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_UINT)
+  if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_UINT) {
     g_object_get (self, name, &v, NULL);
+  } else if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_INT) {
+    gint i = 0;
+
+    g_object_get (self, name, &i, NULL);
+    v = (guint) MAX (i, 0);
+  }
   return v;
 }
 #endif

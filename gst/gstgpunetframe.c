@@ -10,9 +10,6 @@
 
 #include "gstgpunetanalytics.h"
 #include "gstgpunetframe.h"
-#ifdef HAVE_NVMM
-#include "gstgpunetnvmm.h"
-#endif
 #include "gstgpunetroi.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_frame_debug);
@@ -35,19 +32,17 @@ gst_gpunet_frame_unmap (GstGpunetFrame * f)
     gst_video_frame_unmap (&f->vframe);
     f->mapped = FALSE;
   }
-#ifdef HAVE_NVMM
-  gst_gpunet_nvmm_frame_unmap (f->nvmm);
-#endif
+  if (f->nvmm != NULL)
+    f->nvmm_unmap (f->nvmm);
 }
 
 void
 gst_gpunet_frame_free (GstGpunetFrame * f)
 {
   gst_gpunet_frame_unmap (f);
-#ifdef HAVE_NVMM
   /* its map first: the buffer may hold the last reference to the memory */
-  gst_gpunet_nvmm_frame_free (f->nvmm);
-#endif
+  if (f->nvmm != NULL)
+    f->nvmm_free (f->nvmm);
   if (f->buf)
     gst_buffer_unref (f->buf);
   if (f->rois)

@@ -434,6 +434,8 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   *images_out = NULL;
   *error = NULL;
   f->nvmm = nf;
+  f->nvmm_unmap = gst_gpunet_nvmm_frame_unmap;
+  f->nvmm_free = gst_gpunet_nvmm_frame_free;
   f->frame_record = FALSE;
   f->frame_inferred = FALSE;
   /* results are carried by the per-object cache, not by the records' roi-id cache:
