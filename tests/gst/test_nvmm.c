@@ -641,6 +641,21 @@ GST_START_TEST (test_unknown_version)
   gst_element_set_bus (el, NULL);
   gst_object_unref (bus);
   gst_harness_teardown (h);
+
+  /* the system-memory path of an element pointed there works as before */
+  {
+    GstBuffer *buf, *out;
+
+    h = harness_for (make_classify ("nvds-lib-dir", dir, NULL),
+        "video/x-raw,format=RGBA,width=64,height=48");
+    buf = gst_harness_create_buffer (h, W * H * 4);
+    gst_buffer_memset (buf, 0, 0x40, W * H * 4);
+    fail_unless_equals_int (gst_harness_push (h, buf), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    fail_unless (gpunet_meta_get (out) != NULL);
+    gst_buffer_unref (out);
+    gst_harness_teardown (h);
+  }
   remove_versioned_dir (dir);
 }
 
