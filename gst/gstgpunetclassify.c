@@ -48,9 +48,7 @@
 #include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
 #include "gstgpunetmodel.h"
-#ifdef HAVE_NVMM
 #include "gstgpunetnvmm.h"
-#endif
 #include "gstgpunetqueue.h"
 #include "gstgpunetrecords.h"
 #include "gstgpunetroi.h"
@@ -173,9 +171,7 @@ struct _GstGpunetClassify
   GstGpunetQueue *queue;        /* the in-flight queue and the src task */
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
   GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
-#ifdef HAVE_NVMM
   GstGpunetNvmm *nvmm;          /* NVMM input (streaming thread, src task) */
-#endif
 
   gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
@@ -220,147 +216,19 @@ static GstBuffer *finish_frame (gpointer data, gpunet_status status,
 static void queued_event (GstEvent * event, gpointer user_data);
 static void queue_blocked (gpointer user_data);
 
-/* ---- NVMM input (gstgpunetnvmm.c): the element's side -------------------------- */
+/* ---- NVMM input (gstgpunetnvmm.c) ---------------------------------------------- */
 
+/* The DeepStream properties as they are now (NVMM settings at start, caps). */
 static void
-gst_gpunet_classify_install_nvds_properties (GObjectClass * klass)
+read_nvds_props (GstGpunetClassify * self, GstGpunetNvdsProps * p)
 {
-#ifdef HAVE_NVMM
-  gst_gpunet_nvmm_install_properties (klass, PROP_NVDS_LIB_DIR,
-      PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);
-#else
-  (void) klass;
-#endif
-}
-
-/* Caps queries: NVMM only where DeepStream's libraries load. */
-static GstCaps *
-gst_gpunet_classify_filter_nvmm (GstGpunetClassify * self, GstCaps * caps)
-{
-#ifdef HAVE_NVMM
-  gchar *dir;
-
   GST_OBJECT_LOCK (self);
-  dir = g_strdup (self->nvds_lib_dir);
+  p->lib_dir = g_strdup (self->nvds_lib_dir);
+  p->class_ids = g_strdup (self->operate_on_class_ids);
+  p->operate_on_gie_id = self->operate_on_gie_id;
+  p->gie_unique_id = self->gie_unique_id;
+  p->interval = self->interval;
   GST_OBJECT_UNLOCK (self);
-  caps = gst_gpunet_nvmm_filter_caps (caps, dir);
-  g_free (dir);
-#else
-  (void) self;
-#endif
-  return caps;
-}
-
-/* CAPS: TRUE when `caps` are NVMM caps; then nvmm_caps says whether they can be
- * read (else the error was posted). */
-static gboolean
-gst_gpunet_classify_nvmm_caps (GstGpunetClassify * self, GstCaps * caps,
-    const GstVideoInfo * info)
-{
-#ifdef HAVE_NVMM
-  if (!gst_gpunet_nvmm_caps_are_nvmm (caps))
-    return FALSE;
-  if (gst_gpunet_nvmm_libs (self->nvmm) == NULL) {
-    gchar *why = NULL, *dir;
-
-    GST_OBJECT_LOCK (self);
-    dir = g_strdup (self->nvds_lib_dir);
-    GST_OBJECT_UNLOCK (self);
-    (void) gst_gpunet_nvds_open (dir, &why);
-    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
-        ("NVMM frames need DeepStream's metadata libraries: %s", why),
-        ("caps %" GST_PTR_FORMAT, caps));
-    g_free (why);
-    g_free (dir);
-    return TRUE;
-  }
-  gst_gpunet_nvmm_set_info (self->nvmm, info);
-  self->nvmm_caps = TRUE;
-  return TRUE;
-#else
-  (void) self;
-  (void) caps;
-  (void) info;
-  return FALSE;
-#endif
-}
-
-#ifdef HAVE_NVMM
-/* A uint property of another part of the element (the per-object cache's, where
- * this build has it), else `fallback`. */
-static guint
-optional_uint (GstGpunetClassify * self, const gchar * name, guint fallback)
-{
-  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (self),
-      name);
-  guint v = fallback;
-
-  if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_UINT) {
-    g_object_get (self, name, &v, NULL);
-  } else if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_INT) {
-    gint i = 0;
-
-    g_object_get (self, name, &i, NULL);
-    v = (guint) MAX (i, 0);
-  }
-  return v;
-}
-#endif
-
-/* READY->PAUSED: the libraries and what NVMM input classifies; FALSE (error posted)
- * for a setting that cannot work. */
-static gboolean
-start_nvmm (GstGpunetClassify * self, GstGpunetRoiMode mode, gint device_id,
-    gint device, gboolean cuda_engine)
-{
-#ifdef HAVE_NVMM
-  GstGpunetNvmmSettings s;
-  const GstGpunetNvds *n;
-  gchar *dir, *ids, *why = NULL;
-  guint interval;
-
-  memset (&s, 0, sizeof s);
-  GST_OBJECT_LOCK (self);
-  dir = g_strdup (self->nvds_lib_dir);
-  ids = g_strdup (self->operate_on_class_ids);
-  s.operate_on_gie_id = self->operate_on_gie_id;
-  s.gie_unique_id = self->gie_unique_id;
-  interval = self->interval;
-  GST_OBJECT_UNLOCK (self);
-  if (!gst_gpunet_nvmm_parse_class_ids (ids, &s.class_ids, &why)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", why), (NULL));
-    g_free (why);
-    g_free (ids);
-    g_free (dir);
-    return FALSE;
-  }
-  g_free (ids);
-  n = gst_gpunet_nvds_open (dir, &why);
-  if (n == NULL && dir != NULL && *dir != '\0')
-    GST_ELEMENT_WARNING (self, RESOURCE, NOT_FOUND, ("%s: NVMM input is "
-            "refused, system and CUDA memory work as before", why), (NULL));
-  g_free (why);
-  g_free (dir);
-  s.regions = mode != GST_GPUNET_ROI_MODE_FRAME;
-  s.cuda_engine = cuda_engine;
-  /* the surfaces' GPU: the CUDA session's, else the one device-id names */
-  s.device = cuda_engine ? device : device_id;
-  /* the per-object cache: its properties where the element has them, else
-   * interval's cycle (classify, then carry `interval` frames) */
-  s.roi_min_size = optional_uint (self, "roi-min-size", 0);
-  s.policy.reclassify_interval = optional_uint (self, "reclassify-interval",
-      interval + 1);
-  s.policy.track_timeout = optional_uint (self, "track-timeout", 30);
-  s.policy.reclassify_on_growth = TRUE;
-  gst_gpunet_nvmm_start (self->nvmm, n, &s);
-#else
-  (void) self;
-  (void) mode;
-  (void) device_id;
-  (void) device;
-  (void) cuda_engine;
-#endif
-  return TRUE;
 }
 
 /* ---- class ----------------------------------------------------------------------- */
@@ -558,7 +426,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
           "attached; setting it true warns at start",
           DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
-  gst_gpunet_classify_install_nvds_properties (gobject_class);
+  gst_gpunet_nvmm_install_properties (gobject_class, PROP_NVDS_LIB_DIR,
+      PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -572,11 +441,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
       "gst-gpunet developers");
   /* CUDAMemory caps come first when built with GStreamer's CUDA library */
   caps = gst_gpunet_cuda_template_caps (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS));
-#ifdef HAVE_NVMM
-  /* offered by caps queries only where DeepStream's libraries load */
-  gst_caps_append (caps, gst_caps_from_string (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
-          (GST_GPUNET_NVMM_FEATURE, GST_GPUNET_NVMM_FORMATS)));
-#endif
+  /* NVMM: offered by caps queries only where DeepStream's libraries load */
+  gst_gpunet_nvmm_add_template_caps (caps);
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template (element_class,
@@ -649,9 +515,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->operate_on_gie_id = DEFAULT_OPERATE_ON_GIE_ID;
   self->operate_on_class_ids = g_strdup (DEFAULT_OPERATE_ON_CLASS_IDS);
   self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
-#ifdef HAVE_NVMM
   self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
-#endif
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
@@ -681,9 +545,7 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->json_output);
   g_free (self->nvds_lib_dir);
   g_free (self->operate_on_class_ids);
-#ifdef HAVE_NVMM
   gst_gpunet_nvmm_free (self->nvmm);
-#endif
   /* the loader may hold the last reference and run this: it is never joined */
   gst_gpunet_model_swap_free (self->models);
   gst_gpunet_queue_free (self->queue);
@@ -911,6 +773,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   gboolean roi_types_set, have_checkpoint, analytics, ok;
   GstGpunetRoiMode mode;
   GstGpunetModelCtx *c = NULL;
+  GstGpunetNvdsProps nvds;
   gint device = 0, device_id;
   guint limit;
 
@@ -962,9 +825,10 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 
   gst_gpunet_cuda_set_device_path (self->cuda,
       g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
-  if (!start_nvmm (self, mode, device_id, device,
-          g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda")
-          == 0)) {
+  read_nvds_props (self, &nvds);
+  if (!gst_gpunet_nvmm_start (self->nvmm, &nvds, mode != GST_GPUNET_ROI_MODE_FRAME,
+          device_id, device, g_strcmp0 (gpunet_engine_backend_name
+              (c->shared->engine), "cuda") == 0)) {
     gst_gpunet_model_ctx_unref (c);
     gst_gpunet_records_stop (self->records);
     gst_gpunet_cuda_close (self->cuda);
@@ -989,9 +853,7 @@ gst_gpunet_classify_stop (GstGpunetClassify * self)
   gst_gpunet_cuda_close (self->cuda);
   gst_gpunet_planner_stop (self->planner);
   gst_gpunet_records_stop (self->records);
-#ifdef HAVE_NVMM
   gst_gpunet_nvmm_stop (self->nvmm);
-#endif
 }
 
 static GstStateChangeReturn
@@ -1030,7 +892,12 @@ allowed_caps (GstGpunetClassify * self, GstPad * pad, GstCaps * other,
 
   gst_caps_unref (caps);
   gst_caps_unref (templ);
-  ret = gst_gpunet_classify_filter_nvmm (self, ret);
+  {
+    GstGpunetNvdsProps p;
+
+    read_nvds_props (self, &p);
+    ret = gst_gpunet_nvmm_filter_caps (ret, &p);
+  }
   if (filter != NULL) {
     GstCaps *tmp = gst_caps_intersect_full (filter, ret,
         GST_CAPS_INTERSECT_FIRST);
@@ -1088,11 +955,9 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
     return FALSE;
   }
 
-  self->nvmm_caps = FALSE;
-  if (gst_gpunet_classify_nvmm_caps (self, caps, &info)) {
-    if (!self->nvmm_caps)
-      return FALSE;
-  }
+  self->nvmm_caps = gst_gpunet_nvmm_caps_are_nvmm (caps);
+  if (self->nvmm_caps && !gst_gpunet_nvmm_set_caps (self->nvmm, caps, &info))
+    return FALSE;
   if (!gst_gpunet_planner_set_info (self->planner, &info)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
@@ -1183,7 +1048,6 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
-#ifdef HAVE_NVMM
   if (self->nvmm_caps) {
     if (types)
       g_array_unref (types);
@@ -1196,9 +1060,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
       gst_gpunet_frame_free (f);
       return GST_FLOW_ERROR;
     }
-  } else
-#endif
-  {
+  } else {
     gst_gpunet_planner_plan (self->planner, f, types, interval);
     if (types)
       g_array_unref (types);
@@ -1248,9 +1110,7 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   smoothing = self->smoothing;
   hold = self->label_hold;
   GST_OBJECT_UNLOCK (self);
-#ifdef HAVE_NVMM
   gst_gpunet_nvmm_finish (f, scores);
-#endif
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
     gst_gpunet_queue_set_flow_error (self->queue);
@@ -1259,9 +1119,7 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
     g_free (text);
     return NULL;
   }
-#ifdef HAVE_NVMM
   gst_gpunet_nvds_attach (f, scores);
-#endif
   return g_steal_pointer (&f->buf);
 }
 
@@ -1309,9 +1167,7 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       gst_gpunet_queue_drop (self->queue);
       gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
-#ifdef HAVE_NVMM
       gst_gpunet_nvmm_flush (self->nvmm);
-#endif
       return gst_gpunet_queue_flush_stop (self->queue, event);
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -1350,13 +1206,11 @@ gst_gpunet_classify_sink_query (GstPad * pad, GstObject * parent,
 
       gst_query_parse_accept_caps (query, &caps);
       allowed = allowed_caps (self, pad, NULL, NULL);
-#ifdef HAVE_NVMM
       /* NVMM caps the libraries cannot serve: refused in set_caps, with why */
       if (gst_gpunet_nvmm_caps_are_nvmm (caps)) {
         gst_caps_unref (allowed);
         allowed = gst_pad_get_pad_template_caps (pad);
       }
-#endif
       gst_query_set_accept_caps_result (query,
           gst_caps_can_intersect (caps, allowed));
       gst_caps_unref (allowed);

@@ -13,7 +13,10 @@
 #include "gpunet-nvds-abi.h"
 #include "gstgpunetmodel.h"
 #include "gstgpunetnvmm.h"
+#include "gstgpunetnvmm-private.h"
 #include "gstgpunetroi.h"
+
+#ifdef HAVE_NVMM
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_nvmm_debug);
 #define GST_CAT_DEFAULT gst_gpunet_nvmm_debug
@@ -27,6 +30,7 @@ struct _GstGpunetNvmm
   gpunet_color_matrix matrix;
   gboolean full_range;
   gboolean warned_no_batch;
+  gchar *why;                   /* why the libraries did not load */
 };
 
 /* One buffer's NVMM state, from plan to push. */
@@ -75,11 +79,12 @@ void
 gst_gpunet_nvmm_free (GstGpunetNvmm * nv)
 {
   gst_gpunet_nvmm_stop (nv);
+  g_free (nv->why);
   g_free (nv);
 }
 
-void
-gst_gpunet_nvmm_start (GstGpunetNvmm * nv, const GstGpunetNvds * nvds,
+static void
+configure (GstGpunetNvmm * nv, const GstGpunetNvds * nvds,
     GstGpunetNvmmSettings * settings)
 {
   gst_gpunet_nvmm_stop (nv);
@@ -630,8 +635,6 @@ gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
 
 /* ---- for gstgpunetnvdsmeta.c ---------------------------------------------------- */
 
-#include "gstgpunetnvmm-private.h"
-
 const NvmmFrameView *
 gst_gpunet_nvmm_frame_view (const GstGpunetFrame * f, NvmmFrameView * v)
 {
@@ -697,18 +700,102 @@ gst_gpunet_nvmm_install_properties (GObjectClass * klass, guint prop_lib_dir,
 }
 
 GstCaps *
-gst_gpunet_nvmm_filter_caps (GstCaps * caps, const gchar * lib_dir)
+gst_gpunet_nvmm_filter_caps (GstCaps * caps, GstGpunetNvdsProps * p)
 {
   gchar *why = NULL;
-  GstCaps *ret;
+  GstCaps *ret = caps;
 
-  if (!gst_gpunet_nvmm_caps_are_nvmm (caps)
-      || gst_gpunet_nvds_open (lib_dir, &why) != NULL)
-    return caps;
+  if (gst_gpunet_nvmm_caps_are_nvmm (caps)
+      && gst_gpunet_nvds_open (p->lib_dir, &why) == NULL) {
+    ret = gst_gpunet_nvmm_remove_caps (caps);
+    gst_caps_unref (caps);
+  }
   g_free (why);
-  ret = gst_gpunet_nvmm_remove_caps (caps);
-  gst_caps_unref (caps);
+  g_free (p->lib_dir);
+  g_free (p->class_ids);
   return ret;
+}
+
+void
+gst_gpunet_nvmm_add_template_caps (GstCaps * caps)
+{
+  gst_caps_append (caps, gst_caps_from_string (GST_VIDEO_CAPS_MAKE_WITH_FEATURES
+          (GST_GPUNET_NVMM_FEATURE, GST_GPUNET_NVMM_FORMATS)));
+}
+
+gboolean
+gst_gpunet_nvmm_set_caps (GstGpunetNvmm * nv, const GstCaps * caps,
+    const GstVideoInfo * info)
+{
+  if (nv->nvds == NULL) {
+    GST_ELEMENT_ERROR (nv->element, CORE, NEGOTIATION,
+        ("NVMM frames need DeepStream's metadata libraries: %s", nv->why),
+        ("caps %" GST_PTR_FORMAT, caps));
+    return FALSE;
+  }
+  gst_gpunet_nvmm_set_info (nv, info);
+  return TRUE;
+}
+
+/* A uint (or int) property of another part of the element (the per-object cache's,
+ * where this build has it), else `fallback`. */
+static guint
+optional_uint (GstElement * element, const gchar * name, guint fallback)
+{
+  GParamSpec *ps = g_object_class_find_property (G_OBJECT_GET_CLASS (element),
+      name);
+  guint v = fallback;
+
+  if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_UINT) {
+    g_object_get (element, name, &v, NULL);
+  } else if (ps != NULL && G_PARAM_SPEC_VALUE_TYPE (ps) == G_TYPE_INT) {
+    gint i = 0;
+
+    g_object_get (element, name, &i, NULL);
+    v = (guint) MAX (i, 0);
+  }
+  return v;
+}
+
+gboolean
+gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * p,
+    gboolean regions, gint device_id, gint device, gboolean cuda_engine)
+{
+  GstGpunetNvmmSettings s;
+  const GstGpunetNvds *n;
+  gchar *why = NULL;
+
+  memset (&s, 0, sizeof s);
+  s.operate_on_gie_id = p->operate_on_gie_id;
+  s.gie_unique_id = p->gie_unique_id;
+  if (!gst_gpunet_nvmm_parse_class_ids (p->class_ids, &s.class_ids, &why)) {
+    GST_ELEMENT_ERROR (nv->element, RESOURCE, SETTINGS, ("%s", why), (NULL));
+    g_free (why);
+    g_free (p->class_ids);
+    g_free (p->lib_dir);
+    return FALSE;
+  }
+  n = gst_gpunet_nvds_open (p->lib_dir, &why);
+  if (n == NULL && p->lib_dir != NULL && *p->lib_dir != '\0')
+    GST_ELEMENT_WARNING (nv->element, RESOURCE, NOT_FOUND, ("%s: NVMM input is "
+            "refused, system and CUDA memory work as before", why), (NULL));
+  g_free (p->class_ids);
+  g_free (p->lib_dir);
+  s.regions = regions;
+  s.cuda_engine = cuda_engine;
+  /* the surfaces' GPU: the CUDA session's, else the one device-id names */
+  s.device = cuda_engine ? device : device_id;
+  /* the per-object cache: its properties where the element has them, else
+   * interval's cycle (classify, then carry `interval` frames) */
+  s.roi_min_size = optional_uint (nv->element, "roi-min-size", 0);
+  s.policy.reclassify_interval = optional_uint (nv->element,
+      "reclassify-interval", p->interval + 1);
+  s.policy.track_timeout = optional_uint (nv->element, "track-timeout", 30);
+  s.policy.reclassify_on_growth = TRUE;
+  configure (nv, n, &s);
+  g_free (nv->why);
+  nv->why = why;
+  return TRUE;
 }
 
 gboolean
@@ -748,3 +835,132 @@ gst_gpunet_nvmm_parse_class_ids (const gchar * list, GArray ** out,
   g_strfreev (parts);
   return TRUE;
 }
+
+#else /* !HAVE_NVMM: built with -Dnvmm=disabled: no NVMM caps, nothing read */
+
+struct _GstGpunetNvmm
+{
+  GstElement *element;
+};
+
+GstGpunetNvmm *
+gst_gpunet_nvmm_new (GstElement * element)
+{
+  GstGpunetNvmm *nv = g_new0 (GstGpunetNvmm, 1);
+
+  nv->element = element;
+  return nv;
+}
+
+void
+gst_gpunet_nvmm_free (GstGpunetNvmm * nv)
+{
+  g_free (nv);
+}
+
+void
+gst_gpunet_nvmm_stop (GstGpunetNvmm * nv)
+{
+  (void) nv;
+}
+
+void
+gst_gpunet_nvmm_flush (GstGpunetNvmm * nv)
+{
+  (void) nv;
+}
+
+gboolean
+gst_gpunet_nvmm_caps_are_nvmm (const GstCaps * caps)
+{
+  (void) caps;
+  return FALSE;
+}
+
+void
+gst_gpunet_nvmm_add_template_caps (GstCaps * caps)
+{
+  (void) caps;
+}
+
+GstCaps *
+gst_gpunet_nvmm_filter_caps (GstCaps * caps, GstGpunetNvdsProps * p)
+{
+  g_free (p->lib_dir);
+  g_free (p->class_ids);
+  return caps;
+}
+
+gboolean
+gst_gpunet_nvmm_set_caps (GstGpunetNvmm * nv, const GstCaps * caps,
+    const GstVideoInfo * info)
+{
+  (void) info;
+  GST_ELEMENT_ERROR (nv->element, CORE, NEGOTIATION, ("This build has no NVMM "
+          "input (built with -Dnvmm=disabled)"), ("caps %" GST_PTR_FORMAT, caps));
+  return FALSE;
+}
+
+gboolean
+gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * p,
+    gboolean regions, gint device_id, gint device, gboolean cuda_engine)
+{
+  (void) nv;
+  (void) regions;
+  (void) device_id;
+  (void) device;
+  (void) cuda_engine;
+  g_free (p->lib_dir);
+  g_free (p->class_ids);
+  return TRUE;
+}
+
+gboolean
+gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
+    gpunet_image ** images, gchar ** error)
+{
+  (void) nv;
+  (void) f;
+  *images = NULL;
+  *error = g_strdup ("this build has no NVMM input");
+  return FALSE;
+}
+
+void
+gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
+{
+  (void) f;
+  (void) scores;
+}
+
+void
+gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
+{
+  (void) f;
+  (void) scores;
+}
+
+void
+gst_gpunet_nvmm_install_properties (GObjectClass * klass, guint prop_lib_dir,
+    guint prop_gie_id, guint prop_class_ids, guint prop_unique_id)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+
+  /* the properties exist, so launch lines work on every build */
+  g_object_class_install_property (klass, prop_lib_dir,
+      g_param_spec_string ("nvds-lib-dir", "DeepStream library directory",
+          "Not available in this build (-Dnvmm=disabled): no NVMM input",
+          NULL, rw));
+  g_object_class_install_property (klass, prop_gie_id,
+      g_param_spec_int ("operate-on-gie-id", "Operate on GIE id",
+          "Not available in this build (-Dnvmm=disabled)", -1, G_MAXINT, -1,
+          rw));
+  g_object_class_install_property (klass, prop_class_ids,
+      g_param_spec_string ("operate-on-class-ids", "Operate on class ids",
+          "Not available in this build (-Dnvmm=disabled)", NULL, rw));
+  g_object_class_install_property (klass, prop_unique_id,
+      g_param_spec_int ("gie-unique-id", "GIE unique id",
+          "Not available in this build (-Dnvmm=disabled)", 0, G_MAXINT, 0, rw));
+}
+
+#endif /* HAVE_NVMM */

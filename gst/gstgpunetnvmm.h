@@ -40,13 +40,28 @@ typedef struct
 
 typedef struct _GstGpunetNvmm GstGpunetNvmm;
 
+/* The element's DeepStream properties, read under its object lock; the functions
+ * taking it free its strings. */
+typedef struct
+{
+  gchar *lib_dir;               /* nvds-lib-dir */
+  gchar *class_ids;             /* operate-on-class-ids */
+  gint operate_on_gie_id;
+  gint gie_unique_id;
+  guint interval;               /* the cache's interval without its property */
+} GstGpunetNvdsProps;
+
 /* `element` (borrowed) is the logs' object. */
 GstGpunetNvmm *gst_gpunet_nvmm_new (GstElement * element);
 void gst_gpunet_nvmm_free (GstGpunetNvmm * nv);
 
-/* start: the libraries (NULL: NVMM caps are refused) and the settings (taken). */
-void gst_gpunet_nvmm_start (GstGpunetNvmm * nv, const GstGpunetNvds * nvds,
-    GstGpunetNvmmSettings * settings);
+/* READY->PAUSED: opens the libraries (none: NVMM caps are refused; a warning when
+ * nvds-lib-dir names a directory without them) and fixes the settings: `regions`
+ * (roi-mode), the device the surfaces must be on (`device` for a CUDA engine, else
+ * `device_id` when >= 0) and the per-object cache's policy.  FALSE, with the error
+ * posted, for operate-on-class-ids that are not a list of ids. */
+gboolean gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * props,
+    gboolean regions, gint device_id, gint device, gboolean cuda_engine);
 void gst_gpunet_nvmm_stop (GstGpunetNvmm * nv);
 
 /* FLUSH_STOP, a new model: every object is new again. */
@@ -95,9 +110,17 @@ void gst_gpunet_nvmm_install_properties (GObjectClass * klass,
     guint prop_lib_dir, guint prop_gie_id, guint prop_class_ids,
     guint prop_unique_id);
 
-/* Caps queries: `caps` (taken) without NVMM unless the libraries of `lib_dir`
- * (NULL: the search) load. */
-GstCaps *gst_gpunet_nvmm_filter_caps (GstCaps * caps, const gchar * lib_dir);
+/* Caps queries: `caps` (taken) without NVMM unless the libraries of
+ * props->lib_dir (NULL: the search) load. */
+GstCaps *gst_gpunet_nvmm_filter_caps (GstCaps * caps, GstGpunetNvdsProps * props);
+
+/* class_init: appends the NVMM caps to the pad templates' `caps`. */
+void gst_gpunet_nvmm_add_template_caps (GstCaps * caps);
+
+/* CAPS with NVMM caps: FALSE, with the error posted (why the libraries did not
+ * load), when they cannot be read. */
+gboolean gst_gpunet_nvmm_set_caps (GstGpunetNvmm * nv, const GstCaps * caps,
+    const GstVideoInfo * info);
 
 /* operate-on-class-ids ("0;2"): *out a GArray of gint, NULL for every class; FALSE
  * and *why (g_free) for a list that is not one. */
