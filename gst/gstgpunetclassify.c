@@ -49,6 +49,7 @@
 #include "gstgpunetframe.h"
 #include "gstgpunetlive.h"
 #include "gstgpunetmodel.h"
+#include "gstgpunetnvmm.h"
 #include "gstgpunetqueue.h"
 #include "gstgpunetrecords.h"
 #include "gstgpunetroi.h"
@@ -94,6 +95,10 @@ enum
   PROP_WHEN_BUSY,
   PROP_STATS_INTERVAL,
   PROP_STATS,
+  PROP_NVDS_LIB_DIR,
+  PROP_OPERATE_ON_GIE_ID,
+  PROP_OPERATE_ON_CLASS_IDS,
+  PROP_GIE_UNIQUE_ID,
   PROP_LAST
 };
 
@@ -129,6 +134,11 @@ enum
 #define DEFAULT_TRACK_TIMEOUT 30
 #define DEFAULT_WHEN_BUSY GST_GPUNET_WHEN_BUSY_AUTO
 #define DEFAULT_STATS_INTERVAL 0
+
+#define DEFAULT_NVDS_LIB_DIR NULL
+#define DEFAULT_OPERATE_ON_GIE_ID -1
+#define DEFAULT_OPERATE_ON_CLASS_IDS NULL
+#define DEFAULT_GIE_UNIQUE_ID 0
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -168,6 +178,10 @@ struct _GstGpunetClassify
   guint track_timeout;
   GstGpunetWhenBusy when_busy;
   guint stats_interval;
+  gchar *nvds_lib_dir;
+  gint operate_on_gie_id;
+  gchar *operate_on_class_ids;
+  gint gie_unique_id;
 
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
@@ -178,12 +192,14 @@ struct _GstGpunetClassify
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
   GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
   GstGpunetStats *stats;        /* counters, latency, the stats messages */
+  GstGpunetNvmm *nvmm;          /* NVMM input (streaming thread, src task) */
 
   gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
   /* streaming thread (chain, sink events) */
   GstVideoInfo info;
   gboolean have_caps;
+  gboolean nvmm_caps;           /* the caps are video/x-raw(memory:NVMM) */
   GstSegment segment;
   guint64 frame_count;
   gint skip;                    /* when-busy as resolved for this stream, -1 = not yet */
@@ -224,6 +240,21 @@ static void queue_blocked (gpointer user_data);
 static void cancel_frames (gpointer * frames, guint n, gpointer user_data);
 static void stats_engine (GstElement * element, GstGpunetStatsEngine * out,
     gpointer * to_free);
+
+/* ---- NVMM input (gstgpunetnvmm.c) ---------------------------------------------- */
+
+/* The DeepStream properties as they are now (NVMM settings at start, caps). */
+static void
+read_nvds_props (GstGpunetClassify * self, GstGpunetNvdsProps * p)
+{
+  GST_OBJECT_LOCK (self);
+  p->lib_dir = g_strdup (self->nvds_lib_dir);
+  p->class_ids = g_strdup (self->operate_on_class_ids);
+  p->operate_on_gie_id = self->operate_on_gie_id;
+  p->gie_unique_id = self->gie_unique_id;
+  p->interval = self->interval;
+  GST_OBJECT_UNLOCK (self);
+}
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -482,6 +513,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "latency-bucket-bounds-ms (cumulative histogram), fps, "
           "batch-occupancy, engine-id, model", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  gst_gpunet_nvmm_install_properties (gobject_class, PROP_NVDS_LIB_DIR,
+      PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -500,6 +533,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
       "build has no GstAnalytics: GStreamer < 1.24)", "gst-gpunet developers");
   /* CUDAMemory caps come first when built with GStreamer's CUDA library */
   caps = gst_gpunet_cuda_template_caps (GST_VIDEO_CAPS_MAKE (VIDEO_FORMATS));
+  /* NVMM: offered by caps queries only where DeepStream's libraries load */
+  gst_gpunet_nvmm_add_template_caps (caps);
   gst_element_class_add_pad_template (element_class,
       gst_pad_template_new ("sink", GST_PAD_SINK, GST_PAD_ALWAYS, caps));
   gst_element_class_add_pad_template (element_class,
@@ -574,6 +609,11 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->track_timeout = DEFAULT_TRACK_TIMEOUT;
   self->when_busy = DEFAULT_WHEN_BUSY;
   self->stats_interval = DEFAULT_STATS_INTERVAL;
+  self->nvds_lib_dir = g_strdup (DEFAULT_NVDS_LIB_DIR);
+  self->operate_on_gie_id = DEFAULT_OPERATE_ON_GIE_ID;
+  self->operate_on_class_ids = g_strdup (DEFAULT_OPERATE_ON_CLASS_IDS);
+  self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
+  self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
@@ -603,6 +643,9 @@ gst_gpunet_classify_finalize (GObject * object)
   g_free (self->roi_types);
   g_clear_pointer (&self->roi_type_quarks, g_array_unref);
   g_free (self->json_output);
+  g_free (self->nvds_lib_dir);
+  g_free (self->operate_on_class_ids);
+  gst_gpunet_nvmm_free (self->nvmm);
   /* the loader may hold the last reference and run this: it is never joined */
   gst_gpunet_model_swap_free (self->models);
   gst_gpunet_queue_free (self->queue);
@@ -636,6 +679,10 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_RECLASSIFY_INTERVAL] = F (reclassify_interval),
   [PROP_TRACK_TIMEOUT] = F (track_timeout),
   [PROP_WHEN_BUSY] = F (when_busy),[PROP_STATS_INTERVAL] = F (stats_interval),
+  [PROP_NVDS_LIB_DIR] = F (nvds_lib_dir),
+  [PROP_OPERATE_ON_GIE_ID] = F (operate_on_gie_id),
+  [PROP_OPERATE_ON_CLASS_IDS] = F (operate_on_class_ids),
+  [PROP_GIE_UNIQUE_ID] = F (gie_unique_id),
 };
 #undef F
 
@@ -851,6 +898,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   gboolean roi_types_set, have_checkpoint, analytics, ok;
   GstGpunetRoiMode mode;
   GstGpunetModelCtx *c = NULL;
+  GstGpunetNvdsProps nvds;
   gint device = 0, device_id;
   guint limit, stats_ms;
 
@@ -903,6 +951,15 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 
   gst_gpunet_cuda_set_device_path (self->cuda,
       g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
+  read_nvds_props (self, &nvds);
+  if (!gst_gpunet_nvmm_start (self->nvmm, &nvds, mode != GST_GPUNET_ROI_MODE_FRAME,
+          device_id, device, g_strcmp0 (gpunet_engine_backend_name
+              (c->shared->engine), "cuda") == 0)) {
+    gst_gpunet_model_ctx_unref (c);
+    gst_gpunet_records_stop (self->records);
+    gst_gpunet_cuda_close (self->cuda);
+    return FALSE;
+  }
   gst_gpunet_model_swap_set (self->models, c);
   gst_gpunet_queue_set_limit (self->queue, limit);
   gst_gpunet_planner_start (self->planner, mode != GST_GPUNET_ROI_MODE_REGIONS,
@@ -925,6 +982,7 @@ gst_gpunet_classify_stop (GstGpunetClassify * self)
   gst_gpunet_cuda_close (self->cuda);
   gst_gpunet_planner_stop (self->planner);
   gst_gpunet_records_stop (self->records);
+  gst_gpunet_nvmm_stop (self->nvmm);
 }
 
 static GstStateChangeReturn
@@ -963,6 +1021,12 @@ allowed_caps (GstGpunetClassify * self, GstPad * pad, GstCaps * other,
 
   gst_caps_unref (caps);
   gst_caps_unref (templ);
+  {
+    GstGpunetNvdsProps p;
+
+    read_nvds_props (self, &p);
+    ret = gst_gpunet_nvmm_filter_caps (ret, &p);
+  }
   if (filter != NULL) {
     GstCaps *tmp = gst_caps_intersect_full (filter, ret,
         GST_CAPS_INTERSECT_FIRST);
@@ -1020,6 +1084,9 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
     return FALSE;
   }
 
+  self->nvmm_caps = gst_gpunet_nvmm_caps_are_nvmm (caps);
+  if (self->nvmm_caps && !gst_gpunet_nvmm_set_caps (self->nvmm, caps, &info))
+    return FALSE;
   if (!gst_gpunet_planner_set_info (self->planner, &info)) {
     GST_ELEMENT_ERROR (self, CORE, NEGOTIATION,
         ("Unsupported video format %s: gpunetclassify takes " VIDEO_FORMATS
@@ -1132,20 +1199,36 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
-  gst_gpunet_planner_set_region_policy (self->planner, &rp);
-  gst_gpunet_planner_plan (self->planner, f, types, interval);
-  if (types)
-    g_array_unref (types);
-  /* skip: a frame that would wait behind more than the engine's next pass goes
-   * downstream with the last results, after the frames still in flight */
-  if (self->skip && f->n_images > 0 && (full
-          || gst_gpunet_engine_busy (f->ctx->shared,
-              gst_gpunet_queue_in_engine (self->queue)))) {
-    gst_gpunet_frame_mark_skipped (f);
-    gst_gpunet_planner_retry (self->planner);
+  if (self->nvmm_caps) {
+    if (types)
+      g_array_unref (types);
+    if (f->old_model != NULL)
+      gst_gpunet_nvmm_flush (self->nvmm);
+    if (!gst_gpunet_nvmm_plan (self->nvmm, f, &images, &map_error)) {
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
+              " (NVMM): %s", f->rs.frame_no, map_error), (NULL));
+      g_free (map_error);
+      gst_gpunet_frame_free (f);
+      gst_gpunet_stats_failed (self->stats, 1);
+      return GST_FLOW_ERROR;
+    }
+  } else {
+    gst_gpunet_planner_set_region_policy (self->planner, &rp);
+    gst_gpunet_planner_plan (self->planner, f, types, interval);
+    if (types)
+      g_array_unref (types);
+    /* skip: a frame that would wait behind more than the engine's next pass goes
+     * downstream with the last results, after the frames still in flight */
+    if (self->skip && f->n_images > 0 && (full
+            || gst_gpunet_engine_busy (f->ctx->shared,
+                gst_gpunet_queue_in_engine (self->queue)))) {
+      gst_gpunet_frame_mark_skipped (f);
+      gst_gpunet_planner_retry (self->planner);
+    }
   }
 
-  if (f->n_images > 0 && (images = gst_gpunet_planner_map (self->planner,
+  if (!self->nvmm_caps && f->n_images > 0
+      && (images = gst_gpunet_planner_map (self->planner,
               self->cuda, &self->info, f, &map_error)) == NULL) {
     if (map_error != NULL)
       GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
@@ -1232,6 +1315,7 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   smoothing = self->smoothing;
   hold = self->label_hold;
   GST_OBJECT_UNLOCK (self);
+  gst_gpunet_nvmm_finish (f, scores);
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
     gst_gpunet_stats_failed (self->stats, 1);
@@ -1241,6 +1325,7 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
     g_free (text);
     return NULL;
   }
+  gst_gpunet_nvds_attach (f, scores);
   gst_gpunet_stats_frame_out (self->stats, frame_outcome (f), f->in_us);
   return g_steal_pointer (&f->buf);
 }
@@ -1289,6 +1374,7 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       gst_gpunet_queue_drop (self->queue);
       gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
+      gst_gpunet_nvmm_flush (self->nvmm);
       return gst_gpunet_queue_flush_stop (self->queue, event);
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -1329,6 +1415,11 @@ gst_gpunet_classify_sink_query (GstPad * pad, GstObject * parent,
 
       gst_query_parse_accept_caps (query, &caps);
       allowed = allowed_caps (self, pad, NULL, NULL);
+      /* NVMM caps the libraries cannot serve: refused in set_caps, with why */
+      if (gst_gpunet_nvmm_caps_are_nvmm (caps)) {
+        gst_caps_unref (allowed);
+        allowed = gst_pad_get_pad_template_caps (pad);
+      }
       gst_query_set_accept_caps_result (query,
           gst_caps_can_intersect (caps, allowed));
       gst_caps_unref (allowed);

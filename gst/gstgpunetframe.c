@@ -36,12 +36,17 @@ gst_gpunet_frame_unmap (GstGpunetFrame * f)
     gst_video_frame_unmap (&f->vframe);
     f->mapped = FALSE;
   }
+  if (f->nvmm != NULL)
+    f->nvmm_unmap (f->nvmm);
 }
 
 void
 gst_gpunet_frame_free (GstGpunetFrame * f)
 {
   gst_gpunet_frame_unmap (f);
+  /* its map first: the buffer may hold the last reference to the memory */
+  if (f->nvmm != NULL)
+    f->nvmm_free (f->nvmm);
   if (f->buf)
     gst_buffer_unref (f->buf);
   if (f->rois) {

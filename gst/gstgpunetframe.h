@@ -46,6 +46,10 @@ typedef struct
   guint n_images;               /* images submitted: the frame's, then crops */
   gint64 in_us;                 /* stats: when it arrived (monotonic) */
   gboolean skipped;             /* when-busy=skip: carried, not submitted */
+  gpointer nvmm;                /* NVMM input: its surfaces and NvDs targets
+                                 * (gstgpunetnvmm.c), else NULL */
+  GDestroyNotify nvmm_unmap;    /* ... once the engine is done with it */
+  GDestroyNotify nvmm_free;     /* ... with the frame */
 } GstGpunetFrame;
 
 /* Unmaps the frame once the engine is done with it (idempotent). */

@@ -20,7 +20,8 @@ typedef struct
   GstVideoRegionOfInterestMeta *meta;   /* owned by the buffer */
   gint x, y, width, height;     /* the crop, inside the frame, never empty */
   gboolean unique_id;           /* no other selected region has meta->id */
-  const gpunet_class_score *scores;     /* k results: fresh or carried */
+  const gpunet_class_score *scores;     /* carried results (NVMM objects), or NULL */
+  guint n_scores;               /* ... how many */
   gboolean inferred;            /* FALSE: carried from an earlier frame */
   gint od_id;                   /* the GstAnalyticsODMtd it came from (id in the
                                  * buffer's relation meta), -1: a region meta */

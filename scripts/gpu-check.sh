@@ -21,6 +21,8 @@
 #                    and cycles): batch-size 4, two regions per frame, interval 5, a
 #                    mid-stream resolution change, two elements in one pipeline, 50
 #                    PLAYING->NULL cycles
+#   element-nvmm     the DeepStream wheel's nvv4l2decoder feeding gpunetclassify NVMM
+#                    frames: records equal to the CUDA-memory path's (docs/deepstream.md)
 #   soak             SOAK_MIN minutes (default 10) of classification, host RSS and GPU
 #                    memory sampled every SOAK_EVERY s (default: 40 samples): both flat
 #   tag              gpunet-tag --backend cuda (CUDA memory, fp32) against --backend cpu
@@ -66,14 +68,15 @@ ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
 ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-fused
   bench-sweep
   pipeline streams element-batch
-  element-regions element-interval element-resolution element-two element-cycles soak tag
-  pytorch cpu-threads"
+  element-regions element-interval element-resolution element-two element-nvmm element-cycles
+  soak tag pytorch cpu-threads"
 # QUICK=1: the steps that fit a short GPU lease (about 10 minutes): one self-test pass of
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
 QUICK_STEPS="selftest-quick bench bench-fused pipeline streams element-batch element-regions
-  element-interval element-resolution element-two element-cycles tag memcheck synccheck
+  element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
+  synccheck
   pytorch cpu-threads"
 # --profile short: the claims of docs/cuda.md in at most PROFILE_BUDGET_S (8 minutes)
 PROFILE_STEPS="graph-nodes throughput latency selftest-quick streams"
@@ -377,6 +380,29 @@ element_resolution () {
   echo "detail: $recs records of ${got:+$((got + 1))} frames the element numbered; the decoder alone outputs $dec of the 120 frames; caps at 640 wide: $w640, at 1280: $w1280"
   [ "$recs" -eq "$dec" ] && [ "$dec" -gt 0 ] && [ "$w640" -gt 0 ] && [ "$w1280" -gt 0 ]
 }
+# NVMM (issue 45): the PyPI wheel's nvv4l2decoder decodes the same clip into
+# video/x-raw(memory:NVMM) CUDA surfaces that gpunetclassify reads in place; its records
+# (one region record per surface, roi-id = the surface's index 0 without nvstreammux)
+# must equal the CUDA-memory path's (nvh264dec) within the self-test tolerance.  The
+# wheel comes from tests/gst/nvds-libs.sh's cache (pip download on first use).
+element_nvmm () {
+  need_nvdec || return $?
+  local libs
+  libs=$(sh "$ROOT/tests/gst/nvds-libs.sh" sh -c 'echo "$GPUNET_NVDS_LIB_DIR"') || {
+    echo "detail: skipped: the DeepStream wheel cannot be fetched"; return 77; }
+  export GST_PLUGIN_PATH_1_0=$GST_PLUGIN_PATH_1_0:$libs LIBV4L2_PLUGIN_DIR=$libs/v4l_plugins
+  export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  gst-inspect-1.0 --exists nvv4l2decoder || { echo "detail: skipped: the wheel's nvv4l2decoder does not load here"; return 77; }
+  gst-launch-1.0 -v filesrc location=$CLIP ! qtdemux ! h264parse ! nvv4l2decoder ! \
+    $CLS name=cls nvds-lib-dir=$libs json-output=$W/nvmm.jsonl ! fakesink sync=false \
+    > "$W/nvmm.launch" 2>&1 || { echo "gst-launch failed:"; tail -n 5 "$W/nvmm.launch"; return 1; }
+  grep -q 'cls.GstPad:sink: caps = video/x-raw(memory:NVMM)' "$W/nvmm.launch" || { echo "detail: FAIL: no NVMM memory on cls's sink pad"; return 1; }
+  launch nvmm-ref $DEC ! $CLS name=cls json-output=$W/nvmm-ref.jsonl ! fakesink sync=false || return 1
+  # the surface's region record stands for the frame's
+  sed 's/"roi-id":0,/"roi-id":-1,/' "$W/nvmm.jsonl" > "$W/nvmm-frames.jsonl"
+  [ "$(lines $W/nvmm-frames.jsonl)" -eq 300 ] || { echo "detail: FAIL: $(lines $W/nvmm-frames.jsonl) NVMM records for 300 frames"; return 1; }
+  $LIB lines "$W/nvmm-frames.jsonl" "$W/nvmm-ref.jsonl" --tol 1e-3
+}
 element_two () {
   need_nvdec || return $?
   launch two $DEC ! $CLS name=cls json-output=$W/two-a.jsonl ! $CLS name=cls2 share-engine=false json-output=$W/two-b.jsonl ! fakesink sync=false || return 1
@@ -437,7 +463,7 @@ streams8 () {
   fi
   echo "detail: 8 x 300 frames of 1080p (round 2): decoders alone $t_decoders s, one shared engine at batch 8 $t_shared s, 8 unshared $t_unshared s (at batch-size 8 each: $t_unshared8 s); shared/unshared frames/s $(awk -v a="$t_unshared" -v b="$t_shared" 'BEGIN {printf "%.2f", a / b}')x"
 }
-export -f need_nvdec launch lines element_batch element_interval element_resolution element_two pipeline streams8
+export -f need_nvdec launch lines element_batch element_interval element_resolution element_two element_nvmm pipeline streams8
 step pipeline 300 pipeline
 step streams 300 streams8
 step element-batch 300 element_batch
@@ -445,6 +471,7 @@ step element-regions 300 '"$TOOLS/gpunet-element-check" regions --model gpunet-0
 step element-interval 300 element_interval
 step element-resolution 300 element_resolution
 step element-two 300 element_two
+step element-nvmm 300 element_nvmm
 step element-cycles 600 '"$TOOLS/gpunet-element-check" cycles --model gpunet-0 --checkpoint "$W/g0.safetensors" --cycles 50'
 
 # --- SOAK_MIN minutes of 1080p NV12 frames through cudaupload ! gpunetclassify batch-size 4

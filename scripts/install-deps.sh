@@ -8,6 +8,7 @@ PKGS=(meson ninja-build pkg-config gcc libc6-dev
   libdnnl-dev libjson-glib-dev python3 python3-numpy python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   gir1.2-gst-plugins-bad-1.0
   gstreamer1.0-libav   # avdec_h264: the tests' clips decode whichever H.264 encoder made them
+  python3-pip   # fetches NVIDIA's DeepStream wheel for the nvmm tests (tests/gst/nvds-libs.sh)
   clang libclang-rt-dev)   # the fuzzers (scripts/fuzz.sh); libFuzzer is only recommended
 missing=()
 for p in "${PKGS[@]}"; do
