@@ -136,9 +136,11 @@ def states(records, cam=None):
             and (cam is None or r["camera"] == cam)]
 
 
-def make_clip(path, frames=20):
+def make_clip(path, frames=20, fmt="I420"):
+    """H.264 in MP4; fmt=Y444 gives High 4:4:4, which avdec_h264 decodes and
+    Debian 12's openh264dec does not"""
     subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", f"num-buffers={frames}",
-                    "!", "video/x-raw,width=96,height=72,framerate=10/1", "!",
+                    "!", f"video/x-raw,format={fmt},width=96,height=72,framerate=10/1", "!",
                     "x264enc", "speed-preset=ultrafast", "!", "h264parse", "!",
                     "mp4mux", "!", "filesink", f"location={path}"], check=True)
 
