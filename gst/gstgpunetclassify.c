@@ -47,10 +47,12 @@
 #include "gstgpunetclassify.h"
 #include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
+#include "gstgpunetlive.h"
 #include "gstgpunetmodel.h"
 #include "gstgpunetqueue.h"
 #include "gstgpunetrecords.h"
 #include "gstgpunetroi.h"
+#include "gstgpunetstats.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_classify_debug);
 #define GST_CAT_DEFAULT gst_gpunet_classify_debug
@@ -84,6 +86,9 @@ enum
   PROP_ENGINE_ID,
   PROP_DEVICE_ID,
   PROP_ANALYTICS_META,
+  PROP_WHEN_BUSY,
+  PROP_STATS_INTERVAL,
+  PROP_STATS,
   PROP_LAST
 };
 
@@ -114,6 +119,8 @@ enum
 #define DEFAULT_DEVICE_ID -1
 /* on where this build has GstAnalytics (GStreamer 1.24+), else off */
 #define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
+#define DEFAULT_WHEN_BUSY GST_GPUNET_WHEN_BUSY_AUTO
+#define DEFAULT_STATS_INTERVAL 0
 
 #define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
 
@@ -148,6 +155,8 @@ struct _GstGpunetClassify
   guint label_hold;
   gint device_id;
   gboolean analytics_meta;
+  GstGpunetWhenBusy when_busy;
+  guint stats_interval;
 
   /* each with its own lock or thread, see their files */
   GstGpunetCuda *cuda;
@@ -157,6 +166,7 @@ struct _GstGpunetClassify
   GstGpunetQueue *queue;        /* the in-flight queue and the src task */
   GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
   GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
+  GstGpunetStats *stats;        /* counters, latency, the stats messages */
 
   gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
@@ -165,6 +175,7 @@ struct _GstGpunetClassify
   gboolean have_caps;
   GstSegment segment;
   guint64 frame_count;
+  gint skip;                    /* when-busy as resolved for this stream, -1 = not yet */
 };
 
 #define gst_gpunet_classify_parent_class parent_class
@@ -199,6 +210,9 @@ static GstBuffer *finish_frame (gpointer data, gpunet_status status,
     const gchar * error, gpunet_class_score * scores, gpointer user_data);
 static void queued_event (GstEvent * event, gpointer user_data);
 static void queue_blocked (gpointer user_data);
+static void cancel_frames (gpointer * frames, guint n, gpointer user_data);
+static void stats_engine (GstElement * element, GstGpunetStatsEngine * out,
+    gpointer * to_free);
 
 /* ---- class ----------------------------------------------------------------------- */
 
@@ -395,6 +409,38 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
           "attached; setting it true warns at start",
           DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
+  /**
+   * GstGpunetClassify:when-busy:
+   *
+   * What a frame does when this element's frames fill their engine: `wait`
+   * holds upstream until there is room (every frame is classified), `skip`
+   * passes it on at once with the stream's last result (inferred=false,
+   * counted as skipped in #GstGpunetClassify:stats), so no frame waits behind
+   * more than one pass of its engine; `auto` skips when upstream is live.
+   */
+  g_object_class_install_property (gobject_class, PROP_WHEN_BUSY,
+      g_param_spec_enum ("when-busy", "When busy",
+          "When the engine is busy (this element's max-in-flight frames in it, "
+          "or the images queued in it fill its next pass): wait = hold "
+          "upstream until there is room; skip = pass the frame on at once with "
+          "the stream's last result (inferred=false, counted as skipped), so "
+          "latency stays within about two passes; auto = skip when upstream "
+          "is live (latency query), else wait", GST_TYPE_GPUNET_WHEN_BUSY,
+          DEFAULT_WHEN_BUSY, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint ("stats-interval", "Stats interval",
+          "Milliseconds between gpunetclassify-stats element messages (the "
+          "stats property's structure); 0 = none", 0, G_MAXUINT,
+          DEFAULT_STATS_INTERVAL, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Stats",
+          "Counters since start (a gpunetclassify-stats structure): frames-in, "
+          "classified, carried, skipped, failed, dropped, queue-depth, "
+          "latency-p50-ms, latency-p99-ms (last 1024 frames, buffer in to "
+          "buffer out), latency-count, latency-sum-ms, latency-buckets and "
+          "latency-bucket-bounds-ms (cumulative histogram), fps, "
+          "batch-occupancy, engine-id, model", GST_TYPE_STRUCTURE,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
       g_param_spec_uint ("engine-id", "Engine id",
           "Serial number of the engine this element uses (elements sharing "
@@ -422,6 +468,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_RESIZE_MODE, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_PRECISION, 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_ROI_MODE, 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPUNET_WHEN_BUSY, 0);
 }
 
 static void
@@ -476,11 +523,13 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->label_hold = DEFAULT_LABEL_HOLD;
   self->device_id = DEFAULT_DEVICE_ID;
   self->analytics_meta = DEFAULT_ANALYTICS_META;
+  self->when_busy = DEFAULT_WHEN_BUSY;
+  self->stats_interval = DEFAULT_STATS_INTERVAL;
   self->cuda = gst_gpunet_cuda_new ();
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
     const GstGpunetQueueFuncs funcs = { finish_frame, queued_event,
-      gst_gpunet_frames_cancel, (GDestroyNotify) gst_gpunet_frame_free,
+      cancel_frames, (GDestroyNotify) gst_gpunet_frame_free,
       queue_blocked
     };
 
@@ -489,6 +538,8 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   }
   self->records = gst_gpunet_records_new (GST_ELEMENT (self));
   self->planner = gst_gpunet_planner_new (GST_ELEMENT (self));
+  self->stats = gst_gpunet_stats_new (GST_ELEMENT (self), stats_engine);
+  self->skip = -1;
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
 }
 
@@ -508,13 +559,14 @@ gst_gpunet_classify_finalize (GObject * object)
   gst_gpunet_queue_free (self->queue);
   gst_gpunet_records_free (self->records);
   gst_gpunet_planner_free (self->planner);
+  gst_gpunet_stats_free (self->stats);
   gst_gpunet_cuda_free (self->cuda);
 
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
 
-/* Where each property lives in the instance (0: no field, PROP_ENGINE_ID); set and read
+/* Where each property lives in the instance (0: no field, PROP_ENGINE_ID, PROP_STATS); set and read
  * by the pspec's value type, under the object lock. */
 #define F(field) G_STRUCT_OFFSET (GstGpunetClassify, field)
 static const gsize prop_field[PROP_LAST] = {
@@ -531,6 +583,7 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
   [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
   [PROP_ANALYTICS_META] = F (analytics_meta),
+  [PROP_WHEN_BUSY] = F (when_busy),[PROP_STATS_INTERVAL] = F (stats_interval),
 };
 #undef F
 
@@ -651,6 +704,10 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     g_value_set_uint (value, gst_gpunet_model_swap_engine_id (self->models));
     return;
   }
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, gst_gpunet_stats_structure (self->stats));
+    return;
+  }
   if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     return;
@@ -671,6 +728,15 @@ gst_gpunet_classify_notify (GObject * object, GParamSpec * pspec)
 
   if (G_OBJECT_CLASS (parent_class)->notify)
     G_OBJECT_CLASS (parent_class)->notify (object, pspec);
+  if (strcmp (pspec->name, "stats-interval") == 0) {
+    guint ms;
+
+    GST_OBJECT_LOCK (self);
+    ms = self->stats_interval;
+    GST_OBJECT_UNLOCK (self);
+    gst_gpunet_stats_set_interval (self->stats, ms);
+    return;
+  }
   if (strcmp (pspec->name, "model") && strcmp (pspec->name, "checkpoint"))
     return;
   GST_OBJECT_LOCK (self);
@@ -727,7 +793,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   GstGpunetRoiMode mode;
   GstGpunetModelCtx *c = NULL;
   gint device = 0, device_id;
-  guint limit;
+  guint limit, stats_ms;
 
   read_model_args (self, &a);
   GST_OBJECT_LOCK (self);
@@ -739,6 +805,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   device_id = self->device_id;
   limit = self->max_in_flight;
   analytics = self->analytics_meta;
+  stats_ms = self->stats_interval;
   GST_OBJECT_UNLOCK (self);
   have_checkpoint = a.checkpoint != NULL && *a.checkpoint != '\0';
 
@@ -783,7 +850,9 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
       mode != GST_GPUNET_ROI_MODE_FRAME);
   self->frame_count = 0;
   self->have_caps = FALSE;
+  self->skip = -1;
   gst_segment_init (&self->segment, GST_FORMAT_TIME);
+  gst_gpunet_stats_start (self->stats, stats_ms);
   return TRUE;
 }
 
@@ -791,6 +860,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 static void
 gst_gpunet_classify_stop (GstGpunetClassify * self)
 {
+  gst_gpunet_stats_stop (self->stats);
   gst_gpunet_model_swap_stop (self->models);
   gst_gpunet_queue_drop (self->queue);
   gst_gpunet_cuda_close (self->cuda);
@@ -957,6 +1027,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   GstGpunetFrame *f;
   GArray *types;
   guint interval;
+  gboolean full = FALSE;
   GstFlowReturn ret;
 
   (void) pad;
@@ -967,11 +1038,25 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
     return GST_FLOW_NOT_NEGOTIATED;
   }
   f = frame_new (self, buf, &types, &interval);
+  f->in_us = gst_gpunet_stats_frame_in (self->stats);
 
-  /* room in the engine, then a swapped-in model at this frame boundary */
-  ret = gst_gpunet_queue_wait_room (self->queue);
+  /* room in the engine (when-busy=skip: whether there is), then a swapped-in
+   * model at this frame boundary */
+  if (self->skip < 0) {
+    GstGpunetWhenBusy mode;
+
+    GST_OBJECT_LOCK (self);
+    mode = self->when_busy;
+    GST_OBJECT_UNLOCK (self);
+    self->skip = gst_gpunet_when_busy_skips (mode, self->sinkpad);
+  }
+  if (self->skip)
+    ret = gst_gpunet_queue_check_room (self->queue, &full);
+  else
+    ret = gst_gpunet_queue_wait_room (self->queue);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT (self, "dropping a buffer: %s", gst_flow_get_name (ret));
+    gst_gpunet_stats_dropped (self->stats, 1);
     gst_buffer_unref (buf);
     gst_gpunet_frame_free (f);
     if (types)
@@ -984,6 +1069,14 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   gst_gpunet_planner_plan (self->planner, f, types, interval);
   if (types)
     g_array_unref (types);
+  /* skip: a frame that would wait behind more than the engine's next pass goes
+   * downstream with the last results, after the frames still in flight */
+  if (self->skip && f->n_images > 0 && (full
+          || gst_gpunet_engine_busy (f->ctx->shared,
+              gst_gpunet_queue_in_engine (self->queue)))) {
+    gst_gpunet_frame_mark_skipped (f);
+    gst_gpunet_planner_retry (self->planner);
+  }
 
   if (f->n_images > 0 && (images = gst_gpunet_planner_map (self->planner,
               self->cuda, &self->info, f, &map_error)) == NULL) {
@@ -995,6 +1088,7 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
               "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
     g_free (map_error);
     gst_gpunet_frame_free (f);
+    gst_gpunet_stats_failed (self->stats, 1);
     return GST_FLOW_ERROR;
   }
   entry = gst_gpunet_queue_push_frame (self->queue, f,
@@ -1005,6 +1099,47 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 }
 
 /* ---- the queue's callbacks (src task, drop) --------------------------------------- */
+
+/* How a frame that is about to be pushed was served. */
+static GstGpunetOutcome
+frame_outcome (const GstGpunetFrame * f)
+{
+  gboolean carried_record = (f->frame_record && !f->frame_inferred)
+      || (f->rois != NULL && f->rois->len > 0);
+
+  if (f->skipped)
+    return GST_GPUNET_OUTCOME_SKIPPED;
+  if (f->n_images == 0 && carried_record)
+    return GST_GPUNET_OUTCOME_CARRIED;
+  return GST_GPUNET_OUTCOME_CLASSIFIED;
+}
+
+/* The queue's cancel callback: frames dropped (flush, stop) count as dropped. */
+static void
+cancel_frames (gpointer * frames, guint n, gpointer user_data)
+{
+  GstGpunetClassify *self = user_data;
+
+  gst_gpunet_stats_dropped (self->stats, n);
+  gst_gpunet_frames_cancel (frames, n, user_data);
+}
+
+/* The stats' engine part: this element's queue, its engine. */
+static void
+stats_engine (GstElement * element, GstGpunetStatsEngine * out,
+    gpointer * to_free)
+{
+  GstGpunetClassify *self = GST_GPUNET_CLASSIFY (element);
+  GstGpunetModelCtx *c = gst_gpunet_model_swap_ref_current (self->models);
+
+  out->queue_depth = gst_gpunet_queue_in_engine (self->queue);
+  if (c != NULL && c->shared != NULL) {
+    out->batch_occupancy = gst_gpunet_engine_occupancy (c->shared->engine);
+    out->engine_id = c->shared->id;
+    out->model = *to_free = g_strdup (c->name);
+  }
+  gst_gpunet_model_ctx_unref (c);
+}
 
 static GstBuffer *
 finish_frame (gpointer data, gpunet_status status, const gchar * error,
@@ -1019,6 +1154,7 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   gst_gpunet_frame_unmap (f);
   /* the flow first: a producer that sees the message also sees the flow */
   if (status != GPUNET_OK) {
+    gst_gpunet_stats_failed (self->stats, 1);
     gst_gpunet_queue_set_flow_error (self->queue);
     gst_gpunet_post_engine_error (GST_ELEMENT (self), status, error,
         "classifying a frame");
@@ -1030,12 +1166,14 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   GST_OBJECT_UNLOCK (self);
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
+    gst_gpunet_stats_failed (self->stats, 1);
     gst_gpunet_queue_set_flow_error (self->queue);
     GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("%s", text),
         ("json-output property"));
     g_free (text);
     return NULL;
   }
+  gst_gpunet_stats_frame_out (self->stats, frame_outcome (f), f->in_us);
   return g_steal_pointer (&f->buf);
 }
 
@@ -1088,6 +1226,8 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       GstCaps *caps;
 
       gst_event_parse_caps (event, &caps);
+      /* a new stream may be live where the old one was not */
+      self->skip = -1;
       if (!set_caps (self, caps)) {
         gst_event_unref (event);
         return FALSE;

@@ -211,6 +211,13 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
 }
 
 void
+gst_gpunet_planner_retry (GstGpunetPlanner * p)
+{
+  p->have_last = FALSE;
+  p->carried = 0;
+}
+
+void
 gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
     const GArray * types, guint interval)
 {

@@ -43,6 +43,8 @@ typedef struct
   GstVideoFrame vframe;
   gboolean mapped;
   guint n_images;               /* images submitted: the frame's, then crops */
+  gint64 in_us;                 /* stats: when it arrived (monotonic) */
+  gboolean skipped;             /* when-busy=skip: carried, not submitted */
 } GstGpunetFrame;
 
 /* Unmaps the frame once the engine is done with it (idempotent). */
@@ -81,6 +83,10 @@ void gst_gpunet_planner_flush (GstGpunetPlanner * p);
  * and `interval` are the properties now; a frame with old_model starts a cycle. */
 void gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
     const GArray * types, guint interval);
+
+/* A frame planned to be classified was skipped (when-busy): the next frame
+ * starts a new cycle and is classified. */
+void gst_gpunet_planner_retry (GstGpunetPlanner * p);
 
 /* Maps f->buf (`info`: its caps) through `cuda`: its n_images images (the frame,
  * then the crops; g_free), or NULL when it cannot be mapped, or (*error, g_free) when

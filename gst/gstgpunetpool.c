@@ -176,3 +176,14 @@ gst_gpunet_pool_count (void)
   g_mutex_unlock (&pool_lock);
   return n;
 }
+
+guint
+gst_gpunet_pool_users (GstGpunetShared * sh)
+{
+  guint n;
+
+  g_mutex_lock (&pool_lock);
+  n = (guint) sh->users;
+  g_mutex_unlock (&pool_lock);
+  return n;
+}

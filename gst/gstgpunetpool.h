@@ -59,6 +59,9 @@ void gst_gpunet_pool_release (GstGpunetShared * shared);
 /* Engines alive in this process (tests, tools). */
 guint gst_gpunet_pool_count (void);
 
+/* The elements holding `sh` now (when-busy shares its passes among them). */
+guint gst_gpunet_pool_users (GstGpunetShared * sh);
+
 G_END_DECLS
 
 #endif /* __GST_GPUNET_POOL_H__ */

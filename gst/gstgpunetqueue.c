@@ -24,6 +24,7 @@ struct _GstGpunetQueueEntry
   gpunet_status status;
   gchar *error;
   gboolean ready;
+  gboolean counted;             /* in the queue's in_engine */
 };
 
 struct _GstGpunetQueue
@@ -37,6 +38,7 @@ struct _GstGpunetQueue
   GCond cond;
   GQueue entries;
   guint in_flight;              /* buffer entries in `entries` */
+  guint in_engine;              /* ... of them waiting for the engine's results */
   guint limit;                  /* max-in-flight as started */
   gboolean flushing;
   GstFlowReturn srcresult;
@@ -121,6 +123,29 @@ gst_gpunet_queue_wait_room (GstGpunetQueue * q)
   return ret;
 }
 
+GstFlowReturn
+gst_gpunet_queue_check_room (GstGpunetQueue * q, gboolean * full)
+{
+  GstFlowReturn ret;
+
+  g_mutex_lock (&q->lock);
+  *full = q->in_engine >= q->limit;
+  ret = q->flushing ? GST_FLOW_FLUSHING : q->srcresult;
+  g_mutex_unlock (&q->lock);
+  return ret;
+}
+
+guint
+gst_gpunet_queue_in_engine (GstGpunetQueue * q)
+{
+  guint n;
+
+  g_mutex_lock (&q->lock);
+  n = q->in_engine;
+  g_mutex_unlock (&q->lock);
+  return n;
+}
+
 /* Queues `e`; the task pushes it when it is at the head and ready.  Lock held. */
 static void
 enqueue (GstGpunetQueue * q, GstGpunetQueueEntry * e)
@@ -144,6 +169,10 @@ gst_gpunet_queue_push_frame (GstGpunetQueue * q, gpointer frame,
   else
     e->ready = TRUE;
   g_mutex_lock (&q->lock);
+  if (!e->ready) {
+    q->in_engine++;
+    e->counted = TRUE;
+  }
   enqueue (q, e);
   g_mutex_unlock (&q->lock);
   return e;
@@ -164,6 +193,10 @@ gst_gpunet_queue_done (void *user, gpunet_status status,
     e->error = g_strdup (error_text ? error_text :
         gpunet_status_string (status));
   e->ready = TRUE;
+  /* an entry dropped meanwhile was taken off the count already */
+  if (e->counted && q->in_engine > 0)
+    q->in_engine--;
+  e->counted = FALSE;
   g_cond_broadcast (&q->cond);
   g_mutex_unlock (&q->lock);
 }
@@ -263,6 +296,9 @@ gst_gpunet_queue_drop (GstGpunetQueue * q)
   dropped = q->entries;
   g_queue_init (&q->entries);
   q->in_flight = 0;
+  q->in_engine = 0;
+  for (l = dropped.head; l; l = l->next)
+    ((GstGpunetQueueEntry *) l->data)->counted = FALSE;
   g_cond_broadcast (&q->cond);
   g_mutex_unlock (&q->lock);
 

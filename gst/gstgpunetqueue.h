@@ -49,6 +49,14 @@ void gst_gpunet_queue_set_limit (GstGpunetQueue * q, guint max_in_flight);
  * queue (flushing, or the task's flow error). */
 GstFlowReturn gst_gpunet_queue_wait_room (GstGpunetQueue * q);
 
+/* Streaming thread, never blocks (when-busy=skip): GST_FLOW_OK or the flow that
+ * stopped the queue; *full when the frames this element has waiting for the engine
+ * reach the limit. */
+GstFlowReturn gst_gpunet_queue_check_room (GstGpunetQueue * q, gboolean * full);
+
+/* This element's frames waiting for their engine results now (any thread). */
+guint gst_gpunet_queue_in_engine (GstGpunetQueue * q);
+
 /* Streaming thread: queues `frame` (taken) with room for `n_scores` results; with
  * n_scores 0 it is ready at once.  Else the returned entry is the user data of the
  * frame's engine request, with gst_gpunet_queue_done as its callback. */

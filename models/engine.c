@@ -554,3 +554,14 @@ gpunet_engine_stats (gpunet_engine *e, int64_t *passes, int64_t *images)
     *images = e->images;
   pthread_mutex_unlock (&e->lock);
 }
+
+int
+gpunet_engine_waiting (gpunet_engine *e)
+{
+  int n = 0;
+  pthread_mutex_lock (&e->lock);
+  for (request *r = e->head; r; r = r->next)
+    n += r->n - r->taken;
+  pthread_mutex_unlock (&e->lock);
+  return n;
+}

@@ -220,6 +220,11 @@ const char *gpunet_engine_backend_name (const gpunet_engine *engine);
 const gpunet_model *gpunet_engine_model (const gpunet_engine *engine);
 int gpunet_engine_max_batch (const gpunet_engine *engine);
 
+/* Images queued and not yet taken into a pass, of every producer: when it is
+ * max_batch or more, an image submitted now waits for more than the next pass.
+ * Thread safe. */
+int gpunet_engine_waiting (gpunet_engine *engine);
+
 /* Counters since creation: forward passes run and images classified (tests, tools). */
 void gpunet_engine_stats (gpunet_engine *engine, int64_t *passes, int64_t *images);
 

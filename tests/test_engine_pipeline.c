@@ -3,7 +3,8 @@
  * passes often finish first: every request completes exactly once, in submission
  * order, with the results a session gives each image alone; nothing is lost when the
  * engine is freed with requests still queued (the element's flush and EOS); cancel
- * waits for passes in flight; never more passes in a session call than configured, and
+ * waits for passes in flight; gpunet_engine_waiting counts the images not yet in a
+ * pass; never more passes in a session call than configured, and
  * with enough work queued, that many at once. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -336,6 +337,36 @@ test_kick (gpunet_model *m)
   gpunet_engine_kick (NULL);   /* harmless */
 }
 
+/* gpunet_engine_waiting: the images queued and not taken by a pass (a partial batch
+ * held by its timeout), of every request; none once they are withdrawn. */
+static void
+test_waiting (gpunet_model *m)
+{
+  sink s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  ticket t[2] = { { &s, 0 }, { &s, 1 } };
+  gpunet_engine_params p;
+  gpunet_engine_params_init (&p);
+  p.session.max_batch = 8;
+  p.batch_timeout_us = 30 * 1000000LL;
+  gpunet_engine *e = NULL;
+  char *err = NULL;
+  CHECK_MSG (gpunet_engine_new_on (m, &p, &fake_backend, &e, &err) == GPUNET_OK, "%s",
+      err ? err : "?");
+  free (err);
+  if (!e)
+    return;
+  CHECK (gpunet_engine_waiting (e) == 0);
+  CHECK (gpunet_engine_submit (e, images[1], 1, NULL, K, &s, on_done, &t[0], NULL)
+      == GPUNET_OK);
+  CHECK (gpunet_engine_submit (e, images[2], 2, NULL, K, &s, on_done, &t[1], NULL)
+      == GPUNET_OK);
+  CHECK_MSG (gpunet_engine_waiting (e) == 3, "%d images waiting, 3 queued",
+      gpunet_engine_waiting (e));
+  gpunet_engine_cancel (e, &s);
+  CHECK (gpunet_engine_waiting (e) == 0 && s.n_done == 2);
+  gpunet_engine_free (e);
+}
+
 int
 main (void)
 {
@@ -349,6 +380,7 @@ main (void)
       test_order_and_flush (m, in_flight, batch);
   test_cancel (m);
   test_kick (m);
+  test_waiting (m);
   /* out of range is refused with a sentence */
   gpunet_engine_params p;
   gpunet_engine_params_init (&p);

@@ -7,6 +7,12 @@
  * where latency is a buffer entering the element to leaving it, fps counts frames
  * of all streams over the wall time from PLAYING to the last EOS, engines counts
  * distinct engine-id values and rss_mb is the process's peak resident size.
+ * Each stream is named by its index and label (its test pattern or its input's
+ * file name), in its lines and in its errors; after the run a line per stream gives
+ * the element's stats (frames in, classified, carried, skipped, failed, dropped, its
+ * own p50/p99 and frames/s); --stats-interval prints them while it runs.
+ * --live runs the synthetic sources on the clock at --fps, --when-busy sets the
+ * element's policy (wait, skip, auto).
  * A missing, empty or non-regular input file is reported and left out.
  * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage. */
 #include <errno.h>
@@ -83,6 +89,74 @@ compare_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* The stream of element `obj` (named c<index> here), or -1. */
+static gint
+stream_index (GstObject * obj)
+{
+  for (; obj != NULL; obj = GST_OBJECT_PARENT (obj)) {
+    const gchar *name = GST_OBJECT_NAME (obj);
+    gchar *end;
+    gint64 k;
+
+    if (name && name[0] == 'c' && g_ascii_isdigit (name[1])) {
+      k = g_ascii_strtoll (name + 1, &end, 10);
+      if (*end == '\0')
+        return (gint) k;
+    }
+  }
+  return -1;
+}
+
+/* "stream I (LABEL)" for messages of the elements of a stream; else the object's
+ * name (g_free). */
+static gchar *
+stream_of (GstObject * obj, gchar ** labels, gint n)
+{
+  gint k = stream_index (obj);
+
+  if (k >= 0 && k < n)
+    return g_strdup_printf ("stream %d (%s)", k, labels[k]);
+  return g_strdup (GST_OBJECT_NAME (obj));
+}
+
+static guint64
+field_u64 (const GstStructure * s, const gchar * f)
+{
+  guint64 v = 0;
+
+  gst_structure_get_uint64 (s, f, &v);
+  return v;
+}
+
+static gdouble
+field_double (const GstStructure * s, const gchar * f)
+{
+  gdouble v = 0;
+
+  gst_structure_get_double (s, f, &v);
+  return v;
+}
+
+/* One line of an element's gpunetclassify-stats. */
+static void
+print_stats (gint k, const gchar * label, const GstStructure * s)
+{
+  guint depth = 0;
+
+  gst_structure_get_uint (s, "queue-depth", &depth);
+  printf ("stream %d (%s) stats: in=%" G_GUINT64_FORMAT " classified=%"
+      G_GUINT64_FORMAT " carried=%" G_GUINT64_FORMAT " skipped=%"
+      G_GUINT64_FORMAT " failed=%" G_GUINT64_FORMAT " dropped=%"
+      G_GUINT64_FORMAT " queue=%u p50_ms=%.2f p99_ms=%.2f fps=%.1f "
+      "occupancy=%.2f\n", k, label, field_u64 (s, "frames-in"),
+      field_u64 (s, "classified"), field_u64 (s, "carried"),
+      field_u64 (s, "skipped"), field_u64 (s, "failed"),
+      field_u64 (s, "dropped"), depth, field_double (s, "latency-p50-ms"),
+      field_double (s, "latency-p99-ms"), field_double (s, "fps"),
+      field_double (s, "batch-occupancy"));
+  fflush (stdout);
+}
+
 static const gchar *patterns[] = { "smpte", "ball", "snow", "checkers-8",
   "circular", "zone-plate", "gradient", "pinwheel", "spokes", "colors",
   "smpte75", "bar"
@@ -97,7 +171,8 @@ main (int argc, char **argv)
   gboolean no_share = FALSE, live = FALSE;
   gint rate = 30;
   gchar *format = NULL, *model = NULL, *checkpoint = NULL, *backend = NULL;
-  gchar **inputs = NULL;
+  gchar **inputs = NULL, *when_busy = NULL, **labels;
+  gint stats_ms = 0;
   GOptionEntry entries[] = {
     {"streams", 0, 0, G_OPTION_ARG_INT, &streams, "Streams (default 8)", "N"},
     {"frames", 0, 0, G_OPTION_ARG_INT, &frames,
@@ -128,6 +203,12 @@ main (int argc, char **argv)
           "rate)", NULL},
     {"fps", 0, 0, G_OPTION_ARG_INT, &rate,
         "Frame rate of the synthetic sources (default 30)", "F"},
+    {"when-busy", 0, 0, G_OPTION_ARG_STRING, &when_busy,
+        "The elements' when-busy: wait, skip or auto (default: the element's, "
+          "auto: skip on live sources)", "MODE"},
+    {"stats-interval", 0, 0, G_OPTION_ARG_INT, &stats_ms,
+        "Print each stream's stats every MS milliseconds while running "
+          "(default 0: only at the end)", "MS"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &inputs,
         "Video files or URIs (one stream each; default: synthetic)", NULL},
     {NULL}
@@ -186,9 +267,17 @@ main (int argc, char **argv)
   }
   n = inputs ? (gint) g_strv_length (inputs) : streams;
   if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
-      || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000) {
+      || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000
+      || stats_ms < 0) {
     fprintf (stderr, "gpunet-streams: --checkpoint is required; --streams 1..256, "
-        "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000\n");
+        "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000, "
+        "--stats-interval >= 0\n");
+    return 2;
+  }
+  if (when_busy != NULL && strcmp (when_busy, "wait") != 0
+      && strcmp (when_busy, "skip") != 0 && strcmp (when_busy, "auto") != 0) {
+    fprintf (stderr, "gpunet-streams: --when-busy '%s': use wait, skip or "
+        "auto\n", when_busy);
     return 2;
   }
   /* the build tree's plugin when run from it, else the installed one */
@@ -199,6 +288,13 @@ main (int argc, char **argv)
     return 2;
   }
 
+  labels = g_new0 (gchar *, n + 1);
+  for (i = 0; i < n; i++) {
+    if (inputs)
+      labels[i] = g_path_get_basename (inputs[i]);
+    else
+      labels[i] = g_strdup (patterns[i % G_N_ELEMENTS (patterns)]);
+  }
   for (i = 0; i < n; i++) {
     if (inputs) {
       gchar *uri = gst_uri_is_valid (inputs[i]) ? g_strdup (inputs[i]) :
@@ -229,6 +325,10 @@ main (int argc, char **argv)
       g_string_append_printf (desc, " max-in-flight=%d", in_flight);
     if (no_share)
       g_string_append (desc, " share-engine=false");
+    if (when_busy != NULL)
+      g_string_append_printf (desc, " when-busy=%s", when_busy);
+    if (stats_ms > 0)
+      g_string_append_printf (desc, " stats-interval=%d", stats_ms);
     g_string_append_printf (desc, " ! fakesink name=k%d sync=%s ", i,
         live ? "true" : "false");
   }
@@ -310,29 +410,54 @@ main (int argc, char **argv)
    * once all sinks have one */
   while (!failed && !eos) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
 
     if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
       GError *e = NULL;
-      gchar *dbg = NULL;
+      gchar *dbg = NULL, *who = stream_of (GST_MESSAGE_SRC (msg), labels, n);
 
       gst_message_parse_error (msg, &e, &dbg);
-      fprintf (stderr, "gpunet-streams: %s: %s\n",
-          GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), e->message);
+      fprintf (stderr, "gpunet-streams: %s: %s\n", who, e->message);
+      g_free (who);
       g_clear_error (&e);
       g_free (dbg);
       failed = 1;
+    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
+      const GstStructure *st = gst_message_get_structure (msg);
+      gint k = stream_index (GST_MESSAGE_SRC (msg));
+
+      if (k >= 0 && k < n
+          && gst_structure_has_name (st, "gpunetclassify-stats")) {
+        printf ("t=%.1fs ", (g_get_monotonic_time () - t0) / 1e6);
+        print_stats (k, labels[k], st);
+      }
     } else {
       eos = 1;
     }
     gst_message_unref (msg);
     t1 = g_get_monotonic_time ();
   }
+  /* the stats stay readable once stopped */
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (bus);
 
   for (i = 0; i < n; i++)
     printf ("stream %d: %" G_GUINT64_FORMAT " frames\n", i, probes[i].out);
+  for (i = 0; i < n && !failed; i++) {
+    gchar name[16];
+    GstElement *c;
+    GstStructure *st = NULL;
+
+    g_snprintf (name, sizeof name, "c%d", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    if (g_object_class_find_property (G_OBJECT_GET_CLASS (c), "stats"))
+      g_object_get (c, "stats", &st, NULL);
+    if (st != NULL) {
+      print_stats (i, labels[i], st);
+      gst_structure_free (st);
+    }
+    gst_object_unref (c);
+  }
   {
     GArray *l = stats.latencies;
     gdouble p50 = 0, p99 = 0, secs = (t1 - t0) / 1e6;
@@ -355,5 +480,6 @@ main (int argc, char **argv)
   g_array_unref (stats.latencies);
   gst_object_unref (pipe);
   g_string_free (desc, TRUE);
+  g_strfreev (labels);
   return failed || bad_inputs ? 1 : 0;
 }

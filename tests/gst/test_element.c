@@ -80,6 +80,8 @@ harness_for (GstElement * el, const gchar * caps)
   GstHarness *h = gst_harness_new_with_element (el, "sink", "src");
 
   gst_object_unref (el);        /* the harness holds it */
+  /* frames from memory, as from a file: when-busy=auto waits, none is skipped */
+  gst_harness_set_live (h, FALSE);
   gst_harness_set_src_caps_str (h, caps);
   return h;
 }
@@ -944,6 +946,7 @@ run_frames (const gchar * props, const gchar * caps, const gchar * caps2,
   GstEvent *ev;
   guint i;
 
+  gst_harness_set_live (h, FALSE);
   gst_harness_set_src_caps_str (h, caps);
   for (i = 0; i < n; i++) {
     const gchar *c = caps2 && i >= switch_at ? caps2 : caps;
@@ -1151,6 +1154,7 @@ GST_START_TEST (test_batch_flush)
   g_object_get (el, "batch-size", &bs, NULL);
   gst_object_unref (el);
   fail_unless_equals_int (bs, 3);
+  gst_harness_set_live (h, FALSE);
   gst_harness_set_src_caps_str (h, caps);
   /* frame 0 is classified (it waits for a batch); frame 1 carries its result
    * and waits behind it */

@@ -1,0 +1,438 @@
+/* test_live.c: gpunetclassify on live sources (issue 46, the element side), on the
+ * tiny-a fixture: the stats property adds up on a scripted run (frames-in =
+ * classified + carried + skipped + failed + dropped), stats messages come at
+ * stats-interval; when-busy=skip on two live streams faster than their engine
+ * skips frames, keeps every buffer in order with the last result (inferred=false)
+ * and bounds the latency that wait lets grow; auto skips on a live source only. */
+#include <gst/check/gstcheck.h>
+#include <gst/video/video.h>
+
+#include "gpunet-meta.h"
+
+#define TINY_A_JSON "fixtures/tiny-a.json"
+#define TINY_A_CKPT "fixtures/tiny-a/tiny-a.pth.tar"
+
+static gchar *
+data_path (const gchar * rel)
+{
+  const gchar *d = g_getenv ("GPUNET_TEST_DATA");
+
+  return g_build_filename (d ? d : "tests/data", rel, NULL);
+}
+
+/* What a probe on a sink saw. */
+typedef struct
+{
+  guint64 buffers, no_record, carried, inferred;
+  GstClockTime last_pts;
+  gboolean out_of_order;
+} Seen;
+
+static GstPadProbeReturn
+on_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  Seen *seen = user;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  const GstStructure *s = gpunet_meta_get_structure (gpunet_meta_get (buf));
+  gboolean inf = FALSE;
+
+  (void) pad;
+  if (seen->buffers > 0 && GST_BUFFER_PTS (buf) <= seen->last_pts)
+    seen->out_of_order = TRUE;
+  seen->last_pts = GST_BUFFER_PTS (buf);
+  seen->buffers++;
+  if (s == NULL)
+    seen->no_record++;
+  else if (gst_structure_get_boolean (s, "inferred", &inf) && inf)
+    seen->inferred++;
+  else
+    seen->carried++;
+  return GST_PAD_PROBE_OK;
+}
+
+static guint64
+u64 (const GstStructure * s, const gchar * field)
+{
+  guint64 v = 0;
+
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no %s in %"
+      GST_PTR_FORMAT, field, s);
+  return v;
+}
+
+static gdouble
+dbl (const GstStructure * s, const gchar * field)
+{
+  gdouble v = -1;
+
+  fail_unless (gst_structure_get_double (s, field, &v), "no %s in %"
+      GST_PTR_FORMAT, field, s);
+  return v;
+}
+
+/* The counters add up: every frame in is one of the outcomes. */
+static void
+check_sum (const GstStructure * s)
+{
+  fail_unless_equals_uint64 (u64 (s, "frames-in"), u64 (s, "classified")
+      + u64 (s, "carried") + u64 (s, "skipped") + u64 (s, "failed")
+      + u64 (s, "dropped"));
+}
+
+typedef struct
+{
+  GstStructure *stats[2];       /* each element's stats at EOS */
+  GstStructure *stopped[2];     /* ... once stopped */
+  Seen seen[2];
+  GPtrArray *messages;          /* stats messages of c0, in order */
+  GArray *message_times;        /* gint64 us when each was posted */
+  GMutex lock;
+} Run;
+
+/* Stats messages of c0, timed as they are posted (the posting thread). */
+static GstBusSyncReply
+on_post (GstBus * bus, GstMessage * msg, gpointer user)
+{
+  Run *r = user;
+  const GstStructure *s = gst_message_get_structure (msg);
+
+  (void) bus;
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT
+      && gst_structure_has_name (s, "gpunetclassify-stats")
+      && g_strcmp0 (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "c0") == 0) {
+    gint64 t = g_get_monotonic_time ();
+
+    g_mutex_lock (&r->lock);
+    g_ptr_array_add (r->messages, gst_structure_copy (s));
+    g_array_append_val (r->message_times, t);
+    g_mutex_unlock (&r->lock);
+  }
+  return GST_BUS_PASS;
+}
+
+static void
+run_clear (Run * r)
+{
+  guint i;
+
+  for (i = 0; i < 2; i++)
+    if (r->stats[i])
+      gst_structure_free (r->stats[i]);
+  for (i = 0; i < 2; i++)
+    if (r->stopped[i])
+      gst_structure_free (r->stopped[i]);
+  g_ptr_array_unref (r->messages);
+  g_array_unref (r->message_times);
+  g_mutex_clear (&r->lock);
+}
+
+/* `n` streams of `frames` frames at `fps` (live or not) into gpunetclassify
+ * elements c0, c1 with `props`, each into a fakesink; runs to EOS. */
+static void
+run (Run * r, guint n, gboolean live, guint fps, guint frames,
+    const gchar * props)
+{
+  gchar *json = data_path (TINY_A_JSON), *ckpt = data_path (TINY_A_CKPT);
+  GString *desc = g_string_new (NULL);
+  GstElement *pipe;
+  GstBus *bus;
+  gboolean done = FALSE;
+  guint i;
+
+  memset (r, 0, sizeof *r);
+  r->messages = g_ptr_array_new_with_free_func ((GDestroyNotify)
+      gst_structure_free);
+  r->message_times = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_mutex_init (&r->lock);
+  for (i = 0; i < n; i++)
+    g_string_append_printf (desc, "videotestsrc is-live=%s num-buffers=%u "
+        "pattern=%s ! video/x-raw,format=RGBA,width=64,height=48,"
+        "framerate=%u/1 ! gpunetclassify name=c%u model=\"%s\" "
+        "checkpoint=\"%s\" n-threads=1 %s ! fakesink name=k%u sync=false ",
+        live ? "true" : "false", frames, i ? "ball" : "smpte", fps, i, json,
+        ckpt, props, i);
+  pipe = gst_parse_launch (desc->str, NULL);
+  fail_unless (pipe != NULL);
+  for (i = 0; i < n; i++) {
+    gchar name[8];
+    GstElement *k;
+    GstPad *pad;
+
+    g_snprintf (name, sizeof name, "k%u", i);
+    k = gst_bin_get_by_name (GST_BIN (pipe), name);
+    pad = gst_element_get_static_pad (k, "sink");
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_buffer,
+        &r->seen[i], NULL);
+    gst_object_unref (pad);
+    gst_object_unref (k);
+  }
+  bus = gst_element_get_bus (pipe);
+  gst_bus_set_sync_handler (bus, on_post, r, NULL);
+  fail_unless (gst_element_set_state (pipe, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE);
+  while (!done) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 60 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+
+    fail_unless (msg != NULL, "no EOS within 60 s");
+    switch (GST_MESSAGE_TYPE (msg)) {
+      case GST_MESSAGE_ERROR:
+        fail ("error from %s", GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)));
+        break;
+      default:
+        done = TRUE;
+        break;
+    }
+    gst_message_unref (msg);
+  }
+  for (i = 0; i < n; i++) {
+    gchar name[8];
+    GstElement *c;
+
+    g_snprintf (name, sizeof name, "c%u", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    g_object_get (c, "stats", &r->stats[i], NULL);
+    fail_unless (r->stats[i] != NULL);
+    gst_object_unref (c);
+  }
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_bus_set_sync_handler (bus, NULL, NULL, NULL);
+  for (i = 0; i < n; i++) {
+    gchar name[8];
+    GstElement *c;
+
+    g_snprintf (name, sizeof name, "c%u", i);
+    c = gst_bin_get_by_name (GST_BIN (pipe), name);
+    g_object_get (c, "stats", &r->stopped[i], NULL);
+    gst_object_unref (c);
+  }
+  gst_object_unref (bus);
+  gst_object_unref (pipe);
+  g_string_free (desc, TRUE);
+  g_free (json);
+  g_free (ckpt);
+}
+
+/* A scripted run: 30 frames, interval=2: 10 classified, 20 carried; every field
+ * there with its type; the histogram is cumulative and ends at latency-count. */
+GST_START_TEST (test_stats_add_up)
+{
+  const GValue *buckets, *bounds;
+  const GstStructure *s;
+  guint depth = 99, engine = 0, i;
+  Run r;
+
+  run (&r, 1, FALSE, 30, 30, "interval=2 when-busy=wait");
+  s = r.stats[0];
+  GST_INFO ("%" GST_PTR_FORMAT, s);
+  fail_unless (gst_structure_has_name (s, "gpunetclassify-stats"));
+  fail_unless_equals_uint64 (u64 (s, "frames-in"), 30);
+  fail_unless_equals_uint64 (u64 (s, "classified"), 10);
+  fail_unless_equals_uint64 (u64 (s, "carried"), 20);
+  fail_unless_equals_uint64 (u64 (s, "skipped"), 0);
+  fail_unless_equals_uint64 (u64 (s, "failed"), 0);
+  fail_unless_equals_uint64 (u64 (s, "dropped"), 0);
+  check_sum (s);
+  fail_unless_equals_uint64 (u64 (s, "latency-count"), 30);
+  fail_unless_equals_uint64 (r.seen[0].buffers, 30);
+  fail_unless_equals_uint64 (r.seen[0].inferred, 10);
+  fail_unless (gst_structure_get_uint (s, "queue-depth", &depth));
+  fail_unless_equals_int (depth, 0);
+  fail_unless (gst_structure_get_uint (s, "engine-id", &engine));
+  fail_unless (engine > 0);
+  fail_unless_equals_string (gst_structure_get_string (s, "model"), "tiny-a");
+  fail_unless (dbl (s, "latency-p50-ms") > 0.0);
+  fail_unless (dbl (s, "latency-p99-ms") >= dbl (s, "latency-p50-ms"));
+  fail_unless (dbl (s, "latency-sum-ms") >= dbl (s, "latency-p50-ms"));
+  fail_unless (dbl (s, "fps") > 0.0);
+  /* one stream, batch-size 1: every pass is full */
+  fail_unless (dbl (s, "batch-occupancy") == 1.0);
+
+  buckets = gst_structure_get_value (s, "latency-buckets");
+  bounds = gst_structure_get_value (s, "latency-bucket-bounds-ms");
+  fail_unless (buckets && GST_VALUE_HOLDS_ARRAY (buckets));
+  fail_unless (bounds && GST_VALUE_HOLDS_ARRAY (bounds));
+  fail_unless_equals_int (gst_value_array_get_size (buckets), 10);
+  fail_unless_equals_int (gst_value_array_get_size (bounds), 10);
+  for (i = 0; i < 10; i++) {
+    const GValue *b = gst_value_array_get_value (buckets, i);
+    const GValue *d = gst_value_array_get_value (bounds, i);
+
+    fail_unless (G_VALUE_HOLDS_UINT64 (b) && G_VALUE_HOLDS_DOUBLE (d));
+    if (i > 0) {
+      fail_unless (g_value_get_uint64 (b) >= g_value_get_uint64
+          (gst_value_array_get_value (buckets, i - 1)));
+      fail_unless (g_value_get_double (d) > g_value_get_double
+          (gst_value_array_get_value (bounds, i - 1)));
+    }
+  }
+  fail_unless (g_value_get_double (gst_value_array_get_value (bounds,
+              0)) == 5.0);
+  fail_unless (g_value_get_uint64 (gst_value_array_get_value (buckets, 9)) <=
+      u64 (s, "latency-count"));
+  /* once stopped, the counts and the engine's part stay */
+  fail_unless_equals_uint64 (u64 (r.stopped[0], "classified"), 10);
+  fail_unless (gst_structure_get_uint (r.stopped[0], "engine-id", &depth));
+  fail_unless_equals_int (depth, engine);
+  fail_unless (dbl (r.stopped[0], "batch-occupancy") == 1.0);
+  fail_unless_equals_string (gst_structure_get_string (r.stopped[0], "model"),
+      "tiny-a");
+  /* stats-interval 0: no messages */
+  fail_unless_equals_int (r.messages->len, 0);
+  run_clear (&r);
+}
+
+GST_END_TEST;
+
+/* stats-interval=200 on a 1.2 s live stream: a message about every 200 ms, the
+ * same structure as the property, counts that only grow. */
+GST_START_TEST (test_stats_messages)
+{
+  guint i;
+  Run r;
+
+  run (&r, 1, TRUE, 50, 60, "stats-interval=200");
+  GST_INFO ("%u messages", r.messages->len);
+  fail_unless (r.messages->len >= 3 && r.messages->len <= 8,
+      "%u messages in 1.2 s at 200 ms", r.messages->len);
+  for (i = 0; i < r.messages->len; i++) {
+    const GstStructure *s = g_ptr_array_index (r.messages, i);
+
+    check_sum (s);
+    fail_unless (gst_structure_has_field (s, "latency-buckets"));
+    if (i > 0) {
+      gint64 dt = g_array_index (r.message_times, gint64, i) -
+          g_array_index (r.message_times, gint64, i - 1);
+
+      fail_unless (u64 (s, "frames-in") >= u64 (g_ptr_array_index (r.messages,
+                  i - 1), "frames-in"));
+      /* timed as posted, on a shared machine */
+      fail_unless (dt > 150000 && dt < 400000, "messages %" G_GINT64_FORMAT
+          " us apart", dt);
+    }
+  }
+  fail_unless_equals_uint64 (u64 (r.stats[0], "frames-in"), 60);
+  check_sum (r.stats[0]);
+  run_clear (&r);
+}
+
+GST_END_TEST;
+
+/* Two live streams at 500 frames/s on a cpu-ref engine that takes a few ms per
+ * pass: with skip, frames are skipped and counted, every buffer arrives in order
+ * with the last result, and latency stays bounded where wait lets it grow to
+ * max-in-flight passes. */
+GST_START_TEST (test_skip_bounds_latency)
+{
+  const gchar *common = "backend=cpu-ref max-in-flight=8";
+  gchar *props;
+  gdouble skip_p99, wait_p99;
+  guint i;
+  Run r;
+
+  props = g_strdup_printf ("%s when-busy=skip", common);
+  run (&r, 2, TRUE, 500, 300, props);
+  g_free (props);
+  skip_p99 = MAX (dbl (r.stats[0], "latency-p99-ms"),
+      dbl (r.stats[1], "latency-p99-ms"));
+  for (i = 0; i < 2; i++) {
+    const GstStructure *s = r.stats[i];
+    guint64 skipped = u64 (s, "skipped");
+
+    GST_INFO ("skip, stream %u: %" GST_PTR_FORMAT, i, s);
+    check_sum (s);
+    fail_unless_equals_uint64 (u64 (s, "frames-in"), 300);
+    fail_unless_equals_uint64 (u64 (s, "failed") + u64 (s, "dropped"), 0);
+    fail_unless (skipped > 0, "stream %u: no frame skipped", i);
+    fail_unless (u64 (s, "classified") > 0);
+    /* every frame arrived, in order; a skipped one carries the last result
+     * (none before the first result) */
+    fail_unless_equals_uint64 (r.seen[i].buffers, 300);
+    fail_if (r.seen[i].out_of_order, "stream %u: buffers out of order", i);
+    fail_unless_equals_uint64 (r.seen[i].inferred, u64 (s, "classified"));
+    fail_unless_equals_uint64 (r.seen[i].carried + r.seen[i].no_record,
+        skipped);
+  }
+  run_clear (&r);
+
+  props = g_strdup_printf ("%s when-busy=wait", common);
+  run (&r, 2, TRUE, 500, 300, props);
+  g_free (props);
+  wait_p99 = MAX (dbl (r.stats[0], "latency-p99-ms"),
+      dbl (r.stats[1], "latency-p99-ms"));
+  for (i = 0; i < 2; i++) {
+    GST_INFO ("wait, stream %u: %" GST_PTR_FORMAT, i, r.stats[i]);
+    fail_unless_equals_uint64 (u64 (r.stats[i], "skipped"), 0);
+    fail_unless_equals_uint64 (u64 (r.stats[i], "classified"), 300);
+    fail_if (r.seen[i].out_of_order);
+  }
+  run_clear (&r);
+  /* wait: up to 8 frames per stream queued ahead, 16 passes; skip: about 2 */
+  GST_INFO ("p99: skip %.2f ms, wait %.2f ms", skip_p99, wait_p99);
+  fail_unless (skip_p99 * 2.0 < wait_p99, "skip p99 %.2f ms, wait p99 %.2f ms",
+      skip_p99, wait_p99);
+}
+
+GST_END_TEST;
+
+/* auto: a live source skips, the same frames from a non-live source (as fast as
+ * they can come, so the engine is always busy) are all classified. */
+GST_START_TEST (test_auto_live_and_not)
+{
+  Run r;
+
+  run (&r, 2, TRUE, 500, 200, "backend=cpu-ref");
+  fail_unless (u64 (r.stats[0], "skipped") + u64 (r.stats[1], "skipped") > 0,
+      "auto on a live source skipped nothing");
+  check_sum (r.stats[0]);
+  run_clear (&r);
+
+  run (&r, 2, FALSE, 500, 200, "backend=cpu-ref");
+  fail_unless_equals_uint64 (u64 (r.stats[0], "skipped"), 0);
+  fail_unless_equals_uint64 (u64 (r.stats[1], "skipped"), 0);
+  fail_unless_equals_uint64 (u64 (r.stats[0], "classified"), 200);
+  fail_unless_equals_uint64 (r.seen[1].inferred, 200);
+  run_clear (&r);
+}
+
+GST_END_TEST;
+
+/* The properties: defaults, stats readable before start (all zero). */
+GST_START_TEST (test_properties)
+{
+  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
+  GstStructure *s = NULL;
+  guint ms = 1;
+  gint mode = -1;
+
+  fail_unless (el != NULL);
+  g_object_get (el, "stats-interval", &ms, "when-busy", &mode, "stats", &s,
+      NULL);
+  fail_unless_equals_int (ms, 0);
+  fail_unless_equals_int (mode, 2);     /* auto */
+  fail_unless (s != NULL);
+  fail_unless_equals_uint64 (u64 (s, "frames-in"), 0);
+  fail_unless (dbl (s, "fps") == 0.0);
+  gst_structure_free (s);
+  gst_object_unref (el);
+}
+
+GST_END_TEST;
+
+static Suite *
+live_suite (void)
+{
+  Suite *s = suite_create ("gpunetclassify-live");
+  TCase *tc = tcase_create ("general");
+
+  tcase_set_timeout (tc, 300);
+  suite_add_tcase (s, tc);
+  tcase_add_test (tc, test_properties);
+  tcase_add_test (tc, test_stats_add_up);
+  tcase_add_test (tc, test_stats_messages);
+  tcase_add_test (tc, test_skip_bounds_latency);
+  tcase_add_test (tc, test_auto_live_and_not);
+  return s;
+}
+
+GST_CHECK_MAIN (live);
