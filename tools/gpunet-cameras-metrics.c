@@ -75,6 +75,15 @@ cam_metrics_text (Service * svc)
   PER_CAM ("gpunet_camera_failed_total", "counter",
       "Frames whose classification failed (element stats)",
       "%" G_GUINT64_FORMAT, c->failed);
+  PER_CAM ("gpunet_camera_dropped_total", "counter",
+      "Frames the element dropped (element stats)", "%" G_GUINT64_FORMAT,
+      c->dropped);
+  PER_CAM ("gpunet_camera_latency_p50_ms", "gauge",
+      "Median latency of the element's last 1024 frames (element stats)",
+      "%.3f", c->p50_ms);
+  PER_CAM ("gpunet_camera_latency_p99_ms", "gauge",
+      "99th percentile latency of the element's last 1024 frames (element "
+      "stats)", "%.3f", c->p99_ms);
   PER_CAM ("gpunet_camera_reconnects_total", "counter",
       "Times the camera's pipeline was rebuilt after an error or a stall",
       "%" G_GUINT64_FORMAT, c->reconnects);

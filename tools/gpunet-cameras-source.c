@@ -326,6 +326,7 @@ build (Camera * cam)
   cam->start_us = g_get_monotonic_time ();
   cam->skipped_base = cam->skipped;
   cam->failed_base = cam->failed;
+  cam->dropped_base = cam->dropped;
   cam->frames_seen = __atomic_load_n (&cam->cnt->frames_in, __ATOMIC_RELAXED);
   if (gst_element_set_state (cam->pipe, GST_STATE_PLAYING) ==
       GST_STATE_CHANGE_FAILURE) {
@@ -438,8 +439,14 @@ camera_poll_stats (Camera * cam)
       cam->failed = cam->failed_base + v;
     if (gst_structure_get_uint (s, "queue-depth", &q))
       cam->queue_depth = q;
+    if (gst_structure_get_uint64 (s, "dropped", &v))
+      cam->dropped = cam->dropped_base + v;
     if (gst_structure_get_double (s, "batch-occupancy", &d))
       cam->batch_occupancy = d;
+    if (gst_structure_get_double (s, "latency-p50-ms", &d))
+      cam->p50_ms = d;
+    if (gst_structure_get_double (s, "latency-p99-ms", &d))
+      cam->p99_ms = d;
     gst_structure_free (s);
   }
   if (c)

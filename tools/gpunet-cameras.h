@@ -91,6 +91,8 @@ struct _Camera
   gint64 fps_t;
   gdouble fps;
   gdouble batch_occupancy;
+  gdouble p50_ms, p99_ms;         /* the element's, last 1024 frames */
+  guint64 dropped, dropped_base;
   guint queue_depth;
   gboolean have_element_stats;
   guint64 skipped_base, failed_base;  /* totals of earlier pipelines */

@@ -95,7 +95,7 @@ cams = [("a", {"uri": rtsp.url("cam")}),
         ("nobody", {"uri": f"rtsp://127.0.0.1:{free_port()}/x"}),
         ("hi444", {"uri": "file://" + hi444})]
 extra = (f"json-dir={jdir}\njson-output=/dev/full\nmqtt-host=127.0.0.1\n"
-         f"mqtt-port={broker.port}\nmqtt-prefix=cams\nmqtt-qos=1\n"
+         f"mqtt-port={broker.port}\nmqtt-prefix=cams\nmqtt-qos=1\nmqtt-queue=10\n"
          f"metrics-port={mport}\n")
 with open(conf, "w") as f:
     f.write(service_conf(cams, extra))
@@ -139,13 +139,22 @@ try:
           "nobody down on /metrics")
     check(m.get("gpunet_json_lost_total", 0) > 0, "/dev/full: lines counted lost")
     check(m.get("gpunet_process_resident_bytes", 0) > 1e6, "rss")
+    if 'gpunet_camera_latency_p99_ms{camera="a"}' in m:  # the element has stats
+        check(m['gpunet_camera_latency_p99_ms{camera="a"}'] > 0
+              and m.get("gpunet_engine_batch_occupancy", 0) > 0,
+              "element stats reach /metrics")
 
     # the broker goes away and comes back: publishing resumes
     n_before = len([l for l in sub.lines() if l.startswith("cams/a/class")])
     check(n_before > 0, "MQTT class messages before the broker restart")
     sub.stop()
     broker.kill()
-    time.sleep(1.5)
+    time.sleep(2)
+    m = scrape(mport)
+    check(m.get("gpunet_mqtt_connected") == 0 and m.get("gpunet_mqtt_queued") == 10
+          and m.get("gpunet_mqtt_dropped_total", 0) > 0,
+          "broker away: queue bounded at 10, drops counted: " +
+          str({k: v for k, v in m.items() if "mqtt" in k}))
     broker.start()
     sub2 = Sub(broker.port, "cams/#", os.path.join(tmp, "mqtt2.txt"))
     check(wait_for(lambda: any(l.startswith("cams/a/class") for l in sub2.lines()),

@@ -1,7 +1,8 @@
 """gpunet-cameras when its RTSP server dies (suite `cameras` and `slow`): the
 server of camera `flaky` is killed and restarted 5 times; each time the camera
 reconnects within reconnect-max + 2 s of the server being back, and its records
-resume; camera `steady`, on a second server, never leaves `up` and its records
+resume; a server that stops answering (SIGSTOP) makes it `stalled`, and it comes
+back after SIGCONT; camera `steady`, on a second server, never leaves `up` and its records
 are complete (frame numbers without a gap).  After the last kill the server stays
 away and `flaky` ends `down`.
 
@@ -74,6 +75,14 @@ try:
         n_rec = len([r for r in J("flaky") if r["event"] == "class"])
         check(wait_for(lambda: len([r for r in J("flaky") if r["event"] == "class"])
                        > n_rec + 5, 5), f"restart {i}: flaky's records resume")
+    # a server that stops answering without closing anything: stalled
+    os.kill(flaky_srv.p.pid, signal.SIGSTOP)
+    check(wait_for(lambda: "stalled" in states(J("flaky")), 8),
+          f"SIGSTOPped server: flaky stalled: {states(J('flaky'))[-3:]}")
+    os.kill(flaky_srv.p.pid, signal.SIGCONT)
+    n_up = states(J("flaky")).count("up")
+    check(wait_for(lambda: states(J("flaky")).count("up") > n_up, 10),
+          f"after SIGCONT: up again: {states(J('flaky'))[-3:]}")
     flaky_srv.kill()
     check(wait_for(lambda: states(J("flaky"))[-1:] == ["down"], 40),
           f"flaky ends down: {states(J('flaky'))[-4:]}")
