@@ -48,14 +48,15 @@ def need_rtsp():
 
 
 class Rtsp:
-    def __init__(self, port=None, drop=0.05):
+    def __init__(self, port=None, drop=0.05, fps=10, size="96x72"):
         self.port = port or free_port()
         self.drop = drop
+        self.extra = ["--fps", str(fps), "--size", size]
         self.p = None
 
     def start(self):
         self.p = subprocess.Popen([PY, os.path.join(HERE, "rtsp_server.py"),
-                                   str(self.port), "--drop", str(self.drop)],
+                                   str(self.port), "--drop", str(self.drop)] + self.extra,
                                   stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline()
         assert line.startswith("ready"), f"RTSP server: {line!r}"

@@ -3,7 +3,7 @@ GI): serves /cam (a live videotestsrc, H.264) and /lossy (the same, through nets
 dropping --drop of the RTP packets) on 127.0.0.1:PORT.  Prints "ready PORT" once it
 listens; stops on SIGTERM/SIGKILL.
 
-    rtsp_server.py PORT [--drop 0.05] [--fps 10]"""
+    rtsp_server.py PORT [--drop 0.05] [--fps 10] [--size 96x72]"""
 import argparse
 import signal
 import sys
@@ -17,12 +17,14 @@ ap = argparse.ArgumentParser()
 ap.add_argument("port", type=int)
 ap.add_argument("--drop", type=float, default=0.05)
 ap.add_argument("--fps", type=int, default=10)
+ap.add_argument("--size", default="96x72")
 a = ap.parse_args()
 Gst.init(None)
 server = GstRtspServer.RTSPServer()
 server.set_address("127.0.0.1")
 server.set_service(str(a.port))
-src = (f"videotestsrc is-live=true pattern=ball ! video/x-raw,width=96,height=72,"
+w, h = a.size.split("x")
+src = (f"videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},"
        f"framerate={a.fps}/1 ! x264enc tune=zerolatency speed-preset=ultrafast "
        f"key-int-max={a.fps} ! rtph264pay config-interval=1 pt=96")
 mounts = server.get_mount_points()
