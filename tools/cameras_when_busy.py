@@ -5,8 +5,9 @@ when-busy=wait against when-busy=skip, in alternating rounds of the same run.
 Starts a loopback RTSP server (tests/cameras/rtsp_server.py) with N live streams
 at --fps, runs the service for --seconds per round, and prints per round and mode
 the element's p50/p99 latency (its stats, last 1024 frames), frames in, classified,
-skipped, and the engine's pass time estimated as wall time over classified frames
-(the engine is never idle while frames are skipped); then min/median/max per mode.
+skipped, and wall time over classified frames (pass_ms: the engine's pass time
+where the engine is never idle, i.e. in the `wait` rounds, which hold upstream
+back; in `skip` rounds it is an upper bound); then min/median/max per mode.
 
     tools/cameras_when_busy.py BUILD_DIR CHECKPOINT [--model gpunet-0] [--streams 2]
         [--fps 15] [--seconds 20] [--rounds 2] [--n-threads 0]"""

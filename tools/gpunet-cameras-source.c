@@ -335,6 +335,18 @@ build (Camera * cam)
   return TRUE;
 }
 
+static GPtrArray *pending_shutdowns;
+
+/* on the main loop: a finished teardown thread is joined, so its stack is freed
+ * (a camera that reconnects for days must not pile up threads) */
+static gboolean
+join_finished (gpointer t)
+{
+  if (pending_shutdowns && g_ptr_array_remove (pending_shutdowns, t))
+    g_thread_join (t);
+  return G_SOURCE_REMOVE;
+}
+
 static gpointer
 shutdown_thread (gpointer p)
 {
@@ -345,7 +357,13 @@ shutdown_thread (gpointer p)
   return NULL;
 }
 
-static GPtrArray *pending_shutdowns;
+static gpointer
+shutdown_thread_main (gpointer p)
+{
+  shutdown_thread (p);
+  g_idle_add (join_finished, g_thread_self ());
+  return NULL;
+}
 
 static void
 teardown (Camera * cam, gboolean wait)
@@ -367,7 +385,7 @@ teardown (Camera * cam, gboolean wait)
   } else {
     if (pending_shutdowns == NULL)
       pending_shutdowns = g_ptr_array_new ();
-    t = g_thread_new ("cam-teardown", shutdown_thread, cam->pipe);
+    t = g_thread_new ("cam-teardown", shutdown_thread_main, cam->pipe);
     g_ptr_array_add (pending_shutdowns, t);
   }
   cam->pipe = NULL;
@@ -529,11 +547,11 @@ camera_join_pending (guint ms)
 {
   gint64 end = g_get_monotonic_time () + ms * 1000;
 
-  (void) end;
-  if (pending_shutdowns == NULL)
-    return;
-  /* GThread has no timed join: these threads only set a state, so join them */
-  for (guint i = 0; i < pending_shutdowns->len; i++)
-    g_thread_join (pending_shutdowns->pdata[i]);
-  g_ptr_array_set_size (pending_shutdowns, 0);
+  /* each thread ends by queueing join_finished on the main context */
+  while (pending_shutdowns && pending_shutdowns->len > 0
+      && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE) || (g_usleep (10000), TRUE);
+  if (pending_shutdowns && pending_shutdowns->len > 0)
+    g_printerr ("gpunet-cameras: %u camera pipelines did not stop within %u "
+        "ms; exiting without them\n", pending_shutdowns->len, ms);
 }

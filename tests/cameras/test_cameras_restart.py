@@ -92,8 +92,11 @@ finally:
     rc = stop(p)
 check(rc == 0, f"SIGTERM exit {rc}")
 frames = [r["frame"] for r in J("steady") if r["event"] == "class"]
-check(len(frames) > 50 and frames == list(range(len(frames))),
-      f"steady's records complete: {len(frames)}, gaps at "
+# when-busy=auto skips on live sources: a frame skipped before the stream's first
+# result has no record to carry, so the records may start a few frames in
+check(len(frames) > 50 and frames[0] < 10
+      and frames == list(range(frames[0], frames[0] + len(frames))),
+      f"steady's records complete: {len(frames)} from {frames[:1]}, gaps at "
       f"{[a for a, b in zip(frames, frames[1:]) if b != a + 1][:5]}")
 steady_srv.kill()
 print(f"{'FAILED' if failed else 'passed'}: {failed} failures")
