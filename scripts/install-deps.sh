@@ -7,9 +7,9 @@ PKGS=(meson ninja-build pkg-config gcc libc6-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   libdnnl-dev libjson-glib-dev python3 python3-numpy python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   clang libclang-rt-dev   # the fuzzers (scripts/fuzz.sh); libFuzzer is only recommended
-  # gpunet-cameras and its suite: MQTT, libsoup 3, a loopback RTSP server, H.264 clips
+  # gpunet-cameras and its suite: MQTT, libsoup 3, a loopback RTSP server
   libmosquitto-dev libsoup-3.0-dev mosquitto mosquitto-clients libgstrtspserver-1.0-dev
-  gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 gstreamer1.0-plugins-ugly)
+  gir1.2-gst-rtsp-server-1.0 python3-gst-1.0)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ typedef struct
   gint fd;                      /* the single file, or -1 */
   GHashTable *fds;              /* camera -> fd, with dir */
   guint64 written, lost;
-  gboolean failing;
+  GHashTable *failing;          /* paths whose last write failed */
 } CamJson;
 
 static gint
@@ -53,6 +53,7 @@ cam_json_open (const gchar * file, const gchar * dir, gchar ** error)
   j->file = g_strdup (file);
   j->dir = g_strdup (dir);
   j->fds = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  j->failing = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   return j;
 }
 
@@ -82,17 +83,17 @@ write_to (CamJson * j, gint fd, const gchar * path, const gchar * line)
 
   if (fd >= 0 && write_all (fd, l, strlen (l), &err)) {
     j->written++;
-    if (j->failing)
+    if (g_hash_table_remove (j->failing, path))
       fprintf (stderr, "gpunet-cameras: JSON output '%s' writes again (%"
           G_GUINT64_FORMAT " lines lost so far)\n", path, j->lost);
-    j->failing = FALSE;
   } else {
     j->lost++;
-    if (!j->failing)
+    if (!g_hash_table_contains (j->failing, path)) {
       fprintf (stderr, "{\"event\":\"error\",\"output\":\"json\",\"file\":"
           "\"%s\",\"error\":\"%s\",\"lost\":%" G_GUINT64_FORMAT "}\n", path,
           g_strerror (err ? err : EBADF), j->lost);
-    j->failing = TRUE;
+      g_hash_table_add (j->failing, g_strdup (path));
+    }
   }
   g_free (l);
 }
@@ -156,6 +157,7 @@ cam_json_close (gpointer p)
     close (GPOINTER_TO_INT (v) - 1);
   }
   g_hash_table_unref (j->fds);
+  g_hash_table_unref (j->failing);
   g_free (j->file);
   g_free (j->dir);
   g_free (j);

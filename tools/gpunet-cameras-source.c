@@ -179,6 +179,38 @@ on_source_setup (GstElement * dec, GstElement * src, gpointer user)
   }
 }
 
+/* uridecodebin's pads: the first video one goes to the classifier, every other
+ * stream (audio, a second video) into a fakesink of its own, so it never stops
+ * the source with not-linked.  (caps=video/x-raw expose-all-streams=false would
+ * do this, but then decodebin finds no decoder for some H.264 RTP streams.) */
+static void
+on_pad_added (GstElement * src, GstPad * pad, gpointer user)
+{
+  GstElement *pipe = user, *vc = gst_bin_get_by_name (GST_BIN (pipe), "vc");
+  GstPad *sink = vc ? gst_element_get_static_pad (vc, "sink") : NULL;
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  const gchar *name = caps && gst_caps_get_size (caps) > 0 ?
+      gst_structure_get_name (gst_caps_get_structure (caps, 0)) : "";
+
+  (void) src;
+  if (sink && !gst_pad_is_linked (sink) && g_str_equal (name, "video/x-raw")) {
+    gst_pad_link (pad, sink);
+  } else {
+    GstElement *fs = gst_element_factory_make ("fakesink", NULL);
+
+    g_object_set (fs, "sync", FALSE, "async", FALSE, NULL);
+    gst_bin_add (GST_BIN (pipe), fs);
+    gst_element_sync_state_with_parent (fs);
+    gst_element_link_pads (src, GST_PAD_NAME (pad), fs, "sink");
+  }
+  if (caps)
+    gst_caps_unref (caps);
+  if (sink)
+    gst_object_unref (sink);
+  if (vc)
+    gst_object_unref (vc);
+}
+
 static void teardown (Camera * cam, gboolean wait);
 static void fail (Camera * cam, const gchar * reason, gboolean permanent);
 
@@ -209,14 +241,10 @@ on_bus (GstBus * bus, GstMessage * m, gpointer user)
       if (gst_structure_has_name (s, "gpunetclassify"))
         service_record (cam->svc, cam, s);
       else if (gst_is_missing_plugin_message (m)) {
-        gchar *d = gst_missing_plugin_message_get_description (m);
-
-        why = g_strdup_printf ("unsupported codec or format: no GStreamer "
-            "element for %s is installed", d);
-        fail (cam, why, TRUE);
-        g_free (why);
-        g_free (d);
-        return G_SOURCE_REMOVE;
+        /* not fatal by itself (an audio stream may lack a decoder); kept for
+         * the reason of the error that follows when the video lacks one */
+        g_free (cam->missing);
+        cam->missing = gst_missing_plugin_message_get_description (m);
       }
       break;
     }
@@ -237,8 +265,13 @@ on_bus (GstBus * bus, GstMessage * m, gpointer user)
           || (g_str_has_prefix (cam->spec->uri, "file:")
           && g_error_matches (e, GST_RESOURCE_ERROR,
               GST_RESOURCE_ERROR_NOT_FOUND));
-      why = g_strdup_printf ("%s: %s", GST_OBJECT_NAME (GST_MESSAGE_SRC (m)),
-          e->message);
+      if (cam->missing && g_error_matches (e, GST_CORE_ERROR,
+              GST_CORE_ERROR_MISSING_PLUGIN))
+        why = g_strdup_printf ("unsupported codec or format: no GStreamer "
+            "element for %s is installed", cam->missing);
+      else
+        why = g_strdup_printf ("%s: %s (%s)", GST_OBJECT_NAME (GST_MESSAGE_SRC
+                (m)), e->message, cam->spec->uri);
       fail (cam, why, permanent);
       g_free (why);
       g_clear_error (&e);
@@ -271,9 +304,9 @@ build (Camera * cam)
     g_string_append_printf (d, "v4l2src device=\"%s\" ! decodebin ! ",
         cam->spec->uri + strlen ("v4l2://"));
   else
-    g_string_append_printf (d, "uridecodebin name=src uri=\"%s\" "
-        "caps=video/x-raw expose-all-streams=false ! ", cam->spec->uri);
-  g_string_append_printf (d, "videoconvert ! gpunetclassify name=c "
+    g_string_append_printf (d, "uridecodebin name=src uri=\"%s\" ",
+        cam->spec->uri);
+  g_string_append_printf (d, "videoconvert name=vc ! gpunetclassify name=c "
       "model=\"%s\" checkpoint=\"%s\" backend=%s n-threads=%d "
       "post-messages=true interval=%u", cfg->model, cfg->checkpoint,
       cfg->backend, cfg->n_threads, cam->spec->interval);
@@ -318,6 +351,7 @@ build (Camera * cam)
       counters_closure_unref, 0);
   if ((c = gst_bin_get_by_name (GST_BIN (cam->pipe), "src")) != NULL) {
     g_signal_connect (c, "source-setup", G_CALLBACK (on_source_setup), cam);
+    g_signal_connect (c, "pad-added", G_CALLBACK (on_pad_added), cam->pipe);
     gst_object_unref (c);
   }
   bus = gst_element_get_bus (cam->pipe);
@@ -538,6 +572,7 @@ camera_stop (Camera * cam)
   counters_unref (cam->cnt);
   cam_spec_free (cam->spec);
   g_free (cam->reason);
+  g_free (cam->missing);
   g_free (cam);
 }
 

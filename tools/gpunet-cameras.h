@@ -80,6 +80,7 @@ struct _Camera
   CamSpec *spec;
   CamState state;
   gchar *reason;
+  gchar *missing;                /* last missing-plugin description */
   GstElement *pipe;
   guint bus_watch, timer;
   gint attempts;                /* failed starts since the last frame */

@@ -43,8 +43,12 @@ def need_rtsp():
     if r.returncode != 0:
         skip("python3-gi with gir1.2-gst-rtsp-server-1.0 is not installed "
              "(scripts/install-deps.sh)")
-    if subprocess.run(["gst-inspect-1.0", "--exists", "x264enc"]).returncode:
-        skip("x264enc (gstreamer1.0-plugins-ugly) is not installed")
+    if not (has("openh264enc") or has("x264enc")):
+        skip("no H.264 encoder (openh264enc in gstreamer1.0-plugins-bad, or x264enc)")
+
+
+def has(element):
+    return subprocess.run(["gst-inspect-1.0", "--exists", element]).returncode == 0
 
 
 class Rtsp:
@@ -137,12 +141,13 @@ def states(records, cam=None):
             and (cam is None or r["camera"] == cam)]
 
 
-def make_clip(path, frames=20, fmt="I420"):
-    """H.264 in MP4; fmt=Y444 gives High 4:4:4, which avdec_h264 decodes and
-    Debian 12's openh264dec does not"""
+def make_clip(path, frames=20, fmt="I420", enc=None):
+    """H.264 in MP4 (openh264enc, else x264enc); enc="x264enc" with fmt=Y444 gives
+    High 4:4:4, which avdec_h264 decodes and Debian 12's openh264dec does not"""
+    enc = enc or ("openh264enc" if has("openh264enc") else "x264enc")
     subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", f"num-buffers={frames}",
                     "!", f"video/x-raw,format={fmt},width=96,height=72,framerate=10/1", "!",
-                    "x264enc", "speed-preset=ultrafast", "!", "h264parse", "!",
+                    enc, "!", "h264parse", "!",
                     "mp4mux", "!", "filesink", f"location={path}"], check=True)
 
 

@@ -24,9 +24,14 @@ server = GstRtspServer.RTSPServer()
 server.set_address("127.0.0.1")
 server.set_service(str(a.port))
 w, h = a.size.split("x")
-src = (f"videotestsrc is-live=true pattern=ball ! video/x-raw,width={w},height={h},"
-       f"framerate={a.fps}/1 ! x264enc tune=zerolatency speed-preset=ultrafast "
-       f"key-int-max={a.fps} ! rtph264pay config-interval=1 pt=96")
+# openh264 (gstreamer1.0-plugins-bad) when present: Debian 12 decodes it with
+# openh264dec; x264enc (plugins-ugly) otherwise, kept to 4:2:0 for the same reason
+if Gst.ElementFactory.find("openh264enc"):
+    enc = f"openh264enc gop-size={a.fps} complexity=low"
+else:
+    enc = f"x264enc tune=zerolatency speed-preset=ultrafast key-int-max={a.fps}"
+src = (f"videotestsrc is-live=true pattern=ball ! video/x-raw,format=I420,width={w},"
+       f"height={h},framerate={a.fps}/1 ! {enc} ! rtph264pay config-interval=1 pt=96")
 mounts = server.get_mount_points()
 for path, tail in (("/cam", " name=pay0"),
                    ("/lossy", f" ! netsim drop-probability={a.drop} name=pay0")):

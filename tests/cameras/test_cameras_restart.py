@@ -9,6 +9,7 @@ away and `flaky` ends `down`.
     test_cameras_restart.py TOOL DATA_DIR"""
 import datetime
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,5 +100,9 @@ check(len(frames) > 50 and frames[0] < 10
       f"steady's records complete: {len(frames)} from {frames[:1]}, gaps at "
       f"{[a for a, b in zip(frames, frames[1:]) if b != a + 1][:5]}")
 steady_srv.kill()
+if not failed:
+    shutil.rmtree(tmp, ignore_errors=True)
+else:
+    print("kept for inspection:", tmp)
 print(f"{'FAILED' if failed else 'passed'}: {failed} failures")
 sys.exit(1 if failed else 0)
