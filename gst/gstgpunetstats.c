@@ -40,7 +40,7 @@ struct _GstGpunetStats
   gint64 started_us;            /* first frame in since start, 0 = none yet */
 
   /* the engine's part as last seen: still readable once stopped */
-  gdouble last_occupancy;
+  gdouble last_occupancy, last_pass_ms;
   guint last_engine_id;
   gchar *last_model;
 
@@ -173,6 +173,7 @@ gst_gpunet_stats_start (GstGpunetStats * s, guint interval_ms)
   s->out_n = s->out_next = 0;
   s->started_us = 0;
   s->last_occupancy = 0.0;
+  s->last_pass_ms = 0.0;
   s->last_engine_id = 0;
   g_clear_pointer (&s->last_model, g_free);
   s->interval_ms = interval_ms;
@@ -316,7 +317,7 @@ fps_locked (GstGpunetStats * s, gint64 now)
 GstStructure *
 gst_gpunet_stats_structure (GstGpunetStats * s)
 {
-  GstGpunetStatsEngine eng = { 0, 0.0, 0, NULL };
+  GstGpunetStatsEngine eng = { 0, 0.0, 0.0, 0, NULL };
   gpointer to_free = NULL;
   gchar *model;
   gdouble sorted[LAT_WINDOW], p50, p99, fps, sum_ms;
@@ -331,6 +332,7 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
   g_mutex_lock (&s->lock);
   if (eng.engine_id != 0) {
     s->last_occupancy = eng.batch_occupancy;
+    s->last_pass_ms = eng.pass_ms;
     s->last_engine_id = eng.engine_id;
     if (g_strcmp0 (s->last_model, eng.model) != 0) {
       g_free (s->last_model);
@@ -338,6 +340,7 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
     }
   }
   eng.batch_occupancy = s->last_occupancy;
+  eng.pass_ms = s->last_pass_ms;
   eng.engine_id = s->last_engine_id;
   model = g_strdup (s->last_model ? s->last_model : "");
   counts[0] = s->frames_in;
@@ -391,6 +394,7 @@ gst_gpunet_stats_structure (GstGpunetStats * s)
   gst_structure_set (st,
       "fps", G_TYPE_DOUBLE, fps,
       "batch-occupancy", G_TYPE_DOUBLE, eng.batch_occupancy,
+      "pass-mean-ms", G_TYPE_DOUBLE, eng.pass_ms,
       "engine-id", G_TYPE_UINT, eng.engine_id,
       "model", G_TYPE_STRING, model, NULL);
   g_free (model);

@@ -27,6 +27,7 @@ typedef struct
 {
   guint queue_depth;
   gdouble batch_occupancy;
+  gdouble pass_ms;              /* mean pass time of the engine */
   guint engine_id;
   const gchar *model;
 } GstGpunetStatsEngine;

@@ -67,6 +67,7 @@ struct gpunet_engine {
   request *head, *tail;        /* queued or partly taken, oldest first */
   request *active;             /* taken requests not completed yet, in submission order */
   int64_t passes, images;
+  int64_t pass_ns;             /* summed wall time of the passes (run_pass) */
   int kicked;                  /* gpunet_engine_kick: run the partial batch now */
   int running_passes, most_passes; /* passes in a session call now, and the most at once */
 };
@@ -244,7 +245,9 @@ worker_main (void *arg)
       pthread_cond_signal (&e->wake);
     pthread_mutex_unlock (&e->lock);
 
+    const int64_t pass_start = now_ns ();
     run_pass (w, m);
+    const int64_t pass_ns = now_ns () - pass_start;
 
     /* completions run one worker at a time, oldest request first */
     pthread_mutex_lock (&e->complete_lock);
@@ -252,6 +255,7 @@ worker_main (void *arg)
     e->running_passes--;
     e->passes++;
     e->images += m;
+    e->pass_ns += pass_ns;
     for (int i = 0; i < m; i++)
       w->batch_req[i]->finished++;
     for (int i = 0; i < m; i++)
@@ -564,4 +568,24 @@ gpunet_engine_waiting (gpunet_engine *e)
     n += r->n - r->taken;
   pthread_mutex_unlock (&e->lock);
   return n;
+}
+
+double
+gpunet_engine_mean_pass_ms (gpunet_engine *e)
+{
+  double ms = 0.0;
+  pthread_mutex_lock (&e->lock);
+  if (e->passes > 0)
+    ms = (double) e->pass_ns / (double) e->passes / 1e6;
+  pthread_mutex_unlock (&e->lock);
+  return ms;
+}
+
+int
+gpunet_engine_idle_passes (gpunet_engine *e)
+{
+  pthread_mutex_lock (&e->lock);
+  const int idle = e->n_workers - e->running_passes;
+  pthread_mutex_unlock (&e->lock);
+  return idle > 0 ? idle : 0;
 }

@@ -148,12 +148,12 @@ print_stats (gint k, const gchar * label, const GstStructure * s)
       G_GUINT64_FORMAT " carried=%" G_GUINT64_FORMAT " skipped=%"
       G_GUINT64_FORMAT " failed=%" G_GUINT64_FORMAT " dropped=%"
       G_GUINT64_FORMAT " queue=%u p50_ms=%.2f p99_ms=%.2f fps=%.1f "
-      "occupancy=%.2f\n", k, label, field_u64 (s, "frames-in"),
+      "occupancy=%.2f pass_ms=%.1f\n", k, label, field_u64 (s, "frames-in"),
       field_u64 (s, "classified"), field_u64 (s, "carried"),
       field_u64 (s, "skipped"), field_u64 (s, "failed"),
       field_u64 (s, "dropped"), depth, field_double (s, "latency-p50-ms"),
       field_double (s, "latency-p99-ms"), field_double (s, "fps"),
-      field_double (s, "batch-occupancy"));
+      field_double (s, "batch-occupancy"), field_double (s, "pass-mean-ms"));
   fflush (stdout);
 }
 

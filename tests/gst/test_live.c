@@ -2,8 +2,9 @@
  * tiny-a fixture: the stats property adds up on a scripted run (frames-in =
  * classified + carried + skipped + failed + dropped), stats messages come at
  * stats-interval; when-busy=skip on two live streams faster than their engine
- * skips frames, keeps every buffer in order with the last result (inferred=false)
- * and bounds the latency that wait lets grow; auto skips on a live source only. */
+ * skips frames, keeps every buffer in order with the last result (inferred=false),
+ * shares the passes between the streams and keeps latency within a few passes,
+ * where wait lets it grow; auto skips on a live source only. */
 #include <gst/check/gstcheck.h>
 #include <gst/video/video.h>
 
@@ -245,6 +246,7 @@ GST_START_TEST (test_stats_add_up)
   fail_unless (dbl (s, "latency-p99-ms") >= dbl (s, "latency-p50-ms"));
   fail_unless (dbl (s, "latency-sum-ms") >= dbl (s, "latency-p50-ms"));
   fail_unless (dbl (s, "fps") > 0.0);
+  fail_unless (dbl (s, "pass-mean-ms") > 0.0);
   /* one stream, batch-size 1: every pass is full */
   fail_unless (dbl (s, "batch-occupancy") == 1.0);
 
@@ -318,23 +320,45 @@ GST_START_TEST (test_stats_messages)
 
 GST_END_TEST;
 
-/* Two live streams at 500 frames/s on a cpu-ref engine that takes a few ms per
- * pass: with skip, frames are skipped and counted, every buffer arrives in order
- * with the last result, and latency stays bounded where wait lets it grow to
- * max-in-flight passes. */
+/* The most frames c0 had in its engine in its stats messages. */
+static guint
+max_depth (Run * r)
+{
+  guint i, d, most = 0;
+
+  fail_unless (r->messages->len > 3, "%u stats messages", r->messages->len);
+  for (i = 0; i < r->messages->len; i++) {
+    fail_unless (gst_structure_get_uint (g_ptr_array_index (r->messages, i),
+            "queue-depth", &d));
+    most = MAX (most, d);
+  }
+  return most;
+}
+
+/* Two live streams at 800 frames/s on a cpu-ref engine that takes 1-3 ms per
+ * pass on a quiet machine: with skip, frames are skipped and counted, every
+ * buffer arrives in order with the last result, the streams share the passes and
+ * neither has more than one frame in the engine (so none waits behind more than
+ * the pass running), where wait lets max-in-flight frames queue. */
 GST_START_TEST (test_skip_bounds_latency)
 {
-  const gchar *common = "backend=cpu-ref max-in-flight=8";
+  const gchar *common = "backend=cpu-ref max-in-flight=8 stats-interval=20";
+  guint skip_depth, wait_depth;
   gchar *props;
-  gdouble skip_p99, wait_p99;
+  gdouble skip_p50, skip_p99, wait_p50, pass_ms;
+  guint64 classified[2];
   guint i;
   Run r;
 
   props = g_strdup_printf ("%s when-busy=skip", common);
-  run (&r, 2, TRUE, 500, 300, props);
+  run (&r, 2, TRUE, 800, 300, props);
   g_free (props);
+  skip_p50 = MAX (dbl (r.stats[0], "latency-p50-ms"),
+      dbl (r.stats[1], "latency-p50-ms"));
   skip_p99 = MAX (dbl (r.stats[0], "latency-p99-ms"),
       dbl (r.stats[1], "latency-p99-ms"));
+  pass_ms = dbl (r.stats[0], "pass-mean-ms");
+  skip_depth = max_depth (&r);
   for (i = 0; i < 2; i++) {
     const GstStructure *s = r.stats[i];
     guint64 skipped = u64 (s, "skipped");
@@ -352,14 +376,25 @@ GST_START_TEST (test_skip_bounds_latency)
     fail_unless_equals_uint64 (r.seen[i].inferred, u64 (s, "classified"));
     fail_unless_equals_uint64 (r.seen[i].carried + r.seen[i].no_record,
         skipped);
+    classified[i] = u64 (s, "classified");
   }
   run_clear (&r);
+  /* the streams take turns in the engine */
+  fail_unless (classified[0] * 4 >= classified[0] + classified[1]
+      && classified[1] * 4 >= classified[0] + classified[1],
+      "classified %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT, classified[0],
+      classified[1]);
+  /* never more than its share of the engine's places (one here: two streams, one
+   * pass running and one next) */
+  fail_unless (skip_depth <= 1, "%u frames of one stream in the engine",
+      skip_depth);
 
   props = g_strdup_printf ("%s when-busy=wait", common);
-  run (&r, 2, TRUE, 500, 300, props);
+  run (&r, 2, TRUE, 800, 300, props);
   g_free (props);
-  wait_p99 = MAX (dbl (r.stats[0], "latency-p99-ms"),
-      dbl (r.stats[1], "latency-p99-ms"));
+  wait_p50 = MIN (dbl (r.stats[0], "latency-p50-ms"),
+      dbl (r.stats[1], "latency-p50-ms"));
+  wait_depth = max_depth (&r);
   for (i = 0; i < 2; i++) {
     GST_INFO ("wait, stream %u: %" GST_PTR_FORMAT, i, r.stats[i]);
     fail_unless_equals_uint64 (u64 (r.stats[i], "skipped"), 0);
@@ -367,10 +402,14 @@ GST_START_TEST (test_skip_bounds_latency)
     fail_if (r.seen[i].out_of_order);
   }
   run_clear (&r);
-  /* wait: up to 8 frames per stream queued ahead, 16 passes; skip: about 2 */
-  GST_INFO ("p99: skip %.2f ms, wait %.2f ms", skip_p99, wait_p99);
-  fail_unless (skip_p99 * 2.0 < wait_p99, "skip p99 %.2f ms, wait p99 %.2f ms",
-      skip_p99, wait_p99);
+  /* wait: up to 8 frames per stream queued ahead, 16 passes; skip: about 2.
+   * The latencies are logged, not checked: a test on this shared machine
+   * cannot time them (gpunet-streams measures them, docs/cameras.md) */
+  GST_INFO ("skip p50 %.2f ms, p99 %.2f ms, depth %u; wait p50 %.2f ms, "
+      "depth %u; pass %.2f ms", skip_p50, skip_p99, skip_depth, wait_p50,
+      wait_depth, pass_ms);
+  fail_unless (wait_depth > 1, "wait: at most %u frames in the engine",
+      wait_depth);
 }
 
 GST_END_TEST;

@@ -46,7 +46,7 @@ for extra, engines in ((["--streams", "3", "--batch-size", "3",
     stats = [l for l in lines if re.match(
         r"stream \d \((smpte|ball|snow)\) stats: in=5 classified=5 carried=0 "
         r"skipped=0 failed=0 dropped=0 queue=0 p50_ms=[\d.]+ p99_ms=[\d.]+ "
-        r"fps=[\d.]+ occupancy=[\d.]+$", l)]
+        r"fps=[\d.]+ occupancy=[\d.]+ pass_ms=[\d.]+$", l)]
     check(len(stats) == 3, f"{extra}: per-stream stats {lines}")
 r = subprocess.run(base + ["--when-busy", "sometimes"], capture_output=True,
                    text=True, env=env)
