@@ -52,7 +52,7 @@ cam_metrics_text (Service * svc)
   gpointer v;
   guint64 sent, dropped, queued;
   gboolean conn;
-  gdouble occ = -1;
+  gdouble occ = -1, pass = -1;
 
   g_hash_table_iter_init (&it, svc->cameras);
   while (g_hash_table_iter_next (&it, NULL, &v))
@@ -127,13 +127,20 @@ cam_metrics_text (Service * svc)
     g_string_append_printf (t, "gpunet_camera_latency_ms_count{camera=\"%s\"} "
         "%" G_GUINT64_FORMAT "\n", c->spec->name, c->cnt->lat_count);
     g_mutex_unlock (&c->cnt->lock);
-    if (c->have_element_stats)
+    if (c->have_element_stats) {
       occ = MAX (occ, c->batch_occupancy);
+      pass = MAX (pass, c->pass_ms);
+    }
   }
   if (occ >= 0) {
     help (t, "gpunet_engine_batch_occupancy", "gauge",
         "Mean images per engine pass divided by batch-size (element stats)");
     g_string_append_printf (t, "gpunet_engine_batch_occupancy %.4f\n", occ);
+  }
+  if (pass >= 0) {
+    help (t, "gpunet_engine_pass_ms", "gauge",
+        "Mean milliseconds of one engine pass (element stats)");
+    g_string_append_printf (t, "gpunet_engine_pass_ms %.3f\n", pass);
   }
   help (t, "gpunet_process_resident_bytes", "gauge",
       "Resident memory of the service process");

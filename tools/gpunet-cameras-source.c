@@ -495,6 +495,8 @@ camera_poll_stats (Camera * cam)
       cam->dropped = cam->dropped_base + v;
     if (gst_structure_get_double (s, "batch-occupancy", &d))
       cam->batch_occupancy = d;
+    if (gst_structure_get_double (s, "pass-mean-ms", &d))
+      cam->pass_ms = d;
     if (gst_structure_get_double (s, "latency-p50-ms", &d))
       cam->p50_ms = d;
     if (gst_structure_get_double (s, "latency-p99-ms", &d))

@@ -91,7 +91,7 @@ struct _Camera
   guint64 frames_prev;
   gint64 fps_t;
   gdouble fps;
-  gdouble batch_occupancy;
+  gdouble batch_occupancy, pass_ms;
   gdouble p50_ms, p99_ms;         /* the element's, last 1024 frames */
   guint64 dropped, dropped_base;
   guint queue_depth;

@@ -149,7 +149,8 @@ try:
     check(m.get("gpunet_process_resident_bytes", 0) > 1e6, "rss")
     if 'gpunet_camera_latency_p99_ms{camera="a"}' in m:  # the element has stats
         check(m['gpunet_camera_latency_p99_ms{camera="a"}'] > 0
-              and m.get("gpunet_engine_batch_occupancy", 0) > 0,
+              and m.get("gpunet_engine_batch_occupancy", 0) > 0
+              and m.get("gpunet_engine_pass_ms", 0) > 0,
               "element stats reach /metrics")
 
     # the broker goes away and comes back: publishing resumes
