@@ -493,11 +493,13 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   g_object_class_install_property (gobject_class, PROP_WHEN_BUSY,
       g_param_spec_enum ("when-busy", "When busy",
           "When the engine is busy (this element's max-in-flight frames in it, "
-          "or the images queued in it fill its next pass): wait = hold "
-          "upstream until there is room; skip = pass the frame on at once with "
-          "the stream's last result (inferred=false, counted as skipped), so "
-          "latency stays within about two passes; auto = skip when upstream "
-          "is live (latency query), else wait", GST_TYPE_GPUNET_WHEN_BUSY,
+          "its share of the places in the pass running and the next one, or "
+          "the images queued in it fill its next pass): wait = hold upstream "
+          "until there is room; skip = pass the frame on at once (after the "
+          "frames before it) with the stream's last result (inferred=false, "
+          "counted as skipped), so latency stays within about two passes; "
+          "auto = skip when upstream is live (latency query), else wait",
+          GST_TYPE_GPUNET_WHEN_BUSY,
           DEFAULT_WHEN_BUSY, rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
       g_param_spec_uint ("stats-interval", "Stats interval",
@@ -511,7 +513,8 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
           "latency-p50-ms, latency-p99-ms (last 1024 frames, buffer in to "
           "buffer out), latency-count, latency-sum-ms, latency-buckets and "
           "latency-bucket-bounds-ms (cumulative histogram), fps, "
-          "batch-occupancy, engine-id, model", GST_TYPE_STRUCTURE,
+          "batch-occupancy, pass-mean-ms, engine-id, model; readable once "
+          "stopped, reset at start", GST_TYPE_STRUCTURE,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   gst_gpunet_nvmm_install_properties (gobject_class, PROP_NVDS_LIB_DIR,
       PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);

@@ -56,7 +56,10 @@ gst_gpunet_engine_busy (GstGpunetShared * shared, guint in_engine)
   /* the frames the passes running and the next one hold, shared out */
   guint share = MAX (max * (MAX (shared->passes_in_flight, 1) + 1) / users, 1);
 
-  return (guint) gpunet_engine_waiting (engine) >= max || in_engine >= share;
+  /* the images an idle pass is about to take do not wait for the next one */
+  guint next = max * (1 + (guint) gpunet_engine_idle_passes (engine));
+
+  return (guint) gpunet_engine_waiting (engine) >= next || in_engine >= share;
 }
 
 void

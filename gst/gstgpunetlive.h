@@ -28,7 +28,7 @@ gboolean gst_gpunet_when_busy_skips (GstGpunetWhenBusy mode, GstPad * sinkpad);
 
 /* Whether a frame of an element with `in_engine` frames in `shared`'s engine
  * waits for more than the pass that runs next: the images already queued fill
- * that pass, or the element holds its share of the passes running and next (so
+ * that pass (and those an idle pass is about to take), or the element holds its share of the passes running and next (so
  * streams sharing an engine take turns rather than the quickest taking every
  * free place). */
 gboolean gst_gpunet_engine_busy (GstGpunetShared * shared, guint in_engine);

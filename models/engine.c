@@ -580,3 +580,12 @@ gpunet_engine_mean_pass_ms (gpunet_engine *e)
   pthread_mutex_unlock (&e->lock);
   return ms;
 }
+
+int
+gpunet_engine_idle_passes (gpunet_engine *e)
+{
+  pthread_mutex_lock (&e->lock);
+  const int idle = e->n_workers - e->running_passes;
+  pthread_mutex_unlock (&e->lock);
+  return idle > 0 ? idle : 0;
+}

@@ -225,6 +225,11 @@ int gpunet_engine_max_batch (const gpunet_engine *engine);
  * Thread safe. */
 int gpunet_engine_waiting (gpunet_engine *engine);
 
+/* Passes in flight not running now (passes_in_flight minus those in a session
+ * call): each takes up to max_batch of the waiting images as soon as it looks.
+ * Thread safe. */
+int gpunet_engine_idle_passes (gpunet_engine *engine);
+
 /* Mean wall time of a pass since creation (preprocess, forward and top-k of its
  * batch, in milliseconds; 0 before the first).  Thread safe. */
 double gpunet_engine_mean_pass_ms (gpunet_engine *engine);

@@ -9,7 +9,10 @@ PKGS=(meson ninja-build pkg-config gcc libc6-dev
   gir1.2-gst-plugins-bad-1.0
   gstreamer1.0-libav   # avdec_h264: the tests' clips decode whichever H.264 encoder made them
   python3-pip   # fetches NVIDIA's DeepStream wheel for the nvmm tests (tests/gst/nvds-libs.sh)
-  clang libclang-rt-dev)   # the fuzzers (scripts/fuzz.sh); libFuzzer is only recommended
+  clang libclang-rt-dev   # the fuzzers (scripts/fuzz.sh); libFuzzer is only recommended
+  # gpunet-cameras and its suite: MQTT, libsoup 3, a loopback RTSP server
+  libmosquitto-dev libsoup-3.0-dev mosquitto mosquitto-clients libgstrtspserver-1.0-dev
+  gir1.2-gst-rtsp-server-1.0 python3-gst-1.0)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -338,7 +338,8 @@ test_kick (gpunet_model *m)
 }
 
 /* gpunet_engine_waiting: the images queued and not taken by a pass (a partial batch
- * held by its timeout), of every request; none once they are withdrawn. */
+ * held by its timeout), of every request; none once they are withdrawn.  The
+ * worker waiting for the batch is an idle pass. */
 static void
 test_waiting (gpunet_model *m)
 {
@@ -356,12 +357,15 @@ test_waiting (gpunet_model *m)
   if (!e)
     return;
   CHECK (gpunet_engine_waiting (e) == 0);
+  CHECK (gpunet_engine_idle_passes (e) == 1);
   CHECK (gpunet_engine_submit (e, images[1], 1, NULL, K, &s, on_done, &t[0], NULL)
       == GPUNET_OK);
   CHECK (gpunet_engine_submit (e, images[2], 2, NULL, K, &s, on_done, &t[1], NULL)
       == GPUNET_OK);
   CHECK_MSG (gpunet_engine_waiting (e) == 3, "%d images waiting, 3 queued",
       gpunet_engine_waiting (e));
+  /* the worker waits for the batch to fill: in no pass */
+  CHECK (gpunet_engine_idle_passes (e) == 1);
   gpunet_engine_cancel (e, &s);
   CHECK (gpunet_engine_waiting (e) == 0 && s.n_done == 2);
   gpunet_engine_free (e);

@@ -3,9 +3,11 @@
  * classified + carried + skipped + failed + dropped), stats messages come at
  * stats-interval; when-busy=skip on two live streams faster than their engine
  * skips frames, keeps every buffer in order with the last result (inferred=false),
- * shares the passes between the streams and keeps latency within a few passes,
- * where wait lets it grow; auto skips on a live source only. */
+ * shares the passes between the streams and never has more than one frame of a
+ * stream in the engine, where wait queues max-in-flight; auto skips on a live
+ * source only; flushed frames count as dropped. */
 #include <gst/check/gstcheck.h>
+#include <gst/check/gstharness.h>
 #include <gst/video/video.h>
 
 #include "gpunet-meta.h"
@@ -436,6 +438,51 @@ GST_START_TEST (test_auto_live_and_not)
 
 GST_END_TEST;
 
+/* Frames held in the engine (a batch waiting for its timeout) and flushed are
+ * counted as dropped: the counters still add up. */
+GST_START_TEST (test_flush_counts_dropped)
+{
+  gchar *json = data_path (TINY_A_JSON), *ckpt = data_path (TINY_A_CKPT);
+  gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" checkpoint=\"%s\" "
+      "n-threads=1 batch-size=4 batch-timeout=10000000", json, ckpt);
+  GstHarness *h = gst_harness_new_parse (desc);
+  GstElement *el = gst_harness_find_element (h, "gpunetclassify");
+  GstStructure *st = NULL;
+  GstSegment seg;
+  guint i;
+
+  gst_harness_set_live (h, FALSE);
+  gst_harness_set_src_caps_str (h,
+      "video/x-raw,format=RGBA,width=16,height=16,framerate=30/1");
+  for (i = 0; i < 3; i++) {
+    GstBuffer *b = gst_harness_create_buffer (h, 16 * 16 * 4);
+
+    gst_buffer_memset (b, 0, (guint8) (40 * i), 16 * 16 * 4);
+    GST_BUFFER_PTS (b) = i * GST_SECOND / 30;
+    fail_unless_equals_int (gst_harness_push (h, b), GST_FLOW_OK);
+  }
+  g_object_get (el, "stats", &st, NULL);
+  fail_unless_equals_uint64 (u64 (st, "frames-in"), 3);
+  fail_unless_equals_uint64 (u64 (st, "dropped"), 0);
+  gst_structure_free (st);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  g_object_get (el, "stats", &st, NULL);
+  fail_unless_equals_uint64 (u64 (st, "dropped"), 3);
+  fail_unless_equals_uint64 (u64 (st, "classified"), 0);
+  check_sum (st);
+  gst_structure_free (st);
+  gst_segment_init (&seg, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&seg)));
+  gst_object_unref (el);
+  gst_harness_teardown (h);
+  g_free (desc);
+  g_free (json);
+  g_free (ckpt);
+}
+
+GST_END_TEST;
+
 /* The properties: defaults, stats readable before start (all zero). */
 GST_START_TEST (test_properties)
 {
@@ -471,6 +518,7 @@ live_suite (void)
   tcase_add_test (tc, test_stats_messages);
   tcase_add_test (tc, test_skip_bounds_latency);
   tcase_add_test (tc, test_auto_live_and_not);
+  tcase_add_test (tc, test_flush_counts_dropped);
   return s;
 }
 
