@@ -44,6 +44,15 @@ rows = cb.ratio_rows({("m", "quiet", "ort"): [1.0]}, ["m"], ["auto"])
 check(rows == [("m", "auto", None, None, None)], "missing timings give no ratio: %s" % rows)
 check(cb.summary([3.0, 1.0, 2.0]) == "1.0 / 2.0 / 3.0" and cb.summary([]) == "-", "summary")
 
+# --waits values: an option, or a spin count in libgomp's environment
+os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
+opt, env = cb.wait_env("passive")
+check(opt == "passive" and "OMP_WAIT_POLICY" not in env and "GOMP_SPINCOUNT" not in env,
+      "wait=passive: %s" % opt)
+opt, env = cb.wait_env("spins=1000")
+check(opt == "auto" and env.get("GOMP_SPINCOUNT") == "1000", "spins=1000: %s" % opt)
+del os.environ["OMP_WAIT_POLICY"]
+
 # the competing processes: started, and none left running
 with cb.Busy(2) as busy:
     pids = [p.pid for p in busy.procs]

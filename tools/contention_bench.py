@@ -20,7 +20,8 @@ Prints a markdown table (min / median / max over the rounds of each round's medi
 ratios, and the load average at each round's start.
 
   python3 tools/contention_bench.py --build build [--models gpunet-0,gpunet-d1]
-      [--rounds 3] [--runs 20] [--busy 2] [--waits auto,spin,passive] [--streams 4]
+      [--rounds 3] [--runs 20] [--busy 2] [--waits auto,spin,passive,spins=1000]
+      [--streams 4]
 """
 import argparse
 import os
@@ -105,11 +106,24 @@ class Busy:
         self.procs = []
 
 
+def wait_env(wait):
+    """The cpu option and environment of a --waits value: auto, spin, passive, or spins=N
+    (libgomp's GOMP_SPINCOUNT=N, which wins over the option: candidates for auto)."""
+    env = dict(os.environ)
+    env.pop("OMP_WAIT_POLICY", None)
+    env.pop("GOMP_SPINCOUNT", None)
+    if wait.startswith("spins="):
+        env["GOMP_SPINCOUNT"] = wait[6:]
+        return "auto", env
+    return wait, env
+
+
 def run_ours(build, model, ck, threads, runs, wait):
+    option, env = wait_env(wait)
     p = subprocess.run([os.path.join(build, "tools", "gpunet-bench"), "--model", model,
                         "--checkpoint", ck, "--threads", str(threads), "--runs", str(runs),
                         "--warmup", "3", "--no-peak", "--preprocess-runs", "0",
-                        "--cpu", "wait=" + wait], capture_output=True, text=True)
+                        "--cpu", "wait=" + option], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError("gpunet-bench failed: " + p.stderr.strip())
     return parse_median(p.stdout)
@@ -124,7 +138,8 @@ def run_ort(py, timer, onnx, threads, runs):
 
 
 def run_streams(build, ck, streams, threads, wait):
-    env = dict(os.environ, GPUNET_CPU="wait=" + wait)
+    option, env = wait_env(wait)
+    env["GPUNET_CPU"] = "wait=" + option
     p = subprocess.run([os.path.join(build, "tools", "gpunet-streams"),
                         "--streams", str(streams), "--frames", "24", "--backend", "cpu",
                         "--n-threads", str(threads), "--model", "gpunet-0",
@@ -147,6 +162,8 @@ def main():
     ap.add_argument("--streams", type=int, default=0,
                     help="also gpunet-streams with this many streams (0: not run)")
     a = ap.parse_args()
+    # a TERM (timeout, kill) unwinds like ^C, so the competing processes are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     models = [m for m in a.models.split(",") if m]
     waits = [w for w in a.waits.split(",") if w]
     import runtime_venv
