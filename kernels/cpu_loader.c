@@ -21,10 +21,12 @@
 #endif
 #endif
 
-/* Spins of the bounded wait (GPUNET_CPU_WAIT_AUTO), libgomp's GOMP_SPINCOUNT: about
- * 0.1 ms on this project's machines before an idle thread sleeps on a futex.  Chosen by
- * tools/contention_bench.py (docs/performance.md, "Threads under contention"). */
-#define GPUNET_CPU_WAIT_SPINS "10000"
+/* Spins before an idle OpenMP thread sleeps on a futex under GPUNET_CPU_WAIT_AUTO
+ * (libgomp's GOMP_SPINCOUNT).  0: on a shared 2-vCPU VM (load 8-11) every spin count tried
+ * (1000, 10000, libgomp's 300000) was slower than none, quiet and busy alike
+ * (tools/contention_bench.py; docs/performance.md, "Threads under contention"); rerun it
+ * on a quiet machine with --waits spins=N candidates before changing it. */
+#define GPUNET_CPU_WAIT_SPINS "0"
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t request_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,8 +104,9 @@ prepare_wait (int wait)
       return "OMP_WAIT_POLICY";
     default:
       setenv ("GOMP_SPINCOUNT", GPUNET_CPU_WAIT_SPINS, 1);
-      wait_note = loader_format ("OpenMP threads spin %s times, then sleep, when idle (cpu "
-          "option wait=auto)", GPUNET_CPU_WAIT_SPINS);
+      wait_note = loader_format ("OpenMP threads sleep when idle, after %s spins (cpu "
+          "option wait=auto, GOMP_SPINCOUNT=%s)", GPUNET_CPU_WAIT_SPINS,
+          GPUNET_CPU_WAIT_SPINS);
       return "GOMP_SPINCOUNT";
   }
 }
