@@ -13,6 +13,9 @@
 
 #include "cpu_module.h"
 #include "gpunet-types.h"
+#ifdef GPUNET_ONEDNN_PRELOADED
+#include <oneapi/dnnl/dnnl.h>   /* sanitizer builds: libdnnl linked, loaded at start */
+#endif
 #include "kernel_error.h"
 
 #if defined(__has_include)
@@ -188,6 +191,9 @@ load_module (void)
 static void
 load_module_once (void)
 {
+#ifdef GPUNET_ONEDNN_PRELOADED
+  (void) dnnl_version ();   /* keeps libdnnl a dependency of the program (meson's --as-needed) */
+#endif
   const char *env = getenv ("GPUNET_CPU_MODULE");
   if (env && *env) {
     if (access (env, F_OK) != 0)

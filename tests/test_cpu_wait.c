@@ -71,9 +71,18 @@ main (int argc, char **argv)
   unsetenv ("GOMP_SPINCOUNT");
   setenv ("OMP_DISPLAY_ENV", "VERBOSE", 1);
   int warning = -1;
+#ifdef GPUNET_ONEDNN_PRELOADED
+  if (strcmp (mode, "preloaded") != 0) {
+    printf ("skipped: this sanitizer build links oneDNN and libgomp at start (LeakSanitizer "
+        "crashes on a dlopen'd libdnnl), so the engine cannot set libgomp's wait\n");
+    return 77;
+  }
+#endif
 
   void *gomp = dlopen ("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+#ifndef GPUNET_ONEDNN_PRELOADED
   CHECK_MSG (gomp == NULL, "libgomp is loaded before any CPU session: the engine links it");
+#endif
   CHECK (gpunet_cpu_wait_note (NULL) == NULL);
 
   char *text = NULL;
