@@ -21,12 +21,15 @@
 static char *
 session_stderr (int wait)
 {
-  char path[] = "/tmp/gpunet-cpu-wait-XXXXXX";
-  int fd = mkstemp (path);
+  FILE *capture = tmpfile ();   /* anonymous: gone when closed */
+  CHECK (capture != NULL);
+  if (!capture)
+    return NULL;
+  int fd = dup (fileno (capture));
+  fclose (capture);
   CHECK (fd >= 0);
   if (fd < 0)
     return NULL;
-  unlink (path);
   fflush (stderr);
   int saved = dup (2);
   dup2 (fd, 2);
