@@ -108,6 +108,13 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
       text = NULL;
       st = gpunet_engine_new (model, &p, &engine, &text);
     }
+    if (st == GPUNET_OK && *note == NULL) {
+      /* the application loaded libgomp first: say why passes may crawl on busy cores */
+      int cpu_wait_warning = 0;
+      const char *cpu_wait = gpunet_cpu_wait_note (&cpu_wait_warning);
+      if (cpu_wait_warning && g_strcmp0 (gpunet_engine_backend_name (engine), "cpu") == 0)
+        *note = g_strdup (cpu_wait);
+    }
     if (st == GPUNET_OK) {
       sh = g_new0 (GstGpunetShared, 1);
       sh->engine = engine;

@@ -65,6 +65,16 @@ typedef enum {
   GPUNET_CPU_SIMD_PORTABLE
 } gpunet_cpu_simd;
 
+/* How the fast CPU backend's OpenMP threads wait for work at the end of a parallel
+ * region (gpunet_cpu_options.wait; docs/performance.md, "Threads under contention").
+ * Set once per process, when the first CPU session loads the backend module. */
+typedef enum {
+  GPUNET_CPU_WAIT_AUTO = 0,  /* the engine's bounded spin, then sleep (cpu_loader.c's
+                              * GPUNET_CPU_WAIT_SPINS: 0 today, as measured) */
+  GPUNET_CPU_WAIT_SPIN,      /* libgomp's own default: about 300000 spins before sleeping */
+  GPUNET_CPU_WAIT_PASSIVE    /* sleep at once (OMP_WAIT_POLICY=PASSIVE) */
+} gpunet_cpu_wait;
+
 /* The fast CPU backend's options: every choice it makes at plan time that a caller may
  * change, each documented with the measurement that justifies it in docs/performance.md
  * ("Options").  All zero (GPUNET_CPU_AUTO) is the default. */
@@ -82,6 +92,8 @@ typedef struct {
                                 * preprocess use: auto (what the CPU has), avx2 (also the
                                 * 8-channel block unless `block` says otherwise) or portable
                                 * (plain C); oneDNN's own kernels follow DNNL_MAX_CPU_ISA */
+  gpunet_cpu_wait wait;        /* idle OpenMP threads: auto, spin or passive (above); an
+                                * OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins */
 } gpunet_cpu_options;
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */

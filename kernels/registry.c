@@ -3,9 +3,7 @@
 
 #include "kernel_error.h"
 #include "cuda/cuda_module.h"
-#ifdef GPUNET_HAVE_ONEDNN
-#include "onednn/backend_onednn.h"
-#endif
+#include "cpu_module.h"
 
 static const gpunet_backend_entry entries[] = {
   {GPUNET_BACKEND_AUTO, "auto", "CUDA when built and a GPU works, else cpu"},
@@ -28,7 +26,7 @@ gpunet_backend_find (gpunet_backend_kind kind, char **error_text)
   switch (kind) {
     case GPUNET_BACKEND_CPU:
 #ifdef GPUNET_HAVE_ONEDNN
-      return &gpunet_backend_cpu_fast;
+      return gpunet_backend_cpu_get (error_text);
 #else
       return &gpunet_backend_cpu_ref;
 #endif

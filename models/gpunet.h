@@ -117,6 +117,13 @@ void gpunet_session_free (gpunet_session *session);
 /* The backend actually used ("cpu", "cuda", "cpu-ref"). */
 const char *gpunet_session_backend_name (const gpunet_session *session);
 
+/* How the fast CPU backend's OpenMP threads wait when idle (gpunet_cpu_options.wait), as
+ * one sentence, once a CPU session exists in the process (NULL before).  *is_warning is
+ * set to 1 when the choice could not be applied because libgomp was loaded before the
+ * engine (by the application): its threads then keep libgomp's long spin, which slows
+ * every pass when other processes share the cores.  Thread-safe; the text is static. */
+const char *gpunet_cpu_wait_note (int *is_warning);
+
 /* Runs n images (n <= max_batch) of normalised float32 NCHW input at the model's
  * resolution; writes n x num_classes float32 logits. */
 gpunet_status gpunet_session_forward (gpunet_session *session, const float *input,

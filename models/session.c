@@ -8,6 +8,7 @@
 #include "model_private.h"
 #include "session_private.h"
 #include "../kernels/registry.h"
+#include "../kernels/cpu_module.h"   /* gpunet_cpu_module_request_wait */
 
 void
 gpunet_session_params_init (gpunet_session_params *p)
@@ -40,6 +41,9 @@ static const cpu_key cpu_keys[] = {
   { "simd", offsetof (gpunet_cpu_options, simd), { "auto", "avx2", "portable" },
     { GPUNET_CPU_SIMD_AUTO, GPUNET_CPU_SIMD_AVX2, GPUNET_CPU_SIMD_PORTABLE },
     "auto, avx2 or portable" },
+  { "wait", offsetof (gpunet_cpu_options, wait), { "auto", "spin", "passive" },
+    { GPUNET_CPU_WAIT_AUTO, GPUNET_CPU_WAIT_SPIN, GPUNET_CPU_WAIT_PASSIVE },
+    "auto, spin or passive" },
 };
 
 gpunet_status
@@ -64,7 +68,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block and simd "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd and wait "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;
@@ -194,6 +198,7 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
   /* auto: CUDA, else (keeping the reason) the fast CPU backend; any other kind is
    * the registry's backend of that kind or the sentence saying why there is none */
   gpunet_status st;
+  gpunet_cpu_module_request_wait (p.cpu.wait);   /* before the CPU module first loads */
   const gpunet_backend *be = forced ? forced : gpunet_backend_find (
       p.backend == GPUNET_BACKEND_AUTO ? GPUNET_BACKEND_CUDA : p.backend, error_text);
   if (be)
@@ -262,6 +267,12 @@ gpunet_session_free (gpunet_session *s)
   free (s->logits);
   free (s->input);
   free (s);
+}
+
+const char *
+gpunet_cpu_wait_note (int *is_warning)
+{
+  return gpunet_cpu_module_wait_note (is_warning);
 }
 
 const char *

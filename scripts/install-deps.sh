@@ -6,6 +6,7 @@ PKGS=(meson ninja-build pkg-config gcc libc6-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
   libdnnl-dev libjson-glib-dev python3 python3-numpy python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
+  libprotobuf-c-dev protobuf-c-compiler python3-venv   # gpunet-convert --onnx; its test's venv
   gir1.2-gst-plugins-bad-1.0
   gstreamer1.0-libav   # avdec_h264: the tests' clips decode whichever H.264 encoder made them
   python3-pip   # fetches NVIDIA's DeepStream wheel for the nvmm tests (tests/gst/nvds-libs.sh)

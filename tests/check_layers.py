@@ -29,14 +29,16 @@ INTERNAL = "gpunet-internal.h"
 # the headers it may include besides gpunet.h: the narrow internal header, and only the
 # kernels/ headers its own job needs
 TOOL_HEADERS = {
-    # per-backend and per-op timing: the backend table, the fast backend's per-op
-    # profile, the CUDA module's bench API and the ops' byte counts
-    "gpunet-bench.c": {INTERNAL, "registry.h", "backend_onednn.h", "cuda_module.h",
+    # per-backend and per-op timing: the backend table, the CPU and CUDA modules' bench
+    # APIs (per-op profile, sgemm peak) and the ops' byte counts
+    "gpunet-bench.c": {INTERNAL, "registry.h", "cpu_module.h", "cuda_module.h",
                        "cuda_cost.h"},
     # each CUDA op against the reference op, fp16 rounded as the module stores it
     "gpunet-selftest.c": {INTERNAL, "cuda_module.h", "cpu_ops.h", "half.h"},
     # checkpoint tensors to safetensors: engine only
     "gpunet-convert.c": {INTERNAL},
+    # --onnx: the planned graph's ops and their activation codes
+    "gpunet-onnx.c": {INTERNAL, "activation.h"},
 }
 INTERNAL_USERS = set(TOOL_HEADERS)
 # known exceptions, each with the reason it is still there; a stale one is reported

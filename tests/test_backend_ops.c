@@ -1006,10 +1006,17 @@ test_cpu_options (void)
   CHECK (gpunet_cpu_options_parse (&o, "", "--cpu", &err) == GPUNET_OK
       && gpunet_cpu_options_parse (&o, NULL, "--cpu", &err) == GPUNET_OK
       && o.winograd == GPUNET_CPU_ONEDNN);
+  CHECK (gpunet_cpu_options_parse (&o, "wait=passive", "--cpu", &err) == GPUNET_OK
+      && o.wait == GPUNET_CPU_WAIT_PASSIVE && o.winograd == GPUNET_CPU_ONEDNN);
+  CHECK (gpunet_cpu_options_parse (&o, "wait=spin", "--cpu", &err) == GPUNET_OK
+      && o.wait == GPUNET_CPU_WAIT_SPIN);
+  CHECK (gpunet_cpu_options_parse (&o, "wait=auto", "--cpu", &err) == GPUNET_OK
+      && o.wait == GPUNET_CPU_WAIT_AUTO);
   static const struct { const char *spec, *says[2]; } bad[] = {
     { "winograd=fast", { "'fast' is not a value of winograd", "auto, own, onednn or off" } },
-    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block and simd" } },
+    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block, simd and wait" } },
     { "simd=avx512", { "'avx512' is not a value of simd", "auto, avx2 or portable" } },
+    { "wait=sleep", { "'sleep' is not a value of wait", "auto, spin or passive" } },
     { "strassen", { "'strassen'", "key=value" } },
     { "block=12", { "'12'", "8 or 16" } },
     { "pw=own,,strassen=off", { "''", "known key" } },

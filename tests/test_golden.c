@@ -9,7 +9,8 @@
 #include "gpunet.h"
 #include "session_private.h"
 #ifdef GPUNET_HAVE_ONEDNN
-#include "onednn/backend_onednn.h"
+#include "cpu_module.h"          /* the CPU module's test entries */
+#include "registry.h"
 #endif
 
 typedef struct {
@@ -157,8 +158,12 @@ run_fixture (const char *dir, const fixture *f)
       CHECK_MSG (rel <= 1e-4, "%s (%s): logits relative error %.3g", f->name, weights[w], rel);
 #ifdef GPUNET_HAVE_ONEDNN
       /* the CPU code paths this plan ran (GPUNET_CPU simd= and block= choose them) */
-      if (s->backend == &gpunet_backend_cpu_fast)
-        check_paths_ran (gpunet_onednn_cpu_paths (s->state));
+      if (s->backend == gpunet_backend_find (GPUNET_BACKEND_CPU, NULL)) {
+        const gpunet_cpu_bench_api *api = gpunet_cpu_bench_api_get (NULL);
+        CHECK (api != NULL);
+        if (api)
+          check_paths_ran (api->cpu_paths (s->state));
+      }
 #endif
       printf ("%s from %s: logits relative error %.3g, worst block %.3g\n", f->name,
           expect_source[w], rel, t.worst);

@@ -20,9 +20,7 @@
 #include "cuda/cuda_module.h"     /* the CUDA module's bench API */
 #include "registry.h"             /* gpunet_backend_find */
 #ifdef GPUNET_HAVE_ONEDNN
-#include "onednn/backend_onednn.h"  /* per-op profile of the fast backend */
-#include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
+#include "cpu_module.h"             /* the CPU module's bench API */
 #endif
 
 static void
@@ -76,7 +74,8 @@ usage (FILE *f)
       "  --cpu SPEC    fast CPU backend options, key=value,... as in the environment\n"
       "                variable GPUNET_CPU (which sessions read; this tool plans the backend\n"
       "                directly and reads only --cpu): winograd=auto|own|onednn|off,\n"
-      "                pw=auto|own|onednn, strassen=auto|own|off, block=auto|8|16\n"
+      "                pw=auto|own|onednn, strassen=auto|own|off, block=auto|8|16,\n"
+      "                wait=auto|spin|passive (--ab cannot change wait: one per process)\n"
       "                (docs/performance.md, Options)\n"
       "  --ab SPEC     fast CPU backend: also plans the options of --cpu with SPEC applied over\n"
       "                them (B) and times --runs pairs of passes, A and B in turn (AB, BA, AB,\n"
@@ -304,8 +303,10 @@ profile_ops (const gpunet_backend *be, void *state, profile_hook hook, const flo
 static gpunet_status
 onednn_hook (void *state, double *op_seconds, char **err)
 {
-  (void) err;
-  gpunet_onednn_profile (state, op_seconds);
+  const gpunet_cpu_bench_api *api = gpunet_cpu_bench_api_get (err);
+  if (!api)
+    return GPUNET_ERR_BACKEND_UNAVAILABLE;
+  api->profile (state, op_seconds);
   return GPUNET_OK;
 }
 #endif
@@ -391,42 +392,6 @@ batch_sweep (const gpunet_backend *be, const gpunet_graph *g, const gpunet_sessi
   }
 }
 
-#ifdef GPUNET_HAVE_ONEDNN
-/* Nanoseconds per line for thread 0 of a 2-thread OpenMP team to overwrite `lines`
- * 64-byte lines of buf (64-byte aligned) that thread 1 has just read (other_reads 1), or
- * that nobody else has (0); -1 when fewer than two threads run. */
-static double
-write_lines_ns (unsigned char *buf, int lines, int other_reads)
-{
-  double dt = 0.0;
-  int team = 0;
-#pragma omp parallel num_threads(2)
-  {
-    const int t = omp_get_thread_num ();
-    if (t == 0) {
-      team = omp_get_num_threads ();
-      memset (buf, 0, (size_t) lines * 64);
-    }
-#pragma omp barrier
-    if (t == 1 && other_reads) {
-      const volatile unsigned char *vb = buf;   /* every line read, whatever the compiler knows */
-      unsigned sum = 0;
-      for (int l = 0; l < lines; l++)
-        sum += vb[(size_t) l * 64];
-      if (sum != 0)
-        buf[0] = (unsigned char) sum;   /* never: the lines hold zeros */
-    }
-#pragma omp barrier
-    if (t == 0) {
-      const double t0 = omp_get_wtime ();
-      memset (buf, 1, (size_t) lines * 64);
-      __sync_synchronize ();   /* the stores done, not only issued */
-      dt = omp_get_wtime () - t0;
-    }
-  }
-  return team >= 2 ? dt * 1e9 / lines : -1.0;
-}
-#endif
 
 /* How long one core takes to write a cache line that another core has just read, in ns
  * per line (512 KB written whole, minimum of 9 tries), and the same write with no other
@@ -442,18 +407,9 @@ cross_core_write_ns (double *shared_ns, double *own_ns)
 {
   *shared_ns = *own_ns = -1.0;
 #ifdef GPUNET_HAVE_ONEDNN
-  enum { LINES = 8192 };   /* 512 KB: far beyond the store buffer, within L2 */
-  unsigned char *buf = aligned_alloc (64, (size_t) LINES * 64);
-  for (int pass = 0; buf && pass < 2; pass++) {
-    double best = -1.0;
-    for (int rep = 0; rep < 9; rep++) {
-      const double ns = write_lines_ns (buf, LINES, pass == 0);
-      if (best < 0 || ns < best)
-        best = ns;
-    }
-    *(pass == 0 ? shared_ns : own_ns) = best;
-  }
-  free (buf);
+  const gpunet_cpu_bench_api *api = gpunet_cpu_bench_api_get (NULL);
+  if (api)
+    api->cross_core_write_ns (shared_ns, own_ns);
 #endif
 }
 
@@ -467,31 +423,8 @@ sgemm_peak (int threads)
 #ifdef GPUNET_HAVE_ONEDNN
   if (no_peak)
     return -1.0;
-  const int n = 2048;
-  float *a = malloc (sizeof (float) * n * n), *b = malloc (sizeof (float) * n * n);
-  float *c = malloc (sizeof (float) * n * n);
-  double best = 0.0;
-  if (a && b && c) {
-    for (long i = 0; i < (long) n * n; i++) {
-      a[i] = (float) (i % 7) * 0.1f;
-      b[i] = (float) (i % 5) * 0.1f;
-    }
-    const int saved = omp_get_max_threads ();
-    omp_set_num_threads (threads);
-    for (int r = 0; r < 4; r++) {
-      double t0 = now_s ();
-      if (dnnl_sgemm ('N', 'N', n, n, n, 1.0f, a, n, b, n, 0.0f, c, n) != dnnl_success)
-        break;
-      double gf = 2.0 * n * n * (double) n / (now_s () - t0) / 1e9;
-      if (r > 0 && gf > best)   /* the first run warms up */
-        best = gf;
-    }
-    omp_set_num_threads (saved);
-  }
-  free (a);
-  free (b);
-  free (c);
-  return best;
+  const gpunet_cpu_bench_api *api = gpunet_cpu_bench_api_get (NULL);
+  return api ? api->sgemm_gflops (threads) : 0.0;
 #else
   (void) threads;
   return 0.0;
@@ -701,6 +634,13 @@ main (int argc, char **argv)
     return 2;
   }
   const int is_cuda = kind == GPUNET_BACKEND_CUDA;
+  {
+    /* --cpu wait= is read when the CPU module loads, before anything is planned (a bad
+     * --cpu is reported below) */
+    gpunet_cpu_options early = { 0 };
+    if (gpunet_cpu_options_parse (&early, cpu_spec, "--cpu", NULL) == GPUNET_OK)
+      gpunet_cpu_module_request_wait (early.wait);
+  }
   const gpunet_backend *be = gpunet_backend_find (kind, &why);
   if (be && is_cuda)
     cuda_bench = gpunet_cuda_bench_api_get (&why);
@@ -712,7 +652,7 @@ main (int argc, char **argv)
 
   if (ab_spec) {
 #ifdef GPUNET_HAVE_ONEDNN
-    const int fast = be == &gpunet_backend_cpu_fast;
+    const int fast = kind == GPUNET_BACKEND_CPU;
 #else
     const int fast = 0;
 #endif
@@ -822,7 +762,7 @@ main (int argc, char **argv)
     profile_hook hook = is_cuda ? cuda_hook : NULL;
     int hook_warmup = warmup;
 #ifdef GPUNET_HAVE_ONEDNN
-    if (be == &gpunet_backend_cpu_fast) {
+    if (kind == GPUNET_BACKEND_CPU) {
       hook = onednn_hook;
       hook_warmup = 0;   /* the timed passes above warmed it up; no mode switch */
     }
@@ -914,6 +854,10 @@ main (int argc, char **argv)
   printf ("bytes_mb=%.3f arith_intensity_flop_per_byte=%.2f storage_bytes=%d\n", bytes / 1e6,
       bytes > 0 ? flops * batch / bytes : 0.0, storage);
   printf ("backend=%s images_per_s=%.1f\n", be->name, batch / (med_ms * 1e-3));
+#ifdef GPUNET_HAVE_ONEDNN
+  if (kind == GPUNET_BACKEND_CPU && gpunet_cpu_wait_note (NULL))
+    printf ("cpu_wait=%s\n", gpunet_cpu_wait_note (NULL));
+#endif
   printf ("model=%s batch=%d threads=%d median_ms=%.3f min_ms=%.3f gflops=%.2f achieved_gflops_s=%.1f\n",
       gpunet_model_name (m), batch, threads, med_ms, mn, flops / 1e9, achieved);
 done:

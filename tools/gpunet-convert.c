@@ -1,7 +1,9 @@
 /* gpunet-convert: writes GPUNet weights as one clean safetensors file: either the
  * tensors a checkpoint holds (after the state_dict_ema / state_dict / bare choice), or
  * seeded random weights for an architecture (benchmarks and tagging without NVIDIA's
- * downloads).  The output loads with model=/--model of the same architecture. */
+ * downloads).  The output loads with model=/--model of the same architecture.  With
+ * --onnx, writes a model's graph (BatchNorm folded) as an ONNX model instead
+ * (gpunet-onnx.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,9 @@
 #include "gpunet.h"
 #include "gpunet-atomic.h"
 #include "gpunet-internal.h"
+#ifdef GPUNET_HAVE_ONNX
+#include "gpunet-onnx.h"
+#endif
 
 static void
 usage (FILE *f)
@@ -17,10 +22,16 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-convert --checkpoint FILE --output OUT.safetensors\n"
       "       gpunet-convert --random ARCH [--seed N] --output OUT.safetensors\n"
+      "       gpunet-convert --onnx OUT.onnx --model ARCH [--checkpoint FILE | --seed N]\n"
       "\n"
       "  --checkpoint  a PyTorch checkpoint (.pth, .pth.tar) or safetensors file\n"
       "  --random      a built-in model name or architecture JSON: seeded random weights\n"
-      "                of realistic scale, named as NVIDIA's PyTorch modules name them\n");
+      "                of realistic scale, named as NVIDIA's PyTorch modules name them\n"
+      "  --onnx        writes the model (architecture --model, weights --checkpoint or, without\n"
+      "                it, seeded random ones) as ONNX, opset 13: input 'input' (batch x 3 x R\n"
+      "                x R, normalised float32), output 'logits' (batch x classes), BatchNorm\n"
+      "                folded into the convolutions\n"
+      "  --model       a built-in model name or architecture JSON (with --onnx)\n");
 }
 
 /* A weight source that asks the random source for each tensor and keeps a copy. */
@@ -127,10 +138,49 @@ write_checkpoint (const char *path, const char *tmp, const char *out)
   return st == GPUNET_OK ? 0 : 1;
 }
 
+/* --onnx: the model (checkpoint, or seeded random weights) as ONNX at `out`. */
+static int
+write_onnx (const char *arch, const char *ckpt, uint64_t seed, const char *out)
+{
+#ifdef GPUNET_HAVE_ONNX
+  char *err = NULL;
+  gpunet_model *m = NULL;
+  gpunet_status st = ckpt ? gpunet_model_load (arch, ckpt, &m, &err)
+      : gpunet_model_new_random (arch, seed, &m, &err);
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  if (st == GPUNET_OK)
+    st = gpunet_onnx_export (m, &buf, &len, &err);
+  if (st != GPUNET_OK) {
+    fprintf (stderr, "gpunet-convert: %s\n", err ? err : gpunet_status_string (st));
+  } else if (gpunet_atomic_write_file (out, buf, len) != 0) {
+    fprintf (stderr, "gpunet-convert: cannot write '%s': %s\n", out, strerror (errno));
+    st = GPUNET_ERR_IO;
+  } else {
+    printf ("%s: ONNX model of '%s' (%s), opset 13, %zu bytes\n", out, gpunet_model_name (m),
+        ckpt ? ckpt : "seeded random weights", len);
+  }
+  free (buf);
+  free (err);
+  if (m)
+    gpunet_model_unref (m);
+  return st == GPUNET_OK ? 0 : 1;
+#else
+  (void) arch;
+  (void) ckpt;
+  (void) seed;
+  (void) out;
+  fprintf (stderr, "gpunet-convert: this build has no ONNX export (it was built without "
+      "protobuf-c): install libprotobuf-c-dev and protobuf-c-compiler and rebuild\n");
+  return 1;
+#endif
+}
+
 int
 main (int argc, char **argv)
 {
-  const char *ckpt = NULL, *random_arch = NULL, *out = NULL;
+  const char *ckpt = NULL, *random_arch = NULL, *out = NULL, *onnx = NULL, *model = NULL;
+  int seed_given = 0;
   unsigned long long seed = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp (argv[i], "--help") || !strcmp (argv[i], "-h")) {
@@ -145,9 +195,12 @@ main (int argc, char **argv)
     if (!strcmp (argv[i - 1], "--checkpoint")) ckpt = v;
     else if (!strcmp (argv[i - 1], "--random")) random_arch = v;
     else if (!strcmp (argv[i - 1], "--output")) out = v;
+    else if (!strcmp (argv[i - 1], "--onnx")) onnx = v;
+    else if (!strcmp (argv[i - 1], "--model")) model = v;
     else if (!strcmp (argv[i - 1], "--seed")) {
       char *end;
       seed = strtoull (v, &end, 10);
+      seed_given = 1;
       if (*end || end == v) {
         fprintf (stderr, "gpunet-convert: --seed needs a non-negative integer, got '%s'\n", v);
         return 2;
@@ -156,6 +209,21 @@ main (int argc, char **argv)
       fprintf (stderr, "gpunet-convert: unknown option '%s' (see --help)\n", argv[i - 1]);
       return 2;
     }
+  }
+  if (onnx) {
+    if (!model || out || random_arch || (ckpt && seed_given)) {
+      fprintf (stderr, "gpunet-convert: --onnx OUT needs --model ARCH and takes the weights "
+          "from --checkpoint FILE or, without it, seeded random ones (--seed N); --output "
+          "and --random belong to the safetensors conversion\n");
+      usage (stderr);
+      return 2;
+    }
+    return write_onnx (model, ckpt, seed, onnx);
+  }
+  if (model) {
+    fprintf (stderr, "gpunet-convert: --model is for --onnx; the safetensors conversion "
+        "takes --checkpoint FILE or --random ARCH\n");
+    return 2;
   }
   if (!out || !ckpt == !random_arch) {
     fprintf (stderr, "gpunet-convert: needs --output and one of --checkpoint or --random\n");
