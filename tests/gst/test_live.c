@@ -310,10 +310,18 @@ GST_START_TEST (test_stats_messages)
 
       fail_unless (u64 (s, "frames-in") >= u64 (g_ptr_array_index (r.messages,
                   i - 1), "frames-in"));
-      /* timed as posted, on a shared machine */
-      fail_unless (dt > 150000 && dt < 400000, "messages %" G_GINT64_FORMAT
+      /* timed as posted; one late on a shared machine makes the next early */
+      fail_unless (dt > 20000 && dt < 600000, "messages %" G_GINT64_FORMAT
           " us apart", dt);
     }
+  }
+  {
+    guint n = r.messages->len;
+    gint64 mean = (g_array_index (r.message_times, gint64, n - 1) -
+        g_array_index (r.message_times, gint64, 0)) / (n - 1);
+
+    fail_unless (mean > 150000 && mean < 300000, "messages %" G_GINT64_FORMAT
+        " us apart on average", mean);
   }
   fail_unless_equals_uint64 (u64 (r.stats[0], "frames-in"), 60);
   check_sum (r.stats[0]);
@@ -422,13 +430,13 @@ GST_START_TEST (test_auto_live_and_not)
 {
   Run r;
 
-  run (&r, 2, TRUE, 500, 200, "backend=cpu-ref");
+  run (&r, 2, TRUE, 800, 200, "backend=cpu-ref");
   fail_unless (u64 (r.stats[0], "skipped") + u64 (r.stats[1], "skipped") > 0,
       "auto on a live source skipped nothing");
   check_sum (r.stats[0]);
   run_clear (&r);
 
-  run (&r, 2, FALSE, 500, 200, "backend=cpu-ref");
+  run (&r, 2, FALSE, 800, 200, "backend=cpu-ref");
   fail_unless_equals_uint64 (u64 (r.stats[0], "skipped"), 0);
   fail_unless_equals_uint64 (u64 (r.stats[1], "skipped"), 0);
   fail_unless_equals_uint64 (u64 (r.stats[0], "classified"), 200);
