@@ -1,7 +1,8 @@
 /* gstgpunetclassify.c: the gpunetclassify element: properties (object lock), caps,
  * pads, chain, start/stop.  The chain plans each frame (gstgpunetframe.c), queues it
  * (gstgpunetqueue.c: its src task pushes in order) and submits it to the model in use
- * (gstgpunetmodel.c: context and hot swap); gstgpunetrecords.c makes the records. */
+ * (gstgpunetmodel.c: context and hot swap); gstgpunetrecords.c makes the records;
+ * gstgpunetprops.c holds the property specs and gstgpunetinstance.h the instance. */
 
 /**
  * SECTION:element-gpunetclassify
@@ -43,167 +44,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gstgpunetanalytics.h"
 #include "gstgpunetclassify.h"
-#include "gstgpunetcuda.h"
-#include "gstgpunetframe.h"
-#include "gstgpunetlive.h"
-#include "gstgpunetmodel.h"
-#include "gstgpunetnvmm.h"
-#include "gstgpunetqueue.h"
-#include "gstgpunetrecords.h"
-#include "gstgpunetroi.h"
-#include "gstgpunetstats.h"
+#include "gstgpunetinstance.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_classify_debug);
 #define GST_CAT_DEFAULT gst_gpunet_classify_debug
-
-
-enum
-{
-  PROP_0,
-  PROP_MODEL,
-  PROP_CHECKPOINT,
-  PROP_LABELS,
-  PROP_TOP_K,
-  PROP_THRESHOLD,
-  PROP_BACKEND,
-  PROP_RESIZE_MODE,
-  PROP_CROP_PCT,
-  PROP_INTERVAL,
-  PROP_POST_MESSAGES,
-  PROP_N_THREADS,
-  PROP_PRECISION,
-  PROP_BATCH_SIZE,
-  PROP_ROI_MODE,
-  PROP_ROI_TYPES,
-  PROP_JSON_OUTPUT,
-  PROP_SHARE_ENGINE,
-  PROP_BATCH_TIMEOUT,
-  PROP_PASSES_IN_FLIGHT,
-  PROP_MAX_IN_FLIGHT,
-  PROP_SMOOTHING,
-  PROP_LABEL_HOLD,
-  PROP_ENGINE_ID,
-  PROP_DEVICE_ID,
-  PROP_ANALYTICS_META,
-  PROP_ROI_MIN_SIZE,
-  PROP_RECLASSIFY_INTERVAL,
-  PROP_TRACK_TIMEOUT,
-  PROP_ROI_SKIPPED_SMALL,
-  PROP_ROI_SKIPPED_OUTSIDE,
-  PROP_WHEN_BUSY,
-  PROP_STATS_INTERVAL,
-  PROP_STATS,
-  PROP_NVDS_LIB_DIR,
-  PROP_OPERATE_ON_GIE_ID,
-  PROP_OPERATE_ON_CLASS_IDS,
-  PROP_GIE_UNIQUE_ID,
-  PROP_LAST
-};
-
-#define DEFAULT_MODEL "gpunet-0"
-#define DEFAULT_CHECKPOINT NULL
-#define DEFAULT_LABELS NULL
-#define DEFAULT_TOP_K 5
-#define DEFAULT_THRESHOLD 0.0f
-#define DEFAULT_BACKEND GST_GPUNET_BACKEND_AUTO
-#define DEFAULT_RESIZE_MODE GST_GPUNET_RESIZE_CENTER_CROP
-#define DEFAULT_CROP_PCT 0.0f
-#define DEFAULT_INTERVAL 0
-#define DEFAULT_POST_MESSAGES FALSE
-#define DEFAULT_N_THREADS 0
-#define DEFAULT_PRECISION GPUNET_PRECISION_AUTO
-#define DEFAULT_BATCH_SIZE 1
-#define MAX_BATCH_SIZE 64
-#define DEFAULT_ROI_MODE GST_GPUNET_ROI_MODE_FRAME
-#define DEFAULT_ROI_TYPES NULL
-#define DEFAULT_JSON_OUTPUT NULL
-#define DEFAULT_SHARE_ENGINE TRUE
-#define DEFAULT_BATCH_TIMEOUT 0
-#define MAX_BATCH_TIMEOUT 10000000
-#define DEFAULT_PASSES_IN_FLIGHT 1
-#define DEFAULT_MAX_IN_FLIGHT 4
-#define DEFAULT_SMOOTHING 0.0f
-#define DEFAULT_LABEL_HOLD 1
-#define DEFAULT_DEVICE_ID -1
-/* on where this build has GstAnalytics (GStreamer 1.24+), else off */
-#define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
-#define DEFAULT_ROI_MIN_SIZE 0
-#define DEFAULT_RECLASSIFY_INTERVAL 0
-#define DEFAULT_TRACK_TIMEOUT 30
-#define DEFAULT_WHEN_BUSY GST_GPUNET_WHEN_BUSY_AUTO
-#define DEFAULT_STATS_INTERVAL 0
-
-#define DEFAULT_NVDS_LIB_DIR NULL
-#define DEFAULT_OPERATE_ON_GIE_ID -1
-#define DEFAULT_OPERATE_ON_CLASS_IDS NULL
-#define DEFAULT_GIE_UNIQUE_ID 0
-
-#define VIDEO_FORMATS "{ NV12, I420, RGBA, BGRA, RGBx, BGRx, RGB, BGR }"
-
-struct _GstGpunetClassify
-{
-  GstElement parent;
-  GstPad *sinkpad, *srcpad;
-
-  /* properties, under the object lock */
-  gchar *model_name;
-  gchar *checkpoint;
-  gchar *labels_path;
-  guint top_k;
-  gfloat threshold;
-  GstGpunetBackend backend;
-  GstGpunetResizeMode resize_mode;
-  gfloat crop_pct;
-  guint interval;
-  gboolean post_messages;
-  guint n_threads;
-  gint precision;
-  guint batch_size;
-  GstGpunetRoiMode roi_mode;
-  gchar *roi_types;
-  GArray *roi_type_quarks;      /* parsed roi_types (GQuark), NULL = all */
-  gchar *json_output;
-  gboolean share_engine;
-  guint64 batch_timeout;
-  guint passes_in_flight;
-  guint max_in_flight;
-  gfloat smoothing;
-  guint label_hold;
-  gint device_id;
-  gboolean analytics_meta;
-  guint roi_min_size;
-  guint reclassify_interval;
-  guint track_timeout;
-  GstGpunetWhenBusy when_busy;
-  guint stats_interval;
-  gchar *nvds_lib_dir;
-  gint operate_on_gie_id;
-  gchar *operate_on_class_ids;
-  gint gie_unique_id;
-
-  /* each with its own lock or thread, see their files */
-  GstGpunetCuda *cuda;
-  GstGpunetModelSwap *models;   /* the model in use, the one loading beside it */
-  gboolean swap_wanted;         /* model or checkpoint set while started: a swap
-                                 * starts once the setter's notifications go out */
-  GstGpunetQueue *queue;        /* the in-flight queue and the src task */
-  GstGpunetRecords *records;    /* the src task's records, tracks, JSON file */
-  GstGpunetPlanner *planner;    /* the streaming thread's plan per frame */
-  GstGpunetStats *stats;        /* counters, latency, the stats messages */
-  GstGpunetNvmm *nvmm;          /* NVMM input (streaming thread, src task) */
-
-  gpunet_preprocess_params pre; /* set at READY->PAUSED */
-
-  /* streaming thread (chain, sink events) */
-  GstVideoInfo info;
-  gboolean have_caps;
-  gboolean nvmm_caps;           /* the caps are video/x-raw(memory:NVMM) */
-  GstSegment segment;
-  guint64 frame_count;
-  gint skip;                    /* when-busy as resolved for this stream, -1 = not yet */
-};
 
 #define gst_gpunet_classify_parent_class parent_class
 G_DEFINE_TYPE (GstGpunetClassify, gst_gpunet_classify, GST_TYPE_ELEMENT);
@@ -263,7 +108,6 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   GstCaps *caps;
 
   GST_DEBUG_CATEGORY_INIT (gst_gpunet_classify_debug, "gpunetclassify", 0,
@@ -274,255 +118,7 @@ gst_gpunet_classify_class_init (GstGpunetClassifyClass * klass)
   gobject_class->finalize = gst_gpunet_classify_finalize;
   gobject_class->notify = gst_gpunet_classify_notify;
 
-  g_object_class_install_property (gobject_class, PROP_MODEL,
-      g_param_spec_string ("model", "Model",
-          "Built-in architecture (gpunet-0, gpunet-1, gpunet-2, gpunet-p0, "
-          "gpunet-p1, gpunet-d1, gpunet-d2, or a latency name such as 0.65ms) "
-          "or the path of an architecture JSON in NVIDIA's format",
-          DEFAULT_MODEL, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_CHECKPOINT,
-      g_param_spec_string ("checkpoint", "Checkpoint",
-          "Weights file matching the model (required): NVIDIA's .pth.tar/.pth "
-          "checkpoint or a .safetensors file. Setting model or checkpoint while "
-          "playing loads the new model beside the running one and switches to "
-          "it at a frame boundary (message gpunetclassify-model-changed); a "
-          "load that fails keeps the old model and posts a warning",
-          DEFAULT_CHECKPOINT, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_LABELS,
-      g_param_spec_string ("labels", "Labels",
-          "Text file with one class label per line, as many lines as the model "
-          "has classes (default: the built-in ImageNet-1k names for 1000-class "
-          "models, else class-<id>)",
-          DEFAULT_LABELS, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_TOP_K,
-      g_param_spec_uint ("top-k", "Top k",
-          "Number of best classes listed in each result (capped at the model's "
-          "number of classes)", 1, GST_GPUNET_MAX_TOP_K, DEFAULT_TOP_K,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_THRESHOLD,
-      g_param_spec_float ("threshold", "Threshold",
-          "Only classes whose probability is at least this are listed in "
-          "ids/labels/scores; the top-1 fields (label, label-id, confidence) "
-          "are always set and a result is never dropped", 0.0f, 1.0f,
-          DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_BACKEND,
-      g_param_spec_enum ("backend", "Backend",
-          "Compute backend", GST_TYPE_GPUNET_BACKEND, DEFAULT_BACKEND,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_RESIZE_MODE,
-      g_param_spec_enum ("resize-mode", "Resize mode",
-          "How a frame is fitted to the model's square input",
-          GST_TYPE_GPUNET_RESIZE_MODE, DEFAULT_RESIZE_MODE,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_CROP_PCT,
-      g_param_spec_float ("crop-pct", "Crop percentage",
-          "Centre-crop fraction for resize-mode=center-crop (0 = the model's "
-          "default: 1.0 for GPUNet-0/1/2/D1/D2, 0.875 for P0/P1)", 0.0f, 1.0f,
-          DEFAULT_CROP_PCT, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_INTERVAL,
-      g_param_spec_uint ("interval", "Interval",
-          "0 = classify every frame; N = classify one frame, then attach its "
-          "result to the next N frames marked inferred=false (a region's "
-          "result is carried by its roi-id)", 0, G_MAXUINT,
-          DEFAULT_INTERVAL, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
-      g_param_spec_boolean ("post-messages", "Post messages",
-          "Post an element message named gpunetclassify on the bus for every "
-          "record, frame or region (the record's fields, roi-id included, plus "
-          "timestamp, running-time and frame)",
-          DEFAULT_POST_MESSAGES, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_N_THREADS,
-      g_param_spec_uint ("n-threads", "Threads",
-          "CPU backend threads (0 = all cores)", 0, 1024, DEFAULT_N_THREADS,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_PRECISION,
-      g_param_spec_enum ("precision", "Precision",
-          "Arithmetic of the CUDA backend (the CPU backends always run fp32)",
-          GST_TYPE_GPUNET_PRECISION, DEFAULT_PRECISION,
-          rw | GST_PARAM_MUTABLE_READY));
-  /**
-   * GstGpunetClassify:batch-size:
-   *
-   * The most images (frames and region crops, of every element sharing the
-   * engine) the engine classifies in one pass. Frames are never held back to
-   * fill a batch unless #GstGpunetClassify:batch-timeout says so: a pass takes
-   * what is queued when the engine becomes free.
-   */
-  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
-      g_param_spec_uint ("batch-size", "Batch size",
-          "Most images (frames, region crops; of all elements sharing the "
-          "engine) per engine pass", 1, MAX_BATCH_SIZE,
-          DEFAULT_BATCH_SIZE, rw | GST_PARAM_MUTABLE_READY));
-  /**
-   * GstGpunetClassify:roi-mode:
-   *
-   * What is classified: `frame` the whole frame (a GstCustomMeta on the
-   * buffer), `regions` each #GstVideoRegionOfInterestMeta of the buffer whose
-   * type is in #GstGpunetClassify:roi-types (a parameter structure on that
-   * meta; the frame gets no record), `both` the two. A region is cropped to
-   * the frame, skipped when empty; NV12/I420 crops start at even coordinates.
-   */
-  g_object_class_install_property (gobject_class, PROP_ROI_MODE,
-      g_param_spec_enum ("roi-mode", "ROI mode",
-          "What is classified: the whole frame, each region of interest meta "
-          "(GstVideoRegionOfInterestMeta of the types in roi-types: the "
-          "region's rectangle clipped to the frame, the result added to that "
-          "meta as a parameter structure), or both",
-          GST_TYPE_GPUNET_ROI_MODE, DEFAULT_ROI_MODE,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_ROI_TYPES,
-      g_param_spec_string ("roi-types", "ROI types",
-          "Comma-separated region types (the roi_type of upstream's region "
-          "metas, e.g. \"face,person\") classified with roi-mode=regions or "
-          "both; empty = every region", DEFAULT_ROI_TYPES,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_JSON_OUTPUT,
-      g_param_spec_string ("json-output", "JSON output",
-          "File written with one JSON object per record (frame and each "
-          "region), one per line: pts, frame, roi-id, model, label, label-id, "
-          "confidence, ids, labels, scores, inferred. Created or truncated at "
-          "start, flushed after every buffer; empty = off", DEFAULT_JSON_OUTPUT,
-          rw | GST_PARAM_MUTABLE_READY));
-
-  g_object_class_install_property (gobject_class, PROP_SHARE_ENGINE,
-      g_param_spec_boolean ("share-engine", "Share engine",
-          "Share one engine (weights, session, threads, batches) with the "
-          "other elements of this process that use the same model, "
-          "checkpoint file, backend, precision and device; results are the "
-          "same either way", DEFAULT_SHARE_ENGINE,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_BATCH_TIMEOUT,
-      g_param_spec_uint64 ("batch-timeout", "Batch timeout",
-          "Microseconds a partial batch may wait for more frames before the "
-          "engine runs it (0 = run what is queued as soon as the engine is "
-          "free: no added latency)", 0, MAX_BATCH_TIMEOUT,
-          DEFAULT_BATCH_TIMEOUT, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_PASSES_IN_FLIGHT,
-      g_param_spec_uint ("passes-in-flight", "Passes in flight",
-          "Forward passes the engine runs at once, each on a session of its "
-          "own (on CUDA its own stream and buffers), so one batch is uploaded "
-          "while another runs; costs the session's memory once more per pass "
-          "and gains nothing on the CPU backends; results and their order are "
-          "the same", 1, 4, DEFAULT_PASSES_IN_FLIGHT,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_MAX_IN_FLIGHT,
-      g_param_spec_uint ("max-in-flight", "Max in flight",
-          "Frames this element may have queued in the engine before it blocks "
-          "upstream (bounds memory; upstream pools are asked for this many "
-          "more buffers)", 1, 256, DEFAULT_MAX_IN_FLIGHT,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_SMOOTHING,
-      g_param_spec_float ("smoothing", "Smoothing",
-          "0 = off; else the weight of the past in an exponential moving "
-          "average of each stream's class probabilities (per roi-id), applied "
-          "before top-k; the frame's own top-1 stays in the record as "
-          "raw-label, raw-label-id, raw-confidence", 0.0f, 0.99f,
-          DEFAULT_SMOOTHING, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_LABEL_HOLD,
-      g_param_spec_uint ("label-hold", "Label hold",
-          "Classified frames the (smoothed) top-1 must hold before a "
-          "gpunetclassify-label-changed message announces it", 1, 10000,
-          DEFAULT_LABEL_HOLD, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
-      g_param_spec_int ("device-id", "Device id",
-          "CUDA device: -1 = the CUDA context the neighbouring elements share "
-          "(else device 0); N = GPU N (a neighbour's context on another device "
-          "is not used, with a warning, and its frames are copied through "
-          "system memory)", -1, 1024, DEFAULT_DEVICE_ID,
-          rw | GST_PARAM_MUTABLE_READY));
-  /**
-   * GstGpunetClassify:analytics-meta:
-   *
-   * Where GStreamer's analytics library was built in (1.24+): each record is
-   * also a GstAnalyticsClsMtd (top-k best first, labels as quarks) in the
-   * buffer's GstAnalyticsRelationMeta, a region's related to its box
-   * (GstAnalyticsODMtd). Built against 1.22 it is FALSE and setting it TRUE
-   * only warns at start. gst-inspect's text says which this build is.
-   */
-  g_object_class_install_property (gobject_class, PROP_ANALYTICS_META,
-      g_param_spec_boolean ("analytics-meta", "Analytics meta",
-          gst_gpunet_analytics_available ()?
-          "Also attach each record as a GstAnalyticsClsMtd (top-k best first, "
-          "labels as quarks) in the buffer's GstAnalyticsRelationMeta, a "
-          "region's related (RELATE_TO) to its GstAnalyticsODMtd box, made "
-          "from the region meta when there is none; GstGpunetClassificationMeta "
-          "is attached either way" :
-          "Not available in this build (GStreamer < 1.24 or no "
-          "gstreamer-analytics-1.0): only GstGpunetClassificationMeta is "
-          "attached; setting it true warns at start",
-          DEFAULT_ANALYTICS_META, rw | GST_PARAM_MUTABLE_PLAYING));
-  /* regions: size filter and per-object re-classification (gstgpunettrack.c) */
-  g_object_class_install_property (gobject_class, PROP_ROI_MIN_SIZE,
-      g_param_spec_uint ("roi-min-size", "ROI minimum size",
-          "Regions whose width or height inside the frame is under this many "
-          "pixels are skipped and counted (roi-skipped-small), not classified "
-          "blurred (0 = take every size)", 0, G_MAXINT, DEFAULT_ROI_MIN_SIZE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_RECLASSIFY_INTERVAL,
-      g_param_spec_uint ("reclassify-interval", "Re-classify interval",
-          "GStreamer 1.24+: a box related to a tracker's object "
-          "(GstAnalyticsTrackingMtd) is "
-          "classified when the object is new and then every N frames; the "
-          "frames between carry its last result (inferred=false).  0 = every "
-          "frame.  Boxes without a tracker's id follow interval", 0,
-          G_MAXUINT, DEFAULT_RECLASSIFY_INTERVAL,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_TRACK_TIMEOUT,
-      g_param_spec_uint ("track-timeout", "Track timeout",
-          "A tracked object unseen for more than this many frames is "
-          "forgotten: seen again, it is new and classified", 0, G_MAXUINT,
-          DEFAULT_TRACK_TIMEOUT, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_SMALL,
-      g_param_spec_uint ("roi-skipped-small", "Regions skipped as small",
-          "Regions skipped since start as under roi-min-size", 0, G_MAXUINT,
-          0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_OUTSIDE,
-      g_param_spec_uint ("roi-skipped-outside", "Regions skipped as outside",
-          "Regions skipped since start as wholly outside the frame or empty "
-          "(each one also a GST_WARNING naming the frame and the box)", 0,
-          G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  /**
-   * GstGpunetClassify:when-busy:
-   *
-   * What a frame does when this element's frames fill their engine: `wait`
-   * holds upstream until there is room (every frame is classified), `skip`
-   * passes it on at once with the stream's last result (inferred=false,
-   * counted as skipped in #GstGpunetClassify:stats), so no frame waits behind
-   * more than one pass of its engine; `auto` skips when upstream is live.
-   */
-  g_object_class_install_property (gobject_class, PROP_WHEN_BUSY,
-      g_param_spec_enum ("when-busy", "When busy",
-          "When the engine is busy (this element's max-in-flight frames in it, "
-          "its share of the places in the pass running and the next one, or "
-          "the images queued in it fill its next pass): wait = hold upstream "
-          "until there is room; skip = pass the frame on at once (after the "
-          "frames before it) with the stream's last result (inferred=false, "
-          "counted as skipped), so latency stays within about two passes; "
-          "auto = skip when upstream is live (latency query), else wait",
-          GST_TYPE_GPUNET_WHEN_BUSY,
-          DEFAULT_WHEN_BUSY, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
-      g_param_spec_uint ("stats-interval", "Stats interval",
-          "Milliseconds between gpunetclassify-stats element messages (the "
-          "stats property's structure); 0 = none", 0, G_MAXUINT,
-          DEFAULT_STATS_INTERVAL, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_STATS,
-      g_param_spec_boxed ("stats", "Stats",
-          "Counters since start (a gpunetclassify-stats structure): frames-in, "
-          "classified, carried, skipped, failed, dropped, queue-depth, "
-          "latency-p50-ms, latency-p99-ms (last 1024 frames, buffer in to "
-          "buffer out), latency-count, latency-sum-ms, latency-buckets and "
-          "latency-bucket-bounds-ms (cumulative histogram), fps, "
-          "batch-occupancy, pass-mean-ms, engine-id, model; readable once "
-          "stopped, reset at start", GST_TYPE_STRUCTURE,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  gst_gpunet_nvmm_install_properties (gobject_class, PROP_NVDS_LIB_DIR,
-      PROP_OPERATE_ON_GIE_ID, PROP_OPERATE_ON_CLASS_IDS, PROP_GIE_UNIQUE_ID);
-  g_object_class_install_property (gobject_class, PROP_ENGINE_ID,
-      g_param_spec_uint ("engine-id", "Engine id",
-          "Serial number of the engine this element uses (elements sharing "
-          "one show the same number; 0 = none)", 0, G_MAXUINT, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  gst_gpunet_classify_install_properties (gobject_class);
 
   /* gst-inspect says which metas this build attaches */
   gst_element_class_set_metadata (element_class,
@@ -661,95 +257,6 @@ gst_gpunet_classify_finalize (GObject * object)
 }
 
 
-/* Where each property lives in the instance (0: no field, PROP_ENGINE_ID, PROP_STATS); set and read
- * by the pspec's value type, under the object lock. */
-#define F(field) G_STRUCT_OFFSET (GstGpunetClassify, field)
-static const gsize prop_field[PROP_LAST] = {
-  [PROP_MODEL] = F (model_name),[PROP_CHECKPOINT] = F (checkpoint),
-  [PROP_LABELS] = F (labels_path),[PROP_TOP_K] = F (top_k),
-  [PROP_THRESHOLD] = F (threshold),[PROP_BACKEND] = F (backend),
-  [PROP_RESIZE_MODE] = F (resize_mode),[PROP_CROP_PCT] = F (crop_pct),
-  [PROP_INTERVAL] = F (interval),[PROP_POST_MESSAGES] = F (post_messages),
-  [PROP_N_THREADS] = F (n_threads),[PROP_PRECISION] = F (precision),
-  [PROP_BATCH_SIZE] = F (batch_size),[PROP_ROI_MODE] = F (roi_mode),
-  [PROP_ROI_TYPES] = F (roi_types),[PROP_JSON_OUTPUT] = F (json_output),
-  [PROP_SHARE_ENGINE] = F (share_engine),[PROP_BATCH_TIMEOUT] = F (batch_timeout),
-  [PROP_PASSES_IN_FLIGHT] = F (passes_in_flight),
-  [PROP_MAX_IN_FLIGHT] = F (max_in_flight),[PROP_SMOOTHING] = F (smoothing),
-  [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
-  [PROP_ANALYTICS_META] = F (analytics_meta),
-  [PROP_ROI_MIN_SIZE] = F (roi_min_size),
-  [PROP_RECLASSIFY_INTERVAL] = F (reclassify_interval),
-  [PROP_TRACK_TIMEOUT] = F (track_timeout),
-  [PROP_WHEN_BUSY] = F (when_busy),[PROP_STATS_INTERVAL] = F (stats_interval),
-  [PROP_NVDS_LIB_DIR] = F (nvds_lib_dir),
-  [PROP_OPERATE_ON_GIE_ID] = F (operate_on_gie_id),
-  [PROP_OPERATE_ON_CLASS_IDS] = F (operate_on_class_ids),
-  [PROP_GIE_UNIQUE_ID] = F (gie_unique_id),
-};
-#undef F
-
-/* Stores `value` into the field at `p` by its fundamental type (enums are int-sized). */
-static void
-field_set (gpointer p, const GValue * value)
-{
-  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_STRING:
-      g_free (*(gchar **) p);
-      *(gchar **) p = g_value_dup_string (value);
-      break;
-    case G_TYPE_UINT:
-      *(guint *) p = g_value_get_uint (value);
-      break;
-    case G_TYPE_INT:
-      *(gint *) p = g_value_get_int (value);
-      break;
-    case G_TYPE_UINT64:
-      *(guint64 *) p = g_value_get_uint64 (value);
-      break;
-    case G_TYPE_FLOAT:
-      *(gfloat *) p = g_value_get_float (value);
-      break;
-    case G_TYPE_BOOLEAN:
-      *(gboolean *) p = g_value_get_boolean (value);
-      break;
-    case G_TYPE_ENUM:
-      *(gint *) p = g_value_get_enum (value);
-      break;
-    default:
-      g_assert_not_reached ();
-  }
-}
-
-static void
-field_get (gconstpointer p, GValue * value)
-{
-  switch (G_TYPE_FUNDAMENTAL (G_VALUE_TYPE (value))) {
-    case G_TYPE_STRING:
-      g_value_set_string (value, *(gchar * const *) p);
-      break;
-    case G_TYPE_UINT:
-      g_value_set_uint (value, *(const guint *) p);
-      break;
-    case G_TYPE_INT:
-      g_value_set_int (value, *(const gint *) p);
-      break;
-    case G_TYPE_UINT64:
-      g_value_set_uint64 (value, *(const guint64 *) p);
-      break;
-    case G_TYPE_FLOAT:
-      g_value_set_float (value, *(const gfloat *) p);
-      break;
-    case G_TYPE_BOOLEAN:
-      g_value_set_boolean (value, *(const gboolean *) p);
-      break;
-    case G_TYPE_ENUM:
-      g_value_set_enum (value, *(const gint *) p);
-      break;
-    default:
-      g_assert_not_reached ();
-  }
-}
 
 static void
 gst_gpunet_classify_set_property (GObject * object, guint prop_id,
@@ -758,7 +265,7 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (object);
   gboolean ignored = FALSE;
 
-  if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
+  if (gst_gpunet_classify_prop_field (self, prop_id) == NULL) {
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     return;
   }
@@ -774,7 +281,7 @@ gst_gpunet_classify_set_property (GObject * object, guint prop_id,
       gst_gpunet_model_swap_invalidate (self->models);
       self->swap_wanted = TRUE;
     }
-    field_set (G_STRUCT_MEMBER_P (self, prop_field[prop_id]), value);
+    gst_gpunet_prop_field_set (gst_gpunet_classify_prop_field (self, prop_id), value);
     if (prop_id == PROP_BACKEND)
       gst_gpunet_cuda_set_may_use (self->cuda,
           self->backend == GST_GPUNET_BACKEND_AUTO
@@ -817,12 +324,12 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     g_value_take_boxed (value, gst_gpunet_stats_structure (self->stats));
     return;
   }
-  if (prop_id >= PROP_LAST || prop_field[prop_id] == 0) {
+  if (gst_gpunet_classify_prop_field (self, prop_id) == NULL) {
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     return;
   }
   GST_OBJECT_LOCK (self);
-  field_get (G_STRUCT_MEMBER_P (self, prop_field[prop_id]), value);
+  gst_gpunet_prop_field_get (gst_gpunet_classify_prop_field (self, prop_id), value);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -1152,18 +659,85 @@ submit_images (GstGpunetClassify * self, GstGpunetFrame * f,
   free (text);
 }
 
+/* Room in the engine for the next frame: when-busy=skip only looks (*full says whether
+ * it is), wait holds the streaming thread until there is room. */
+static GstFlowReturn
+wait_room (GstGpunetClassify * self, gboolean * full)
+{
+  if (self->skip < 0) {
+    GstGpunetWhenBusy mode;
+
+    GST_OBJECT_LOCK (self);
+    mode = self->when_busy;
+    GST_OBJECT_UNLOCK (self);
+    self->skip = gst_gpunet_when_busy_skips (mode, self->sinkpad);
+  }
+  *full = FALSE;
+  if (self->skip)
+    return gst_gpunet_queue_check_room (self->queue, full);
+  return gst_gpunet_queue_wait_room (self->queue);
+}
+
+/* Decides what frame `f` classifies (NVMM surfaces, or the frame and its regions; a
+ * skipped frame nothing) and maps those images.  Returns FALSE after posting the
+ * error and freeing `f`; *images is NULL where nothing is submitted. */
+static gboolean
+plan_frame (GstGpunetClassify * self, GstGpunetFrame * f, GArray * types,
+    guint interval, const GstGpunetRegionPolicy * rp, gboolean full,
+    gpunet_image ** images)
+{
+  gchar *map_error = NULL;
+
+  *images = NULL;
+  if (self->nvmm_caps) {
+    if (types)
+      g_array_unref (types);
+    if (f->old_model != NULL)
+      gst_gpunet_nvmm_flush (self->nvmm);
+    if (gst_gpunet_nvmm_plan (self->nvmm, f, images, &map_error))
+      return TRUE;
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
+            " (NVMM): %s", f->rs.frame_no, map_error), (NULL));
+  } else {
+    gst_gpunet_planner_set_region_policy (self->planner, rp);
+    gst_gpunet_planner_plan (self->planner, f, types, interval);
+    if (types)
+      g_array_unref (types);
+    /* skip: a frame that would wait behind more than the engine's next pass goes
+     * downstream with the last results, after the frames still in flight */
+    if (self->skip && f->n_images > 0 && (full
+            || gst_gpunet_engine_busy (f->ctx->shared,
+                gst_gpunet_queue_in_engine (self->queue)))) {
+      gst_gpunet_frame_mark_skipped (f);
+      gst_gpunet_planner_retry (self->planner);
+    }
+    if (f->n_images == 0 || (*images = gst_gpunet_planner_map (self->planner,
+                self->cuda, &self->info, f, &map_error)) != NULL)
+      return TRUE;
+    if (map_error != NULL)
+      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
+              ": %s", f->rs.frame_no, map_error), (NULL));
+    else
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
+              "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
+  }
+  g_free (map_error);
+  gst_gpunet_frame_free (f);
+  gst_gpunet_stats_failed (self->stats, 1);
+  return FALSE;
+}
+
 static GstFlowReturn
 gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
   GstGpunetQueueEntry *entry;
-  gpunet_image *images = NULL;
-  gchar *map_error = NULL;
+  gpunet_image *images;
   GstGpunetFrame *f;
   GArray *types;
   guint interval;
   GstGpunetRegionPolicy rp;
-  gboolean full = FALSE;
+  gboolean full;
   GstFlowReturn ret;
 
   (void) pad;
@@ -1176,20 +750,8 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f = frame_new (self, buf, &types, &interval, &rp);
   f->in_us = gst_gpunet_stats_frame_in (self->stats);
 
-  /* room in the engine (when-busy=skip: whether there is), then a swapped-in
-   * model at this frame boundary */
-  if (self->skip < 0) {
-    GstGpunetWhenBusy mode;
-
-    GST_OBJECT_LOCK (self);
-    mode = self->when_busy;
-    GST_OBJECT_UNLOCK (self);
-    self->skip = gst_gpunet_when_busy_skips (mode, self->sinkpad);
-  }
-  if (self->skip)
-    ret = gst_gpunet_queue_check_room (self->queue, &full);
-  else
-    ret = gst_gpunet_queue_wait_room (self->queue);
+  /* room in the engine, then a swapped-in model at this frame boundary */
+  ret = wait_room (self, &full);
   if (ret != GST_FLOW_OK) {
     GST_DEBUG_OBJECT (self, "dropping a buffer: %s", gst_flow_get_name (ret));
     gst_gpunet_stats_dropped (self->stats, 1);
@@ -1202,48 +764,8 @@ gst_gpunet_classify_chain (GstPad * pad, GstObject * parent, GstBuffer * buf)
   f->ctx = gst_gpunet_model_swap_take (self->models, &f->old_model);
   /* metadata is added to the buffer: it must be ours to write */
   f->buf = gst_buffer_make_writable (buf);
-  if (self->nvmm_caps) {
-    if (types)
-      g_array_unref (types);
-    if (f->old_model != NULL)
-      gst_gpunet_nvmm_flush (self->nvmm);
-    if (!gst_gpunet_nvmm_plan (self->nvmm, f, &images, &map_error)) {
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
-              " (NVMM): %s", f->rs.frame_no, map_error), (NULL));
-      g_free (map_error);
-      gst_gpunet_frame_free (f);
-      gst_gpunet_stats_failed (self->stats, 1);
-      return GST_FLOW_ERROR;
-    }
-  } else {
-    gst_gpunet_planner_set_region_policy (self->planner, &rp);
-    gst_gpunet_planner_plan (self->planner, f, types, interval);
-    if (types)
-      g_array_unref (types);
-    /* skip: a frame that would wait behind more than the engine's next pass goes
-     * downstream with the last results, after the frames still in flight */
-    if (self->skip && f->n_images > 0 && (full
-            || gst_gpunet_engine_busy (f->ctx->shared,
-                gst_gpunet_queue_in_engine (self->queue)))) {
-      gst_gpunet_frame_mark_skipped (f);
-      gst_gpunet_planner_retry (self->planner);
-    }
-  }
-
-  if (!self->nvmm_caps && f->n_images > 0
-      && (images = gst_gpunet_planner_map (self->planner,
-              self->cuda, &self->info, f, &map_error)) == NULL) {
-    if (map_error != NULL)
-      GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
-              ": %s", f->rs.frame_no, map_error), (NULL));
-    else
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Cannot map the video frame "
-              "%" G_GUINT64_FORMAT, f->rs.frame_no), (NULL));
-    g_free (map_error);
-    gst_gpunet_frame_free (f);
-    gst_gpunet_stats_failed (self->stats, 1);
+  if (!plan_frame (self, f, types, interval, &rp, full, &images))
     return GST_FLOW_ERROR;
-  }
   entry = gst_gpunet_queue_push_frame (self->queue, f,
       (gsize) f->n_images * f->ctx->k);
   if (images != NULL)

@@ -5,7 +5,7 @@
 #include "config.h"
 #endif
 
-#include "gstgpunetclassify.h"
+#include "gstgpunetenums.h"
 
 GType
 gst_gpunet_backend_get_type (void)
