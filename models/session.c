@@ -40,6 +40,8 @@ static const cpu_key cpu_keys[] = {
   { "simd", offsetof (gpunet_cpu_options, simd), { "auto", "avx2", "portable" },
     { GPUNET_CPU_SIMD_AUTO, GPUNET_CPU_SIMD_AVX2, GPUNET_CPU_SIMD_PORTABLE },
     "auto, avx2 or portable" },
+  { "bf16", offsetof (gpunet_cpu_options, no_bf16), { "auto", "off" }, { 0, 1 },
+    "auto (what the CPU has) or off (act as if it lacked AVX-512 BF16 and AMX)" },
 };
 
 gpunet_status
@@ -64,7 +66,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block and simd "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd and bf16 "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;
