@@ -187,6 +187,13 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
   if (cst != GPUNET_OK)
     return cst;
 
+  /* bf16 is the fast CPU backend's: auto means it, and the f32 oracle refuses it */
+  if (p.precision == GPUNET_PRECISION_BF16 && p.backend == GPUNET_BACKEND_AUTO)
+    p.backend = GPUNET_BACKEND_CPU;
+  if (p.precision == GPUNET_PRECISION_BF16 && p.backend == GPUNET_BACKEND_CPU_REF)
+    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=bf16 runs on the fast "
+        "CPU backend (backend=cpu); cpu-ref is the exact f32 reference");
+
   gpunet_session *s = calloc (1, sizeof *s);
   if (!s)
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory creating a session");
