@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 
+#include "gstgpunetclassify.h"
 #include "gstgpunetmodel.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_model_debug);
@@ -160,6 +161,7 @@ model_ctx_new (GstElement * element, GstGpunetModelArgs * a,
   c->refs = 1;
   c->shared = sh;
   c->name = g_strdup (gpunet_model_name (sh->model));
+  c->precision = gst_gpunet_precision_nick (a->req.precision);
   c->num_classes = gpunet_model_num_classes (sh->model);
   c->k = MIN (c->num_classes, GST_GPUNET_MAX_TOP_K);
   c->labels = load_labels (a->labels, c->num_classes, c->name, error);
