@@ -43,8 +43,6 @@ typedef enum
 /* gstgpunetenums.c */
 GType gst_gpunet_backend_get_type (void);
 GType gst_gpunet_precision_get_type (void);
-/* "auto", "fp32", "fp16" or "bf16" (static), NULL for another value */
-const gchar *gst_gpunet_precision_nick (gint precision);
 GType gst_gpunet_resize_mode_get_type (void);
 GType gst_gpunet_roi_mode_get_type (void);
 

@@ -96,12 +96,3 @@ gst_gpunet_roi_mode_get_type (void)
   }
   return type;
 }
-
-const gchar *
-gst_gpunet_precision_nick (gint precision)
-{
-  GEnumClass *k = g_type_class_ref (GST_TYPE_GPUNET_PRECISION);
-  GEnumValue *v = g_enum_get_value (k, precision);
-  g_type_class_unref (k);       /* the values are static; the type stays registered */
-  return v ? v->value_nick : NULL;
-}

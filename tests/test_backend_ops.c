@@ -1008,7 +1008,7 @@ test_cpu_options (void)
       && o.winograd == GPUNET_CPU_ONEDNN);
   static const struct { const char *spec, *says[2]; } bad[] = {
     { "winograd=fast", { "'fast' is not a value of winograd", "auto, own, onednn or off" } },
-    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block and simd" } },
+    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block, simd and bf16" } },
     { "simd=avx512", { "'avx512' is not a value of simd", "auto, avx2 or portable" } },
     { "strassen", { "'strassen'", "key=value" } },
     { "block=12", { "'12'", "8 or 16" } },

@@ -74,7 +74,8 @@ gpunet_validate_against (gpunet_model *model, const gpunet_session_params *param
     if (is_image (name))
       g_ptr_array_add (files, g_build_filename (folder, name, NULL));
   g_dir_close (dir);
-  qsort (files->pdata, files->len, sizeof (char *), cmp_str);
+  if (files->len > 1)
+    qsort (files->pdata, files->len, sizeof (char *), cmp_str);
   if (files->len == 0) {
     g_printerr ("gpunet-validate: the folder '%s' holds no image files (.jpg, .jpeg, .png, "
         ".bmp, .webp, .tif); put the photos to compare on directly in it\n", folder);

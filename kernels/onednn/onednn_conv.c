@@ -308,6 +308,9 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     }
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
     TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng, (void *) s->bufs[ti->buf]));
+    if (rpd)
+      dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
+    rpd = NULL;
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
             NULL));
     TRY (dnnl_primitive_create (&step->to_bf16, rpd));
