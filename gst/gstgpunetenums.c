@@ -41,6 +41,9 @@ gst_gpunet_precision_get_type (void)
     {GPUNET_PRECISION_FP32, "32-bit floats", "fp32"},
     {GPUNET_PRECISION_FP16,
         "16-bit floats for activations and weights, 32-bit accumulation", "fp16"},
+    {GPUNET_PRECISION_BF16,
+        "CPU: bfloat16 convolutions with 32-bit accumulation (needs AVX-512 BF16 or "
+          "AMX; not exact)", "bf16"},
     {0, NULL, NULL}
   };
 

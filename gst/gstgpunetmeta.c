@@ -91,6 +91,8 @@ gst_gpunet_classification_to_structure (const GstGpunetClassification * c,
       "roi-id", G_TYPE_INT, c->roi_id,
       "inferred", G_TYPE_BOOLEAN, c->inferred,
       "finite", G_TYPE_BOOLEAN, c->finite, NULL);
+  if (c->precision)
+    gst_structure_set (s, "precision", G_TYPE_STRING, c->precision, NULL);
   if (c->has_raw)
     gst_structure_set (s,
         "raw-label", G_TYPE_STRING, c->raw_label,

@@ -17,6 +17,8 @@ G_BEGIN_DECLS
 typedef struct
 {
   const gchar *model;
+  const gchar *precision;       /* the precision asked: auto, fp32, fp16 or bf16 (bf16
+                                 * and fp16 are never exact), or NULL (not written) */
   gint num_classes;
   gint roi_id;                  /* -1: the whole frame, else the region meta's id */
   gboolean inferred;            /* FALSE: carried over from an earlier frame */

@@ -14,6 +14,18 @@
 
 #include "gstgpunetmodel.h"
 
+/* The records' `precision`: the nick of the precision property's value. */
+static const gchar *
+precision_nick (gint precision)
+{
+  switch (precision) {
+    case GPUNET_PRECISION_FP32: return "fp32";
+    case GPUNET_PRECISION_FP16: return "fp16";
+    case GPUNET_PRECISION_BF16: return "bf16";
+    default: return "auto";
+  }
+}
+
 GST_DEBUG_CATEGORY_STATIC (gst_gpunet_model_debug);
 #define GST_CAT_DEFAULT gst_gpunet_model_debug
 
@@ -160,6 +172,7 @@ model_ctx_new (GstElement * element, GstGpunetModelArgs * a,
   c->refs = 1;
   c->shared = sh;
   c->name = g_strdup (gpunet_model_name (sh->model));
+  c->precision = precision_nick (a->req.precision);
   c->num_classes = gpunet_model_num_classes (sh->model);
   c->k = MIN (c->num_classes, GST_GPUNET_MAX_TOP_K);
   c->labels = load_labels (a->labels, c->num_classes, c->name, error);

@@ -22,6 +22,7 @@ typedef struct
   gint refs;
   GstGpunetShared *shared;
   gchar *name;                  /* the records' `model` */
+  const gchar *precision;       /* the records' `precision` (the property's nick) */
   gint num_classes;
   guint k;                      /* results per image: min (classes, MAX_TOP_K) */
   gchar **labels;               /* num_classes entries, never NULL entries */

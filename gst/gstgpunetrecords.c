@@ -341,6 +341,7 @@ emit_record (GstGpunetRecords * rec, const GstGpunetFrame * f,
 
   memset (&c, 0, sizeof c);
   c.model = ctx->name;
+  c.precision = ctx->precision;
   c.num_classes = ctx->num_classes;
   c.roi_id = roi ? roi->id : -1;
   c.inferred = inferred;

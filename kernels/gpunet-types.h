@@ -46,7 +46,9 @@ typedef enum {
 typedef enum {
   GPUNET_PRECISION_AUTO = 0,
   GPUNET_PRECISION_FP32,
-  GPUNET_PRECISION_FP16
+  GPUNET_PRECISION_FP16,
+  GPUNET_PRECISION_BF16   /* the fast CPU backend: oneDNN's bf16 convolutions with f32
+                           * accumulation (AVX-512 BF16 or AMX); refused elsewhere */
 } gpunet_precision;
 
 /* A kernel choice of the fast CPU backend (kernels/onednn). */
@@ -94,6 +96,8 @@ typedef struct {
                                 * (plain C); oneDNN's own kernels follow DNNL_MAX_CPU_ISA */
   gpunet_cpu_wait wait;        /* idle OpenMP threads: auto, spin or passive (above); an
                                 * OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins */
+  int no_bf16;                 /* 1: act as if the CPU lacked AVX-512 BF16 and AMX
+                                * (tests of precision=bf16's refusal) */
 } gpunet_cpu_options;
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */

@@ -44,6 +44,8 @@ static const cpu_key cpu_keys[] = {
   { "wait", offsetof (gpunet_cpu_options, wait), { "auto", "spin", "passive" },
     { GPUNET_CPU_WAIT_AUTO, GPUNET_CPU_WAIT_SPIN, GPUNET_CPU_WAIT_PASSIVE },
     "auto, spin or passive" },
+  { "bf16", offsetof (gpunet_cpu_options, no_bf16), { "auto", "off" }, { 0, 1 },
+    "auto (what the CPU has) or off (act as if it lacked AVX-512 BF16 and AMX)" },
 };
 
 gpunet_status
@@ -68,7 +70,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd and wait "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait and bf16 "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;
@@ -188,6 +190,13 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
       "environment variable GPUNET_CUDA", error_text);
   if (cst != GPUNET_OK)
     return cst;
+
+  /* bf16 is the fast CPU backend's: auto means it, and the f32 oracle refuses it */
+  if (p.precision == GPUNET_PRECISION_BF16 && p.backend == GPUNET_BACKEND_AUTO)
+    p.backend = GPUNET_BACKEND_CPU;
+  if (p.precision == GPUNET_PRECISION_BF16 && p.backend == GPUNET_BACKEND_CPU_REF)
+    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=bf16 runs on the fast "
+        "CPU backend (backend=cpu); cpu-ref is the exact f32 reference");
 
   gpunet_session *s = calloc (1, sizeof *s);
   if (!s)

@@ -29,7 +29,7 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
-      "                    [--precision auto|fp32|fp16] [--batch-sweep] [--preprocess-runs P]\n"
+      "                    [--precision auto|fp32|fp16|bf16] [--batch-sweep] [--preprocess-runs P]\n"
       "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
       "                    [--graph-nodes] [--net-groups G] [--net-replays R]\n"
       "\n"
@@ -58,6 +58,7 @@ usage (FILE *f)
       "  --backend     cpu (oneDNN, the default), cpu-ref (the plain reference ops) or cuda\n"
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
+      "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation) or f32;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
@@ -588,8 +589,10 @@ main (int argc, char **argv)
         precision = GPUNET_PRECISION_FP32;
       else if (!strcmp (v, "fp16"))
         precision = GPUNET_PRECISION_FP16;
+      else if (!strcmp (v, "bf16"))
+        precision = GPUNET_PRECISION_BF16;
       else {
-        fprintf (stderr, "gpunet-bench: --precision is auto, fp32 or fp16, not '%s'\n", v);
+        fprintf (stderr, "gpunet-bench: --precision is auto, fp32, fp16 or bf16, not '%s'\n", v);
         bad = 1;
       }
     }

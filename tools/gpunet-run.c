@@ -25,7 +25,7 @@ usage (FILE *f)
       "                   [--stride S[,S2[,S3]]] [--resize-mode center-crop|stretch|letterbox]\n"
       "                   [--crop-pct P] [--matrix bt601|bt709] [--full-range] [--dump-input FILE.bin])\n"
       "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda|cpu-ref] [--threads T]\n"
-      "                  [--precision auto|fp32|fp16]\n"
+      "                  [--precision auto|fp32|fp16|bf16]\n"
       "\n"
       "  --image    JPEG, PNG or any picture GStreamer decodes; prints the top-k with labels\n"
       "             (ImageNet names for 1000-class models, else --labels or class-ID)\n"
@@ -34,7 +34,8 @@ usage (FILE *f)
       "  --frame    one raw 8-bit frame; FMT is NV12, I420, RGB, BGR, RGBA, BGRA, RGBx or BGRx\n"
       "  --output   writes N x classes float32 logits\n"
       "  --top-k    classes printed per image (default 5)\n"
-      "  --precision  CUDA arithmetic (auto: fp16 on GPUs with tensor cores); CPU runs fp32\n");
+      "  --precision  CUDA arithmetic (auto: fp16 on GPUs with tensor cores); the CPU runs fp32,\n"
+      "               or bf16 where it has AVX-512 BF16 or AMX (never exact)\n");
 }
 
 static int
@@ -337,8 +338,9 @@ main (int argc, char **argv)
       if (!strcmp (v, "auto")) precision = GPUNET_PRECISION_AUTO;
       else if (!strcmp (v, "fp32")) precision = GPUNET_PRECISION_FP32;
       else if (!strcmp (v, "fp16")) precision = GPUNET_PRECISION_FP16;
+      else if (!strcmp (v, "bf16")) precision = GPUNET_PRECISION_BF16;
       else {
-        fprintf (stderr, "gpunet-run: --precision is auto, fp32 or fp16, not '%s'\n", v);
+        fprintf (stderr, "gpunet-run: --precision is auto, fp32, fp16 or bf16, not '%s'\n", v);
         return 2;
       }
     } else if (!strcmp (a, "--backend")) {

@@ -465,8 +465,9 @@ main (int argc, char **argv)
     }
   }
   if (o.precision && strcmp (o.precision, "auto")
-      && strcmp (o.precision, "fp32") && strcmp (o.precision, "fp16")) {
-    rc = usage_error (ctx, "--precision must be auto, fp32 or fp16");
+      && strcmp (o.precision, "fp32") && strcmp (o.precision, "fp16")
+      && strcmp (o.precision, "bf16")) {
+    rc = usage_error (ctx, "--precision must be auto, fp32, fp16 or bf16");
     goto out;
   }
   o.top_k = (guint) top_k;

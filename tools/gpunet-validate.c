@@ -16,6 +16,7 @@
 #include "gpunet-run-image.h"
 #include "gpunet.h"
 #include "gpunet-tool-text.h"
+#include "gpunet-validate-against.h"
 
 #define IMAGE_EXTS ".jpg.jpeg.png.bmp.webp.tif.tiff.JPEG.JPG.PNG"
 
@@ -265,8 +266,9 @@ int
 main (int argc, char **argv)
 {
   gchar *model_name = NULL, *ckpt = NULL, *list = NULL, *class_map_path = NULL;
-  gchar *backend_s = NULL, **rest = NULL;
+  gchar *backend_s = NULL, **rest = NULL, *against = NULL, *precision_s = NULL;
   gint threads = 0, limit = 0, show = 10;
+  gint64 seed = 1;
   gboolean quiet = FALSE, all_classes = FALSE;
   GError *err = NULL;
   GOptionContext *ctx;
@@ -289,6 +291,13 @@ main (int argc, char **argv)
     {"all-classes", 0, 0, G_OPTION_ARG_NONE, &all_classes,
         "List every class in the confusion summary", NULL},
     {"quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No progress lines", NULL},
+    {"against", 0, 0, G_OPTION_ARG_STRING, &against, "Compare --precision with this "
+          "reference (fp32) over a plain FOLDER of photos: top-1/top-5 agreement and "
+          "logit differences; no labels, and --checkpoint optional", "fp32"},
+    {"precision", 0, 0, G_OPTION_ARG_STRING, &precision_s, "With --against: the "
+          "precision compared (bf16, fp16)", "NAME"},
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "With --against and no --checkpoint: the "
+          "seed of the random weights (1)", "N"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[FOLDER]"},
     {NULL, 0, 0, 0, NULL, NULL, NULL}
   };
@@ -302,6 +311,55 @@ main (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
     g_printerr ("gpunet-validate: %s\n", err->message);
+    goto out;
+  }
+  if (against) {
+    gpunet_precision prec = GPUNET_PRECISION_BF16;
+    if (strcmp (against, "fp32")) {
+      g_printerr ("gpunet-validate: --against takes fp32 (the exact reference), not '%s'\n",
+          against);
+      goto out;
+    }
+    if (!precision_s || !strcmp (precision_s, "bf16"))
+      prec = GPUNET_PRECISION_BF16;
+    else if (!strcmp (precision_s, "fp16"))
+      prec = GPUNET_PRECISION_FP16;
+    else {
+      g_printerr ("gpunet-validate: --precision with --against is bf16 or fp16, not '%s'\n",
+          precision_s);
+      goto out;
+    }
+    if (!model_name || list || !(rest && rest[0]) || rest[1]) {
+      g_printerr ("gpunet-validate: --against needs --model and one FOLDER of photos "
+          "(see --help)\n");
+      goto out;
+    }
+    gpunet_session_params ap;
+    gpunet_session_params_init (&ap);
+    ap.max_batch = 1;
+    ap.n_threads = threads;
+    if (backend_s) {
+      char *why = NULL;
+      if (gpunet_backend_kind_from_name (backend_s, &ap.backend, &why) != GPUNET_OK) {
+        g_printerr ("gpunet-validate: --backend: %s\n", why);
+        free (why);
+        goto out;
+      }
+    }
+    char *why = NULL;
+    gpunet_model *m = NULL;
+    gpunet_status ast = ckpt ? gpunet_model_load (model_name, ckpt, &m, &why)
+        : gpunet_model_new_random (model_name, (uint64_t) seed, &m, &why);
+    if (ast != GPUNET_OK) {
+      g_printerr ("gpunet-validate: %s\n", why ? why : gpunet_status_string (ast));
+      free (why);
+      goto out;
+    }
+    gpunet_run_image_init (&argc, &argv);
+    if (!ckpt)
+      printf ("weights=random seed=%" G_GINT64_FORMAT "\n", seed);
+    rc = gpunet_validate_against (m, &ap, prec, rest[0], limit, quiet);
+    gpunet_model_unref (m);
     goto out;
   }
   if (!model_name || !ckpt || (!list == !(rest && rest[0])) || (rest && rest[0] && rest[1])) {
@@ -516,6 +574,8 @@ out:
   g_free (list);
   g_free (class_map_path);
   g_free (backend_s);
+  g_free (against);
+  g_free (precision_s);
   g_strfreev (rest);
   return rc;
 }

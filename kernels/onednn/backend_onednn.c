@@ -417,6 +417,18 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   s->opt = params->cpu;
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
+  if (params->precision == GPUNET_PRECISION_BF16) {
+    /* bf16: every dense convolution but the first goes to oneDNN's bf16 kernels (our own
+     * 1x1 and Winograd kernels are f32); the first layer, the depthwise, SE and
+     * classifier ops stay f32 (docs/performance.md, "Precisions") */
+    if ((st = gpunet_onednn_bf16_supported (&s->opt, err)) != GPUNET_OK) {
+      free (s);
+      return st;
+    }
+    s->bf16 = 1;
+    s->opt.pw = GPUNET_CPU_ONEDNN;
+    s->opt.winograd = GPUNET_CPU_OFF;
+  }
   s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();
   omp_set_num_threads (s->nt);   /* oneDNN sizes its kernels for this count */

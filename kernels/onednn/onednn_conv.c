@@ -4,6 +4,9 @@
  * one scratchpad shared by all; and running one of them. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -30,18 +33,26 @@ typedef const dnnl_memory_desc_t *md_ref;
 #error "the fast CPU path is written for oneDNN 2.x and 3.x"
 #endif
 
-/* (Re)makes *md as a dense f32 descriptor of the given dims and layout tag. */
+/* (Re)makes *md as a dense descriptor of data type dt, the given dims and layout tag. */
 static dnnl_status_t
-md_make (md_t *md, int ndims, const dnnl_dims_t dims, dnnl_format_tag_t tag)
+md_make_dt (md_t *md, int ndims, const dnnl_dims_t dims, dnnl_data_type_t dt,
+    dnnl_format_tag_t tag)
 {
 #if DNNL_VERSION_MAJOR == 3
   if (*md)
     dnnl_memory_desc_destroy (*md);
   *md = NULL;
-  return dnnl_memory_desc_create_with_tag (md, ndims, dims, dnnl_f32, tag);
+  return dnnl_memory_desc_create_with_tag (md, ndims, dims, dt, tag);
 #else
-  return dnnl_memory_desc_init_by_tag (md, ndims, dims, dnnl_f32, tag);
+  return dnnl_memory_desc_init_by_tag (md, ndims, dims, dt, tag);
 #endif
+}
+
+/* (Re)makes *md as a dense f32 descriptor. */
+static dnnl_status_t
+md_make (md_t *md, int ndims, const dnnl_dims_t dims, dnnl_format_tag_t tag)
+{
+  return md_make_dt (md, ndims, dims, dnnl_f32, tag);
 }
 
 static void
@@ -127,10 +138,13 @@ plan_free (fast_plan *p, int n_ops)
     if (st->prim)
       dnnl_primitive_destroy (st->prim);
     /* st->wei belongs to the op's weights variants */
-    dnnl_memory_t m[4] = { st->src, st->bias, st->dst, st->scratch };
-    for (int j = 0; j < 4; j++)
+    if (st->to_bf16)
+      dnnl_primitive_destroy (st->to_bf16);
+    dnnl_memory_t m[5] = { st->src, st->bias, st->dst, st->scratch, st->src_f32 };
+    for (int j = 0; j < 5; j++)
       if (m[j])
         dnnl_memory_destroy (m[j]);
+    free (st->src_bf16);
   }
   free (p->steps);
   free (p);
@@ -163,6 +177,12 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   dnnl_primitive_desc_t pd = NULL, rpd = NULL;
   dnnl_primitive_t reorder = NULL;
   dnnl_memory_t user_w = NULL;
+  /* bf16 sessions: dense convolutions but the first read bf16 activations and weights
+   * (f32 accumulation, f32 bias, output and post-ops) */
+  const int bf = s->bf16 && op->kind == GPUNET_OP_CONV2D && groups == 1
+      && op->in != g->input;
+  const dnnl_data_type_t in_dt = bf ? dnnl_bf16 : dnnl_f32;
+  md_t src32_md = { 0 };
   weights_variant *nv = NULL;
 
   md_t src_md = { 0 }, wany_md = { 0 }, wuser_md = { 0 }, bias_md = { 0 }, dst_md = { 0 };
@@ -189,9 +209,10 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
       w_dims[3] = k, w_dims[4] = k;
     }
-    TRY (md_make (&src_md, 4, src_dims, layout_tag (ti->blk)));
+    TRY (md_make_dt (&src_md, 4, src_dims, in_dt, layout_tag (ti->blk)));
+    TRY (md_make (&src32_md, 4, src_dims, layout_tag (ti->blk)));
     TRY (md_make (&dst_md, 4, dst_dims, layout_tag (s->blk)));
-    TRY (md_make (&wany_md, w_ndims, w_dims, dnnl_format_tag_any));
+    TRY (md_make_dt (&wany_md, w_ndims, w_dims, in_dt, dnnl_format_tag_any));
     TRY (md_make (&wuser_md, w_ndims, w_dims, groups == 1 ? dnnl_oihw : dnnl_goihw));
     TRY (md_make (&bias_md, 1, bias_dims, dnnl_x));
 
@@ -278,15 +299,31 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
-  TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
-          op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
+  if (bf) {
+    const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
+    if (!(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
+          "of op %d (block %d) of the fast CPU backend", op_index, op->block);
+      goto out;
+    }
+    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
+    TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng, (void *) s->bufs[ti->buf]));
+    if (rpd)
+      dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
+    rpd = NULL;
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
+            NULL));
+    TRY (dnnl_primitive_create (&step->to_bf16, rpd));
+  } else
+    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
+            op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
   TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
   md_ref sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
   if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
     TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
 
 out:
-  md_free (&src_md), md_free (&wany_md), md_free (&wuser_md);
+  md_free (&src_md), md_free (&src32_md), md_free (&wany_md), md_free (&wuser_md);
   md_free (&bias_md), md_free (&dst_md);
   free (padded_w);
   if (nv) {
@@ -370,6 +407,10 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   const int op_index = i;
   if (s->g->ops[i].in == s->g->input)
     TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
+  if (step->to_bf16) {
+    dnnl_exec_arg_t cargs[2] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src } };
+    TRY (dnnl_primitive_execute (step->to_bf16, s->stream, 2, cargs));
+  }
   dnnl_exec_arg_t args[5] = {
     { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
     { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
@@ -411,4 +452,27 @@ gpunet_onednn_engine (fast_state *s, char **err)
   TRY (dnnl_stream_create (&s->stream, s->eng, dnnl_stream_default_flags));
 out:
   return st;
+}
+
+gpunet_status
+gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err)
+{
+  int have = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  /* CPUID leaf 7: sub-leaf 1 EAX bit 5 is AVX512_BF16, sub-leaf 0 EDX bit 22 AMX-BF16;
+   * both need the OS to save the AVX-512 state, which avx512f says */
+  if (__builtin_cpu_supports ("avx512f") && __get_cpuid_count (7, 0, &a, &b, &c, &d)) {
+    const int amx = (d >> 22) & 1;
+    int avx512_bf16 = 0;
+    if (a >= 1 && __get_cpuid_count (7, 1, &a, &b, &c, &d))
+      avx512_bf16 = (a >> 5) & 1;
+    have = avx512_bf16 || amx;
+  }
+#endif
+  if (have && !o->no_bf16)
+    return GPUNET_OK;
+  return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=bf16 needs a CPU with the "
+      "AVX-512 BF16 (avx512_bf16) or AMX-BF16 instructions, and this %s has neither; use "
+      "precision=fp32 (exact) here", have ? "session (options bf16=off)" : "CPU");
 }

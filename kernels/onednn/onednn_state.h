@@ -23,6 +23,9 @@ typedef struct weights_variant {
 typedef struct {
   dnnl_primitive_t prim;
   dnnl_memory_t src, wei, bias, dst, scratch;
+  dnnl_primitive_t to_bf16;     /* bf16 sessions: the f32 input (src_f32) to src's bf16 */
+  dnnl_memory_t src_f32;
+  void *src_bf16;               /* src's buffer then (ours) */
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
@@ -61,6 +64,8 @@ typedef struct {
   gpunet_cpu_options opt;      /* as planned (gpunet_plan_params.cpu) */
   int max_batch, nt;
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
+  int bf16;                    /* precision=bf16: the dense convolutions after the first
+                                * in bf16 with f32 accumulation and f32 output */
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   fast_tensor *t;              /* per tensor */
@@ -87,6 +92,10 @@ gpunet_status gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i,
 
 /* Frees s->plans and every op's weights variants. */
 void gpunet_onednn_free_convs (fast_state *s);
+
+/* GPUNET_OK where precision=bf16 can run: the CPU has AVX-512 BF16 or AMX-BF16 and
+ * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
+gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);

@@ -122,6 +122,10 @@ check_record_roi (const GstStructure * s, gboolean inferred, gint roi_id)
   fail_unless (s != NULL);
   model = gst_structure_get_string (s, "model");
   fail_unless (model != NULL && *model != '\0');
+  /* the precision asked for, so a bf16/fp16 record never passes for an exact one */
+  fail_unless (g_strv_contains ((const gchar *[]) { "auto", "fp32", "fp16", "bf16", NULL },
+          gst_structure_get_string (s, "precision") ?
+          gst_structure_get_string (s, "precision") : ""));
   fail_unless (gst_structure_get_int (s, "num-classes", &num_classes));
   fail_unless_equals_int (num_classes, NUM_CLASSES);
   fail_unless (gst_structure_get_int (s, "roi-id", &roi));
