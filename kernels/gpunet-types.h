@@ -72,7 +72,7 @@ typedef enum {
  * Set once per process, when the first CPU session loads the backend module. */
 typedef enum {
   GPUNET_CPU_WAIT_AUTO = 0,  /* the engine's bounded spin, then sleep (cpu_loader.c's
-                              * GPUNET_CPU_WAIT_SPINS: 0 today, as measured) */
+                              * GPUNET_CPU_WAIT_SPINS: 10000, as measured) */
   GPUNET_CPU_WAIT_SPIN,      /* libgomp's own default: about 300000 spins before sleeping */
   GPUNET_CPU_WAIT_PASSIVE    /* sleep at once (OMP_WAIT_POLICY=PASSIVE) */
 } gpunet_cpu_wait;
