@@ -11,6 +11,7 @@ precision:
   ORT f32         ONNX Runtime's CPU provider (float32 is its default)
   OpenVINO f32    INFERENCE_PRECISION_HINT=f32
   OpenVINO dflt   OpenVINO's default: bf16 on CPUs with AVX-512 BF16 or AMX, else f32
+  ours bf16       gpunet-bench --precision bf16 (with --bf16; needs AVX-512 BF16 or AMX)
 
 Batch 1, --threads threads, each engine's passes in its own process (warm-up, then --runs
 timed passes, their median).  Rounds alternate: in each round every model runs every
@@ -19,7 +20,7 @@ machine falls on all engines alike.  Prints a markdown table (median over rounds
 round's median, ms, and min-max), ours / each other engine, and the load average at each
 round's start.
 
-  python3 tools/compare_runtimes.py --build build [--models all] [--rounds 3] [--runs 20]
+  python3 tools/compare_runtimes.py --build build [--models all] [--rounds 3] [--runs 20] [--bf16]
 """
 import argparse
 import os
@@ -35,7 +36,7 @@ MODELS = ["gpunet-0", "gpunet-1", "gpunet-2", "gpunet-p0", "gpunet-p1", "gpunet-
           "gpunet-d2"]
 ENGINES = ["ours-f32", "ort-f32", "ov-f32", "ov-default"]
 LABELS = {"ours-f32": "ours f32", "ort-f32": "ORT f32", "ov-f32": "OpenVINO f32",
-          "ov-default": "OpenVINO default"}
+          "ov-default": "OpenVINO default", "ours-bf16": "ours bf16"}
 
 TIMER = r"""
 import sys, time, numpy as np
@@ -109,7 +110,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", action="store_true",
+                    help="also ours in precision=bf16 (the CPU must have AVX-512 BF16 or AMX)")
     a = ap.parse_args()
+    engines = ENGINES + (["ours-bf16"] if a.bf16 else [])
     models = MODELS if a.models == "all" else a.models.split(",")
     import runtime_venv
     py = runtime_venv.ensure_venv(["onnxruntime", "openvino", "numpy"])
@@ -132,11 +136,13 @@ def main():
             loads.append(os.getloadavg()[0])
             for m in models:
                 ck, onnx = files[m]
-                for e in engine_order(ENGINES, r):
-                    if e == "ours-f32":
+                for e in engine_order(engines, r):
+                    if e.startswith("ours-"):
                         cmd = [bench, "--model", m, "--checkpoint", ck, "--threads",
                                str(a.threads), "--runs", str(a.runs), "--warmup", "3",
                                "--no-peak", "--preprocess-runs", "0"]
+                        if e == "ours-bf16":
+                            cmd += ["--precision", "bf16"]
                     else:
                         cmd = [py, timer, e, onnx, str(a.threads), str(a.runs)]
                     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -148,7 +154,7 @@ def main():
                         notes[e] = n.group(1)
                     results.setdefault((m, e), []).append(t)
                     print("round %d %s %s: %.2f ms" % (r + 1, m, e, t), file=sys.stderr)
-    print("\n".join(table(results, models, ENGINES)))
+    print("\n".join(table(results, models, engines)))
     print()
     print("batch 1, %d threads, %d rounds of %d passes; %s; load average (1 min) at each "
           "round's start: %s" % (a.threads, a.rounds, a.runs,
