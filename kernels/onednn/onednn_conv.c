@@ -470,6 +470,15 @@ gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err)
     have = avx512_bf16 || amx;
   }
 #endif
+  /* oneDNN may be capped below the CPU (ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA, as an
+   * AVX2-only host is simulated): its bf16 convolutions then do not exist */
+  const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
+  const unsigned bf16_isa = (unsigned) dnnl_cpu_isa_avx512_core_bf16;
+  if (have && !o->no_bf16 && (isa & bf16_isa) != bf16_isa)
+    return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=bf16 needs oneDNN's AVX-512 "
+        "BF16 (avx512_bf16) kernels, and oneDNN is capped below them here "
+        "(ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA); unset the cap or use precision=fp32 "
+        "(exact)");
   if (have && !o->no_bf16)
     return GPUNET_OK;
   return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=bf16 needs a CPU with the "
