@@ -890,6 +890,7 @@ test_models (void)
        * 1x1 kernels need AVX-512: elsewhere the same plan as the first) */
       snprintf (what, sizeof what, "%s (Strassen 1x1 everywhere)", fixtures[i]);
       opts.strassen = GPUNET_CPU_OWN;
+      opts.pw = GPUNET_CPU_OWN;   /* pw=auto is oneDNN's on some CPUs */
       expect_impl = GPUNET_ONEDNN_PW_STRASSEN;
       expect_count = strassen_ops[i];
       expect_avx512 = 1;
@@ -897,6 +898,7 @@ test_models (void)
       expect_impl = expect_count = -1;
       expect_avx512 = 0;
       opts.strassen = GPUNET_CPU_AUTO;
+      opts.pw = GPUNET_CPU_AUTO;
       gpunet_model_unref (m);
     }
   }

@@ -11,6 +11,9 @@
 #include <time.h>
 
 #include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "kernel_error.h"
 #include "activation.h"
@@ -216,6 +219,27 @@ wino_shape (const gpunet_conv2d_params *p)
  *   - squeeze-excite and the classifier: our vector kernels where the CPU runs them.
  * Everything else, and everything on a plain (unblocked) tensor: oneDNN or the plain
  * blocked ops. */
+/* pw=auto's CPU rule: oneDNN's jit_1x1 on AMD family 26 (Zen 5), where a same-run A/B
+ * over the seven GPUNets (gpunet-bench --ab pw=onednn, 2-vCPU EPYC, 2026-11-28) gave
+ * 0.91-1.00 of ours (P1 0.91, D2 0.92, P0 0.93, G1 0.96, G2 0.97, D1 0.99, G0 1.00); ours
+ * elsewhere (Zen 4 and Intel measured it ahead: docs/performance.md, "Options"). */
+static int
+pw_auto_prefers_onednn (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid (0, &a, &b, &c, &d) || b != 0x68747541u /* "Auth" */
+      || d != 0x69746e65u /* "enti" */ || c != 0x444d4163u /* "cAMD" */ )
+    return 0;
+  if (!__get_cpuid (1, &a, &b, &c, &d))
+    return 0;
+  const unsigned family = ((a >> 8) & 0xf) + (((a >> 8) & 0xf) == 0xf ? (a >> 20) & 0xff : 0);
+  return family == 0x1a;
+#else
+  return 0;
+#endif
+}
+
 static gpunet_onednn_impl
 select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long first_hw,
     const gpunet_cpu_options *o, fast_isa isa)
@@ -466,6 +490,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   /* simd=portable: none of our vector kernels (the plain blocked ops; oneDNN for the
    * convolutions); simd=avx2 keeps the 8-channel block, whose kernels are AVX2 ones */
   const int own_simd = s->opt.simd != GPUNET_CPU_SIMD_PORTABLE;
+  if (s->opt.pw == GPUNET_CPU_AUTO && pw_auto_prefers_onednn ())
+    s->opt.pw = GPUNET_CPU_ONEDNN;
   const fast_isa isa = { own_simd && gpunet_wino_available (s->blk),
     own_simd && gpunet_pw_available (s->blk) };
   const long first_hw = first_stage_hw (graph);
