@@ -840,7 +840,6 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   smoothing = self->smoothing;
   hold = self->label_hold;
   GST_OBJECT_UNLOCK (self);
-  gst_gpunet_nvmm_finish (f, scores);
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
     gst_gpunet_stats_failed (self->stats, 1);

@@ -63,7 +63,8 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
   v->nvds->acquire_lock (v->batch);
   for (i = 0; i < v->n && i < f->rois->len; i++) {
     const GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-    const gpunet_class_score *s;
+    gpunet_class_score carried[GST_GPUNET_MAX_TOP_K];
+    const gpunet_class_score *s = carried;
     GpunetNvDsClassifierMeta *cm;
     GpunetNvDsObjectMeta *om;
     guint n;
@@ -72,10 +73,11 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
       s = scores + (gsize) f->roi_image[i] * k;
       n = k;
     } else {
-      s = r->scores;
-      n = r->n_scores;
+      /* carried: the object's last result, as our record has it */
+      n = r->track ? gst_gpunet_track_get_result (r->track, carried,
+          G_N_ELEMENTS (carried)) : 0;
     }
-    if (s == NULL || n == 0 || v->frames[i] == NULL)
+    if (n == 0 || v->frames[i] == NULL)
       continue;
     om = v->objs[i] ? v->objs[i] : frame_object (v, i);
     cm = om ? v->nvds->acquire_classifier (v->batch) : NULL;

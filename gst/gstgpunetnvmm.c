@@ -46,8 +46,6 @@ typedef struct
   GpunetNvDsFrameMeta **frames; /* per region: its frame, or NULL */
   GpunetNvDsObjectMeta **objs;  /* per region: its object, NULL: whole frame */
   guint *widths, *heights;      /* per region: its surface's size */
-  GstGpunetTrack **tracks;      /* per region: its cache entry, or NULL */
-  gpunet_class_score *carried;  /* n x k: results carried from the cache */
 } NvmmFrame;
 
 GstGpunetNvmm *
@@ -172,20 +170,14 @@ void
 gst_gpunet_nvmm_frame_free (gpointer data)
 {
   NvmmFrame *nf = data;
-  guint i;
 
   if (nf == NULL)
     return;
   gst_gpunet_nvmm_frame_unmap (nf);
-  for (i = 0; nf->tracks && i < nf->n; i++)
-    if (nf->tracks[i])
-      gst_gpunet_track_unref (nf->tracks[i]);
-  g_free (nf->tracks);
   g_free (nf->frames);
   g_free (nf->objs);
   g_free (nf->widths);
   g_free (nf->heights);
-  g_free (nf->carried);
   g_free (nf);
 }
 
@@ -413,12 +405,13 @@ add_region (GstGpunetFrame * f, NvmmFrame * nf, GstGpunetRoi * roi,
   gst_video_region_of_interest_meta_add_param (m, s);
   roi->meta = m;
   roi->od_id = -1;
+  /* the records store a fresh result in it and carry its last one */
+  roi->track = track;
   g_array_append_val (f->rois, *roi);
   nf->frames[i] = fm;
   nf->objs[i] = om;
   nf->widths[i] = (guint) img->width;
   nf->heights[i] = (guint) img->height;
-  nf->tracks[i] = track;
   f->roi_image[i] = classify ? (gint) f->n_images++ : -1;
   nf->n = i + 1;
 }
@@ -533,7 +526,6 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   nf->objs = g_new0 (GpunetNvDsObjectMeta *, MAX (cap, 1));
   nf->widths = g_new0 (guint, MAX (cap, 1));
   nf->heights = g_new0 (guint, MAX (cap, 1));
-  nf->tracks = g_new0 (GstGpunetTrack *, MAX (cap, 1));
 
   if (!nv->s.regions) {
     for (i = 0; i < hdr.numFilled; i++) {
@@ -605,32 +597,6 @@ done:
   else
     g_array_free (images, TRUE);
   return ok;
-}
-
-void
-gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
-{
-  NvmmFrame *nf = f->nvmm;
-  guint k = f->ctx->k, i;
-
-  if (nf == NULL || f->rois == NULL)
-    return;
-  nf->carried = g_new0 (gpunet_class_score, (gsize) MAX (nf->n, 1) * k);
-  for (i = 0; i < nf->n; i++) {
-    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-    gint img = f->roi_image[i];
-
-    if (nf->tracks[i] == NULL)
-      continue;
-    if (img >= 0) {
-      gst_gpunet_track_set_result (nf->tracks[i], scores + (gsize) img * k, k);
-    } else {
-      gpunet_class_score *c = nf->carried + (gsize) i * k;
-
-      r->n_scores = gst_gpunet_track_get_result (nf->tracks[i], c, k);
-      r->scores = r->n_scores > 0 ? c : NULL;
-    }
-  }
 }
 
 /* ---- for gstgpunetnvdsmeta.c ---------------------------------------------------- */
@@ -924,13 +890,6 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   *images = NULL;
   *error = g_strdup ("this build has no NVMM input");
   return FALSE;
-}
-
-void
-gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
-{
-  (void) f;
-  (void) scores;
 }
 
 void

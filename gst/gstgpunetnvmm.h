@@ -87,10 +87,6 @@ void gst_gpunet_nvmm_set_info (GstGpunetNvmm * nv, const GstVideoInfo * info);
 gboolean gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
     gpunet_image ** images, gchar ** error);
 
-/* Src task, before the records: stores the fresh results in the objects' cache
- * entries and points each carried region at its object's last result. */
-void gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores);
-
 /* Once the engine is done with the surfaces (idempotent; NULL-safe). */
 void gst_gpunet_nvmm_frame_unmap (gpointer nvmm_frame);
 

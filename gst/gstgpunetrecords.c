@@ -494,9 +494,6 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
           "object %" G_GUINT64_FORMAT " (region %d) has no result to carry: its "
           "classification failed", f->rs.frame_no,
           gst_gpunet_track_object_id (r->track), r->meta->id);
-  } else if (r->scores != NULL) {
-    /* carried by the per-object cache (NVMM objects) */
-    emit_record (rec, f, r, r->scores, r->n_scores, FALSE, NULL);
   } else {
     guint n;
     const gpunet_class_score *s = gst_gpunet_roi_cache_lookup (rec->roi_cache,
