@@ -694,7 +694,7 @@ plan_frame (GstGpunetClassify * self, GstGpunetFrame * f, GArray * types,
       g_array_unref (types);
     if (f->old_model != NULL)
       gst_gpunet_nvmm_flush (self->nvmm);
-    if (gst_gpunet_nvmm_plan (self->nvmm, f, images, &map_error))
+    if (gst_gpunet_nvmm_plan (self->nvmm, f, interval, images, &map_error))
       return TRUE;
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
             " (NVMM): %s", f->rs.frame_no, map_error), (NULL));

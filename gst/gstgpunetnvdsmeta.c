@@ -6,7 +6,9 @@
  * - regions (secondary mode): on the NvDsObjectMeta it was cropped from;
  * - whole frames (primary mode): on a new NvDsObjectMeta covering the frame, added
  *   to the frame's object list, which is where nvinfer puts the result of a
- *   full-frame classifier (gstnvinfer_meta_utils: attach_metadata_classifier). */
+ *   full-frame classifier (gstnvinfer_meta_utils: attach_metadata_classifier).
+ * A carried object keeps its last result; a carried whole frame gets nothing, as
+ * nvinfer attaches nothing to a batch its interval skips. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -72,8 +74,13 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
     if (f->roi_image[i] >= 0) {
       s = scores + (gsize) f->roi_image[i] * k;
       n = k;
+    } else if (v->objs[i] == NULL) {
+      /* a whole frame carried (interval, when-busy): nvinfer attaches nothing
+       * to a batch it skips, so neither do we; our record carries it */
+      continue;
     } else {
-      /* carried: the object's last result, as our record has it */
+      /* an object carried: its last result, as our record (and nvinfer's
+       * object history) has it */
       n = r->track ? gst_gpunet_track_get_result (r->track, carried,
           G_N_ELEMENTS (carried)) : 0;
     }

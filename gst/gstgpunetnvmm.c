@@ -417,7 +417,7 @@ add_region (GstGpunetFrame * f, NvmmFrame * nf, GstGpunetRoi * roi,
 }
 
 gboolean
-gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
+gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
     gpunet_image ** images_out, gchar ** error)
 {
   NvmmFrame *nf = g_new0 (NvmmFrame, 1);
@@ -528,15 +528,26 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   nf->heights = g_new0 (guint, MAX (cap, 1));
 
   if (!nv->s.regions) {
+    /* interval, per source: a source is classified when new, then once every
+     * interval + 1 batches; the batches between carry its last result */
+    GstGpunetTrackPolicy frames = nv->s.policy;
+
+    frames.reclassify_interval = interval + 1;
+    frames.reclassify_on_growth = FALSE;
+    gst_gpunet_track_cache_begin_frame (nv->cache, &frames);
     for (i = 0; i < hdr.numFilled; i++) {
       GstGpunetRoi roi = { 0 };
+      GstGpunetTrack *track = NULL;
+      guint32 source = by_surface[i] ? by_surface[i]->source_id : i;
+      gboolean classify = gst_gpunet_track_cache_decide (nv->cache, source,
+          GPUNET_NVDS_UNTRACKED_OBJECT_ID, 0, &track);
 
       roi.width = surf[i].width;
       roi.height = surf[i].height;
-      add_region (f, nf, &roi, GST_GPUNET_NVMM_FRAME_TYPE,
-          by_surface[i] ? (gint) by_surface[i]->source_id : (gint) i,
-          by_surface[i], NULL, i, &surf[i], NULL, TRUE);
-      g_array_append_val (images, surf[i]);
+      add_region (f, nf, &roi, GST_GPUNET_NVMM_FRAME_TYPE, (gint) source,
+          by_surface[i], NULL, i, &surf[i], track, classify);
+      if (classify)
+        g_array_append_val (images, surf[i]);
     }
   } else {
     gst_gpunet_track_cache_begin_frame (nv->cache, &nv->s.policy);
@@ -882,11 +893,12 @@ gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * p,
 }
 
 gboolean
-gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
+gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
     gpunet_image ** images, gchar ** error)
 {
   (void) nv;
   (void) f;
+  (void) interval;
   *images = NULL;
   *error = g_strdup ("this build has no NVMM input");
   return FALSE;

@@ -82,10 +82,13 @@ void gst_gpunet_nvmm_set_info (GstGpunetNvmm * nv, const GstVideoInfo * info);
 /* Streaming thread: maps f->buf (writable, NVMM), checks its surfaces, plans what is
  * classified (f->rois with region metas added to f->buf, f->roi_image, f->n_images,
  * f->nvmm) and returns the f->n_images images of its one request (g_free; NULL
- * when n_images is 0).  FALSE and *error (g_free: the sentence naming the field and
- * its value) for a surface it cannot read. */
+ * when n_images is 0).  Whole surfaces (roi-mode frame) follow `interval` per
+ * source: a source is classified when new and then every interval + 1 batches,
+ * carrying its last result in between; objects follow the cache's policy.  FALSE
+ * and *error (g_free: the sentence naming the field and its value) for a surface
+ * it cannot read. */
 gboolean gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
-    gpunet_image ** images, gchar ** error);
+    guint interval, gpunet_image ** images, gchar ** error);
 
 /* Once the engine is done with the surfaces (idempotent; NULL-safe). */
 void gst_gpunet_nvmm_frame_unmap (gpointer nvmm_frame);

@@ -750,6 +750,75 @@ GST_START_TEST (test_primary_nv12_no_batch_meta)
 
 GST_END_TEST;
 
+/* interval=2 per source: source 10 is in every batch and classified on batches 0,
+ * 3, 6; source 11 joins at batch 1 and is classified on 1 and 4.  The batches
+ * between carry each source's last result (inferred=false, the same top-k) and,
+ * as nvinfer leaves a batch it skips, no NvDs classifier meta. */
+GST_START_TEST (test_primary_interval)
+{
+  const gboolean expect[2][7] = {
+    {TRUE, FALSE, FALSE, TRUE, FALSE, FALSE, TRUE},
+    {FALSE, TRUE, FALSE, FALSE, TRUE, FALSE, FALSE}
+  };
+  GstStructure *last[2] = { NULL, NULL };
+  guint classified = 0, carried = 0, i, src;
+  GstHarness *h;
+
+  load_ds ();
+  h = harness_for (make_classify ("interval", "2", "gie-unique-id", "3",
+          NULL), NVMM_CAPS ("RGBA"));
+  for (i = 0; i < 7; i++) {
+    Surf s[2] = { rgba0, rgba1 };
+    guint n = i == 0 ? 1 : 2;
+    GpunetNvDsBatchMeta *b;
+    GstBuffer *in, *out;
+
+    /* new pixels every batch: a carried result is not a re-classification */
+    s[0].seed = 10 + 2 * i;
+    s[1].seed = 11 + 2 * i;
+    in = forge (416, 4, n, GPUNET_NVBUF_MEM_SYSTEM, 0, s, 64);
+    add_batch (in, n);
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    fail_unless_equals_int (count_regions (out), n);
+    b = ds.get_batch (out);
+    for (src = 0; src < n; src++) {
+      const GstStructure *rec = record_where (out, "nvds-frame", "source-id",
+          10 + src, NULL);
+      GpunetNvDsFrameMeta *f = frame_of (b, src);
+      gboolean inferred = FALSE;
+
+      fail_unless (rec != NULL, "batch %u, source %u: no record", i, 10 + src);
+      fail_unless (gst_structure_get_boolean (rec, "inferred", &inferred));
+      fail_unless_equals_int (inferred, expect[src][i]);
+      if (inferred) {
+        classified++;
+        if (last[src])
+          gst_structure_free (last[src]);
+        last[src] = gst_structure_copy (rec);
+        fail_unless_equals_int (g_list_length (f->obj_meta_list), 1);
+        check_classifier (f->obj_meta_list->data, rec, 3);
+      } else {
+        carried++;
+        fail_unless (last[src] != NULL);
+        check_same_record (rec, last[src]);
+        fail_unless_equals_string (gpunet_meta_label (rec),
+            gpunet_meta_label (last[src]));
+        fail_unless (f->obj_meta_list == NULL, "batch %u, source %u: NvDs "
+            "meta on a carried frame", i, 10 + src);
+      }
+    }
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (classified, 5);
+  fail_unless_equals_int (carried, 8);
+  for (src = 0; src < 2; src++)
+    gst_structure_free (last[src]);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* ---- secondary mode ------------------------------------------------------------ */
 
 /* Objects filtered by detector id, class and size; each classified one gets its
@@ -986,6 +1055,7 @@ nvmm_suite (void)
   tcase_add_test (tc, test_primary);
   tcase_add_test (tc, test_primary_ds71_layout);
   tcase_add_test (tc, test_primary_nv12_no_batch_meta);
+  tcase_add_test (tc, test_primary_interval);
   tcase_add_test (tc, test_secondary);
   tcase_add_test (tc, test_secondary_cache);
   tcase_add_test (tc, test_bad_surfaces);
