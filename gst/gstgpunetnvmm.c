@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpunet-nvds-abi.h"
+#include "gstgpunetlive.h"
 #include "gstgpunetmodel.h"
 #include "gstgpunetnvmm.h"
 #include "gstgpunetnvmm-private.h"
@@ -610,6 +611,18 @@ done:
   return ok;
 }
 
+void
+gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f)
+{
+  guint i;
+
+  for (i = 0; f->rois && i < f->rois->len; i++)
+    if (f->roi_image[i] >= 0)
+      gst_gpunet_track_cache_undo (nv->cache,
+          g_array_index (f->rois, GstGpunetRoi, i).track);
+  gst_gpunet_frame_mark_skipped (f);
+}
+
 /* ---- for gstgpunetnvdsmeta.c ---------------------------------------------------- */
 
 const NvmmFrameView *
@@ -902,6 +915,13 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
   *images = NULL;
   *error = g_strdup ("this build has no NVMM input");
   return FALSE;
+}
+
+void
+gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f)
+{
+  (void) nv;
+  (void) f;
 }
 
 void

@@ -90,6 +90,12 @@ void gst_gpunet_nvmm_set_info (GstGpunetNvmm * nv, const GstVideoInfo * info);
 gboolean gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
     guint interval, gpunet_image ** images, gchar ** error);
 
+/* when-busy: a planned batch (n_images > 0) is not submitted after all: what it
+ * was to classify (surfaces, objects) is classified on its next batch instead,
+ * and every region carries its last result (gst_gpunet_frame_mark_skipped).
+ * The streaming thread, right after gst_gpunet_nvmm_plan. */
+void gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f);
+
 /* Once the engine is done with the surfaces (idempotent; NULL-safe). */
 void gst_gpunet_nvmm_frame_unmap (gpointer nvmm_frame);
 

@@ -961,6 +961,226 @@ GST_START_TEST (test_secondary_cache)
 
 GST_END_TEST;
 
+/* ---- when-busy ----------------------------------------------------------------- */
+
+/* Our record of `type` with the nvds param's source-id `source` and object-id
+ * `object` (any for whole frames). */
+static const GstStructure *
+record_of (GstBuffer * buf, const gchar * type, guint source, guint64 object)
+{
+  gpointer state = NULL;
+  GstMeta *meta;
+
+  while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
+              GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
+    GstVideoRegionOfInterestMeta *r = (GstVideoRegionOfInterestMeta *) meta;
+    const GstStructure *n;
+    guint src = G_MAXUINT;
+    guint64 obj = 0;
+
+    if (r->roi_type != g_quark_from_string (type))
+      continue;
+    n = gst_video_region_of_interest_meta_get_param (r, "nvds");
+    fail_unless (n && gst_structure_get_uint (n, "source-id", &src)
+        && gst_structure_get_uint64 (n, "object-id", &obj));
+    if (src == source && (obj == object || object == G_MAXUINT64 - 1))
+      return gst_video_region_of_interest_meta_get_param (r, GPUNET_META_NAME);
+  }
+  return NULL;
+}
+
+typedef struct
+{
+  guint classified, skipped;    /* buffers seen classified, carried */
+  GstStructure *stats;
+} Busy;
+
+/* Output batch i of run_busy: either classified (every record inferred) or
+ * skipped; then each tracked object or source carries its last classified
+ * top-k (in `last`; NvDs meta: an object's the same, a whole frame none) and the
+ * untracked object has none. */
+static void
+check_busy_out (Busy * out, GstStructure * last[2][3], GstBuffer * buf,
+    guint i, gboolean regions)
+{
+  GpunetNvDsBatchMeta *b = ds.get_batch (buf);
+  gint inferred_buf = -1;
+  guint src, o;
+
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), i * 40 * GST_MSECOND);
+  for (src = 0; src < 2; src++) {
+    GpunetNvDsFrameMeta *f = frame_of (b, src);
+    guint n_obj = regions ? 3 : 1;
+
+    for (o = 0; o < n_obj; o++) {
+      guint64 id = !regions ? G_MAXUINT64 - 1 : o == 2 ?
+          GPUNET_NVDS_UNTRACKED_OBJECT_ID : 7 + o;
+      const GstStructure *rec = record_of (buf, regions ? "nvds-object" :
+          "nvds-frame", 10 + src, id);
+      GpunetNvDsObjectMeta *om = NULL;
+      gboolean inferred = FALSE;
+      GList *l;
+
+      for (l = f->obj_meta_list; regions && l; l = l->next)
+        if (((GpunetNvDsObjectMeta *) l->data)->object_id == id)
+          om = l->data;
+      if (rec == NULL) {
+        /* only an untracked object of a skipped batch has no record */
+        fail_unless (regions && o == 2 && inferred_buf != 1, "batch %u, "
+            "source %u, object %u: no record", i, src, o);
+        fail_unless (CLASSIFIERS (om) == NULL);
+        inferred_buf = 0;
+        continue;
+      }
+      fail_unless (gst_structure_get_boolean (rec, "inferred", &inferred));
+      if (inferred_buf < 0)
+        inferred_buf = inferred;
+      fail_unless_equals_int (inferred, inferred_buf);
+      if (inferred) {
+        if (last[src][o])
+          gst_structure_free (last[src][o]);
+        last[src][o] = gst_structure_copy (rec);
+      } else {
+        fail_unless (last[src][o] != NULL, "batch %u: carried before a "
+            "result", i);
+        check_same_record (rec, last[src][o]);
+        fail_unless_equals_string (gpunet_meta_label (rec),
+            gpunet_meta_label (last[src][o]));
+      }
+      if (regions)
+        check_classifier (om, rec, 4);
+      else if (inferred)
+        check_classifier (f->obj_meta_list->data, rec, 4);
+      else
+        fail_unless (f->obj_meta_list == NULL);
+    }
+  }
+  if (inferred_buf)
+    out->classified++;
+  else
+    out->skipped++;
+}
+
+/* `n` batches of two sources into a cpu-ref engine (1-3 ms a pass) with
+ * `when_busy`, upstream live or not, in bursts of three pushed as fast as they
+ * come (microseconds apart: the engine is busy with the first), each burst
+ * pulled before the next.  Regions: two tracked objects and an untracked one
+ * per source.  Every buffer comes out in order (check_busy_out). */
+static void
+run_busy (Busy * out, const gchar * when_busy, gboolean live, gboolean regions,
+    guint n)
+{
+  GstElement *el = make_classify ("backend", "cpu-ref", "when-busy",
+      when_busy, "roi-mode", regions ? "regions" : "frame", "gie-unique-id",
+      "4", NULL);
+  GstStructure *last[2][3] = { {NULL} };
+  GstHarness *h;
+  guint i, j, src, o;
+
+  memset (out, 0, sizeof *out);
+  load_ds ();
+  h = harness_for (el, NVMM_CAPS ("RGBA"));
+  gst_harness_set_live (h, live);
+  for (i = 0; i < n; i = j) {
+    for (j = i; j < n && j < i + 3; j++) {
+      Surf s[2] = { rgba0, rgba1 };
+      GpunetNvDsBatchMeta *b;
+      GstBuffer *in;
+
+      s[0].seed = 20 + 2 * j;
+      s[1].seed = 21 + 2 * j;
+      in = forge (416, 2, 2, GPUNET_NVBUF_MEM_SYSTEM, 0, s, 64);
+      GST_BUFFER_PTS (in) = j * 40 * GST_MSECOND;
+      b = add_batch (in, 2);
+      if (regions)
+        for (src = 0; src < 2; src++) {
+          add_object (b, frame_of (b, src), 1, 0, 7, 4, 4, 24, 20);
+          add_object (b, frame_of (b, src), 1, 0, 8, 30, 20, 30, 26);
+          add_object (b, frame_of (b, src), 1, 0,
+              GPUNET_NVDS_UNTRACKED_OBJECT_ID, 10, 10, 20, 20);
+        }
+      fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    }
+    for (j = i; j < n && j < i + 3; j++) {
+      GstBuffer *buf = gst_harness_pull (h);
+
+      fail_unless (buf != NULL, "batch %u did not come out", j);
+      check_busy_out (out, last, buf, j, regions);
+      gst_buffer_unref (buf);
+    }
+  }
+  for (src = 0; src < 2; src++)
+    for (o = 0; o < 3; o++)
+      if (last[src][o])
+        gst_structure_free (last[src][o]);
+  g_object_get (h->element, "stats", &out->stats, NULL);
+  fail_unless (out->stats != NULL);
+  gst_harness_teardown (h);
+}
+
+static guint64
+stat_u64 (const GstStructure * s, const gchar * field)
+{
+  guint64 v = G_MAXUINT64;
+
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no %s", field);
+  return v;
+}
+
+/* The buffers seen skipped are the element's `skipped`, the others its
+ * `classified`; nothing failed, dropped or carried by interval. */
+static void
+check_busy_stats (const Busy * b, guint n)
+{
+  GST_INFO ("classified %u, skipped %u: %" GST_PTR_FORMAT, b->classified,
+      b->skipped, b->stats);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "frames-in"), n);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "skipped"), b->skipped);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "classified"), b->classified);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "carried") + stat_u64 (b->stats,
+          "failed") + stat_u64 (b->stats, "dropped"), 0);
+}
+
+/* skip, primary and secondary: batches arriving while the engine is busy are
+ * carried and counted as skipped. */
+GST_START_TEST (test_when_busy_skip)
+{
+  gboolean regions;
+
+  for (regions = FALSE; regions <= TRUE; regions++) {
+    Busy b;
+
+    run_busy (&b, "skip", FALSE, regions, 30);
+    check_busy_stats (&b, 30);
+    fail_unless (b.skipped > 0, "regions=%d: nothing skipped", regions);
+    /* the first of each burst at least */
+    fail_unless (b.classified >= 10, "regions=%d: %u classified", regions,
+        b.classified);
+    gst_structure_free (b.stats);
+  }
+}
+
+GST_END_TEST;
+
+/* auto: a live upstream skips, a non-live one waits and classifies every batch. */
+GST_START_TEST (test_when_busy_auto)
+{
+  Busy b;
+
+  run_busy (&b, "auto", TRUE, FALSE, 30);
+  check_busy_stats (&b, 30);
+  fail_unless (b.skipped > 0, "auto, live: nothing skipped");
+  gst_structure_free (b.stats);
+
+  run_busy (&b, "auto", FALSE, TRUE, 20);
+  check_busy_stats (&b, 20);
+  fail_unless_equals_int (b.skipped, 0);
+  fail_unless_equals_int (b.classified, 20);
+  gst_structure_free (b.stats);
+}
+
+GST_END_TEST;
+
 /* ---- bad surfaces -------------------------------------------------------------- */
 
 /* Pushes `in` into a fresh element (`prop`=`value` set when not NULL): the push
@@ -1058,6 +1278,8 @@ nvmm_suite (void)
   tcase_add_test (tc, test_primary_interval);
   tcase_add_test (tc, test_secondary);
   tcase_add_test (tc, test_secondary_cache);
+  tcase_add_test (tc, test_when_busy_skip);
+  tcase_add_test (tc, test_when_busy_auto);
   tcase_add_test (tc, test_bad_surfaces);
   return s;
 }
