@@ -214,6 +214,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
   self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
   self->cuda = gst_gpunet_cuda_new ();
+  gst_gpunet_nvmm_set_cuda (self->nvmm, self->cuda);
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
     const GstGpunetQueueFuncs funcs = { finish_frame, queued_event,

@@ -15,6 +15,7 @@
 #include "gstgpunetmodel.h"
 #include "gstgpunetnvmm.h"
 #include "gstgpunetnvmm-private.h"
+#include "gstgpunetnvmmegl.h"
 #include "gstgpunetroi.h"
 
 #ifdef HAVE_NVMM
@@ -25,6 +26,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpunet_nvmm_debug);
 struct _GstGpunetNvmm
 {
   GstElement *element;
+  GstGpunetCuda *cuda;          /* borrowed: the element's (Jetson surfaces) */
   const GstGpunetNvds *nvds;
   GstGpunetNvmmSettings s;
   GstGpunetTrackCache *cache;
@@ -41,6 +43,8 @@ typedef struct
   GstMemory *mem;
   GstMapInfo map;
   gboolean mapped;
+  GstGpunetEglMap *egl;         /* Jetson surfaces mapped for CUDA, or NULL */
+  GstObject *cuda_context;      /* ... in this context (a reference) */
   gpointer batch;               /* NvDsBatchMeta, or NULL */
   gint gie_unique_id;
   guint n;                      /* regions (f->rois) */
@@ -64,6 +68,12 @@ gst_gpunet_nvmm_new (GstElement * element)
   nv->element = element;
   nv->matrix = GPUNET_MATRIX_BT709;
   return nv;
+}
+
+void
+gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda)
+{
+  nv->cuda = cuda;
 }
 
 void
@@ -160,6 +170,8 @@ gst_gpunet_nvmm_frame_unmap (gpointer data)
 
   if (nf == NULL || nf->mem == NULL)
     return;
+  /* CUDA's view of the surfaces first, then the surfaces */
+  g_clear_pointer (&nf->egl, gst_gpunet_egl_unmap);
   if (nf->mapped)
     gst_memory_unmap (nf->mem, &nf->map);
   nf->mapped = FALSE;
@@ -175,6 +187,8 @@ gst_gpunet_nvmm_frame_free (gpointer data)
   if (nf == NULL)
     return;
   gst_gpunet_nvmm_frame_unmap (nf);
+  if (nf->cuda_context)
+    gst_object_unref (nf->cuda_context);
   g_free (nf->frames);
   g_free (nf->objs);
   g_free (nf->widths);
@@ -259,7 +273,7 @@ plane_extent (gpunet_pixel_format fmt, guint p, guint64 w, guint64 h,
 /* Surface i of the batch as an image (planes in place), or FALSE and *error. */
 static gboolean
 read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
-    gboolean cuda, gpunet_image * img, gchar ** error)
+    gboolean cuda, gboolean egl, gpunet_image * img, gchar ** error)
 {
   GpunetNvBufSurfaceParams p;
   gboolean full;
@@ -267,7 +281,8 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
 
   /* the leading fields of entry i (the stride is the version's) */
   memcpy (&p, list + (gsize) i * nv->nvds->surface_stride, sizeof p);
-  if (p.dataPtr == NULL) {
+  /* a surface array's dataPtr is not valid: its planes come from EGL */
+  if (p.dataPtr == NULL && !egl) {
     *error = g_strdup_printf ("NvBufSurface.surfaceList[%u].dataPtr is NULL: "
         "the surface has no memory", i);
     return FALSE;
@@ -314,7 +329,9 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
           rows, p.dataSize);
       return FALSE;
     }
-    img->planes[k] = (const uint8_t *) p.dataPtr + p.planeParams.offset[k];
+    /* a surface array's planes come from its EGL frame (gstgpunetnvmmegl.c) */
+    img->planes[k] = p.dataPtr == NULL ? NULL :
+        (const uint8_t *) p.dataPtr + p.planeParams.offset[k];
     img->strides[k] = (int) pitch;
   }
   if (p.width > G_MAXINT / 4 || p.height > G_MAXINT / 4 || p.planeParams.pitch[0]
@@ -331,12 +348,14 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
   return TRUE;
 }
 
-/* Whether memType is read in place on the GPU (*cuda) or by the host path; FALSE
- * and *error when this element cannot read it. */
+/* Whether memType is read in place on the GPU (*cuda; *egl: through an EGL
+ * mapping) or by the host path; FALSE and *error when this element cannot read
+ * it. */
 static gboolean
 memory_kind (GstGpunetNvmm * nv, gint mem_type, gboolean * cuda,
-    gchar ** error)
+    gboolean * egl, gchar ** error)
 {
+  *egl = FALSE;
   switch (mem_type) {
     case GPUNET_NVBUF_MEM_SYSTEM:
       *cuda = FALSE;
@@ -359,10 +378,22 @@ memory_kind (GstGpunetNvmm * nv, gint mem_type, gboolean * cuda,
       *cuda = TRUE;
       return TRUE;
     case GPUNET_NVBUF_MEM_SURFACE_ARRAY:
+      if (!nv->s.cuda_engine) {
+        *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson "
+            "surface array), read through CUDA's EGL interop, but this element "
+            "runs on the CPU: set backend=cuda, or have nvvideoconvert output "
+            "nvbuf-memory-type=%d (CUDA unified), which the CPU reads", mem_type,
+            GPUNET_NVBUF_MEM_CUDA_UNIFIED);
+        return FALSE;
+      }
+      *cuda = TRUE;
+      *egl = TRUE;
+      return TRUE;
     case GPUNET_NVBUF_MEM_HANDLE:
-      *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson surface "
-          "array), which this build does not map: have nvvideoconvert output "
-          "CUDA or system memory", mem_type);
+      *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson NVRM "
+          "handle), which gpunetclassify does not map: have nvvideoconvert "
+          "output surface-array (%d) or CUDA memory", mem_type,
+          GPUNET_NVBUF_MEM_SURFACE_ARRAY);
       return FALSE;
     default:
       *error = g_strdup_printf ("NvBufSurface.memType is %d, not a memory type "
@@ -417,6 +448,30 @@ add_region (GstGpunetFrame * f, NvmmFrame * nf, GstGpunetRoi * roi,
   nf->n = i + 1;
 }
 
+/* Jetson surface arrays: each surface's planes from its EGL image, mapped for
+ * the CUDA session's context (unmapped with the frame's map). */
+static gboolean
+map_egl (GstGpunetNvmm * nv, NvmmFrame * nf, const GpunetNvBufSurface * hdr,
+    gpunet_image * surf, gchar ** error)
+{
+  const GstGpunetEgl *lib;
+  gchar *why = NULL;
+
+  lib = gst_gpunet_egl_open (nv->nvds->dir, &why);
+  if (lib == NULL) {
+    *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson surface "
+        "array), read through its EGL mapping, which cannot be used here: %s",
+        hdr->memType, why);
+    g_free (why);
+    return FALSE;
+  }
+  nf->cuda_context = nv->cuda ? gst_gpunet_cuda_context_ref (nv->cuda) : NULL;
+  return gst_gpunet_egl_map (lib, nf->cuda_context ?
+      gst_gpunet_cuda_context_handle (nf->cuda_context) : NULL,
+      nf->map.data, hdr->surfaceList, nv->nvds->surface_stride,
+      hdr->numFilled, surf, &nf->egl, error);
+}
+
 gboolean
 gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
     gpunet_image ** images_out, gchar ** error)
@@ -426,7 +481,7 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
   GpunetNvDsFrameMeta **by_surface = NULL;
   gpunet_image *surf = NULL;
   GArray *images;
-  gboolean cuda = FALSE, ok = FALSE, locked = FALSE;
+  gboolean cuda = FALSE, egl = FALSE, ok = FALSE, locked = FALSE;
   guint i, cap;
   GList *l;
 
@@ -480,13 +535,15 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
         nv->s.device);
     goto done;
   }
-  if (!memory_kind (nv, hdr.memType, &cuda, error))
+  if (!memory_kind (nv, hdr.memType, &cuda, &egl, error))
     goto done;
 
   surf = g_new0 (gpunet_image, MAX (hdr.numFilled, 1));
   for (i = 0; i < hdr.numFilled; i++)
-    if (!read_surface (nv, hdr.surfaceList, i, cuda, &surf[i], error))
+    if (!read_surface (nv, hdr.surfaceList, i, cuda, egl, &surf[i], error))
       goto done;
+  if (egl && hdr.numFilled > 0 && !map_egl (nv, nf, &hdr, surf, error))
+    goto done;
 
   by_surface = g_new0 (GpunetNvDsFrameMeta *, MAX (hdr.numFilled, 1));
   nf->batch = nv->nvds->get_batch_meta (f->buf);
@@ -846,6 +903,13 @@ void
 gst_gpunet_nvmm_free (GstGpunetNvmm * nv)
 {
   g_free (nv);
+}
+
+void
+gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda)
+{
+  (void) nv;
+  (void) cuda;
 }
 
 void

@@ -12,6 +12,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet.h"
+#include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
 #include "gstgpunetnvds.h"
 #include "gstgpunettrack.h"
@@ -54,6 +55,10 @@ typedef struct
 /* `element` (borrowed) is the logs' object. */
 GstGpunetNvmm *gst_gpunet_nvmm_new (GstElement * element);
 void gst_gpunet_nvmm_free (GstGpunetNvmm * nv);
+
+/* Jetson surface arrays are mapped for the CUDA context of `cuda` (borrowed: the
+ * element's, which outlives every frame). */
+void gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda);
 
 /* READY->PAUSED: opens the libraries (none: NVMM caps are refused; a warning when
  * nvds-lib-dir names a directory without them) and fixes the settings: `regions`

@@ -1249,7 +1249,9 @@ GST_START_TEST (test_bad_surfaces)
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_CUDA_DEVICE, 0,
           &rgba0, 64), NULL, NULL, "memType is 2", "backend=cuda");
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SURFACE_ARRAY, 0,
-          &rgba0, 64), NULL, NULL, "memType is 4", "Jetson");
+          &rgba0, 64), NULL, NULL, "memType is 4", "backend=cuda");
+  expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_HANDLE, 0,
+          &rgba0, 64), NULL, NULL, "memType is 5", "NVRM handle");
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &rgba0,
           8), NULL, NULL, "maps to 8 bytes", "NvBufSurface");
   in = forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &rgba0, 64);
