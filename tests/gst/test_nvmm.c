@@ -64,12 +64,13 @@ lib_dir (void)
 static void
 load_ds (void)
 {
-  gchar *a = g_build_filename (lib_dir (), "libnvds_meta.so", NULL);
-  gchar *b = g_build_filename (lib_dir (), "libnvdsgst_meta.so", NULL);
+  gchar *a, *b;
   gpointer m, g;
 
   if (ds.create_batch != NULL)
     return;
+  a = g_build_filename (lib_dir (), "libnvds_meta.so", NULL);
+  b = g_build_filename (lib_dir (), "libnvdsgst_meta.so", NULL);
   m = dlopen (a, RTLD_NOW | RTLD_GLOBAL);
   fail_unless (m != NULL, "%s", dlerror ());
   g = dlopen (b, RTLD_NOW | RTLD_GLOBAL);
