@@ -993,6 +993,7 @@ record_of (GstBuffer * buf, const gchar * type, guint source, guint64 object)
 typedef struct
 {
   guint classified, skipped;    /* buffers seen classified, carried */
+  gboolean inferred[64];        /* per buffer: classified */
   GstStructure *stats;
 } Busy;
 
@@ -1056,6 +1057,8 @@ check_busy_out (Busy * out, GstStructure * last[2][3], GstBuffer * buf,
         fail_unless (f->obj_meta_list == NULL);
     }
   }
+  if (i < G_N_ELEMENTS (out->inferred))
+    out->inferred[i] = inferred_buf;
   if (inferred_buf)
     out->classified++;
   else
@@ -1068,12 +1071,12 @@ check_busy_out (Busy * out, GstStructure * last[2][3], GstBuffer * buf,
  * pulled before the next.  Regions: two tracked objects and an untracked one
  * per source.  Every buffer comes out in order (check_busy_out). */
 static void
-run_busy (Busy * out, const gchar * when_busy, gboolean live, gboolean regions,
-    guint n)
+run_busy_interval (Busy * out, const gchar * when_busy, gboolean live,
+    gboolean regions, guint n, const gchar * interval)
 {
   GstElement *el = make_classify ("backend", "cpu-ref", "when-busy",
       when_busy, "roi-mode", regions ? "regions" : "frame", "gie-unique-id",
-      "4", NULL);
+      "4", "interval", interval, NULL);
   GstStructure *last[2][3] = { {NULL} };
   GstHarness *h;
   guint i, j, src, o;
@@ -1119,6 +1122,13 @@ run_busy (Busy * out, const gchar * when_busy, gboolean live, gboolean regions,
   gst_harness_teardown (h);
 }
 
+static void
+run_busy (Busy * out, const gchar * when_busy, gboolean live, gboolean regions,
+    guint n)
+{
+  run_busy_interval (out, when_busy, live, regions, n, "0");
+}
+
 static guint64
 stat_u64 (const GstStructure * s, const gchar * field)
 {
@@ -1159,6 +1169,38 @@ GST_START_TEST (test_when_busy_skip)
         b.classified);
     gst_structure_free (b.stats);
   }
+}
+
+GST_END_TEST;
+
+/* A skipped batch does not count as a classification.  interval=1 (every second
+ * batch due), bursts of three as in run_busy: a due batch may be skipped only
+ * while the engine is busy (never the first of a burst), a batch not due is
+ * carried, and the batch after a skipped one is due again; had the skip counted
+ * as a classification, a burst would start with a due batch carried. */
+GST_START_TEST (test_when_busy_skip_interval)
+{
+  guint j, skipped = 0;
+  gint last = -1;               /* the last batch classified */
+  Busy b;
+
+  run_busy_interval (&b, "skip", FALSE, FALSE, 30, "1");
+  for (j = 0; j < 30; j++) {
+    gboolean due = last < 0 || j - (guint) last >= 2;
+
+    if (!due) {
+      fail_if (b.inferred[j], "batch %u classified, not due", j);
+    } else if (b.inferred[j]) {
+      last = (gint) j;
+    } else {
+      fail_if (j % 3 == 0, "batch %u: due, the engine idle, yet carried", j);
+      skipped++;
+    }
+  }
+  GST_INFO ("due batches skipped: %u", skipped);
+  fail_unless (skipped > 0, "no due batch was skipped");
+  fail_unless_equals_uint64 (stat_u64 (b.stats, "skipped"), skipped);
+  gst_structure_free (b.stats);
 }
 
 GST_END_TEST;
@@ -1283,6 +1325,7 @@ nvmm_suite (void)
   tcase_add_test (tc, test_secondary_cache);
   tcase_add_test (tc, test_when_busy_skip);
   tcase_add_test (tc, test_when_busy_auto);
+  tcase_add_test (tc, test_when_busy_skip_interval);
   tcase_add_test (tc, test_bad_surfaces);
   return s;
 }
