@@ -78,6 +78,11 @@ typedef struct
   uint32_t dataSize;
   void *dataPtr;
   GpunetNvBufPlanes planeParams;
+  void *planeParams_reserved[16];       /* NvBufSurfacePlaneParams._reserved */
+  /* NvBufSurfaceMappedAddr (its leading fields): eglImage is written by
+   * NvBufSurfaceMapEglImage (Jetson) */
+  void *mappedAddr_addr[GPUNET_NVBUF_MAX_PLANES];
+  void *mappedAddr_eglImage;
 } GpunetNvBufSurfaceParams;
 
 #define GPUNET_NVBUF_PARAMS_STRIDE_V6 384       /* DeepStream 6.1 - 7.1 */
@@ -227,6 +232,9 @@ GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, layout, 16);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, dataSize, 32);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, dataPtr, 40);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, planeParams, 48);
+/* the same in 6.1-7.1 and 8.0-9.x (9.1's NvBufSurfaceMap writes addr[] there) */
+GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, mappedAddr_addr, 280);
+GPUNET_NVDS_ASSERT_OFFSET (GpunetNvBufSurfaceParams, mappedAddr_eglImage, 312);
 G_STATIC_ASSERT (sizeof (GpunetNvBufSurfaceParams) <=
     GPUNET_NVBUF_PARAMS_STRIDE_V6);
 GPUNET_NVDS_ASSERT_OFFSET (GpunetNvDsBaseMeta, meta_type, 8);

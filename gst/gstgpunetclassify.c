@@ -214,6 +214,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
   self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
   self->cuda = gst_gpunet_cuda_new ();
+  gst_gpunet_nvmm_set_cuda (self->nvmm, self->cuda);
   self->models = gst_gpunet_model_swap_new (GST_ELEMENT (self), read_swap_args);
   {
     const GstGpunetQueueFuncs funcs = { finish_frame, queued_event,
@@ -678,6 +679,17 @@ wait_room (GstGpunetClassify * self, gboolean * full)
   return gst_gpunet_queue_wait_room (self->queue);
 }
 
+/* when-busy skip: whether planned frame `f` would wait behind more than the
+ * engine's next pass (`full`: this element's max-in-flight frames are out), so
+ * goes downstream with the last results, after the frames still in flight. */
+static gboolean
+busy_skip (GstGpunetClassify * self, GstGpunetFrame * f, gboolean full)
+{
+  return self->skip && f->n_images > 0 && (full
+      || gst_gpunet_engine_busy (f->ctx->shared,
+          gst_gpunet_queue_in_engine (self->queue)));
+}
+
 /* Decides what frame `f` classifies (NVMM surfaces, or the frame and its regions; a
  * skipped frame nothing) and maps those images.  Returns FALSE after posting the
  * error and freeing `f`; *images is NULL where nothing is submitted. */
@@ -694,8 +706,13 @@ plan_frame (GstGpunetClassify * self, GstGpunetFrame * f, GArray * types,
       g_array_unref (types);
     if (f->old_model != NULL)
       gst_gpunet_nvmm_flush (self->nvmm);
-    if (gst_gpunet_nvmm_plan (self->nvmm, f, images, &map_error))
+    if (gst_gpunet_nvmm_plan (self->nvmm, f, interval, images, &map_error)) {
+      if (busy_skip (self, f, full)) {
+        g_clear_pointer (images, g_free);
+        gst_gpunet_nvmm_skip (self->nvmm, f);
+      }
       return TRUE;
+    }
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Frame %" G_GUINT64_FORMAT
             " (NVMM): %s", f->rs.frame_no, map_error), (NULL));
   } else {
@@ -705,9 +722,7 @@ plan_frame (GstGpunetClassify * self, GstGpunetFrame * f, GArray * types,
       g_array_unref (types);
     /* skip: a frame that would wait behind more than the engine's next pass goes
      * downstream with the last results, after the frames still in flight */
-    if (self->skip && f->n_images > 0 && (full
-            || gst_gpunet_engine_busy (f->ctx->shared,
-                gst_gpunet_queue_in_engine (self->queue)))) {
+    if (busy_skip (self, f, full)) {
       gst_gpunet_frame_mark_skipped (f);
       gst_gpunet_planner_retry (self->planner);
     }
@@ -840,7 +855,6 @@ finish_frame (gpointer data, gpunet_status status, const gchar * error,
   smoothing = self->smoothing;
   hold = self->label_hold;
   GST_OBJECT_UNLOCK (self);
-  gst_gpunet_nvmm_finish (f, scores);
   if (!gst_gpunet_records_finish (self->records, f, scores, smoothing, hold,
           &text)) {
     gst_gpunet_stats_failed (self->stats, 1);

@@ -6,7 +6,9 @@
  * - regions (secondary mode): on the NvDsObjectMeta it was cropped from;
  * - whole frames (primary mode): on a new NvDsObjectMeta covering the frame, added
  *   to the frame's object list, which is where nvinfer puts the result of a
- *   full-frame classifier (gstnvinfer_meta_utils: attach_metadata_classifier). */
+ *   full-frame classifier (gstnvinfer_meta_utils: attach_metadata_classifier).
+ * A carried object keeps its last result; a carried whole frame gets nothing, as
+ * nvinfer attaches nothing to a batch its interval skips. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -63,7 +65,8 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
   v->nvds->acquire_lock (v->batch);
   for (i = 0; i < v->n && i < f->rois->len; i++) {
     const GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-    const gpunet_class_score *s;
+    gpunet_class_score carried[GST_GPUNET_MAX_TOP_K];
+    const gpunet_class_score *s = carried;
     GpunetNvDsClassifierMeta *cm;
     GpunetNvDsObjectMeta *om;
     guint n;
@@ -71,11 +74,17 @@ gst_gpunet_nvds_attach (GstGpunetFrame * f, gpunet_class_score * scores)
     if (f->roi_image[i] >= 0) {
       s = scores + (gsize) f->roi_image[i] * k;
       n = k;
+    } else if (v->objs[i] == NULL) {
+      /* a whole frame carried (interval, when-busy): nvinfer attaches nothing
+       * to a batch it skips, so neither do we; our record carries it */
+      continue;
     } else {
-      s = r->scores;
-      n = r->n_scores;
+      /* an object carried: its last result, as our record (and nvinfer's
+       * object history) has it */
+      n = r->track ? gst_gpunet_track_get_result (r->track, carried,
+          G_N_ELEMENTS (carried)) : 0;
     }
-    if (s == NULL || n == 0 || v->frames[i] == NULL)
+    if (n == 0 || v->frames[i] == NULL)
       continue;
     om = v->objs[i] ? v->objs[i] : frame_object (v, i);
     cm = om ? v->nvds->acquire_classifier (v->batch) : NULL;

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "gpunet-nvds-abi.h"
+#include "gstgpunetlive.h"
 #include "gstgpunetmodel.h"
 #include "gstgpunetnvmm.h"
 #include "gstgpunetnvmm-private.h"
+#include "gstgpunetnvmmegl.h"
 #include "gstgpunetroi.h"
 
 #ifdef HAVE_NVMM
@@ -24,6 +26,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpunet_nvmm_debug);
 struct _GstGpunetNvmm
 {
   GstElement *element;
+  GstGpunetCuda *cuda;          /* borrowed: the element's (Jetson surfaces) */
   const GstGpunetNvds *nvds;
   GstGpunetNvmmSettings s;
   GstGpunetTrackCache *cache;
@@ -40,14 +43,14 @@ typedef struct
   GstMemory *mem;
   GstMapInfo map;
   gboolean mapped;
+  GstGpunetEglMap *egl;         /* Jetson surfaces mapped for CUDA, or NULL */
+  GstObject *cuda_context;      /* ... in this context (a reference) */
   gpointer batch;               /* NvDsBatchMeta, or NULL */
   gint gie_unique_id;
   guint n;                      /* regions (f->rois) */
   GpunetNvDsFrameMeta **frames; /* per region: its frame, or NULL */
   GpunetNvDsObjectMeta **objs;  /* per region: its object, NULL: whole frame */
   guint *widths, *heights;      /* per region: its surface's size */
-  GstGpunetTrack **tracks;      /* per region: its cache entry, or NULL */
-  gpunet_class_score *carried;  /* n x k: results carried from the cache */
 } NvmmFrame;
 
 GstGpunetNvmm *
@@ -65,6 +68,12 @@ gst_gpunet_nvmm_new (GstElement * element)
   nv->element = element;
   nv->matrix = GPUNET_MATRIX_BT709;
   return nv;
+}
+
+void
+gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda)
+{
+  nv->cuda = cuda;
 }
 
 void
@@ -161,6 +170,8 @@ gst_gpunet_nvmm_frame_unmap (gpointer data)
 
   if (nf == NULL || nf->mem == NULL)
     return;
+  /* CUDA's view of the surfaces first, then the surfaces */
+  g_clear_pointer (&nf->egl, gst_gpunet_egl_unmap);
   if (nf->mapped)
     gst_memory_unmap (nf->mem, &nf->map);
   nf->mapped = FALSE;
@@ -172,20 +183,16 @@ void
 gst_gpunet_nvmm_frame_free (gpointer data)
 {
   NvmmFrame *nf = data;
-  guint i;
 
   if (nf == NULL)
     return;
   gst_gpunet_nvmm_frame_unmap (nf);
-  for (i = 0; nf->tracks && i < nf->n; i++)
-    if (nf->tracks[i])
-      gst_gpunet_track_unref (nf->tracks[i]);
-  g_free (nf->tracks);
+  if (nf->cuda_context)
+    gst_object_unref (nf->cuda_context);
   g_free (nf->frames);
   g_free (nf->objs);
   g_free (nf->widths);
   g_free (nf->heights);
-  g_free (nf->carried);
   g_free (nf);
 }
 
@@ -266,7 +273,7 @@ plane_extent (gpunet_pixel_format fmt, guint p, guint64 w, guint64 h,
 /* Surface i of the batch as an image (planes in place), or FALSE and *error. */
 static gboolean
 read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
-    gboolean cuda, gpunet_image * img, gchar ** error)
+    gboolean cuda, gboolean egl, gpunet_image * img, gchar ** error)
 {
   GpunetNvBufSurfaceParams p;
   gboolean full;
@@ -274,7 +281,8 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
 
   /* the leading fields of entry i (the stride is the version's) */
   memcpy (&p, list + (gsize) i * nv->nvds->surface_stride, sizeof p);
-  if (p.dataPtr == NULL) {
+  /* a surface array's dataPtr is not valid: its planes come from EGL */
+  if (p.dataPtr == NULL && !egl) {
     *error = g_strdup_printf ("NvBufSurface.surfaceList[%u].dataPtr is NULL: "
         "the surface has no memory", i);
     return FALSE;
@@ -321,7 +329,9 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
           rows, p.dataSize);
       return FALSE;
     }
-    img->planes[k] = (const uint8_t *) p.dataPtr + p.planeParams.offset[k];
+    /* a surface array's planes come from its EGL frame (gstgpunetnvmmegl.c) */
+    img->planes[k] = p.dataPtr == NULL ? NULL :
+        (const uint8_t *) p.dataPtr + p.planeParams.offset[k];
     img->strides[k] = (int) pitch;
   }
   if (p.width > G_MAXINT / 4 || p.height > G_MAXINT / 4 || p.planeParams.pitch[0]
@@ -338,12 +348,14 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
   return TRUE;
 }
 
-/* Whether memType is read in place on the GPU (*cuda) or by the host path; FALSE
- * and *error when this element cannot read it. */
+/* Whether memType is read in place on the GPU (*cuda; *egl: through an EGL
+ * mapping) or by the host path; FALSE and *error when this element cannot read
+ * it. */
 static gboolean
 memory_kind (GstGpunetNvmm * nv, gint mem_type, gboolean * cuda,
-    gchar ** error)
+    gboolean * egl, gchar ** error)
 {
+  *egl = FALSE;
   switch (mem_type) {
     case GPUNET_NVBUF_MEM_SYSTEM:
       *cuda = FALSE;
@@ -366,10 +378,22 @@ memory_kind (GstGpunetNvmm * nv, gint mem_type, gboolean * cuda,
       *cuda = TRUE;
       return TRUE;
     case GPUNET_NVBUF_MEM_SURFACE_ARRAY:
+      if (!nv->s.cuda_engine) {
+        *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson "
+            "surface array), read through CUDA's EGL interop, but this element "
+            "runs on the CPU: set backend=cuda, or have nvvideoconvert output "
+            "nvbuf-memory-type=%d (CUDA unified), which the CPU reads", mem_type,
+            GPUNET_NVBUF_MEM_CUDA_UNIFIED);
+        return FALSE;
+      }
+      *cuda = TRUE;
+      *egl = TRUE;
+      return TRUE;
     case GPUNET_NVBUF_MEM_HANDLE:
-      *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson surface "
-          "array), which this build does not map: have nvvideoconvert output "
-          "CUDA or system memory", mem_type);
+      *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson NVRM "
+          "handle), which gpunetclassify does not map: have nvvideoconvert "
+          "output surface-array (%d) or CUDA memory", mem_type,
+          GPUNET_NVBUF_MEM_SURFACE_ARRAY);
       return FALSE;
     default:
       *error = g_strdup_printf ("NvBufSurface.memType is %d, not a memory type "
@@ -413,18 +437,43 @@ add_region (GstGpunetFrame * f, NvmmFrame * nf, GstGpunetRoi * roi,
   gst_video_region_of_interest_meta_add_param (m, s);
   roi->meta = m;
   roi->od_id = -1;
+  /* the records store a fresh result in it and carry its last one */
+  roi->track = track;
   g_array_append_val (f->rois, *roi);
   nf->frames[i] = fm;
   nf->objs[i] = om;
   nf->widths[i] = (guint) img->width;
   nf->heights[i] = (guint) img->height;
-  nf->tracks[i] = track;
   f->roi_image[i] = classify ? (gint) f->n_images++ : -1;
   nf->n = i + 1;
 }
 
+/* Jetson surface arrays: each surface's planes from its EGL image, mapped for
+ * the CUDA session's context (unmapped with the frame's map). */
+static gboolean
+map_egl (GstGpunetNvmm * nv, NvmmFrame * nf, const GpunetNvBufSurface * hdr,
+    gpunet_image * surf, gchar ** error)
+{
+  const GstGpunetEgl *lib;
+  gchar *why = NULL;
+
+  lib = gst_gpunet_egl_open (nv->nvds->dir, &why);
+  if (lib == NULL) {
+    *error = g_strdup_printf ("NvBufSurface.memType is %d (a Jetson surface "
+        "array), read through its EGL mapping, which cannot be used here: %s",
+        hdr->memType, why);
+    g_free (why);
+    return FALSE;
+  }
+  nf->cuda_context = nv->cuda ? gst_gpunet_cuda_context_ref (nv->cuda) : NULL;
+  return gst_gpunet_egl_map (lib, nf->cuda_context ?
+      gst_gpunet_cuda_context_handle (nf->cuda_context) : NULL,
+      nf->map.data, hdr->surfaceList, nv->nvds->surface_stride,
+      hdr->numFilled, surf, &nf->egl, error);
+}
+
 gboolean
-gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
+gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
     gpunet_image ** images_out, gchar ** error)
 {
   NvmmFrame *nf = g_new0 (NvmmFrame, 1);
@@ -432,7 +481,7 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   GpunetNvDsFrameMeta **by_surface = NULL;
   gpunet_image *surf = NULL;
   GArray *images;
-  gboolean cuda = FALSE, ok = FALSE, locked = FALSE;
+  gboolean cuda = FALSE, egl = FALSE, ok = FALSE, locked = FALSE;
   guint i, cap;
   GList *l;
 
@@ -486,13 +535,15 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
         nv->s.device);
     goto done;
   }
-  if (!memory_kind (nv, hdr.memType, &cuda, error))
+  if (!memory_kind (nv, hdr.memType, &cuda, &egl, error))
     goto done;
 
   surf = g_new0 (gpunet_image, MAX (hdr.numFilled, 1));
   for (i = 0; i < hdr.numFilled; i++)
-    if (!read_surface (nv, hdr.surfaceList, i, cuda, &surf[i], error))
+    if (!read_surface (nv, hdr.surfaceList, i, cuda, egl, &surf[i], error))
       goto done;
+  if (egl && hdr.numFilled > 0 && !map_egl (nv, nf, &hdr, surf, error))
+    goto done;
 
   by_surface = g_new0 (GpunetNvDsFrameMeta *, MAX (hdr.numFilled, 1));
   nf->batch = nv->nvds->get_batch_meta (f->buf);
@@ -533,18 +584,28 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
   nf->objs = g_new0 (GpunetNvDsObjectMeta *, MAX (cap, 1));
   nf->widths = g_new0 (guint, MAX (cap, 1));
   nf->heights = g_new0 (guint, MAX (cap, 1));
-  nf->tracks = g_new0 (GstGpunetTrack *, MAX (cap, 1));
 
   if (!nv->s.regions) {
+    /* interval, per source: a source is classified when new, then once every
+     * interval + 1 batches; the batches between carry its last result */
+    GstGpunetTrackPolicy frames = nv->s.policy;
+
+    frames.reclassify_interval = interval + 1;
+    frames.reclassify_on_growth = FALSE;
+    gst_gpunet_track_cache_begin_frame (nv->cache, &frames);
     for (i = 0; i < hdr.numFilled; i++) {
       GstGpunetRoi roi = { 0 };
+      GstGpunetTrack *track = NULL;
+      guint32 source = by_surface[i] ? by_surface[i]->source_id : i;
+      gboolean classify = gst_gpunet_track_cache_decide (nv->cache, source,
+          GPUNET_NVDS_UNTRACKED_OBJECT_ID, 0, &track);
 
       roi.width = surf[i].width;
       roi.height = surf[i].height;
-      add_region (f, nf, &roi, GST_GPUNET_NVMM_FRAME_TYPE,
-          by_surface[i] ? (gint) by_surface[i]->source_id : (gint) i,
-          by_surface[i], NULL, i, &surf[i], NULL, TRUE);
-      g_array_append_val (images, surf[i]);
+      add_region (f, nf, &roi, GST_GPUNET_NVMM_FRAME_TYPE, (gint) source,
+          by_surface[i], NULL, i, &surf[i], track, classify);
+      if (classify)
+        g_array_append_val (images, surf[i]);
     }
   } else {
     gst_gpunet_track_cache_begin_frame (nv->cache, &nv->s.policy);
@@ -608,29 +669,15 @@ done:
 }
 
 void
-gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
+gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f)
 {
-  NvmmFrame *nf = f->nvmm;
-  guint k = f->ctx->k, i;
+  guint i;
 
-  if (nf == NULL || f->rois == NULL)
-    return;
-  nf->carried = g_new0 (gpunet_class_score, (gsize) MAX (nf->n, 1) * k);
-  for (i = 0; i < nf->n; i++) {
-    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
-    gint img = f->roi_image[i];
-
-    if (nf->tracks[i] == NULL)
-      continue;
-    if (img >= 0) {
-      gst_gpunet_track_set_result (nf->tracks[i], scores + (gsize) img * k, k);
-    } else {
-      gpunet_class_score *c = nf->carried + (gsize) i * k;
-
-      r->n_scores = gst_gpunet_track_get_result (nf->tracks[i], c, k);
-      r->scores = r->n_scores > 0 ? c : NULL;
-    }
-  }
+  for (i = 0; f->rois && i < f->rois->len; i++)
+    if (f->roi_image[i] >= 0)
+      gst_gpunet_track_cache_undo (nv->cache,
+          g_array_index (f->rois, GstGpunetRoi, i).track);
+  gst_gpunet_frame_mark_skipped (f);
 }
 
 /* ---- for gstgpunetnvdsmeta.c ---------------------------------------------------- */
@@ -859,6 +906,13 @@ gst_gpunet_nvmm_free (GstGpunetNvmm * nv)
 }
 
 void
+gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda)
+{
+  (void) nv;
+  (void) cuda;
+}
+
+void
 gst_gpunet_nvmm_stop (GstGpunetNvmm * nv)
 {
   (void) nv;
@@ -916,21 +970,22 @@ gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * p,
 }
 
 gboolean
-gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
+gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
     gpunet_image ** images, gchar ** error)
 {
   (void) nv;
   (void) f;
+  (void) interval;
   *images = NULL;
   *error = g_strdup ("this build has no NVMM input");
   return FALSE;
 }
 
 void
-gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores)
+gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f)
 {
+  (void) nv;
   (void) f;
-  (void) scores;
 }
 
 void

@@ -12,6 +12,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet.h"
+#include "gstgpunetcuda.h"
 #include "gstgpunetframe.h"
 #include "gstgpunetnvds.h"
 #include "gstgpunettrack.h"
@@ -55,6 +56,10 @@ typedef struct
 GstGpunetNvmm *gst_gpunet_nvmm_new (GstElement * element);
 void gst_gpunet_nvmm_free (GstGpunetNvmm * nv);
 
+/* Jetson surface arrays are mapped for the CUDA context of `cuda` (borrowed: the
+ * element's, which outlives every frame). */
+void gst_gpunet_nvmm_set_cuda (GstGpunetNvmm * nv, GstGpunetCuda * cuda);
+
 /* READY->PAUSED: opens the libraries (none: NVMM caps are refused; a warning when
  * nvds-lib-dir names a directory without them) and fixes the settings: `regions`
  * (roi-mode), the device the surfaces must be on (`device` for a CUDA engine, else
@@ -82,14 +87,19 @@ void gst_gpunet_nvmm_set_info (GstGpunetNvmm * nv, const GstVideoInfo * info);
 /* Streaming thread: maps f->buf (writable, NVMM), checks its surfaces, plans what is
  * classified (f->rois with region metas added to f->buf, f->roi_image, f->n_images,
  * f->nvmm) and returns the f->n_images images of its one request (g_free; NULL
- * when n_images is 0).  FALSE and *error (g_free: the sentence naming the field and
- * its value) for a surface it cannot read. */
+ * when n_images is 0).  Whole surfaces (roi-mode frame) follow `interval` per
+ * source: a source is classified when new and then every interval + 1 batches,
+ * carrying its last result in between; objects follow the cache's policy.  FALSE
+ * and *error (g_free: the sentence naming the field and its value) for a surface
+ * it cannot read. */
 gboolean gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f,
-    gpunet_image ** images, gchar ** error);
+    guint interval, gpunet_image ** images, gchar ** error);
 
-/* Src task, before the records: stores the fresh results in the objects' cache
- * entries and points each carried region at its object's last result. */
-void gst_gpunet_nvmm_finish (GstGpunetFrame * f, gpunet_class_score * scores);
+/* when-busy: a planned batch (n_images > 0) is not submitted after all: what it
+ * was to classify (surfaces, objects) is classified on its next batch instead,
+ * and every region carries its last result (gst_gpunet_frame_mark_skipped).
+ * The streaming thread, right after gst_gpunet_nvmm_plan. */
+void gst_gpunet_nvmm_skip (GstGpunetNvmm * nv, GstGpunetFrame * f);
 
 /* Once the engine is done with the surfaces (idempotent; NULL-safe). */
 void gst_gpunet_nvmm_frame_unmap (gpointer nvmm_frame);

@@ -489,14 +489,21 @@ finish_roi_record (GstGpunetRecords * rec, GstGpunetFrame * f, guint i,
 
     if (n > 0)
       emit_record (rec, f, r, carried, n, FALSE, NULL);
+    else if (f->skipped)
+      GST_LOG_OBJECT (rec->element, "frame %" G_GUINT64_FORMAT " skipped "
+          "(when-busy) before object %" G_GUINT64_FORMAT " (region %d) had a "
+          "result: no record", f->rs.frame_no,
+          gst_gpunet_track_object_id (r->track), r->meta->id);
     else
       GST_WARNING_OBJECT (rec->element, "frame %" G_GUINT64_FORMAT ": tracked "
           "object %" G_GUINT64_FORMAT " (region %d) has no result to carry: its "
           "classification failed", f->rs.frame_no,
           gst_gpunet_track_object_id (r->track), r->meta->id);
-  } else if (r->scores != NULL) {
-    /* carried by the per-object cache (NVMM objects) */
-    emit_record (rec, f, r, r->scores, r->n_scores, FALSE, NULL);
+  } else if (f->nvmm != NULL) {
+    /* an untracked NVMM object of a skipped batch: NVMM regions carry only
+     * through their object's track, never by roi-id (untracked ids repeat) */
+    GST_LOG_OBJECT (rec->element, "frame %" G_GUINT64_FORMAT ": untracked "
+        "object not classified (when-busy): no record", f->rs.frame_no);
   } else {
     guint n;
     const gpunet_class_score *s = gst_gpunet_roi_cache_lookup (rec->roi_cache,

@@ -20,8 +20,6 @@ typedef struct
   GstVideoRegionOfInterestMeta *meta;   /* owned by the buffer */
   gint x, y, width, height;     /* the crop, inside the frame, never empty */
   gboolean unique_id;           /* no other selected region has meta->id */
-  const gpunet_class_score *scores;     /* carried results (NVMM objects), or NULL */
-  guint n_scores;               /* ... how many */
   gboolean inferred;            /* FALSE: carried from an earlier frame */
   gint od_id;                   /* the GstAnalyticsODMtd it came from (id in the
                                  * buffer's relation meta), -1: a region meta */
@@ -29,7 +27,8 @@ typedef struct
   guint32 track_source;         /* ... of this source (0: GstAnalytics, one
                                  * stream per element) */
   guint64 track_id;             /* ... with this object id */
-  GstGpunetTrack *track;        /* tracked: its cache entry (a reference, the
+  GstGpunetTrack *track;        /* tracked (or an NVMM object or surface): its
+                                 * cache entry (a reference, the
                                  * frame's until it is freed), else NULL */
 } GstGpunetRoi;
 

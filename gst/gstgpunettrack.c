@@ -20,6 +20,7 @@ struct _GstGpunetTrack
   guint64 last_seen;            /* frame */
   guint64 last_classified;      /* frame, NEVER before the first */
   guint64 classified_area;      /* the box's area then */
+  guint64 prev_classified, prev_area;   /* the two before, for undo */
   /* the result, under lock */
   GMutex lock;
   guint n;
@@ -166,12 +167,25 @@ gst_gpunet_track_cache_decide (GstGpunetTrackCache * cache, guint32 source_id,
         (100 + GST_GPUNET_TRACK_GROWTH_PERCENT);
 
   if (classify) {
+    t->prev_classified = t->last_classified;
+    t->prev_area = t->classified_area;
     t->last_classified = cache->frame;
     t->classified_area = area;
   }
   if (track != NULL)
     *track = gst_gpunet_track_ref (t);
   return classify;
+}
+
+void
+gst_gpunet_track_cache_undo (GstGpunetTrackCache * cache,
+    GstGpunetTrack * track)
+{
+  if (track == NULL || cache->frame == NEVER
+      || track->last_classified != cache->frame)
+    return;
+  track->last_classified = track->prev_classified;
+  track->classified_area = track->prev_area;
 }
 
 guint

@@ -67,6 +67,13 @@ gboolean gst_gpunet_track_cache_decide (GstGpunetTrackCache * cache,
     guint32 source_id, guint64 object_id, guint64 area,
     GstGpunetTrack ** track);
 
+/* The classification decided for `track` in the frame begun last did not happen
+ * (when-busy skipped the frame): the object's next frame decides as if this one
+ * had carried its last result (a new object is new again).  Nothing when this
+ * frame did not decide to classify it.  The cache's thread. */
+void gst_gpunet_track_cache_undo (GstGpunetTrackCache * cache,
+    GstGpunetTrack * track);
+
 /* The objects remembered now. */
 guint gst_gpunet_track_cache_size (GstGpunetTrackCache * cache);
 

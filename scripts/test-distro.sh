@@ -196,6 +196,12 @@ cuda=$(readlink -f /usr/local/cuda 2>/dev/null || true)
 if [ -n "$cuda" ] && [ -x "$cuda/bin/nvcc" ]; then
   bind_in "$root" "$cuda" /usr/local/cuda ro
 fi
+# NVIDIA's DeepStream wheel for the NVMM tests (tests/gst/nvds-libs.sh): the host's
+# cache, so that the root needs neither pip nor PyPI to run them
+wheels=${GPUNET_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gst-gpunet/wheels}
+if [ -d "$wheels" ]; then
+  bind_in "$root" "$wheels" /root/.cache/gst-gpunet/wheels
+fi
 
 if [ "$mode" = --run ]; then
   shift 2

@@ -64,12 +64,13 @@ lib_dir (void)
 static void
 load_ds (void)
 {
-  gchar *a = g_build_filename (lib_dir (), "libnvds_meta.so", NULL);
-  gchar *b = g_build_filename (lib_dir (), "libnvdsgst_meta.so", NULL);
+  gchar *a, *b;
   gpointer m, g;
 
   if (ds.create_batch != NULL)
     return;
+  a = g_build_filename (lib_dir (), "libnvds_meta.so", NULL);
+  b = g_build_filename (lib_dir (), "libnvdsgst_meta.so", NULL);
   m = dlopen (a, RTLD_NOW | RTLD_GLOBAL);
   fail_unless (m != NULL, "%s", dlerror ());
   g = dlopen (b, RTLD_NOW | RTLD_GLOBAL);
@@ -750,6 +751,75 @@ GST_START_TEST (test_primary_nv12_no_batch_meta)
 
 GST_END_TEST;
 
+/* interval=2 per source: source 10 is in every batch and classified on batches 0,
+ * 3, 6; source 11 joins at batch 1 and is classified on 1 and 4.  The batches
+ * between carry each source's last result (inferred=false, the same top-k) and,
+ * as nvinfer leaves a batch it skips, no NvDs classifier meta. */
+GST_START_TEST (test_primary_interval)
+{
+  const gboolean expect[2][7] = {
+    {TRUE, FALSE, FALSE, TRUE, FALSE, FALSE, TRUE},
+    {FALSE, TRUE, FALSE, FALSE, TRUE, FALSE, FALSE}
+  };
+  GstStructure *last[2] = { NULL, NULL };
+  guint classified = 0, carried = 0, i, src;
+  GstHarness *h;
+
+  load_ds ();
+  h = harness_for (make_classify ("interval", "2", "gie-unique-id", "3",
+          NULL), NVMM_CAPS ("RGBA"));
+  for (i = 0; i < 7; i++) {
+    Surf s[2] = { rgba0, rgba1 };
+    guint n = i == 0 ? 1 : 2;
+    GpunetNvDsBatchMeta *b;
+    GstBuffer *in, *out;
+
+    /* new pixels every batch: a carried result is not a re-classification */
+    s[0].seed = 10 + 2 * i;
+    s[1].seed = 11 + 2 * i;
+    in = forge (416, 4, n, GPUNET_NVBUF_MEM_SYSTEM, 0, s, 64);
+    add_batch (in, n);
+    fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    out = gst_harness_pull (h);
+    fail_unless_equals_int (count_regions (out), n);
+    b = ds.get_batch (out);
+    for (src = 0; src < n; src++) {
+      const GstStructure *rec = record_where (out, "nvds-frame", "source-id",
+          10 + src, NULL);
+      GpunetNvDsFrameMeta *f = frame_of (b, src);
+      gboolean inferred = FALSE;
+
+      fail_unless (rec != NULL, "batch %u, source %u: no record", i, 10 + src);
+      fail_unless (gst_structure_get_boolean (rec, "inferred", &inferred));
+      fail_unless_equals_int (inferred, expect[src][i]);
+      if (inferred) {
+        classified++;
+        if (last[src])
+          gst_structure_free (last[src]);
+        last[src] = gst_structure_copy (rec);
+        fail_unless_equals_int (g_list_length (f->obj_meta_list), 1);
+        check_classifier (f->obj_meta_list->data, rec, 3);
+      } else {
+        carried++;
+        fail_unless (last[src] != NULL);
+        check_same_record (rec, last[src]);
+        fail_unless_equals_string (gpunet_meta_label (rec),
+            gpunet_meta_label (last[src]));
+        fail_unless (f->obj_meta_list == NULL, "batch %u, source %u: NvDs "
+            "meta on a carried frame", i, 10 + src);
+      }
+    }
+    gst_buffer_unref (out);
+  }
+  fail_unless_equals_int (classified, 5);
+  fail_unless_equals_int (carried, 8);
+  for (src = 0; src < 2; src++)
+    gst_structure_free (last[src]);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* ---- secondary mode ------------------------------------------------------------ */
 
 /* Objects filtered by detector id, class and size; each classified one gets its
@@ -892,6 +962,268 @@ GST_START_TEST (test_secondary_cache)
 
 GST_END_TEST;
 
+/* ---- when-busy ----------------------------------------------------------------- */
+
+/* Our record of `type` with the nvds param's source-id `source` and object-id
+ * `object` (any for whole frames). */
+static const GstStructure *
+record_of (GstBuffer * buf, const gchar * type, guint source, guint64 object)
+{
+  gpointer state = NULL;
+  GstMeta *meta;
+
+  while ((meta = gst_buffer_iterate_meta_filtered (buf, &state,
+              GST_VIDEO_REGION_OF_INTEREST_META_API_TYPE))) {
+    GstVideoRegionOfInterestMeta *r = (GstVideoRegionOfInterestMeta *) meta;
+    const GstStructure *n;
+    guint src = G_MAXUINT;
+    guint64 obj = 0;
+
+    if (r->roi_type != g_quark_from_string (type))
+      continue;
+    n = gst_video_region_of_interest_meta_get_param (r, "nvds");
+    fail_unless (n && gst_structure_get_uint (n, "source-id", &src)
+        && gst_structure_get_uint64 (n, "object-id", &obj));
+    if (src == source && (obj == object || object == G_MAXUINT64 - 1))
+      return gst_video_region_of_interest_meta_get_param (r, GPUNET_META_NAME);
+  }
+  return NULL;
+}
+
+typedef struct
+{
+  guint classified, skipped;    /* buffers seen classified, carried */
+  gboolean inferred[64];        /* per buffer: classified */
+  GstStructure *stats;
+} Busy;
+
+/* Output batch i of run_busy: either classified (every record inferred) or
+ * skipped; then each tracked object or source carries its last classified
+ * top-k (in `last`; NvDs meta: an object's the same, a whole frame none) and the
+ * untracked object has none. */
+static void
+check_busy_out (Busy * out, GstStructure * last[2][3], GstBuffer * buf,
+    guint i, gboolean regions)
+{
+  GpunetNvDsBatchMeta *b = ds.get_batch (buf);
+  gint inferred_buf = -1;
+  guint src, o;
+
+  fail_unless_equals_uint64 (GST_BUFFER_PTS (buf), i * 40 * GST_MSECOND);
+  for (src = 0; src < 2; src++) {
+    GpunetNvDsFrameMeta *f = frame_of (b, src);
+    guint n_obj = regions ? 3 : 1;
+
+    for (o = 0; o < n_obj; o++) {
+      guint64 id = !regions ? G_MAXUINT64 - 1 : o == 2 ?
+          GPUNET_NVDS_UNTRACKED_OBJECT_ID : 7 + o;
+      const GstStructure *rec = record_of (buf, regions ? "nvds-object" :
+          "nvds-frame", 10 + src, id);
+      GpunetNvDsObjectMeta *om = NULL;
+      gboolean inferred = FALSE;
+      GList *l;
+
+      for (l = f->obj_meta_list; regions && l; l = l->next)
+        if (((GpunetNvDsObjectMeta *) l->data)->object_id == id)
+          om = l->data;
+      if (rec == NULL) {
+        /* only an untracked object of a skipped batch has no record */
+        fail_unless (regions && o == 2 && inferred_buf != 1, "batch %u, "
+            "source %u, object %u: no record", i, src, o);
+        fail_unless (CLASSIFIERS (om) == NULL);
+        inferred_buf = 0;
+        continue;
+      }
+      fail_unless (gst_structure_get_boolean (rec, "inferred", &inferred));
+      if (inferred_buf < 0)
+        inferred_buf = inferred;
+      fail_unless_equals_int (inferred, inferred_buf);
+      if (inferred) {
+        if (last[src][o])
+          gst_structure_free (last[src][o]);
+        last[src][o] = gst_structure_copy (rec);
+      } else {
+        fail_unless (last[src][o] != NULL, "batch %u: carried before a "
+            "result", i);
+        check_same_record (rec, last[src][o]);
+        fail_unless_equals_string (gpunet_meta_label (rec),
+            gpunet_meta_label (last[src][o]));
+      }
+      if (regions)
+        check_classifier (om, rec, 4);
+      else if (inferred)
+        check_classifier (f->obj_meta_list->data, rec, 4);
+      else
+        fail_unless (f->obj_meta_list == NULL);
+    }
+  }
+  if (i < G_N_ELEMENTS (out->inferred))
+    out->inferred[i] = inferred_buf;
+  if (inferred_buf)
+    out->classified++;
+  else
+    out->skipped++;
+}
+
+/* `n` batches of two sources into a cpu-ref engine (1-3 ms a pass) with
+ * `when_busy`, upstream live or not, in bursts of three pushed as fast as they
+ * come (microseconds apart: the engine is busy with the first), each burst
+ * pulled before the next.  Regions: two tracked objects and an untracked one
+ * per source.  Every buffer comes out in order (check_busy_out). */
+static void
+run_busy_interval (Busy * out, const gchar * when_busy, gboolean live,
+    gboolean regions, guint n, const gchar * interval)
+{
+  GstElement *el = make_classify ("backend", "cpu-ref", "when-busy",
+      when_busy, "roi-mode", regions ? "regions" : "frame", "gie-unique-id",
+      "4", "interval", interval, NULL);
+  GstStructure *last[2][3] = { {NULL} };
+  GstHarness *h;
+  guint i, j, src, o;
+
+  memset (out, 0, sizeof *out);
+  load_ds ();
+  h = harness_for (el, NVMM_CAPS ("RGBA"));
+  gst_harness_set_live (h, live);
+  for (i = 0; i < n; i = j) {
+    for (j = i; j < n && j < i + 3; j++) {
+      Surf s[2] = { rgba0, rgba1 };
+      GpunetNvDsBatchMeta *b;
+      GstBuffer *in;
+
+      s[0].seed = 20 + 2 * j;
+      s[1].seed = 21 + 2 * j;
+      in = forge (416, 2, 2, GPUNET_NVBUF_MEM_SYSTEM, 0, s, 64);
+      GST_BUFFER_PTS (in) = j * 40 * GST_MSECOND;
+      b = add_batch (in, 2);
+      if (regions)
+        for (src = 0; src < 2; src++) {
+          add_object (b, frame_of (b, src), 1, 0, 7, 4, 4, 24, 20);
+          add_object (b, frame_of (b, src), 1, 0, 8, 30, 20, 30, 26);
+          add_object (b, frame_of (b, src), 1, 0,
+              GPUNET_NVDS_UNTRACKED_OBJECT_ID, 10, 10, 20, 20);
+        }
+      fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    }
+    for (j = i; j < n && j < i + 3; j++) {
+      GstBuffer *buf = gst_harness_pull (h);
+
+      fail_unless (buf != NULL, "batch %u did not come out", j);
+      check_busy_out (out, last, buf, j, regions);
+      gst_buffer_unref (buf);
+    }
+  }
+  for (src = 0; src < 2; src++)
+    for (o = 0; o < 3; o++)
+      if (last[src][o])
+        gst_structure_free (last[src][o]);
+  g_object_get (h->element, "stats", &out->stats, NULL);
+  fail_unless (out->stats != NULL);
+  gst_harness_teardown (h);
+}
+
+static void
+run_busy (Busy * out, const gchar * when_busy, gboolean live, gboolean regions,
+    guint n)
+{
+  run_busy_interval (out, when_busy, live, regions, n, "0");
+}
+
+static guint64
+stat_u64 (const GstStructure * s, const gchar * field)
+{
+  guint64 v = G_MAXUINT64;
+
+  fail_unless (gst_structure_get_uint64 (s, field, &v), "no %s", field);
+  return v;
+}
+
+/* The buffers seen skipped are the element's `skipped`, the others its
+ * `classified`; nothing failed, dropped or carried by interval. */
+static void
+check_busy_stats (const Busy * b, guint n)
+{
+  GST_INFO ("classified %u, skipped %u: %" GST_PTR_FORMAT, b->classified,
+      b->skipped, b->stats);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "frames-in"), n);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "skipped"), b->skipped);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "classified"), b->classified);
+  fail_unless_equals_uint64 (stat_u64 (b->stats, "carried") + stat_u64 (b->stats,
+          "failed") + stat_u64 (b->stats, "dropped"), 0);
+}
+
+/* skip, primary and secondary: batches arriving while the engine is busy are
+ * carried and counted as skipped. */
+GST_START_TEST (test_when_busy_skip)
+{
+  gboolean regions;
+
+  for (regions = FALSE; regions <= TRUE; regions++) {
+    Busy b;
+
+    run_busy (&b, "skip", FALSE, regions, 15);
+    check_busy_stats (&b, 15);
+    fail_unless (b.skipped > 0, "regions=%d: nothing skipped", regions);
+    /* the first of each burst at least */
+    fail_unless (b.classified >= 5, "regions=%d: %u classified", regions,
+        b.classified);
+    gst_structure_free (b.stats);
+  }
+}
+
+GST_END_TEST;
+
+/* A skipped batch does not count as a classification.  interval=1 (every second
+ * batch due), bursts of three as in run_busy: a due batch may be skipped only
+ * while the engine is busy (never the first of a burst), a batch not due is
+ * carried, and the batch after a skipped one is due again; had the skip counted
+ * as a classification, a burst would start with a due batch carried. */
+GST_START_TEST (test_when_busy_skip_interval)
+{
+  guint j, skipped = 0;
+  gint last = -1;               /* the last batch classified */
+  Busy b;
+
+  run_busy_interval (&b, "skip", FALSE, FALSE, 30, "1");
+  for (j = 0; j < 30; j++) {
+    gboolean due = last < 0 || j - (guint) last >= 2;
+
+    if (!due) {
+      fail_if (b.inferred[j], "batch %u classified, not due", j);
+    } else if (b.inferred[j]) {
+      last = (gint) j;
+    } else {
+      fail_if (j % 3 == 0, "batch %u: due, the engine idle, yet carried", j);
+      skipped++;
+    }
+  }
+  GST_INFO ("due batches skipped: %u", skipped);
+  fail_unless (skipped > 0, "no due batch was skipped");
+  fail_unless_equals_uint64 (stat_u64 (b.stats, "skipped"), skipped);
+  gst_structure_free (b.stats);
+}
+
+GST_END_TEST;
+
+/* auto: a live upstream skips, a non-live one waits and classifies every batch. */
+GST_START_TEST (test_when_busy_auto)
+{
+  Busy b;
+
+  run_busy (&b, "auto", TRUE, FALSE, 15);
+  check_busy_stats (&b, 15);
+  fail_unless (b.skipped > 0, "auto, live: nothing skipped");
+  gst_structure_free (b.stats);
+
+  run_busy (&b, "auto", FALSE, FALSE, 12);
+  check_busy_stats (&b, 12);
+  fail_unless_equals_int (b.skipped, 0);
+  fail_unless_equals_int (b.classified, 12);
+  gst_structure_free (b.stats);
+}
+
+GST_END_TEST;
+
 /* ---- bad surfaces -------------------------------------------------------------- */
 
 /* Pushes `in` into a fresh element (`prop`=`value` set when not NULL): the push
@@ -960,7 +1292,9 @@ GST_START_TEST (test_bad_surfaces)
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_CUDA_DEVICE, 0,
           &rgba0, 64), NULL, NULL, "memType is 2", "backend=cuda");
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SURFACE_ARRAY, 0,
-          &rgba0, 64), NULL, NULL, "memType is 4", "Jetson");
+          &rgba0, 64), NULL, NULL, "memType is 4", "backend=cuda");
+  expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_HANDLE, 0,
+          &rgba0, 64), NULL, NULL, "memType is 5", "NVRM handle");
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &rgba0,
           8), NULL, NULL, "maps to 8 bytes", "NvBufSurface");
   in = forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &rgba0, 64);
@@ -986,8 +1320,12 @@ nvmm_suite (void)
   tcase_add_test (tc, test_primary);
   tcase_add_test (tc, test_primary_ds71_layout);
   tcase_add_test (tc, test_primary_nv12_no_batch_meta);
+  tcase_add_test (tc, test_primary_interval);
   tcase_add_test (tc, test_secondary);
   tcase_add_test (tc, test_secondary_cache);
+  tcase_add_test (tc, test_when_busy_skip);
+  tcase_add_test (tc, test_when_busy_auto);
+  tcase_add_test (tc, test_when_busy_skip_interval);
   tcase_add_test (tc, test_bad_surfaces);
   return s;
 }

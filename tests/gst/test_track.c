@@ -1,7 +1,7 @@
 /* test_track.c: the per-object re-classification cache (gst/gstgpunettrack.c) alone,
  * no GStreamer: the classify/carry schedule of reclassify_interval, the growth rule,
  * keys of (source, object), results carried through handles that outlive the
- * cache's entry, and the bound: 10 000 synthetic tracker ids that jump and repeat
+ * cache's entry, a decision undone (when-busy), and the bound: 10 000 synthetic tracker ids that jump and repeat
  * never leave more objects than track_timeout allows.  Exits 0 or 1. */
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +49,41 @@ test_interval (void)
         interval, classified);
     gst_gpunet_track_cache_free (c);
   }
+}
+
+/* undo (when-busy skipped the frame that was to classify): interval 5, frame 5's
+ * classification undone, frame 6 classifies and starts the count again (11);
+ * a new object undone on its first frame is new on its next. */
+static void
+test_undo (void)
+{
+  GstGpunetTrackCache *c = gst_gpunet_track_cache_new ();
+  GstGpunetTrack *t = NULL;
+  guint f;
+
+  for (f = 0; f < 12; f++) {
+    gboolean now;
+
+    gst_gpunet_track_cache_begin_frame (c, policy (5, 30, FALSE));
+    now = gst_gpunet_track_cache_decide (c, 0, 42, 100, &t);
+    CHECK (now == (f == 0 || f == 5 || f == 6 || f == 11), "frame %u: "
+        "classify=%d", f, now);
+    if (f == 5)
+      gst_gpunet_track_cache_undo (c, t);
+    /* a carried frame: nothing to undo */
+    if (f == 7)
+      gst_gpunet_track_cache_undo (c, t);
+    gst_gpunet_track_unref (t);
+    /* object 43 appears on frame 3, undone: classified on frame 4 */
+    if (f == 3 || f == 4) {
+      now = gst_gpunet_track_cache_decide (c, 0, 43, 100, &t);
+      CHECK (now, "object 43, frame %u: carried", f);
+      if (f == 3)
+        gst_gpunet_track_cache_undo (c, t);
+      gst_gpunet_track_unref (t);
+    }
+  }
+  gst_gpunet_track_cache_free (c);
 }
 
 /* (source, object) is the key: the same object id in two sources is two objects,
@@ -214,6 +249,7 @@ main (void)
 {
   test_interval ();
   test_keys ();
+  test_undo ();
   test_results ();
   test_growth ();
   test_timeout ();
