@@ -723,8 +723,8 @@ plan_frame (GstGpunetClassify * self, GstGpunetFrame * f, GArray * types,
     /* skip: a frame that would wait behind more than the engine's next pass goes
      * downstream with the last results, after the frames still in flight */
     if (busy_skip (self, f, full)) {
+      gst_gpunet_planner_retry (self->planner, f);
       gst_gpunet_frame_mark_skipped (f);
-      gst_gpunet_planner_retry (self->planner);
     }
     if (f->n_images == 0 || (*images = gst_gpunet_planner_map (self->planner,
                 self->cuda, &self->info, f, &map_error)) != NULL)

@@ -278,10 +278,18 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
 }
 
 void
-gst_gpunet_planner_retry (GstGpunetPlanner * p)
+gst_gpunet_planner_retry (GstGpunetPlanner * p, GstGpunetFrame * f)
 {
+  guint i;
+
   p->have_last = FALSE;
   p->carried = 0;
+  for (i = 0; f->rois != NULL && i < f->rois->len; i++) {
+    GstGpunetRoi *r = &g_array_index (f->rois, GstGpunetRoi, i);
+
+    if (r->tracked && f->roi_image[i] >= 0 && r->track != NULL)
+      gst_gpunet_track_cache_undo (p->tracks, r->track);
+  }
 }
 
 void

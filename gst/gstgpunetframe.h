@@ -106,9 +106,11 @@ void gst_gpunet_planner_skipped (GstGpunetPlanner * p, guint * small,
 void gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
     const GArray * types, guint interval);
 
-/* A frame planned to be classified was skipped (when-busy): the next frame
- * starts a new cycle and is classified. */
-void gst_gpunet_planner_retry (GstGpunetPlanner * p);
+/* Frame f, just planned, is skipped (when-busy): the next frame starts a new
+ * cycle and is classified, and each tracked region f was to classify is decided
+ * again on its next frame (the cache does not count the skip as its
+ * classification).  Before gst_gpunet_frame_mark_skipped (f). */
+void gst_gpunet_planner_retry (GstGpunetPlanner * p, GstGpunetFrame * f);
 
 /* Maps f->buf (`info`: its caps) through `cuda`: its n_images images (the frame,
  * then the crops; g_free), or NULL when it cannot be mapped, or (*error, g_free) when

@@ -478,6 +478,69 @@ GST_START_TEST (test_od_outside)
 
 GST_END_TEST;
 
+/* when-busy=skip with reclassify-interval=2 on cpu-ref, frames pushed in bursts
+ * of three (the engine busy with the first): a skipped frame does not count as
+ * its tracked objects' classification.  Object A is due every second frame; a
+ * due frame may be carried only when skipped (never the first of a burst, the
+ * engine idle then), and the frame after a skipped due one is due again.  Had
+ * the skip counted, A would be carried on a due first frame of a burst, or the
+ * skipped count would disagree. */
+GST_START_TEST (test_track_when_busy_skip)
+{
+  GstHarness *h = make_harness ("reclassify-interval", "2", "track-timeout",
+      "8", "backend", "cpu-ref", "when-busy", "skip", NULL);
+  const guint n = 30;
+  gint ids[N_OBJ], last = -1;
+  guint i, j, due_carried = 0;
+  GstStructure *stats = NULL;
+  guint64 skipped = 0;
+
+  gst_harness_set_live (h, TRUE);
+  for (i = 0; i < n; i = j) {
+    gint burst_ids[3][N_OBJ];
+
+    for (j = i; j < n && j < i + 3; j++) {
+      /* the script's frames 8-11: every object present */
+      GstBuffer *in = scripted_frame (h, 8 + (j % 4), ids);
+
+      GST_BUFFER_PTS (in) = j * 40 * GST_MSECOND;
+      GST_BUFFER_OFFSET (in) = j;
+      memcpy (burst_ids[j - i], ids, sizeof ids);
+      fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+    }
+    for (j = i; j < n && j < i + 3; j++) {
+      GstBuffer *out = gst_harness_pull (h);
+      const GstStructure *r;
+      gboolean due = last < 0 || j - (guint) last >= 2;
+
+      fail_unless (out != NULL, "frame %u did not come out", j);
+      r = roi_record (out, burst_ids[j - i][OBJ_A]);
+      fail_unless (r != NULL, "frame %u: no record for A", j);
+      if (!due)
+        fail_if (gpunet_meta_inferred (r), "frame %u: A classified, not due", j);
+      else if (gpunet_meta_inferred (r))
+        last = (gint) j;
+      else {
+        fail_if (j % 3 == 0, "frame %u: A due, the engine idle, yet carried", j);
+        due_carried++;
+      }
+      gst_buffer_unref (out);
+    }
+  }
+  g_object_get (h->element, "stats", &stats, NULL);
+  fail_unless (stats != NULL);
+  fail_unless (gst_structure_get_uint64 (stats, "skipped", &skipped));
+  GST_INFO ("A due and carried on %u frames, %" G_GUINT64_FORMAT " skipped",
+      due_carried, skipped);
+  fail_unless (skipped > 0, "nothing was skipped: the engine was never busy");
+  /* each frame skipped while A was due carried A; no other carried a due A */
+  fail_unless (due_carried <= skipped);
+  gst_structure_free (stats);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 static Suite *
 gpunet_analytics_track_suite (void)
 {
@@ -490,6 +553,7 @@ gpunet_analytics_track_suite (void)
   tcase_add_test (tc, test_track_reuse);
   tcase_add_test (tc, test_od_min_size);
   tcase_add_test (tc, test_od_outside);
+  tcase_add_test (tc, test_track_when_busy_skip);
   return s;
 }
 
