@@ -25,44 +25,6 @@ check_same_classes (const GstStructure * a, const GstStructure * b,
   }
 }
 
-static GMutex log_lock;
-static GString *warnings;
-
-static void
-log_func (GstDebugCategory * category, GstDebugLevel level, const gchar * file,
-    const gchar * function, gint line, GObject * object, GstDebugMessage * msg,
-    gpointer data)
-{
-  (void) file;
-  (void) function;
-  (void) line;
-  (void) object;
-  (void) data;
-  if (level != GST_LEVEL_WARNING
-      || strcmp (gst_debug_category_get_name (category), "gpunetroi") != 0)
-    return;
-  g_mutex_lock (&log_lock);
-  g_string_append (warnings, gst_debug_message_get (msg));
-  g_string_append_c (warnings, '\n');
-  g_mutex_unlock (&log_lock);
-}
-
-static void
-capture_warnings (void)
-{
-  warnings = g_string_new (NULL);
-  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_WARNING);
-  gst_debug_add_log_function (log_func, NULL, NULL);
-}
-
-static gchar *
-captured_warnings (void)
-{
-  gst_debug_remove_log_function (log_func);
-  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_NONE);
-  return g_string_free (warnings, FALSE);
-}
-
 static GstVideoRegionOfInterestMeta *
 add_region (GstBuffer * buf, gint id, guint x, guint y, guint w, guint h)
 {

@@ -1,13 +1,15 @@
 /* tiny_harness.h: the GstCheck helpers the region tests share (test_regions.c,
  * test_analytics.c, test_analytics_track.c): a GstHarness around gpunetclassify on
  * the tiny-a fixture model, W x H RGBA frames with a pattern per seed, push-and-pull,
- * and the record our meta puts on a region.  Define TINY_HARNESS_ROI_MODE (a
- * roi-mode value) before including it to start every harness in that mode.
+ * the record our meta puts on a region, and the capture of region warnings.  Define
+ * TINY_HARNESS_ROI_MODE (a roi-mode value) before including it to start every harness
+ * in that mode.
  * Header only: each test is its own program. */
 #ifndef TINY_HARNESS_H
 #define TINY_HARNESS_H
 
 #include <stdarg.h>
+#include <string.h>
 
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
@@ -99,6 +101,46 @@ roi_record (GstBuffer * buf, gint id)
 
   return roi ? gst_video_region_of_interest_meta_get_param (roi,
       GPUNET_META_NAME) : NULL;
+}
+
+/* Warnings of the element's region category (gpunetroi) while capturing:
+ * capture_warnings () starts, captured_warnings () stops and returns them (g_free). */
+G_GNUC_UNUSED static GMutex log_lock;
+G_GNUC_UNUSED static GString *warnings;
+
+G_GNUC_UNUSED static void
+log_func (GstDebugCategory * category, GstDebugLevel level, const gchar * file,
+    const gchar * function, gint line, GObject * object, GstDebugMessage * msg,
+    gpointer data)
+{
+  (void) file;
+  (void) function;
+  (void) line;
+  (void) object;
+  (void) data;
+  if (level != GST_LEVEL_WARNING
+      || strcmp (gst_debug_category_get_name (category), "gpunetroi") != 0)
+    return;
+  g_mutex_lock (&log_lock);
+  g_string_append (warnings, gst_debug_message_get (msg));
+  g_string_append_c (warnings, '\n');
+  g_mutex_unlock (&log_lock);
+}
+
+G_GNUC_UNUSED static void
+capture_warnings (void)
+{
+  warnings = g_string_new (NULL);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_WARNING);
+  gst_debug_add_log_function (log_func, NULL, NULL);
+}
+
+G_GNUC_UNUSED static gchar *
+captured_warnings (void)
+{
+  gst_debug_remove_log_function (log_func);
+  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_NONE);
+  return g_string_free (warnings, FALSE);
 }
 
 #endif
