@@ -174,8 +174,11 @@ def main():
         check(p.returncode != 0 and '"abc"' in p.stderr and "?" not in p.stderr,
               f"gpunet-validate, C locale: ASCII quotes: {p.stderr.strip()}")
 
-        p = subprocess.run([tag, "-m", arch, "-c", ckpt, "-o", "out.jsonl", "audio.wav",
-                            "cut.mov"], capture_output=True, text=True, env=env, cwd=tmp)
+        # --open-timeout 3: decodebin sometimes waits forever on this cut (a GStreamer
+        # race); the tool then fails it after the timeout, with no element name either
+        p = subprocess.run([tag, "-m", arch, "-c", ckpt, "-o", "out.jsonl", "--open-timeout",
+                            "3", "audio.wav", "cut.mov"], capture_output=True, text=True,
+                           env=env, cwd=tmp)
         lines = p.stderr.splitlines()
         audio = [l for l in lines if "audio.wav" in l and "FAILED" in l]
         check(len(audio) == 1 and "no video stream" in audio[0] and "plug-in" not in audio[0],
