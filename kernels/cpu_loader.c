@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.h>   /* sanitizer builds: libdnnl linked, loaded at start */
 #endif
 #include "kernel_error.h"
+#include "module_find.h"
 
 #if defined(__has_include)
 #if __has_include("gpunet-cpu-config.h")
@@ -42,7 +43,6 @@ static char *module_reason;
 static char *wait_note;
 static int wait_preempted;   /* libgomp was loaded first: nothing could be set */
 static int loaded;           /* load_module has run (under request_lock) */
-static const char anchor = 0;   /* an address inside the engine, for dladdr() */
 
 static char *
 loader_format (const char *fmt, ...)
@@ -159,26 +159,6 @@ open_module (const char *path)
   module_backend = be;
 }
 
-/* The directory of the binary this code is linked into (the plugin or a tool), or NULL. */
-static char *
-own_dir (void)
-{
-  Dl_info info;
-  char buf[PATH_MAX];
-  const char *file = NULL;
-  if (dladdr (&anchor, &info) && info.dli_fname && strchr (info.dli_fname, '/'))
-    file = info.dli_fname;
-  else {
-    ssize_t n = readlink ("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0)
-      return NULL;
-    buf[n] = '\0';
-    file = buf;
-  }
-  const char *slash = strrchr (file, '/');
-  return loader_format ("%.*s", slash == file ? 1 : (int) (slash - file), file);
-}
-
 static void load_module_once (void);
 
 static void
@@ -205,30 +185,26 @@ load_module_once (void)
       open_module (env);
     return;
   }
-  const char *candidates[3] = { NULL, NULL, NULL };
-  char *dir = own_dir ();
-  char *beside = dir ? loader_format ("%s/%s", dir, GPUNET_CPU_MODULE_NAME) : NULL;
-  free (dir);
-  int n = 0;
-  if (beside)
-    candidates[n++] = beside;
 #ifdef GPUNET_CPU_MODULE_DIR
-  candidates[n++] = GPUNET_CPU_MODULE_DIR "/" GPUNET_CPU_MODULE_NAME;
+  const char *install_dir = GPUNET_CPU_MODULE_DIR;
+#else
+  const char *install_dir = NULL;
 #endif
 #ifdef GPUNET_CPU_MODULE_BUILD_PATH
-  candidates[n++] = GPUNET_CPU_MODULE_BUILD_PATH;
+  const char *build_path = GPUNET_CPU_MODULE_BUILD_PATH;
+#else
+  const char *build_path = NULL;
 #endif
-  for (int i = 0; i < n; i++)
-    if (access (candidates[i], F_OK) == 0) {
-      open_module (candidates[i]);
-      free (beside);
-      return;
-    }
+  char *path = gpunet_module_find (GPUNET_CPU_MODULE_NAME, install_dir, build_path, NULL);
+  if (path) {
+    open_module (path);
+    free (path);
+    return;
+  }
   gpunet_fail (&module_reason, GPUNET_ERR_BACKEND_UNAVAILABLE,
       "the fast CPU backend module %s was not found (looked beside the program and in %s); "
       "reinstall gst-gpunet or set GPUNET_CPU_MODULE to the module's path",
-      GPUNET_CPU_MODULE_NAME, n > 1 ? candidates[1] : "no install directory");
-  free (beside);
+      GPUNET_CPU_MODULE_NAME, install_dir ? install_dir : "no install directory");
 }
 
 const gpunet_backend *

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kernel_error.h"
+#include "module_find.h"
 #include "cuda/cuda_module.h"
 
 #if defined(__has_include)
@@ -23,7 +24,6 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void *module_handle;
 static const gpunet_backend *module_backend;
 static char *module_reason;
-static const char anchor = 0;   /* an address inside the engine, for dladdr() */
 
 const gpunet_backend *
 gpunet_cuda_module_open (const char *path, void **handle_out, char **error_text)
@@ -65,54 +65,6 @@ gpunet_cuda_module_open (const char *path, void **handle_out, char **error_text)
   return be;
 }
 
-/* The directory of the binary this code is linked into (the plugin or a tool), or NULL. */
-#if defined(__GNUC__)
-#define LOADER_MAYBE_UNUSED __attribute__ ((unused))
-#else
-#define LOADER_MAYBE_UNUSED
-#endif
-
-LOADER_MAYBE_UNUSED static char *
-own_dir (void)
-{
-  Dl_info info;
-  char buf[PATH_MAX];
-  const char *file = NULL;
-  if (dladdr (&anchor, &info) && info.dli_fname && strchr (info.dli_fname, '/'))
-    file = info.dli_fname;
-  else {
-    ssize_t n = readlink ("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0)
-      return NULL;
-    buf[n] = '\0';
-    file = buf;
-  }
-  const char *slash = strrchr (file, '/');
-  size_t len = (size_t) (slash - file);
-  char *dir = malloc (len + 2);
-  if (!dir)
-    return NULL;
-  memcpy (dir, file, len);
-  dir[len] = '\0';
-  if (len == 0)
-    strcpy (dir, "/");
-  return dir;
-}
-
-/* Tries one candidate file; returns 1 when the search should stop (loaded, or found but
- * unloadable: other copies would fail the same way).  Missing files extend `looked`. */
-static int LOADER_MAYBE_UNUSED
-try_candidate (const char *path, char *looked, size_t looked_len)
-{
-  if (access (path, F_OK) != 0) {
-    size_t used = strlen (looked);
-    snprintf (looked + used, looked_len - used, "%s%s", used ? ", " : "", path);
-    return 0;
-  }
-  module_backend = gpunet_cuda_module_open (path, &module_handle, &module_reason);
-  return 1;
-}
-
 static void
 load_module (void)
 {
@@ -130,29 +82,26 @@ load_module (void)
       "the CUDA backend is not part of this build (it was built without nvcc/cuDNN); use the "
       "CPU backend, or rebuild with -Dcuda=enabled on a machine with the CUDA toolkit");
 #else
-  char looked[3 * PATH_MAX] = "";
-  char path[PATH_MAX];
-  char *dir = own_dir ();
-  int done = 0;
-  if (dir) {
-    snprintf (path, sizeof path, "%s/%s", dir, GPUNET_CUDA_MODULE_NAME);
-    free (dir);
-    done = try_candidate (path, looked, sizeof looked);
-  }
 #ifdef GPUNET_CUDA_MODULE_DIR
-  if (!done) {
-    snprintf (path, sizeof path, "%s/%s", GPUNET_CUDA_MODULE_DIR, GPUNET_CUDA_MODULE_NAME);
-    done = try_candidate (path, looked, sizeof looked);
-  }
+  const char *install_dir = GPUNET_CUDA_MODULE_DIR;
+#else
+  const char *install_dir = NULL;
 #endif
 #ifdef GPUNET_CUDA_MODULE_BUILD_PATH
-  if (!done)
-    done = try_candidate (GPUNET_CUDA_MODULE_BUILD_PATH, looked, sizeof looked);
+  const char *build_path = GPUNET_CUDA_MODULE_BUILD_PATH;
+#else
+  const char *build_path = NULL;
 #endif
-  if (!done)
+  char *looked = NULL;
+  char *path = gpunet_module_find (GPUNET_CUDA_MODULE_NAME, install_dir, build_path, &looked);
+  if (path)
+    module_backend = gpunet_cuda_module_open (path, &module_handle, &module_reason);
+  else
     gpunet_fail (&module_reason, GPUNET_ERR_BACKEND_UNAVAILABLE,
         "the CUDA backend module %s was not found (looked for %s); reinstall gst-gpunet or set "
         "GPUNET_CUDA_MODULE to the module's path", GPUNET_CUDA_MODULE_NAME, looked);
+  free (path);
+  free (looked);
 #endif
 }
 

@@ -5,13 +5,7 @@
 #define GPUNET_ARCH_H
 
 #include "gpunet.h"
-
-typedef enum { GPUNET_ACT_NONE = 0, GPUNET_ACT_RELU, GPUNET_ACT_SWISH } gpunet_act;
-
-typedef enum {
-  GPUNET_LAYER_HEAD, GPUNET_LAYER_HEAD_LARGE, GPUNET_LAYER_CONV,
-  GPUNET_LAYER_FUSED_IRB, GPUNET_LAYER_IRB, GPUNET_LAYER_TAIL
-} gpunet_layer_type;
+#include "arch_types.h"
 
 typedef struct {
   gpunet_layer_type type;

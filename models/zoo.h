@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "arch.h"
+#include "arch_types.h"
 
 /* One layer row; json_index is implied (row position + 2, after the "data" entry). */
 typedef struct {

@@ -170,7 +170,20 @@ main (int argc, char **argv)
     gchar *dbg = NULL;
 
     gst_message_parse_error (msg, &err, &dbg);
-    g_printerr ("error: %s\n%s\n", err->message, dbg ? dbg : "");
+    /* the message alone: the debug text names internal elements (qtdemux0),
+     * GST_DEBUG shows it to whoever needs it.  A decodebin that found no video
+     * reports a missing plug-in, or its demuxer stops with not-linked */
+    if (count == 0 && (g_error_matches (err, GST_CORE_ERROR,
+                GST_CORE_ERROR_MISSING_PLUGIN)
+            || g_error_matches (err, GST_STREAM_ERROR,
+                GST_STREAM_ERROR_CODEC_NOT_FOUND)
+            || (g_error_matches (err, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED)
+                && dbg && strstr (dbg, "not-linked"))))
+      g_printerr ("error: no video stream in the input that this GStreamer "
+          "installation decodes (audio only, or a video codec with no decoder "
+          "installed); give a video file\n");
+    else
+      g_printerr ("error: %s\n", err->message);
     g_clear_error (&err);
     g_free (dbg);
     ret = 1;
@@ -189,7 +202,8 @@ main (int argc, char **argv)
         "%u arrived: %u were lost (a damaged or truncated file; the decoder skipped "
         "them without an error)\n", expected, count, expected - count);
     g_print ("%u frames (%u of %u lost)\n", count, expected - count, expected);
-  } else {
+  } else if (ret == 0 || count > 0) {
+    /* no count when nothing ran (a model that does not load, no video) */
     g_print ("%u frames\n", count);
   }
   return ret;

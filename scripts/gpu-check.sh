@@ -8,6 +8,8 @@
 #   selftest-quick   (QUICK=1) every model at batch 4, graphs on, and GPUNet-0 at batch 1 with
 #                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
+#   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
+#                    cpu-ref (what of the self-test it covers: docs/cuda.md)
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
@@ -30,7 +32,8 @@
 #                    TensorRT fp16 at batch 1 and 8 when the tensorrt module imports
 #   cpu-threads      gpunet-bench --backend cpu --threads 1,2,4,8,16 (gpunet-0)
 #   graph-capture    fails when any log says a CUDA graph capture failed
-# --profile short (steps graph-nodes, throughput, latency, selftest-quick, streams, then
+# --profile short (steps graph-nodes, throughput, latency, backend-ops, selftest-quick,
+# streams, then
 # the gates; at most PROFILE_BUDGET_S = 480 s in all, each step's limit cut to what is
 # left):
 #   graph-nodes      kernel, memcpy and memset nodes of GPUNet-0 fp16's captured forward
@@ -65,7 +68,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck bench bench-fused
+ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct memcheck racecheck synccheck bench bench-fused
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -74,12 +77,12 @@ ALL_STEPS="meson-test selftest selftest-dw-direct memcheck racecheck synccheck b
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="selftest-quick bench bench-fused pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops selftest-quick bench bench-fused pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
 # --profile short: the claims of docs/cuda.md in at most PROFILE_BUDGET_S (8 minutes)
-PROFILE_STEPS="graph-nodes throughput latency selftest-quick streams"
+PROFILE_STEPS="graph-nodes throughput latency backend-ops selftest-quick streams"
 PROFILE_BUDGET_S=${PROFILE_BUDGET_S:-480}
 MODELS=${MODELS:-$ALL_MODELS}
 if [ -n "$PROFILE" ]; then STEPS=${STEPS:-$PROFILE_STEPS}
@@ -322,6 +325,9 @@ bench_fused () {
 }
 export -f selftest sanitize gpu_median bench bench_fused
 step selftest 1800 selftest
+# the op harness on CUDA (a few seconds of host time): its pass on a GPU is what lets
+# the self-test's single-op checks it covers be trimmed (docs/cuda.md)
+step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
 step memcheck 1800 'sanitize memcheck'

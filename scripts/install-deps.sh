@@ -14,9 +14,12 @@ PKGS=(meson ninja-build pkg-config gcc libc6-dev
   # gpunet-cameras and its suite: MQTT, libsoup 3, a loopback RTSP server
   libmosquitto-dev libsoup-3.0-dev mosquitto mosquitto-clients libgstrtspserver-1.0-dev
   gir1.2-gst-rtsp-server-1.0 python3-gst-1.0)
+# one dpkg-query for all (one a package took seconds on a busy machine)
+installed=" $(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null |
+  awk '/ install ok installed$/ { printf "%s ", $1 }')"
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ "$installed" == *" $p "* ]] || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "installing: ${missing[*]}"

@@ -8,7 +8,8 @@
   engine's narrow internal header models/gpunet-internal.h and the kernels/ headers
   listed for them (what each one's job needs, nothing funnelled); no tool includes
   another header of models/ or kernels/;
-- the files of gst/ include one another without a circle: a file and its header
+- the files of gst/, of models/ and of kernels/ include one another without a circle
+  (issue 43: checkpoint.c and safetensors.c once did): a file and its header
   (gstgpunetqueue.c, gstgpunetqueue.h) count as one module, so a .c that includes
   another module's header while that module includes its own is reported too (the
   element's files call each other only down the include order).
@@ -68,18 +69,19 @@ def layer_of(root, path):
     return rel.split(os.sep)[0] if path else None
 
 
-def gst_module_cycles(root):
-    """Circles among gst/ modules (a .c and its .h are one module), as lists of names."""
-    gst = os.path.join(root, "gst")
+def module_cycles(root, layer, search):
+    """Circles among a layer's modules (a .c and its .h are one module, named by its
+    path in the layer without the extension), as lists of names."""
+    top = os.path.realpath(os.path.join(root, layer))
     graph = {}
-    for f in files_under(root, "gst"):
-        mod = os.path.splitext(os.path.relpath(f, gst))[0]
+    for f in files_under(root, layer):
+        mod = os.path.splitext(os.path.relpath(os.path.realpath(f), top))[0]
         deps = graph.setdefault(mod, set())
         with open(f, encoding="utf-8", errors="replace") as fh:
             for name in INCLUDE.findall(fh.read()):
-                target = resolve(root, f, name, ["gst"])
-                if target and os.path.dirname(target) == os.path.realpath(gst):
-                    dep = os.path.splitext(os.path.basename(target))[0]
+                target = resolve(root, f, name, search)
+                if target and os.path.realpath(target).startswith(top + os.sep):
+                    dep = os.path.splitext(os.path.relpath(os.path.realpath(target), top))[0]
                     if dep != mod:
                         deps.add(dep)
     cycles, state = [], {}
@@ -157,12 +159,15 @@ def main():
                     print("FAIL: %s includes %s (%s): %s" % (rel_f, name, where, fix))
                 else:
                     passed += 1
-    graph, cycles = gst_module_cycles(root)
-    for cycle in cycles:
-        failed += 1
-        print("FAIL: gst/ include circle %s: the lower file must not include the "
-              "upper one (move the shared type down, or pass a callback)" % " -> ".join(cycle))
-    passed += len(graph) - len(cycles)
+    for layer, search in (("gst", ["gst"]), ("models", ["models"] + kernels_search),
+                          ("kernels", kernels_search)):
+        graph, cycles = module_cycles(root, layer, search)
+        for cycle in cycles:
+            failed += 1
+            print("FAIL: %s/ include circle %s: the lower file must not include the "
+                  "upper one (move the shared type down, or pass a callback)" % (
+                      layer, " -> ".join(cycle)))
+        passed += len(graph) - len(cycles)
     for stale in sorted(set(EXCEPTIONS) - seen):
         print("note: the exception for %s including %s is no longer needed: remove it "
               "from tests/check_layers.py" % stale)

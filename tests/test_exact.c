@@ -3,7 +3,9 @@
  * of the same graph written here: the largest logit error must stay within 5e-5 of the
  * largest |logit|.  Also checks that our Winograd kernels run where the plan should put
  * them, with the F(4x4, 3x3) tile.  The small fixtures of test_backend_ops do not show
- * the rounding of Winograd on full-size models.  Arguments: one model, and a seed. */
+ * the rounding of Winograd on full-size models.  Arguments: one model (or "all"), a
+ * seed, then "contrast" for the stress input (make_input) and "ablate" to print the
+ * error with each kernel kind of ours replaced (the error budget, docs/performance.md). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -362,8 +364,88 @@ check_winograd (const char *name, const gpunet_graph *g, void *sf)
   return n_wino;
 }
 
+/* The input images: `contrast` (the stress case) is a photo-like worst case for
+ * activation growth: 8x8 patches at the ends of the normalised range (about -2.1 and
+ * +2.6, ImageNet's mean and std applied to 0 and 255) with a fine texture, so every
+ * early layer sees large, correlated values; otherwise unit normal noise. */
 static void
-test_model (const char *name, uint64_t seed)
+make_input (float *x, const gpunet_tensor_desc *ti, int contrast, rng64 *r)
+{
+  for (int c = 0; c < ti->c; c++)
+    for (int y = 0; y < ti->h; y++)
+      for (int i = 0; i < ti->w; i++) {
+        float *v = &x[((size_t) c * ti->h + y) * ti->w + i];
+        if (!contrast)
+          *v = (float) normal (r);
+        else {
+          const uint64_t cell = (uint64_t) (y / 8) * 977 + (uint64_t) (i / 8) * 131 + c;
+          const double level = ((cell * 0x9e3779b97f4a7c15ull) >> 63) ? 2.6 : -2.1;
+          *v = (float) (level + 0.05 * normal (r));
+        }
+      }
+}
+
+/* The fast path's logits for x under cpu options `o`, or 0 with the error printed. */
+static int
+fast_logits (const gpunet_graph *g, const gpunet_cpu_options *o, const float *x, float *out)
+{
+  gpunet_session_params sp;
+  gpunet_session_params_init (&sp);
+  sp.backend = GPUNET_BACKEND_CPU;
+  sp.max_batch = 1;
+  sp.cpu = *o;
+  void *sf = NULL;
+  char *err = NULL;
+  gpunet_status st = gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &sp, &sf, &err);
+  if (st == GPUNET_OK) {
+    st = gpunet_backend_cpu_fast.forward (sf, x, 1, out, NULL, NULL, &err);
+    gpunet_backend_cpu_fast.destroy (sf);
+  }
+  if (st != GPUNET_OK)
+    printf ("# fast path: %s\n", err ? err : "?");
+  free (err);
+  return st == GPUNET_OK;
+}
+
+static double
+logit_error (const float *fast, const double *ref, int classes, double *big_out)
+{
+  double big = 0.0, e = 0.0;
+  for (int c = 0; c < classes; c++) {
+    big = fmax (big, fabs (ref[c]));
+    e = fmax (e, fabs ((double) fast[c] - ref[c]));
+  }
+  if (big_out)
+    *big_out = big;
+  return big > 0.0 ? e / big : e;
+}
+
+/* The error budget by kernel kind: the same logits with each of our own kernels
+ * replaced by oneDNN's (or switched off), so the change in error is that kernel's
+ * share.  Printed, not checked. */
+static void
+ablate (const char *name, const gpunet_graph *g, const float *x, const double *ref, int classes)
+{
+  static const struct { const char *what; gpunet_cpu_options o; } v[] = {
+    { "default plan", { 0 } },
+    { "winograd=own (F(4x4) on the first stage too)", { .winograd = GPUNET_CPU_OWN } },
+    { "winograd=onednn", { .winograd = GPUNET_CPU_ONEDNN } },
+    { "winograd=none (direct 3x3/5x5)", { .winograd = GPUNET_CPU_OFF } },
+    { "pw=onednn strassen=off", { .pw = GPUNET_CPU_ONEDNN, .strassen = GPUNET_CPU_OFF } },
+    { "strassen=own", { .strassen = GPUNET_CPU_OWN, .pw = GPUNET_CPU_OWN } },
+    { "winograd=none pw=onednn strassen=off", { .winograd = GPUNET_CPU_OFF,
+        .pw = GPUNET_CPU_ONEDNN, .strassen = GPUNET_CPU_OFF } },
+  };
+  float *fast = calloc ((size_t) classes, sizeof (float));
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (fast_logits (g, &v[i].o, x, fast))
+      printf ("# %-9s %-44s max |fast - float64| / max |logit| = %.3g\n", name, v[i].what,
+          logit_error (fast, ref, classes, NULL));
+  free (fast);
+}
+
+static void
+test_model (const char *name, uint64_t seed, int contrast, int do_ablate)
 {
   gpunet_model *m = NULL;
   char *err = NULL;
@@ -386,11 +468,9 @@ test_model (const char *name, uint64_t seed)
   double *ref = calloc ((size_t) classes, sizeof (double));
   /* the statistics from one random input (like a normalised image, as compare_pytorch.py),
    * the float64 logits of another */
-  for (size_t i = 0; i < in_len; i++)
-    x[i] = (float) normal (&r);
+  make_input (x, ti, contrast, &r);
   int ok64 = forward64 (&g, x, ref, &r, biases);
-  for (size_t i = 0; i < in_len; i++)
-    x[i] = (float) normal (&r);
+  make_input (x, ti, contrast, &r);
   ok64 = ok64 && forward64 (&g, x, ref, NULL, NULL);
   CHECK_MSG (ok64, "%s: float64 forward: unknown op kind", name);
   const double t1 = now ();
@@ -432,12 +512,14 @@ test_model (const char *name, uint64_t seed)
       e = fmax (e, fabs ((double) fast[c] - ref[c]));
     }
     const double rel = big > 0.0 ? e / big : e;
-    printf ("%-9s max |fast - float64| / max |logit| = %.3g (max |logit| %.3g; %d ops on "
-        "our Winograd; float64 %.1f s, fast path %.2f s)\n", name, rel, big, n_wino,
-        t1 - t0, t2 - t1);
+    printf ("%-9s %s max |fast - float64| / max |logit| = %.3g (max |logit| %.3g; %d ops on "
+        "our Winograd; float64 %.1f s, fast path %.2f s)\n", name, contrast ? "contrast"
+        : "noise", rel, big, n_wino, t1 - t0, t2 - t1);
     CHECK_MSG (big > 0.0 && rel <= BOUND, "%s: logit error %.3g of the largest logit, bound "
         "%.0e", name, rel, BOUND);
   }
+  if (do_ablate && ok64)
+    ablate (name, &g, x, ref, classes);
   for (int i = 0; i < g.n_ops; i++) {
     free (own[i]);
     free (biases[i]);
@@ -456,10 +538,16 @@ main (int argc, char **argv)
 {
   static const char *const models[] = { "gpunet-0", "gpunet-1", "gpunet-2", "gpunet-p0",
     "gpunet-p1", "gpunet-d1", "gpunet-d2" };
-  /* arguments: that model only, with that seed */
+  /* arguments: that model only (or "all"), with that seed; then "contrast" for the
+   * stress input, "ablate" for the error budget by kernel kind */
   const uint64_t seed = argc > 2 ? strtoull (argv[2], NULL, 0) : 1000;
+  int contrast = 0, do_ablate = 0;
+  for (int a = 3; a < argc; a++) {
+    contrast |= !strcmp (argv[a], "contrast");
+    do_ablate |= !strcmp (argv[a], "ablate");
+  }
   for (int i = 0; i < 7; i++)
-    if (argc < 2 || !strcmp (argv[1], models[i]))
-      test_model (models[i], seed + i);
+    if (argc < 2 || !strcmp (argv[1], "all") || !strcmp (argv[1], models[i]))
+      test_model (models[i], seed + i, contrast, do_ablate);
   return check_report ();
 }

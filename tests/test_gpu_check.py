@@ -75,6 +75,8 @@ stubs = {
     "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
     "*) echo 'gpu_median_ms=0.400 (stub)' ;; esac",
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
+    # the op harness: passes for its CUDA run only
+    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; [ \"$1\" = cuda ]",
     "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
     "build/tools/gpunet-element-check": "echo 'detail: ok: stub'",
     # no GStreamer element exists: no clip is made, the decoder steps skip
@@ -83,6 +85,7 @@ stubs = {
 }
 for name, body in stubs.items():
     path = os.path.join(stub, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("#!/bin/sh\n" + body + "\n")
     os.chmod(path, 0o755)
@@ -102,6 +105,7 @@ if os.path.exists(rows_path):
         rows[step] = result
 check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
       and rows.get("selftest-quick") == "ok" and rows.get("bench-fused") == "ok"
+      and rows.get("backend-ops") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "
       f"{p.returncode} {rows} {p.stdout[-400:]!r}")
@@ -124,6 +128,8 @@ case "$*" in *--graph-nodes*) echo "graph_nodes=forward batch=1 kernels=${STUB_K
   echo "graph_kernels=${STUB_KERNELS:-44} (stub)" ;; esac
 echo "model=stub batch=$b threads=2 median_ms=0.5 min_ms=0.5 gflops=1 achieved_gflops_s=1" """,
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
+    # the op harness: passes for its CUDA run only
+    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; [ \"$1\" = cuda ]",
     "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
     # PyTorch: 0.3 ms everywhere (ours 0.2 is ahead), D2 fp16 STUB_TORCH_D2
     "bin/torch-stub": """echo "# stub torch"
@@ -141,6 +147,7 @@ echo "Execution ended after 0:00:0$t" """,
 }
 for name, body in pstubs.items():
     path = os.path.join(pstub, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("#!/bin/sh\n" + body + "\n")
     os.chmod(path, 0o755)
@@ -171,7 +178,7 @@ def run_profile(logs, **extra):
 p, rows, table, args = run_profile("prof-pass", GPUNET_BENCH_EXTRA="--no-peak")
 gates = ["gate-g0-latency", "gate-vs-pytorch", "gate-kernels", "gate-batch8", "gate-streams",
          "gate-selftest"]
-steps = ["graph-nodes", "throughput", "latency", "selftest-quick", "streams"]
+steps = ["graph-nodes", "throughput", "latency", "backend-ops", "selftest-quick", "streams"]
 check(p.returncode == 0 and all(rows.get(k, [""])[0] == "ok" for k in gates + steps),
       f"--profile short, all targets met: exit 0, every step and gate ok: {p.returncode} {rows} "
       f"{p.stdout[-1500:]!r} {p.stderr[-500:]!r}")

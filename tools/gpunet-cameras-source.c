@@ -10,6 +10,7 @@
 #include <gst/video/video.h>
 
 #include "gpunet-cameras.h"
+#include "gpunet-tool-errors.h"
 
 const gchar *
 cam_state_name (CamState s)
@@ -211,6 +212,23 @@ on_pad_added (GstElement * src, GstPad * pad, gpointer user)
     gst_object_unref (vc);
 }
 
+/* uridecodebin exposed all its streams and none was video (an audio-only file or
+ * stream): said on the bus, as its own error would only be about a plug-in */
+static void
+on_no_more_pads (GstElement * src, gpointer user)
+{
+  GstElement *pipe = user, *vc = gst_bin_get_by_name (GST_BIN (pipe), "vc");
+  GstPad *sink = vc ? gst_element_get_static_pad (vc, "sink") : NULL;
+
+  if (sink && !gst_pad_is_linked (sink))
+    gst_element_post_message (src, gst_message_new_application (GST_OBJECT (src),
+            gst_structure_new_empty ("gpunet-cameras-no-video")));
+  if (sink)
+    gst_object_unref (sink);
+  if (vc)
+    gst_object_unref (vc);
+}
+
 static void teardown (Camera * cam, gboolean wait);
 static void fail (Camera * cam, const gchar * reason, gboolean permanent);
 
@@ -251,6 +269,15 @@ on_bus (GstBus * bus, GstMessage * m, gpointer user)
     case GST_MESSAGE_WARNING:
       cam->warnings++;
       break;
+    case GST_MESSAGE_APPLICATION:
+      if (gst_message_has_name (m, "gpunet-cameras-no-video")) {
+        why = g_strdup_printf ("no video stream in this input (audio or other "
+            "streams only); give a video file or stream (%s)", cam->spec->uri);
+        fail (cam, why, g_str_has_prefix (cam->spec->uri, "file:"));
+        g_free (why);
+        return G_SOURCE_REMOVE;
+      }
+      break;
     case GST_MESSAGE_ERROR:{
       gboolean permanent;
 
@@ -269,9 +296,15 @@ on_bus (GstBus * bus, GstMessage * m, gpointer user)
               GST_CORE_ERROR_MISSING_PLUGIN))
         why = g_strdup_printf ("unsupported codec or format: no GStreamer "
             "element for %s is installed", cam->missing);
-      else
-        why = g_strdup_printf ("%s: %s (%s)", GST_OBJECT_NAME (GST_MESSAGE_SRC
-                (m)), e->message, cam->spec->uri);
+      else {
+        /* no element names: they mean nothing to users */
+        gchar *text = g_strcmp0 (GST_OBJECT_NAME (GST_MESSAGE_SRC (m)), "c") == 0 ?
+            g_strdup (e->message) : gpunet_tool_error_text (e, dbg,
+            cam->frames_seen > 0, NULL);
+
+        why = g_strdup_printf ("%s (%s)", text, cam->spec->uri);
+        g_free (text);
+      }
       fail (cam, why, permanent);
       g_free (why);
       g_clear_error (&e);
@@ -352,6 +385,8 @@ build (Camera * cam)
   if ((c = gst_bin_get_by_name (GST_BIN (cam->pipe), "src")) != NULL) {
     g_signal_connect (c, "source-setup", G_CALLBACK (on_source_setup), cam);
     g_signal_connect (c, "pad-added", G_CALLBACK (on_pad_added), cam->pipe);
+    g_signal_connect (c, "no-more-pads", G_CALLBACK (on_no_more_pads),
+        cam->pipe);
     gst_object_unref (c);
   }
   bus = gst_element_get_bus (cam->pipe);

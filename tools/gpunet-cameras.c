@@ -13,6 +13,7 @@
 
 #include "gpunet-cameras.h"
 #include "gpunet-plugin-find.h"
+#include "gpunet-tool-text.h"
 
 /* what the command line set (NULL / -1: not set) */
 static gchar *o_config, *o_model, *o_checkpoint, *o_backend, *o_when_busy,
@@ -344,6 +345,46 @@ on_hup (gpointer user)
   return G_SOURCE_CONTINUE;
 }
 
+/* Loads the model once as the cameras will (the element, started alone): FALSE
+ * with the element's sentence in *error (g_free) when it does not load. */
+static gboolean
+check_model (const CamConfig * cfg, gchar ** error)
+{
+  gchar *desc = g_strdup_printf ("gpunetclassify model=\"%s\" checkpoint=\"%s\" "
+      "backend=%s n-threads=%d ! fakesink", cfg->model, cfg->checkpoint,
+      cfg->backend, cfg->n_threads);
+  GError *err = NULL;
+  GstElement *pipe = gst_parse_launch (desc, &err);
+  gboolean ok = FALSE;
+
+  g_free (desc);
+  if (pipe == NULL) {
+    *error = g_strdup (err->message);
+    g_clear_error (&err);
+    return FALSE;
+  }
+  g_clear_error (&err);
+  if (gst_element_set_state (pipe, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE) {
+    GstBus *bus = gst_element_get_bus (pipe);
+    GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+
+    if (m) {
+      gst_message_parse_error (m, &err, NULL);
+      *error = g_strdup (err->message);
+      g_clear_error (&err);
+      gst_message_unref (m);
+    } else {
+      *error = g_strdup ("the model did not load");
+    }
+    gst_object_unref (bus);
+  } else {
+    ok = TRUE;
+  }
+  gst_element_set_state (pipe, GST_STATE_NULL);
+  gst_object_unref (pipe);
+  return ok;
+}
+
 static gboolean
 on_term (gpointer user)
 {
@@ -420,6 +461,7 @@ main (int argc, char **argv)
   GHashTableIter it;
   gpointer v;
 
+  gpunet_tool_text_init ();     /* GLib's quotes as ASCII in the C locale */
   g_option_context_set_summary (ctx, "Classifies N cameras with one shared "
       "GPUNet engine, reconnects them, and publishes results and health as "
       "JSON lines, MQTT and Prometheus metrics (docs/cameras.md).");
@@ -427,7 +469,7 @@ main (int argc, char **argv)
   g_option_context_add_main_entries (ctx, rest, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
-    fprintf (stderr, "gpunet-cameras: %s (see --help)\n", err->message);
+    g_printerr ("gpunet-cameras: %s (see --help)\n", err->message);
     return 2;
   }
   g_option_context_free (ctx);
@@ -453,6 +495,13 @@ main (int argc, char **argv)
           "'when-busy' property; when-busy=%s is not applied\n",
           svc.cfg->when_busy);
     gst_object_unref (gst_object_ref_sink (e));
+  }
+  /* a model that does not load fails every camera the same way: say it once,
+   * before anything starts or is written */
+  if (!check_model (svc.cfg, &error)) {
+    g_printerr ("gpunet-cameras: %s; not starting\n", error);
+    g_free (error);
+    return 2;
   }
   if ((svc.cfg->json_output || svc.cfg->json_dir)
       && (svc.json = cam_json_open (svc.cfg->json_output, svc.cfg->json_dir,

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "gpunet-plugin-find.h"
+#include "gpunet-tool-text.h"
 
 typedef struct
 {
@@ -296,12 +297,13 @@ main (int argc, char **argv)
   gchar *tmp;
   int rc;
 
+  gpunet_tool_text_init ();     /* GLib's quotes as ASCII in the C locale */
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err) || argc != 2
       || (strcmp (argv[1], "regions") && strcmp (argv[1], "cycles"))
       || a.model == NULL || a.checkpoint == NULL || a.frames < 1 || a.cycles < 1
       || (strcmp (a.memory, "cuda") && strcmp (a.memory, "system"))) {
-    fprintf (stderr, "usage: gpunet-element-check regions|cycles --model M "
+    g_printerr ("usage: gpunet-element-check regions|cycles --model M "
         "--checkpoint C [--memory cuda|system] [--backend B] [--frames N] "
         "[--cycles N]%s%s\n", err ? ": " : "", err ? err->message : "");
     return 2;

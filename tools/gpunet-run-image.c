@@ -11,6 +11,8 @@
 #include <gst/app/gstappsink.h>
 #include <gst/gst.h>
 
+#include "gpunet-tool-errors.h"
+
 void
 gpunet_run_image_init (int *argc, char ***argv)
 {
@@ -25,32 +27,6 @@ fail (char **error_text, const char *path, const char *why)
   return -1;
 }
 
-/* Notes a decodebin missing-plugin message: a video/image stream no decoder takes
- * (its caps name into *video), or another kind (audio, subtitles). */
-static void
-note_missing (GstMessage * m, gchar ** video, gboolean * other)
-{
-  const GstStructure *st = gst_message_get_structure (m);
-  const GValue *v;
-  const gchar *n = NULL;
-
-  if (st == NULL || !gst_structure_has_name (st, "missing-plugin"))
-    return;
-  v = gst_structure_get_value (st, "detail");
-  if (v && GST_VALUE_HOLDS_CAPS (v)) {
-    const GstCaps *c = gst_value_get_caps (v);
-
-    if (c && gst_caps_get_size (c) > 0)
-      n = gst_structure_get_name (gst_caps_get_structure (c, 0));
-  }
-  if (n && (g_str_has_prefix (n, "video/") || g_str_has_prefix (n, "image/"))) {
-    if (*video == NULL)
-      *video = g_strdup (n);
-  } else {
-    *other = TRUE;
-  }
-}
-
 int
 gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *height,
     int *stride, char **error_text)
@@ -61,8 +37,8 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   GstSample *sample = NULL;
   GstBus *bus;
   int rc = -1;
-  gchar *missing_video = NULL;
-  gboolean missing_other = FALSE, why_done = FALSE;
+  GpunetToolMissing missing = { NULL, FALSE };
+  gboolean why_done = FALSE;
 
   if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
     return fail (error_text, path, "no such file");
@@ -93,14 +69,14 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
     GstMessage *m = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR | GST_MESSAGE_EOS
         | GST_MESSAGE_ELEMENT);
     if (m && GST_MESSAGE_TYPE (m) == GST_MESSAGE_ELEMENT) {
-      note_missing (m, &missing_video, &missing_other);
+      gpunet_tool_missing_note (&missing, m);
     } else if (m && sample == NULL) {
       if (GST_MESSAGE_TYPE (m) == GST_MESSAGE_ERROR) {
         gst_message_parse_error (m, &err, NULL);
         /* uridecodebin's "missing a plug-in" also when the file has no video at
          * all (only audio): its missing-plugin messages say which it is */
         if (g_error_matches (err, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN)
-            && missing_video == NULL && missing_other) {
+            && missing.video == NULL && missing.other) {
           g_clear_error (&err);
           if (error_text)
             *error_text = g_strdup_printf ("no video stream in '%s' (audio or "
@@ -108,9 +84,9 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
           why_done = TRUE;
           why = g_strdup ("");
         } else if (g_error_matches (err, GST_CORE_ERROR,
-                GST_CORE_ERROR_MISSING_PLUGIN) && missing_video) {
+                GST_CORE_ERROR_MISSING_PLUGIN) && missing.video) {
           why = g_strdup_printf ("no decoder for its %s is installed; install the "
-              "GStreamer plug-in that decodes it", missing_video);
+              "GStreamer plug-in that decodes it", missing.video);
         } else {
           why = g_strdup (err->message);
         }
@@ -159,7 +135,7 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   if (rc != 0 && !why_done)
     fail (error_text, path, why);
   g_free (why);
-  g_free (missing_video);
+  gpunet_tool_missing_clear (&missing);
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (bus);
   gst_object_unref (sink);

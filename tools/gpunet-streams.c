@@ -13,8 +13,11 @@
  * own p50/p99 and frames/s); --stats-interval prints them while it runs.
  * --live runs the synthetic sources on the clock at --fps, --when-busy sets the
  * element's policy (wait, skip, auto).
- * A missing, empty or non-regular input file is reported and left out.
- * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage. */
+ * A missing, empty or non-regular input file is reported and left out; an input
+ * that fails while running (damaged, no video stream) is named with what went
+ * wrong, in words that name no GStreamer element, and ends while the others run.
+ * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage or the run
+ * could not start (a model that does not load: its error alone, no summary). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,8 @@
 #include <gst/gst.h>
 
 #include "gpunet-plugin-find.h"
+#include "gpunet-tool-errors.h"
+#include "gpunet-tool-text.h"
 
 typedef struct
 {
@@ -39,7 +44,10 @@ typedef struct
 {
   Stats *stats;
   GHashTable *entered;
+  guint64 in;                   /* frames into the element (video seen) */
   guint64 out;
+  GpunetToolMissing missing;    /* main thread: decodebin's missing plug-ins */
+  gboolean failed;              /* main thread: an input error ended it */
 } StreamProbe;
 
 static GstPadProbeReturn
@@ -54,6 +62,7 @@ on_enter (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   g_mutex_lock (&sp->stats->lock);
   g_hash_table_insert (sp->entered, GUINT_TO_POINTER (GST_BUFFER_PTS (buf) + 1),
       t);
+  sp->in++;
   g_mutex_unlock (&sp->stats->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -89,7 +98,9 @@ compare_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* The stream of element `obj` (named c<index> here), or -1. */
+/* The stream of element `obj`, or -1: each stream's elements are named by a
+ * letter and its index (s source, v videoconvert, f capsfilter, c the element,
+ * k the sink), the elements inside a source bin by their parents. */
 static gint
 stream_index (GstObject * obj)
 {
@@ -98,7 +109,7 @@ stream_index (GstObject * obj)
     gchar *end;
     gint64 k;
 
-    if (name && name[0] == 'c' && g_ascii_isdigit (name[1])) {
+    if (name && name[0] && strchr ("svfck", name[0]) && g_ascii_isdigit (name[1])) {
       k = g_ascii_strtoll (name + 1, &end, 10);
       if (*end == '\0')
         return (gint) k;
@@ -107,16 +118,87 @@ stream_index (GstObject * obj)
   return -1;
 }
 
-/* "stream I (LABEL)" for messages of the elements of a stream; else the object's
- * name (g_free). */
-static gchar *
-stream_of (GstObject * obj, gchar ** labels, gint n)
+/* TRUE when `obj` is a stream's gpunetclassify (c<index>): its errors are the
+ * engine's sentences (the model, the frame), not the input's. */
+static gboolean
+is_classifier (GstObject * obj)
 {
-  gint k = stream_index (obj);
+  const gchar *name = GST_OBJECT_NAME (obj);
 
-  if (k >= 0 && k < n)
-    return g_strdup_printf ("stream %d (%s)", k, labels[k]);
-  return g_strdup (GST_OBJECT_NAME (obj));
+  return name && name[0] == 'c' && g_ascii_isdigit (name[1]);
+}
+
+/* The sentence for an error from stream `k`'s elements (g_free): the engine's as
+ * it is, an input's in words that name no element (gpunet-tool-errors.h). */
+static gchar *
+stream_error_text (GstMessage * msg, const StreamProbe * sp)
+{
+  GError *e = NULL;
+  gchar *dbg = NULL, *text;
+  gboolean seen = FALSE;
+
+  if (sp) {
+    g_mutex_lock (&sp->stats->lock);
+    seen = sp->in > 0;
+    g_mutex_unlock (&sp->stats->lock);
+  }
+  gst_message_parse_error (msg, &e, &dbg);
+  if (is_classifier (GST_MESSAGE_SRC (msg)))
+    text = g_strdup (e->message);
+  else
+    text = gpunet_tool_error_text (e, dbg, seen, sp ? &sp->missing : NULL);
+  g_clear_error (&e);
+  g_free (dbg);
+  return text;
+}
+
+/* FALSE for an element of a failed input's source, which has left the pipeline
+ * (its later errors are still on the bus). */
+static gboolean
+in_pipeline (GstObject * obj, GstElement * pipe)
+{
+  while (obj != NULL && obj != GST_OBJECT (pipe))
+    obj = GST_OBJECT_PARENT (obj);
+  return obj != NULL;
+}
+
+/* Sends EOS into the element (user_data, its name) from a thread of GStreamer's
+ * pool: a sink still prerolling holds the sending thread until PLAYING. */
+static void
+send_eos (GstElement * pipe, gpointer name)
+{
+  GstElement *c = gst_bin_get_by_name (GST_BIN (pipe), name);
+
+  if (c) {
+    GstPad *pad = gst_element_get_static_pad (c, "sink");
+
+    gst_pad_send_event (pad, gst_event_new_eos ());
+    gst_object_unref (pad);
+    gst_object_unref (c);
+  }
+}
+
+/* Ends stream `k` after its input failed, so that the pipeline's EOS still comes
+ * once the other streams end: the source leaves the pipeline, which then stops
+ * waiting for it to preroll (decodebin never does after an error), and an EOS
+ * into the stream's element drains what it holds and ends its sink.  Main thread. */
+static void
+end_stream (GstElement * pipe, gint k)
+{
+  gchar name[16];
+  GstElement *e;
+
+  g_snprintf (name, sizeof name, "s%d", k);
+  e = gst_bin_get_by_name (GST_BIN (pipe), name);
+  if (e) {
+    gst_element_set_locked_state (e, TRUE);
+    gst_element_set_state (e, GST_STATE_NULL);
+    gst_bin_remove (GST_BIN (pipe), e);
+    gst_object_unref (e);
+  }
+  gst_element_call_async (pipe, send_eos, g_strdup_printf ("c%d", k), g_free);
+  /* an error during the pipeline's change to PLAYING aborted it: again */
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
 }
 
 static guint64
@@ -222,13 +304,14 @@ main (int argc, char **argv)
   Stats stats;
   GHashTable *engines;
   gint64 t0, t1;
-  gint i, n, failed = 0, eos = 0, bad_inputs = 0;
+  gint i, n, failed = 0, eos = 0, bad_inputs = 0, ended = 0, start_failed = 0;
   struct rusage ru;
 
+  gpunet_tool_text_init ();     /* GLib's quotes as ASCII in the C locale */
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_add_group (ctx, gst_init_get_option_group ());
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
-    fprintf (stderr, "gpunet-streams: %s (see --help)\n", err->message);
+    g_printerr ("gpunet-streams: %s (see --help)\n", err->message);
     return 2;
   }
   g_option_context_free (ctx);
@@ -250,7 +333,7 @@ main (int argc, char **argv)
       else if (st.st_size == 0)
         why = "the file is empty";
       if (why) {
-        fprintf (stderr, "gpunet-streams: input '%s': %s; give a video file or a URI "
+        g_printerr ("gpunet-streams: input '%s': %s; give a video file or a URI "
             "(the other streams run without it)\n", inputs[i], why);
         bad_inputs++;
         g_free (inputs[i]);
@@ -260,7 +343,7 @@ main (int argc, char **argv)
     }
     inputs[k] = NULL;
     if (k == 0) {
-      fprintf (stderr, "gpunet-streams: no input left to run\n");
+      g_printerr ("gpunet-streams: no input left to run\n");
       g_strfreev (inputs);
       return 1;
     }
@@ -269,20 +352,20 @@ main (int argc, char **argv)
   if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
       || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000
       || stats_ms < 0) {
-    fprintf (stderr, "gpunet-streams: --checkpoint is required; --streams 1..256, "
+    g_printerr ("gpunet-streams: --checkpoint is required; --streams 1..256, "
         "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000, "
         "--stats-interval >= 0\n");
     return 2;
   }
   if (when_busy != NULL && strcmp (when_busy, "wait") != 0
       && strcmp (when_busy, "skip") != 0 && strcmp (when_busy, "auto") != 0) {
-    fprintf (stderr, "gpunet-streams: --when-busy '%s': use wait, skip or "
+    g_printerr ("gpunet-streams: --when-busy '%s': use wait, skip or "
         "auto\n", when_busy);
     return 2;
   }
   /* the build tree's plugin when run from it, else the installed one */
   if (!gpunet_plugin_find_built (NULL)) {
-    fprintf (stderr, "gpunet-streams: the GStreamer element 'gpunetclassify' "
+    g_printerr ("gpunet-streams: the GStreamer element 'gpunetclassify' "
         "is not available: install the gpunet plugin or set GST_PLUGIN_PATH to "
         "its directory\n");
     return 2;
@@ -304,15 +387,16 @@ main (int argc, char **argv)
        * has not fixed its caps when the demuxer's queue fills (avdec_h264 fixes them
        * only with its first picture), and the stream runs no frame; a file's other
        * streams are exposed undecoded and stay unlinked */
-      g_string_append_printf (desc, "uridecodebin uri=\"%s\" caps=video/x-raw "
-          "! videoconvert ! video/x-raw,format=%s ! ",
-          uri, format ? format : "NV12");
+      g_string_append_printf (desc, "uridecodebin name=s%d uri=\"%s\" "
+          "caps=video/x-raw ! videoconvert name=v%d ! capsfilter name=f%d "
+          "caps=video/x-raw,format=%s ! ", i, uri, i, i, format ? format : "NV12");
       g_free (uri);
     } else {
-      g_string_append_printf (desc, "videotestsrc num-buffers=%d pattern=%s "
-          "is-live=%s ! video/x-raw,format=%s,width=%d,height=%d,"
-          "framerate=%d/1 ! ", frames, patterns[i % G_N_ELEMENTS (patterns)],
-          live ? "true" : "false", format ? format : "NV12", width, height,
+      g_string_append_printf (desc, "videotestsrc name=s%d num-buffers=%d "
+          "pattern=%s is-live=%s ! capsfilter name=f%d caps=\"video/x-raw,"
+          "format=%s,width=%d,height=%d,framerate=%d/1\" ! ", i, frames,
+          patterns[i % G_N_ELEMENTS (patterns)],
+          live ? "true" : "false", i, format ? format : "NV12", width, height,
           rate);
     }
     g_string_append_printf (desc, "gpunetclassify name=c%d model=\"%s\" "
@@ -338,7 +422,7 @@ main (int argc, char **argv)
   }
   pipe = gst_parse_launch (desc->str, &err);
   if (pipe == NULL) {
-    fprintf (stderr, "gpunet-streams: cannot build the pipeline: %s\n",
+    g_printerr ("gpunet-streams: cannot build the pipeline: %s\n",
         err->message);
     return 2;
   }
@@ -370,22 +454,28 @@ main (int argc, char **argv)
 
   if (gst_element_set_state (pipe, GST_STATE_PAUSED) ==
       GST_STATE_CHANGE_FAILURE) {
-    /* say why: the error is on the bus */
+    /* say why: the error is on the bus (a model that does not load, a source
+     * that cannot open); then no counts, as nothing ran */
     GstBus *b = gst_element_get_bus (pipe);
     GstMessage *msg = gst_bus_pop_filtered (b, GST_MESSAGE_ERROR);
 
     if (msg) {
-      GError *e = NULL;
+      gint k = stream_index (GST_MESSAGE_SRC (msg));
+      gchar *text = stream_error_text (msg, k >= 0 && k < n ? &probes[k] : NULL);
 
-      gst_message_parse_error (msg, &e, NULL);
-      fprintf (stderr, "gpunet-streams: cannot start: %s\n", e->message);
-      g_clear_error (&e);
+      if (k >= 0 && k < n && !is_classifier (GST_MESSAGE_SRC (msg)))
+        g_printerr ("gpunet-streams: cannot start: stream %d (%s): %s\n", k,
+            labels[k], text);
+      else
+        g_printerr ("gpunet-streams: cannot start: %s\n", text);
+      g_free (text);
       gst_message_unref (msg);
     } else {
-      fprintf (stderr, "gpunet-streams: cannot start the pipeline\n");
+      g_printerr ("gpunet-streams: cannot start the pipeline\n");
     }
     gst_object_unref (b);
     failed = 1;
+    start_failed = 1;
   }
   engines = g_hash_table_new (g_direct_hash, g_direct_equal);
   for (i = 0; i < n && !failed; i++) {
@@ -417,19 +507,38 @@ main (int argc, char **argv)
         GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
 
     if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gchar *dbg = NULL, *who = stream_of (GST_MESSAGE_SRC (msg), labels, n);
+      gint k = stream_index (GST_MESSAGE_SRC (msg));
+      gboolean input = k >= 0 && k < n && !is_classifier (GST_MESSAGE_SRC (msg));
 
-      gst_message_parse_error (msg, &e, &dbg);
-      fprintf (stderr, "gpunet-streams: %s: %s\n", who, e->message);
-      g_free (who);
-      g_clear_error (&e);
-      g_free (dbg);
-      failed = 1;
+      if ((input && probes[k].failed) || !in_pipeline (GST_MESSAGE_SRC (msg), pipe)) {
+        ;                       /* a failed input's later errors: said once */
+      } else if (input) {
+        /* an input's failure ends its stream only: the others run on */
+        gchar *text = stream_error_text (msg, &probes[k]);
+
+        g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, labels[k], text);
+        g_free (text);
+        probes[k].failed = TRUE;
+        end_stream (pipe, k);
+        ended++;
+      } else {
+        /* the engine's (or the pipeline's) error ends the run */
+        gchar *text = stream_error_text (msg, NULL);
+
+        if (k >= 0 && k < n)
+          g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, labels[k],
+              text);
+        else
+          g_printerr ("gpunet-streams: %s\n", text);
+        g_free (text);
+        failed = 1;
+      }
     } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
       const GstStructure *st = gst_message_get_structure (msg);
       gint k = stream_index (GST_MESSAGE_SRC (msg));
 
+      if (k >= 0 && k < n)
+        gpunet_tool_missing_note (&probes[k].missing, msg);
       if (k >= 0 && k < n
           && gst_structure_has_name (st, "gpunetclassify-stats")) {
         printf ("t=%.1fs ", (g_get_monotonic_time () - t0) / 1e6);
@@ -444,9 +553,12 @@ main (int argc, char **argv)
   /* the stats stay readable once stopped */
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (bus);
+  if (start_failed)
+    goto out;
 
   for (i = 0; i < n; i++)
-    printf ("stream %d: %" G_GUINT64_FORMAT " frames\n", i, probes[i].out);
+    printf ("stream %d: %" G_GUINT64_FORMAT " frames%s\n", i, probes[i].out,
+        probes[i].failed ? " (its input failed, see above)" : "");
   for (i = 0; i < n && !failed; i++) {
     gchar name[16];
     GstElement *c;
@@ -477,13 +589,18 @@ main (int argc, char **argv)
         secs > 0 ? stats.frames / secs : 0.0, p50, p99,
         g_hash_table_size (engines), ru.ru_maxrss / 1024.0);
   }
-  for (i = 0; i < n; i++)
+out:
+  for (i = 0; i < n; i++) {
     g_hash_table_unref (probes[i].entered);
+    gpunet_tool_missing_clear (&probes[i].missing);
+  }
   g_free (probes);
   g_hash_table_unref (engines);
   g_array_unref (stats.latencies);
   gst_object_unref (pipe);
   g_string_free (desc, TRUE);
   g_strfreev (labels);
-  return failed || bad_inputs ? 1 : 0;
+  if (start_failed)
+    return 2;
+  return failed || ended || bad_inputs ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 
 #include <gst/app/gstappsink.h>
 
+#include "gpunet-tool-errors.h"
 #include "gpunet-tag-common.h"
 #include "gpunet-meta.h"
 
@@ -713,7 +714,7 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     gpointer user, gdouble * container)
 {
   gint64 next_tick = 0, t0 = g_get_monotonic_time ();
-  gchar *missing_video = NULL;  /* caps of a video stream no decoder takes */
+  GpunetToolMissing missing = { NULL, FALSE };   /* decodebin's missing plug-ins */
 
   for (;;) {
     GstMessage *m = gst_bus_timed_pop (r->bus, 50 * GST_MSECOND);
@@ -733,18 +734,9 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
           gst_message_parse_error (m, &e, &dbg);
           g_mutex_lock (&r->lock);
           /* decodebin's "missing plug-in" also when only non-video streams
-           * exist (audio, subtitles): its missing-plugin messages say which */
-          if (!r->linked && (g_error_matches (e, GST_CORE_ERROR,
-                      GST_CORE_ERROR_MISSING_PLUGIN)
-                  || g_error_matches (e, GST_STREAM_ERROR,
-                      GST_STREAM_ERROR_CODEC_NOT_FOUND)))
-            r->message = missing_video ? g_strdup_printf ("no decoder for its "
-                "video (%s) is installed; install the GStreamer plug-in that "
-                "decodes it (gst-inspect-1.0 lists those present)", missing_video)
-                : g_strdup ("no video stream in this input (audio or other "
-                "streams only)");
-          else                  /* the message alone: element names mean nothing to users */
-            r->message = g_strdup (e->message);
+           * exist (audio, subtitles): its missing-plugin messages say which;
+           * no element names, they mean nothing to users */
+          r->message = gpunet_tool_error_text (e, dbg, r->linked, &missing);
           g_mutex_unlock (&r->lock);
           g_clear_error (&e);
           g_free (dbg);
@@ -752,18 +744,7 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
           end = TRUE;
           break;
         case GST_MESSAGE_ELEMENT:
-          if (missing_video == NULL && gst_message_has_name (m, "missing-plugin")) {
-            const GstStructure *st = gst_message_get_structure (m);
-            const GValue *v = gst_structure_get_value (st, "detail");
-            GstCaps *c = v && GST_VALUE_HOLDS_CAPS (v) ?
-                (GstCaps *) gst_value_get_caps (v) : NULL;
-            const gchar *n = c && gst_caps_get_size (c) > 0 ?
-                gst_structure_get_name (gst_caps_get_structure (c, 0)) : NULL;
-
-            if (n && (g_str_has_prefix (n, "video/")
-                    || g_str_has_prefix (n, "image/")))
-              missing_video = g_strdup (n);
-          }
+          gpunet_tool_missing_note (&missing, m);
           break;
         case GST_MESSAGE_APPLICATION:
           if (gst_message_has_name (m, "gpunet-tag-eos")) {
@@ -784,12 +765,12 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
       }
       gst_message_unref (m);
       if (end) {
-        g_free (missing_video);
+        gpunet_tool_missing_clear (&missing);
         return res;
       }
     }
     if (*stop) {
-      g_free (missing_video);
+      gpunet_tool_missing_clear (&missing);
       return TAG_RESULT_INTERRUPTED;
     }
 
@@ -804,13 +785,13 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     if (!linked && now - t0 > (gint64) (r->opt->open_timeout * 1e6)) {
       r->message = g_strdup_printf ("no video stream appeared within %.0f s "
           "(not a video, or a demuxer error)", r->opt->open_timeout);
-      g_free (missing_video);
+      gpunet_tool_missing_clear (&missing);
       return TAG_RESULT_FAILED;
     }
     if (idle > (gint64) (r->opt->stall_timeout * 1e6)) {
       r->message = g_strdup_printf ("no progress for %.0f s (stalled)",
           r->opt->stall_timeout);
-      g_free (missing_video);
+      gpunet_tool_missing_clear (&missing);
       return TAG_RESULT_FAILED;
     }
     if (now >= next_tick) {

@@ -6,7 +6,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-#include "backend_onednn.h"
+#include "backend.h"
+#include "onednn_impl.h"
 #include "dwconv.h"
 #include "pwconv.h"
 #include "se.h"

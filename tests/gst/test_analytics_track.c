@@ -7,91 +7,12 @@
 #include <string.h>
 
 #include <gst/analytics/analytics.h>
-#include <gst/check/gstcheck.h>
-#include <gst/check/gstharness.h>
-#include <gst/video/video.h>
 #include <glib/gstdio.h>
 
-#include "gpunet-meta.h"
+#define TINY_HARNESS_ROI_MODE "regions"
+#include "tiny_harness.h"
 
-#define W 45
-#define H 37
-#define CAPS "video/x-raw,format=RGBA,width=45,height=37,framerate=25/1"
 #define N_FRAMES 12
-
-static gchar *
-data_path (const gchar * rel)
-{
-  const gchar *dir = g_getenv ("GPUNET_TEST_DATA");
-
-  fail_unless (dir != NULL, "GPUNET_TEST_DATA is not set");
-  return g_build_filename (dir, rel, NULL);
-}
-
-/* A harness around a gpunetclassify on tiny-a with roi-mode=regions; `first_prop`:
- * NULL-terminated name/value string pairs. */
-static GstHarness *
-make_harness (const gchar * first_prop, ...)
-{
-  GstElement *el = gst_element_factory_make ("gpunetclassify", NULL);
-  gchar *model = data_path ("fixtures/tiny-a.json");
-  gchar *ckpt = data_path ("fixtures/tiny-a/tiny-a.pth.tar");
-  const gchar *name;
-  GstHarness *h;
-  va_list ap;
-
-  fail_unless (el != NULL, "gpunetclassify not found (GST_PLUGIN_PATH?)");
-  g_object_set (el, "model", model, "checkpoint", ckpt, NULL);
-  gst_util_set_object_arg (G_OBJECT (el), "roi-mode", "regions");
-  g_free (model);
-  g_free (ckpt);
-  va_start (ap, first_prop);
-  for (name = first_prop; name; name = va_arg (ap, const gchar *))
-    gst_util_set_object_arg (G_OBJECT (el), name, va_arg (ap, const gchar *));
-  va_end (ap);
-  h = gst_harness_new_with_element (el, "sink", "src");
-  gst_object_unref (el);
-  gst_harness_set_src_caps_str (h, CAPS);
-  return h;
-}
-
-static GstBuffer *
-make_frame (GstHarness * h, guint seed)
-{
-  GstBuffer *buf = gst_harness_create_buffer (h, W * H * 4);
-  GstMapInfo map;
-  gsize i;
-
-  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
-  for (i = 0; i < map.size; i++)
-    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
-  gst_buffer_unmap (buf, &map);
-  GST_BUFFER_PTS (buf) = seed * 40 * GST_MSECOND;
-  GST_BUFFER_OFFSET (buf) = seed;
-  return buf;
-}
-
-static GstBuffer *
-push_pull (GstHarness * h, GstBuffer * in)
-{
-  GstBuffer *out;
-
-  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
-  out = gst_harness_pull (h);
-  fail_unless (out != NULL);
-  return out;
-}
-
-/* The record our meta put on the region meta `id` (the ODMtd's id), or NULL. */
-static const GstStructure *
-roi_record (GstBuffer * buf, gint id)
-{
-  GstVideoRegionOfInterestMeta *roi =
-      gst_buffer_get_video_region_of_interest_meta_id (buf, id);
-
-  return roi ? gst_video_region_of_interest_meta_get_param (roi,
-      GPUNET_META_NAME) : NULL;
-}
 
 /* The top-1 quark of the ClsMtd box `od_id` relates to (what
  * objectdetectionoverlay draws), 0 when none. */
@@ -331,44 +252,6 @@ GST_START_TEST (test_track_properties)
 GST_END_TEST;
 
 /* ---- size and frame bounds ---- */
-
-static GMutex log_lock;
-static GString *warnings;
-
-static void
-log_func (GstDebugCategory * category, GstDebugLevel level, const gchar * file,
-    const gchar * function, gint line, GObject * object, GstDebugMessage * msg,
-    gpointer data)
-{
-  (void) file;
-  (void) function;
-  (void) line;
-  (void) object;
-  (void) data;
-  if (level != GST_LEVEL_WARNING
-      || strcmp (gst_debug_category_get_name (category), "gpunetroi") != 0)
-    return;
-  g_mutex_lock (&log_lock);
-  g_string_append (warnings, gst_debug_message_get (msg));
-  g_string_append_c (warnings, '\n');
-  g_mutex_unlock (&log_lock);
-}
-
-static void
-capture_warnings (void)
-{
-  warnings = g_string_new (NULL);
-  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_WARNING);
-  gst_debug_add_log_function (log_func, NULL, NULL);
-}
-
-static gchar *
-captured_warnings (void)
-{
-  gst_debug_remove_log_function (log_func);
-  gst_debug_set_threshold_for_name ("gpunetroi", GST_LEVEL_NONE);
-  return g_string_free (warnings, FALSE);
-}
 
 static guint
 add_box (GstBuffer * buf, gint x, gint y, gint w, gint h)

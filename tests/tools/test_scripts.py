@@ -2,7 +2,10 @@
 """test_scripts.py SOURCE_ROOT: the scripts a new user runs first (issue 31):
 classify.sh refuses a built-in model without --checkpoint and says where to get it,
 documents --frames with --input, rejects bad values; test-summary.py counts skipped
-tests apart from passed ones and keeps "N passed, ..., F failed" as its last line."""
+tests apart from passed ones and keeps "N passed, ..., F failed" as its last line;
+install-deps.sh asks dpkg once for all its packages (issue 43 defect 16: one
+dpkg-query a package made a warm classify.sh spend seconds) and installs only the
+missing ones."""
 import json
 import os
 import subprocess
@@ -58,7 +61,42 @@ def main():
         last = p.stdout.strip().splitlines()[-1]
         check(p.returncode == 0 and last == "1 passed, 1 skipped, 0 failed",
               f"all passed or skipped: {last!r}")
+    check_install_deps(root)
     return 1 if FAILED else 0
+
+
+def check_install_deps(root):
+    """install-deps.sh on stub dpkg-query / apt-get: one query, the missing package
+    alone installed."""
+    script = os.path.join(root, "scripts", "install-deps.sh")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "calls.log")
+        # dpkg-query -W -f=FORMAT PKG...: every package installed but $STUB_MISSING
+        dq = os.path.join(tmp, "dpkg-query")
+        with open(dq, "w") as f:
+            f.write('#!/bin/sh\necho "dpkg-query $*" >> "$STUB_LOG"\nshift 2\n'
+                    'for p in "$@"; do [ "$p" = "$STUB_MISSING" ] && continue\n'
+                    '  echo "$p install ok installed"; done\n')
+        ag = os.path.join(tmp, "apt-get")
+        with open(ag, "w") as f:
+            f.write('#!/bin/sh\necho "apt-get $*" >> "$STUB_LOG"\n')
+        for x in (dq, ag):
+            os.chmod(x, 0o755)
+        for missing in ("", "libdnnl-dev"):
+            open(log, "w").close()
+            env = dict(os.environ, PATH=tmp + os.pathsep + os.environ["PATH"], STUB_LOG=log,
+                       STUB_MISSING=missing)
+            p = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
+            calls = open(log).read().splitlines()
+            queries = [c for c in calls if c.startswith("dpkg-query")]
+            installs = [c for c in calls if c.startswith("apt-get") and " install " in c]
+            if not missing:
+                check(p.returncode == 0 and len(queries) == 1 and not installs,
+                      f"install-deps.sh, all present: one dpkg-query, no install: {calls[:3]}")
+            else:
+                check(p.returncode == 0 and len(queries) == 1 and len(installs) == 1
+                      and installs[0].endswith(" " + missing),
+                      f"install-deps.sh, {missing} missing: installs it alone: {installs}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+/* gpunet-tool-errors.h: the sentence a decoding tool prints for a GStreamer error
+ * from one of its inputs.  GStreamer's messages name no input and its debug text
+ * names internal elements ('qtdemux2', 'uridecodebin0'), and decodebin reports a
+ * file without video (audio only) as a missing plug-in; these helpers turn an
+ * error, plus what the tool saw of the input's streams, into what went wrong and
+ * how to fix it, without element names.  The caller prefixes which input it was.
+ * GStreamer only, header only (gpunet-run, gpunet-tag, gpunet-streams,
+ * gpunet-cameras). */
+#ifndef GPUNET_TOOL_ERRORS_H
+#define GPUNET_TOOL_ERRORS_H
+
+#include <string.h>
+
+#include <gst/gst.h>
+
+/* What decodebin's missing-plugin messages said about one input. */
+typedef struct
+{
+  gchar *video;                 /* caps name of a video/image stream no decoder takes */
+  gboolean other;               /* a non-video stream (audio, subtitles) had none */
+} GpunetToolMissing;
+
+/* Notes a missing-plugin element message (others are ignored). */
+static inline void
+gpunet_tool_missing_note (GpunetToolMissing * mi, GstMessage * m)
+{
+  const GstStructure *st = gst_message_get_structure (m);
+  const GValue *v;
+  const gchar *n = NULL;
+
+  if (GST_MESSAGE_TYPE (m) != GST_MESSAGE_ELEMENT || st == NULL
+      || !gst_structure_has_name (st, "missing-plugin"))
+    return;
+  v = gst_structure_get_value (st, "detail");
+  if (v && GST_VALUE_HOLDS_CAPS (v)) {
+    const GstCaps *c = gst_value_get_caps (v);
+
+    if (c && gst_caps_get_size (c) > 0)
+      n = gst_structure_get_name (gst_caps_get_structure (c, 0));
+  }
+  if (n && (g_str_has_prefix (n, "video/") || g_str_has_prefix (n, "image/"))) {
+    if (mi->video == NULL)
+      mi->video = g_strdup (n);
+  } else {
+    mi->other = TRUE;
+  }
+}
+
+static inline void
+gpunet_tool_missing_clear (GpunetToolMissing * mi)
+{
+  g_clear_pointer (&mi->video, g_free);
+  mi->other = FALSE;
+}
+
+/* TRUE when `e` (with its debug text `debug`, may be NULL) is what decodebin and
+ * its demuxers post when an input has no video stream a decoder takes: a missing
+ * plug-in, no codec, or a demuxer stopped with not-linked (its only streams were
+ * not video, and nothing took them). */
+static inline gboolean
+gpunet_tool_error_is_no_video (const GError * e, const gchar * debug)
+{
+  return g_error_matches (e, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN)
+      || g_error_matches (e, GST_STREAM_ERROR, GST_STREAM_ERROR_CODEC_NOT_FOUND)
+      || (g_error_matches (e, GST_STREAM_ERROR, GST_STREAM_ERROR_FAILED)
+      && debug != NULL && strstr (debug, "not-linked") != NULL);
+}
+
+/* The sentence for error `e` from an input's elements (g_free).  `video_seen`:
+ * the input already delivered video (then a missing plug-in is not about the
+ * video).  Names no element; says what to do where GStreamer's message does not. */
+static inline gchar *
+gpunet_tool_error_text (const GError * e, const gchar * debug,
+    gboolean video_seen, const GpunetToolMissing * mi)
+{
+  const gchar *hint = NULL;
+
+  if (!video_seen && gpunet_tool_error_is_no_video (e, debug)) {
+    if (mi && mi->video)
+      return g_strdup_printf ("no decoder for its video (%s) is installed; "
+          "install the GStreamer plug-in that decodes it (gst-inspect-1.0 lists "
+          "those present)", mi->video);
+    return g_strdup ("no video stream in this input (audio or other streams "
+        "only); give a video file or stream");
+  }
+  if (e->domain == GST_STREAM_ERROR) {
+    switch (e->code) {
+      case GST_STREAM_ERROR_DEMUX:
+      case GST_STREAM_ERROR_DECODE:
+      case GST_STREAM_ERROR_TYPE_NOT_FOUND:
+      case GST_STREAM_ERROR_WRONG_TYPE:
+      case GST_STREAM_ERROR_FORMAT:
+        hint = "the file is damaged, or not a video GStreamer reads";
+        break;
+      default:
+        break;
+    }
+  } else if (e->domain == GST_RESOURCE_ERROR) {
+    switch (e->code) {
+      case GST_RESOURCE_ERROR_NOT_FOUND:
+      case GST_RESOURCE_ERROR_OPEN_READ:
+      case GST_RESOURCE_ERROR_READ:
+        hint = "check the path or address and that it can be read";
+        break;
+      default:
+        break;
+    }
+  }
+  if (hint == NULL)
+    return g_strdup (e->message);
+  return g_strdup_printf ("%s (%s)", e->message, hint);
+}
+
+#endif
