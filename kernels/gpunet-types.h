@@ -98,6 +98,9 @@ typedef struct {
                                 * OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins */
   int no_bf16;                 /* 1: act as if the CPU lacked AVX-512 BF16 and AMX
                                 * (tests of precision=bf16's refusal) */
+  int bf16_f32_act;            /* precision=bf16: 0 (auto): activations stored as bf16
+                                * between the ops that take them; 1 (f32): f32 between
+                                * all layers, each bf16 convolution converting its input */
 } gpunet_cpu_options;
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */
