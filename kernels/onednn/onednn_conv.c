@@ -307,7 +307,8 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       goto out;
     }
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
-    TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng, (void *) s->bufs[ti->buf]));
+    TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng,
+            op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
     rpd = NULL;
@@ -406,7 +407,8 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   gpunet_status st = GPUNET_OK;
   const int op_index = i;
   if (s->g->ops[i].in == s->g->input)
-    TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
+    TRY (dnnl_memory_set_data_handle (step->to_bf16 ? step->src_f32 : step->src,
+            (void *) input));
   if (step->to_bf16) {
     dnnl_exec_arg_t cargs[2] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src } };
     TRY (dnnl_primitive_execute (step->to_bf16, s->stream, 2, cargs));

@@ -100,13 +100,14 @@ void gpunet_onednn_free_convs (fast_state *s);
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
-/* Whether op (impl GPUNET_ONEDNN_CONV) runs as a bf16 convolution: bf16 sessions, dense,
- * not reading the network input. */
+/* Whether op (impl GPUNET_ONEDNN_CONV) runs as a bf16 convolution: bf16 sessions, dense;
+ * the first (reading the network input, converted to bf16 each pass) only with bf16
+ * activations (option bf16act=auto), so that its output is bf16 too. */
 static inline int
 gpunet_onednn_conv_is_bf16 (const fast_state *s, const gpunet_op *op)
 {
   return s->bf16 && op->kind == GPUNET_OP_CONV2D && op->p.conv2d.groups == 1
-      && op->in != s->g->input;
+      && (op->in != s->g->input || (!s->opt.bf16_f32_act && s->blk == 16));
 }
 
 /* bf16_act.c: after the buffers and kernels are planned, marks the tensors stored as bf16
