@@ -48,7 +48,8 @@ typedef enum {
   GPUNET_PRECISION_FP32,
   GPUNET_PRECISION_FP16,
   GPUNET_PRECISION_BF16   /* the fast CPU backend: oneDNN's bf16 convolutions with f32
-                           * accumulation (AVX-512 BF16 or AMX); refused elsewhere */
+                           * accumulation, bf16 activations between them (AVX-512 BF16
+                           * or AMX); refused elsewhere */
 } gpunet_precision;
 
 /* A kernel choice of the fast CPU backend (kernels/onednn). */
