@@ -6,14 +6,14 @@
  * The tolerance comes from the format: bf16 keeps 8 significant bits, so rounding an
  * input or a weight moves it by at most u = 2^-8 of itself and a product by 2u; every
  * convolution rounds both, so its output moves by at most 2u of the sum of the magnitudes
- * of its terms.  Allowing each of up to 16 such layers (the tiny nets' stem, expansion,
- * projection and head convolutions) that full 2u relative to the largest logit gives
- * 32u; with the activations stored as bf16 between layers (the default, bf16act=auto)
- * each depthwise layer rounds its input and output too, 2u more for each of tiny-a's six:
- * 44u (0.172).  tiny-a's random head cancels strongly (its logits are small beside its
- * activations) and measures about 0.14 here (0.12 with bf16act=f32); a wrong weight
- * layout, a wrongly typed buffer or a lost layer moves the logits by their own size.  The
- * run must also differ from f32 by more
+ * of its terms.  With the activations stored as bf16 between layers (the default,
+ * bf16act=auto) the depthwise layers round their input and output too.  Allowing each
+ * such layer that full 2u relative to the largest logit, over the largest of the tiny
+ * nets (tiny-a: 26 dense convolutions, the first included, and 6 depthwise ones), gives
+ * 64u (0.25).  tiny-a's random head cancels strongly (its logits are small beside its
+ * activations) and measures about 0.14 here (0.12 with bf16act=f32, where the first
+ * convolution stays f32); a wrong weight layout, a wrongly typed buffer or a lost layer
+ * moves the logits by their own size.  The run must also differ from f32 by more
  * than u/64 on some logit: the bf16 kernels ran, the session did not fall back to f32. */
 #include <math.h>
 #include <stdio.h>
@@ -132,7 +132,7 @@ test_network (const char *name, int f32_act)
     rc = 1;
     goto out;
   }
-  const double u = 1.0 / 256.0, tol = 44 * u, floor_ = u / 64;
+  const double u = 1.0 / 256.0, tol = 64 * u, floor_ = u / 64;
   for (int b = 0; b < n; b++) {
     double big = 0.0, worst = 0.0;
     for (int c = 0; c < nc; c++)
