@@ -48,7 +48,8 @@ typedef enum {
   GPUNET_PRECISION_FP32,
   GPUNET_PRECISION_FP16,
   GPUNET_PRECISION_BF16   /* the fast CPU backend: oneDNN's bf16 convolutions with f32
-                           * accumulation (AVX-512 BF16 or AMX); refused elsewhere */
+                           * accumulation, bf16 activations between them (AVX-512 BF16
+                           * or AMX); refused elsewhere */
 } gpunet_precision;
 
 /* A kernel choice of the fast CPU backend (kernels/onednn). */
@@ -98,6 +99,9 @@ typedef struct {
                                 * OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins */
   int no_bf16;                 /* 1: act as if the CPU lacked AVX-512 BF16 and AMX
                                 * (tests of precision=bf16's refusal) */
+  int bf16_f32_act;            /* precision=bf16: 0 (auto): activations stored as bf16
+                                * between the ops that take them; 1 (f32): f32 between
+                                * all layers, each bf16 convolution converting its input */
 } gpunet_cpu_options;
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */

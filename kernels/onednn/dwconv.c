@@ -15,22 +15,7 @@
 #include "activation.h"
 #include "blocked_ops.h"
 #include "dwconv.h"
-
-/* Per-thread input buffer: whole planes up to this size (every GPUNet depthwise layer at
- * its model's resolution but the largest), else strips of output rows. */
-#define DW_BUF_BUDGET (128 * 1024)
-
-struct gpunet_dw {
-  int c, cp, k, stride, pad, ih, iw, oh, ow, act, in_act;
-  int vw;
-  int cw;              /* buffer row: padded input columns the outputs read, (ow - 1) s + k */
-  int strip_rows;      /* output rows per task */
-  int strips;          /* tasks per channel block: ceil(oh / strip_rows) */
-  size_t buf_floats;   /* per thread */
-  size_t thread_stride;   /* floats between threads' buffers: buf_floats or more */
-  float *w;            /* [cp / vw][k * k][vw], zero in padded channels */
-  float *bias;         /* [cp], zero padded */
-};
+#include "dwconv_state.h"
 
 void
 gpunet_dw_free (gpunet_dw *d)
@@ -59,6 +44,13 @@ gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats)
 {
   if (floats >= d->buf_floats && floats % 16 == 0)
     d->thread_stride = floats;
+}
+
+void
+gpunet_dw_set_bf16 (gpunet_dw *d, int in_bf16, int out_bf16)
+{
+  d->in_bf16 = in_bf16 && d->vw == 16;
+  d->out_bf16 = out_bf16 && d->vw == 16;
 }
 
 gpunet_dw *
@@ -114,7 +106,9 @@ gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
 void
 gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch, int nt)
 {
-  if (d->vw == 16)
+  if (d->in_bf16 || d->out_bf16)
+    gpunet_dw_run_bf16 (d, in, out, n, scratch, nt);
+  else if (d->vw == 16)
     dw_run_avx512 (d, in, out, n, scratch, nt);
   else
     dw_run_avx2 (d, in, out, n, scratch, nt);

@@ -32,6 +32,12 @@ size_t gpunet_dw_thread_floats (const gpunet_dw *d);
  * instead of changing cores (docs/performance.md).  Call before the first run. */
 void gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats);
 
+/* bf16 sessions (16-channel blocks only): the input and/or the output are bf16 (the
+ * pointers of gpunet_dw_run then point at uint16_t), the arithmetic stays f32: each input
+ * element widened exactly, each output rounded to nearest even once (vcvtneps2bf16).
+ * Needs AVX-512 BF16 when either is set.  Call before the first run. */
+void gpunet_dw_set_bf16 (gpunet_dw *d, int in_bf16, int out_bf16);
+
 /* n images: out = act(dwconv(in_act(in)) + bias); padded channels of out are written 0. */
 void gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
     int nt);

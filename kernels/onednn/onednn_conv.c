@@ -178,9 +178,9 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   dnnl_primitive_t reorder = NULL;
   dnnl_memory_t user_w = NULL;
   /* bf16 sessions: dense convolutions but the first read bf16 activations and weights
-   * (f32 accumulation, f32 bias, output and post-ops) */
-  const int bf = s->bf16 && op->kind == GPUNET_OP_CONV2D && groups == 1
-      && op->in != g->input;
+   * (f32 accumulation, f32 bias and post-ops; the output bf16 where the tensor is, else
+   * f32); an f32 input is converted into a buffer of the step's own first */
+  const int bf = gpunet_onednn_conv_is_bf16 (s, op);
   const dnnl_data_type_t in_dt = bf ? dnnl_bf16 : dnnl_f32;
   md_t src32_md = { 0 };
   weights_variant *nv = NULL;
@@ -211,7 +211,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     }
     TRY (md_make_dt (&src_md, 4, src_dims, in_dt, layout_tag (ti->blk)));
     TRY (md_make (&src32_md, 4, src_dims, layout_tag (ti->blk)));
-    TRY (md_make (&dst_md, 4, dst_dims, layout_tag (s->blk)));
+    TRY (md_make_dt (&dst_md, 4, dst_dims, to->bf ? dnnl_bf16 : dnnl_f32, layout_tag (s->blk)));
     TRY (md_make_dt (&wany_md, w_ndims, w_dims, in_dt, dnnl_format_tag_any));
     TRY (md_make (&wuser_md, w_ndims, w_dims, groups == 1 ? dnnl_oihw : dnnl_goihw));
     TRY (md_make (&bias_md, 1, bias_dims, dnnl_x));
@@ -299,7 +299,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
-  if (bf) {
+  if (bf && !ti->bf) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
     if (!(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
@@ -307,7 +307,8 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       goto out;
     }
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
-    TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng, (void *) s->bufs[ti->buf]));
+    TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng,
+            op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
     rpd = NULL;
@@ -406,7 +407,8 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   gpunet_status st = GPUNET_OK;
   const int op_index = i;
   if (s->g->ops[i].in == s->g->input)
-    TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
+    TRY (dnnl_memory_set_data_handle (step->to_bf16 ? step->src_f32 : step->src,
+            (void *) input));
   if (step->to_bf16) {
     dnnl_exec_arg_t cargs[2] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src } };
     TRY (dnnl_primitive_execute (step->to_bf16, s->stream, 2, cargs));

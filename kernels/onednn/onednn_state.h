@@ -4,6 +4,8 @@
 #ifndef GPUNET_ONEDNN_STATE_H
 #define GPUNET_ONEDNN_STATE_H
 
+#include <stdint.h>
+
 #include <oneapi/dnnl/dnnl.h>
 
 #include "backend.h"
@@ -40,6 +42,7 @@ typedef struct {
   int blk, cp;    /* layout: the session's block (nChw16c or nChw8c) or 1 (plain NCHW);
                    * padded channels */
   int buf;        /* activation buffer, -1 for the graph input */
+  int bf;         /* stored as bf16 (bf16 sessions: gpunet_onednn_bf16_tensors) */
 } fast_tensor;
 
 /* One planned op: what runs it and how. */
@@ -97,6 +100,26 @@ void gpunet_onednn_free_convs (fast_state *s);
 /* GPUNET_OK where precision=bf16 can run: the CPU has AVX-512 BF16 or AMX-BF16 and
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
+
+/* Whether op (impl GPUNET_ONEDNN_CONV) runs as a bf16 convolution: bf16 sessions, dense;
+ * the first (reading the network input, converted to bf16 each pass) only with bf16
+ * activations (option bf16act=auto), so that its output is bf16 too. */
+static inline int
+gpunet_onednn_conv_is_bf16 (const fast_state *s, const gpunet_op *op)
+{
+  return s->bf16 && op->kind == GPUNET_OP_CONV2D && op->p.conv2d.groups == 1
+      && (op->in != s->g->input || (!s->opt.bf16_f32_act && s->blk == 16));
+}
+
+/* bf16_act.c: after the buffers and kernels are planned, marks the tensors stored as bf16
+ * (fast_tensor.bf) and tells our depthwise ops (bf16 sessions, 16-channel blocks, option
+ * bf16act=auto; a no-op otherwise). */
+void gpunet_onednn_bf16_tensors (fast_state *s);
+
+/* bf16_act.c: n images of a bf16 tensor (blk-channel blocks, cp padded channels) to plain
+ * NCHW f32 with c channels (trace callbacks). */
+void gpunet_onednn_bf16_to_plain (const uint16_t *src, int blk, int cp, float *dst, int n,
+    int c, long hw);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);

@@ -1,0 +1,189 @@
+/* bf16_dwconv.c: our depthwise convolution (dwconv.h) with bf16 activations, for bf16
+ * sessions on nChw16c: the input and/or the output stored as bf16, the arithmetic f32.
+ * The same schedule as dwconv.c (per channel block and strip of rows, input rows widened,
+ * activated and zero-bordered into a per-thread f32 buffer, eight outputs of a row at a
+ * time); bf16 inputs are widened exactly (a 16-bit shift), outputs rounded to nearest even
+ * once by vcvtneps2bf16 (AVX-512 BF16).  Halves the bytes a depthwise layer moves, which
+ * is what it costs (GPUNet-D1 and -D2 are dominated by large depthwise planes). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "activation.h"
+#include "blocked_ops.h"
+#include "dwconv.h"
+#include "dwconv_state.h"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+
+#define SIMD_WIDTH 16
+#include "simd_begin.h"
+#pragma GCC target("avx512f,avx512bf16")
+
+/* vector i (in elements) of p: 16 bf16 widened to f32, or 16 f32 */
+static inline __attribute__((always_inline)) __m512
+bf_load (const void *p, size_t i, int bf)
+{
+  if (bf)
+    return _mm512_castsi512_ps (_mm512_slli_epi32 (_mm512_cvtepu16_epi32 (
+                _mm256_load_si256 ((const __m256i *) ((const uint16_t *) p + i))), 16));
+  return _mm512_load_ps ((const float *) p + i);
+}
+
+static inline __attribute__((always_inline)) void
+bf_store (void *p, size_t i, __m512 v, int bf)
+{
+  if (bf)
+    _mm256_store_si256 ((__m256i *) ((uint16_t *) p + i), (__m256i) _mm512_cvtneps_pbh (v));
+  else
+    _mm512_store_ps ((float *) p + i, v);
+}
+
+/* rows y0 .. y0 + rows - 1 of the zero-padded, activated input plane (src: ih x iw
+ * vectors, bf16 or f32) into buf as f32, rows of cw vectors */
+static void
+bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf)
+{
+  const int cw = d->cw, pad = d->pad, iw = d->iw, act = d->in_act, ibf = d->in_bf16;
+  const int x1 = pad + iw < cw ? pad + iw : cw;
+  for (int r = 0; r < rows; r++) {
+    float *row = buf + (size_t) r * cw * VW;
+    const int sy = y0 + r - pad;
+    if (sy < 0 || sy >= d->ih || x1 <= pad) {
+      memset (row, 0, sizeof (float) * (size_t) cw * VW);
+      continue;
+    }
+    for (int x = 0; x < pad; x++)
+      V_STORE (row + (size_t) x * VW, V_ZERO ());
+    const size_t s0 = (size_t) sy * iw * VW;
+    if (act == GPUNET_EPI_SWISH)
+      for (int x = pad; x < x1; x++)
+        V_STORE (row + (size_t) x * VW, simd_act_avx512 (bf_load (src,
+                    s0 + (size_t) (x - pad) * VW, ibf), GPUNET_EPI_SWISH));
+    else if (act == GPUNET_EPI_RELU)
+      for (int x = pad; x < x1; x++)
+        V_STORE (row + (size_t) x * VW, V_MAX (bf_load (src, s0 + (size_t) (x - pad) * VW,
+                    ibf), V_ZERO ()));
+    else
+      for (int x = pad; x < x1; x++)
+        V_STORE (row + (size_t) x * VW, bf_load (src, s0 + (size_t) (x - pad) * VW, ibf));
+    for (int x = x1; x < cw; x++)
+      V_STORE (row + (size_t) x * VW, V_ZERO ());
+  }
+}
+
+/* outputs ox .. ox + G - 1 of one output row into dst (vector index o0 of the row) */
+static inline __attribute__((always_inline)) void
+bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst, size_t o0,
+    int act, int obf, const int K, const int S, const int G)
+{
+  VEC acc[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < G; j++)
+    acc[j] = bias;
+  for (int ky = 0; ky < K; ky++) {
+    const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
+    for (int kx = 0; kx < K; kx++) {
+      const VEC wv = V_LOAD (w + (size_t) (ky * K + kx) * VW);
+#pragma GCC unroll 8
+      for (int j = 0; j < G; j++)
+        acc[j] = V_FMA (wv, V_LOAD (r + (size_t) (j * S + kx) * VW), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < G; j++)
+    bf_store (dst, o0 + (size_t) (ox + j) * VW, simd_act_avx512 (acc[j], act), obf);
+}
+
+static inline __attribute__((always_inline)) void
+bdw_rows_t (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, const float *w,
+    VEC bias, void *dst, const int K, const int S)
+{
+  const int ow = d->ow, cw = d->cw, act = d->act, obf = d->out_bf16;
+  for (int oy = oy0; oy < oy1; oy++) {
+    const float *b0 = buf + (size_t) (oy * S - y0) * cw * VW;
+    const size_t o0 = (size_t) oy * ow * VW;
+    int ox = 0;
+    for (; ox + 8 <= ow; ox += 8)
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 8);
+    if (ox + 4 <= ow) {
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 4);
+      ox += 4;
+    }
+    if (ox + 2 <= ow) {
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 2);
+      ox += 2;
+    }
+    if (ox < ow)
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 1);
+  }
+}
+
+typedef void (*bdw_rows_fn) (const gpunet_dw *, const float *, int, int, int, const float *,
+    VEC, void *);
+#define BDW_ROWS_KS(K, S) \
+  static void \
+  bdw_rows_##K##_##S (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, \
+      const float *w, VEC bias, void *dst) \
+  { \
+    bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, K, S); \
+  }
+BDW_ROWS_KS (3, 1)
+BDW_ROWS_KS (3, 2)
+BDW_ROWS_KS (5, 1)
+BDW_ROWS_KS (5, 2)
+#undef BDW_ROWS_KS
+
+static void
+bdw_rows_any (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, const float *w,
+    VEC bias, void *dst)
+{
+  bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, d->k, d->stride);
+}
+
+void
+gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
+    int nt)
+{
+  const int k = d->k, s = d->stride, nblk = d->cp / VW, strips = d->strips;
+  const size_t in_plane = (size_t) d->ih * d->iw * VW, out_plane = (size_t) d->oh * d->ow * VW;
+  const size_t isz = d->in_bf16 ? 2 : 4, osz = d->out_bf16 ? 2 : 4;
+  const bdw_rows_fn rows_fn = k == 3 && s == 1 ? bdw_rows_3_1 : k == 3 && s == 2
+      ? bdw_rows_3_2 : k == 5 && s == 1 ? bdw_rows_5_1 : k == 5 && s == 2 ? bdw_rows_5_2
+      : bdw_rows_any;
+  const long tasks = (long) n * nblk * strips;
+  if (nt < 1)
+    nt = 1;
+#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
+  {
+    float *buf = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
+#pragma omp for schedule(static)
+    for (long t = 0; t < tasks; t++) {
+      const long u = t / strips;
+      const int b = (int) (u / nblk);
+      const int cb = (int) (u % nblk);
+      const int oy0 = (int) (t % strips) * d->strip_rows;
+      const int oy1 = oy0 + d->strip_rows < d->oh ? oy0 + d->strip_rows : d->oh;
+      const int y0 = oy0 * s, rows = (oy1 - 1 - oy0) * s + k;
+      const size_t plane_index = (size_t) b * nblk + (size_t) cb;
+      bdw_fill (d, (const char *) in + plane_index * in_plane * isz, y0, rows, buf);
+      rows_fn (d, buf, y0, oy0, oy1, d->w + (size_t) cb * k * k * VW,
+          V_LOAD (d->bias + (size_t) cb * VW), (char *) out + plane_index * out_plane * osz);
+    }
+  }
+}
+
+#include "simd_end.h"
+
+#else /* never planned: bf16 sessions need x86 with AVX-512 BF16 */
+
+void
+gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
+    int nt)
+{
+  (void) d, (void) in, (void) out, (void) n, (void) scratch, (void) nt;
+}
+
+#endif

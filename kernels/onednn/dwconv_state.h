@@ -1,0 +1,31 @@
+/* dwconv_state.h: the planned state of our depthwise convolution (dwconv.h), shared by
+ * its f32 code (dwconv.c) and its bf16-storage form (bf16_dwconv.c).  Private to
+ * kernels/onednn. */
+#ifndef GPUNET_DWCONV_STATE_H
+#define GPUNET_DWCONV_STATE_H
+
+#include <stddef.h>
+
+/* Per-thread input buffer: whole planes up to this size (every GPUNet depthwise layer at
+ * its model's resolution but the largest), else strips of output rows. */
+#define DW_BUF_BUDGET (128 * 1024)
+
+struct gpunet_dw {
+  int c, cp, k, stride, pad, ih, iw, oh, ow, act, in_act;
+  int vw;
+  int cw;              /* buffer row: padded input columns the outputs read, (ow - 1) s + k */
+  int strip_rows;      /* output rows per task */
+  int strips;          /* tasks per channel block: ceil(oh / strip_rows) */
+  size_t buf_floats;   /* per thread */
+  size_t thread_stride;   /* floats between threads' buffers: buf_floats or more */
+  float *w;            /* [cp / vw][k * k][vw], zero in padded channels */
+  float *bias;         /* [cp], zero padded */
+  int in_bf16, out_bf16;   /* bf16 activations (gpunet_dw_set_bf16): then run by
+                            * gpunet_dw_run_bf16 */
+};
+
+/* bf16_dwconv.c: gpunet_dw_run where the input or output is bf16 (AVX-512 BF16) */
+void gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n,
+    float *scratch, int nt);
+
+#endif

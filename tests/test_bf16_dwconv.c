@@ -1,0 +1,137 @@
+/* test_bf16_dwconv: our depthwise kernel with bf16 activations (kernels/onednn/
+ * bf16_dwconv.c, AVX-512 BF16) against its f32 form (dwconv.c) on the same values.
+ * The inputs are drawn as bf16 numbers, so widening them is exact; the arithmetic is the
+ * same f32 in both forms, so a bf16 input must give the f32 kernel's bits exactly, and a
+ * bf16 output must be the f32 output rounded to nearest even (8 significant bits, the
+ * rounding computed here in portable C).  Shapes: 3x3 and 5x5, strides 1 and 2, rows not
+ * a multiple of 8, channels not a multiple of 16 (padded lanes must come out 0), the
+ * producer's swish applied on the way in, batch 2.  Exit 77 where the CPU lacks
+ * AVX-512 BF16 (the vcvtneps2bf16 instruction). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include "activation.h"
+#include "blocked_ops.h"
+#include "dwconv.h"
+
+static int
+have_avx512_bf16 (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_supports ("avx512f") || !__get_cpuid_count (7, 0, &a, &b, &c, &d) || a < 1
+      || !__get_cpuid_count (7, 1, &a, &b, &c, &d))
+    return 0;
+  return (a >> 5) & 1;
+#else
+  return 0;
+#endif
+}
+
+static uint32_t rng = 12345u;
+
+static float
+frand (void)
+{
+  rng = rng * 1664525u + 1013904223u;
+  return (float) ((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static uint16_t
+bf16_rne (float x)
+{
+  uint32_t u;
+  memcpy (&u, &x, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t) (u >> 16);
+}
+
+static float
+bf16_f32 (uint16_t h)
+{
+  const uint32_t u = (uint32_t) h << 16;
+  float x;
+  memcpy (&x, &u, sizeof x);
+  return x;
+}
+
+/* one shape: returns the number of mismatches */
+static int
+check (int c, int k, int s, int ih, int iw, int act, int in_act)
+{
+  const int blk = 16, cp = (c + blk - 1) / blk * blk, n = 2, pad = k / 2;
+  const int oh = (ih + 2 * pad - k) / s + 1, ow = (iw + 2 * pad - k) / s + 1;
+  float *w = malloc (sizeof (float) * c * k * k), *bias = malloc (sizeof (float) * c);
+  for (int i = 0; i < c * k * k; i++)
+    w[i] = frand ();
+  for (int i = 0; i < c; i++)
+    bias[i] = frand ();
+  gpunet_dwconv2d_params p = { .c = c, .kernel = k, .stride = s, .pad = pad, .ih = ih,
+    .iw = iw, .oh = oh, .ow = ow, .act = act, .weight = w, .bias = bias };
+  gpunet_dw *f = gpunet_dw_new (&p, in_act, cp, blk), *b = gpunet_dw_new (&p, in_act, cp, blk);
+  const size_t in_n = (size_t) n * cp * ih * iw, out_n = (size_t) n * cp * oh * ow;
+  float *in32 = gpunet_blk_alloc (in_n), *out32 = gpunet_blk_alloc (out_n);
+  float *in16 = gpunet_blk_alloc (in_n / 2 + 16), *out16 = gpunet_blk_alloc (out_n);
+  float *scratch = gpunet_blk_alloc (gpunet_dw_scratch_floats (f, 2) + 64);
+  if (!f || !b || !in32 || !out32 || !in16 || !out16 || !scratch) {
+    fprintf (stderr, "FAIL: out of memory\n");
+    exit (1);
+  }
+  uint16_t *in_h = (uint16_t *) in16, *out_h = (uint16_t *) out16;
+  for (size_t i = 0; i < in_n; i++) {
+    const int ch = (int) ((i / ((size_t) ih * iw * blk)) % (cp / blk)) * blk + (int) (i % blk);
+    in_h[i] = ch < c ? bf16_rne (4.0f * frand ()) : 0;
+    in32[i] = bf16_f32 (in_h[i]);
+  }
+  gpunet_dw_run (f, in32, out32, n, scratch, 2);
+  int bad = 0;
+  for (int mode = 1; mode <= 3; mode++) {   /* 1: bf16 in; 2: bf16 out; 3: both */
+    const int ibf = mode & 1, obf = (mode >> 1) & 1;
+    gpunet_dw_set_bf16 (b, ibf, obf);
+    memset (out16, 0xff, sizeof (float) * out_n);   /* padded lanes must be written */
+    gpunet_dw_run (b, ibf ? in16 : in32, out16, n, scratch, 2);
+    for (size_t i = 0; i < out_n; i++) {
+      const float ref = out32[i];
+      int ok;
+      if (obf)
+        ok = out_h[i] == bf16_rne (ref);
+      else
+        ok = memcmp (&out16[i], &ref, sizeof ref) == 0;
+      if (!ok && bad++ < 5)
+        fprintf (stderr, "FAIL: c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 in=%d out=%d: "
+            "element %zu is %g, the f32 kernel's %g%s\n", c, k, s, ih, iw, act, in_act, ibf,
+            obf, i, obf ? (double) bf16_f32 (out_h[i]) : (double) out16[i], (double) ref,
+            obf ? " rounded to nearest even" : "");
+    }
+  }
+  printf ("c=%d k=%d s=%d %dx%d act=%d in_act=%d: %s\n", c, k, s, ih, iw, act, in_act,
+      bad ? "FAILED" : "exact");
+  gpunet_dw_free (f), gpunet_dw_free (b);
+  free (w), free (bias), free (in32), free (out32), free (in16), free (out16), free (scratch);
+  return bad;
+}
+
+int
+main (void)
+{
+  if (!have_avx512_bf16 ()) {
+    printf ("SKIP: this CPU lacks AVX-512 BF16 (avx512_bf16: vcvtneps2bf16), which the "
+        "bf16 depthwise kernel uses\n");
+    return 77;
+  }
+  int bad = 0;
+  bad += check (40, 3, 1, 13, 19, GPUNET_EPI_SWISH, GPUNET_EPI_NONE);
+  bad += check (33, 3, 2, 21, 22, GPUNET_EPI_NONE, GPUNET_EPI_SWISH);
+  bad += check (16, 5, 1, 9, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU);
+  bad += check (50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH);
+  bad += check (24, 7, 1, 8, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE);
+  printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
+  printf ("%s\n", bad ? "FAILED" : "passed");
+  return bad ? 1 : 0;
+}
