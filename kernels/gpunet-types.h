@@ -47,9 +47,21 @@ typedef enum {
   GPUNET_PRECISION_AUTO = 0,
   GPUNET_PRECISION_FP32,
   GPUNET_PRECISION_FP16,
-  GPUNET_PRECISION_BF16   /* the fast CPU backend: oneDNN's bf16 convolutions with f32
+  GPUNET_PRECISION_BF16,  /* the fast CPU backend: oneDNN's bf16 convolutions with f32
                            * accumulation (AVX-512 BF16 or AMX); refused elsewhere */
+  GPUNET_PRECISION_INT8   /* the fast CPU backend: oneDNN's int8 convolutions (s8 weights
+                           * per output channel, u8/s8 activations with calibrated scales,
+                           * s32 accumulation; VNNI where present); needs a scales file */
 } gpunet_precision;
+
+/* precision=int8: how one op's input is quantised (gpunet_plan_params.int8, per graph
+ * op).  scale 0: the op runs in f32.  Else the input x becomes
+ * q = round (x / scale) clamped to u8 (is_unsigned: the calibrated input was never
+ * negative) or s8, symmetric (no zero point). */
+typedef struct {
+  float scale;
+  int is_unsigned;
+} gpunet_int8_input;
 
 /* A kernel choice of the fast CPU backend (kernels/onednn). */
 typedef enum {
@@ -127,6 +139,8 @@ typedef struct {
   void *cuda_context;        /* the CUcontext every CUDA call runs in, or NULL */
   gpunet_cpu_options cpu;    /* the fast CPU backend's options, environment applied */
   gpunet_cuda_options cuda;  /* the CUDA backend's options, environment applied */
+  const gpunet_int8_input *int8;  /* precision=int8: one per graph op (the session's
+                                   * scales file, checked against the graph), else NULL */
 } gpunet_plan_params;
 
 /* Called after each top-level block during gpunet_session_forward_traced: `block` is the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "error.h"
 #include "model_private.h"
 #include "session_private.h"
@@ -147,7 +148,18 @@ gpunet_backend_plan (const gpunet_backend *be, const gpunet_graph *graph,
 {
   gpunet_plan_params pp;
   gpunet_plan_params_from_session (params, &pp);
-  return be->plan (graph, &pp, state, error_text);
+  gpunet_int8_input *q = NULL;
+  if (params->precision == GPUNET_PRECISION_INT8) {
+    /* the scales are read and checked against this graph here; a backend reads them at
+     * plan time only */
+    gpunet_status st = gpunet_int8_inputs (graph, params->int8_scales, &q, error_text);
+    if (st != GPUNET_OK)
+      return st;
+    pp.int8 = q;
+  }
+  gpunet_status st = be->plan (graph, &pp, state, error_text);
+  free (q);
+  return st;
 }
 
 static gpunet_status
@@ -198,6 +210,18 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
     return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=bf16 runs on the fast "
         "CPU backend (backend=cpu); cpu-ref is the exact f32 reference");
 
+  /* int8 likewise, and it needs its scales file before anything starts */
+  if (p.precision == GPUNET_PRECISION_INT8 && p.backend == GPUNET_BACKEND_AUTO)
+    p.backend = GPUNET_BACKEND_CPU;
+  if (p.precision == GPUNET_PRECISION_INT8 && p.backend != GPUNET_BACKEND_CPU && !forced)
+    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=int8 runs on the fast "
+        "CPU backend (backend=cpu); %s", p.backend == GPUNET_BACKEND_CPU_REF
+        ? "cpu-ref is the exact f32 reference" : "the CUDA backend runs fp32 or fp16");
+  if (p.precision == GPUNET_PRECISION_INT8 && (!p.int8_scales || !*p.int8_scales))
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "precision=int8 needs an "
+        "int8 scales file (the element's int8-scales property, the tools' --scales FILE); "
+        "make one for this model with gpunet-convert --calibrate DIR");
+
   gpunet_session *s = calloc (1, sizeof *s);
   if (!s)
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory creating a session");
@@ -225,6 +249,7 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
       *error_text = NULL;
     }
   }
+  s->params.int8_scales = NULL;   /* read by the backend's planning, not kept */
   if (st != GPUNET_OK) {
     gpunet_session_free (s);
     return st;

@@ -105,6 +105,19 @@ post_ops_sum (dnnl_post_ops_t po)
 #endif
 }
 
+/* precision=int8: per-channel (mask 1 << dim) or per-tensor (mask 0) output scales of a
+ * primitive; oneDNN 2.x's attribute (3.x has none: int8 is refused there first) */
+static dnnl_status_t
+attr_output_scales (dnnl_primitive_attr_t attr, int n, int mask, const float *scales)
+{
+#if DNNL_VERSION_MAJOR == 2
+  return dnnl_primitive_attr_set_output_scales (attr, n, mask, scales);
+#else
+  (void) attr, (void) n, (void) mask, (void) scales;
+  return dnnl_unimplemented;
+#endif
+}
+
 static gpunet_status
 dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
 {
@@ -140,11 +153,15 @@ plan_free (fast_plan *p, int n_ops)
     /* st->wei belongs to the op's weights variants */
     if (st->to_bf16)
       dnnl_primitive_destroy (st->to_bf16);
-    dnnl_memory_t m[5] = { st->src, st->bias, st->dst, st->scratch, st->src_f32 };
-    for (int j = 0; j < 5; j++)
+    if (st->from_nhwc)
+      dnnl_primitive_destroy (st->from_nhwc);
+    dnnl_memory_t m[6] = { st->src, st->bias, st->dst, st->scratch, st->src_f32, st->dst_blk };
+    for (int j = 0; j < 6; j++)
       if (m[j])
         dnnl_memory_destroy (m[j]);
     free (st->src_bf16);
+    free (st->dst_nhwc);
+    free (st->bias_q);
   }
   free (p->steps);
   free (p);
@@ -181,7 +198,18 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
    * (f32 accumulation, f32 bias, output and post-ops) */
   const int bf = s->bf16 && op->kind == GPUNET_OP_CONV2D && groups == 1
       && op->in != g->input;
-  const dnnl_data_type_t in_dt = bf ? dnnl_bf16 : dnnl_f32;
+  /* int8 sessions: the dense convolutions with calibrated inputs read u8/s8 activations
+   * (quantised by a reorder) and s8 weights (per output channel), s32 accumulation,
+   * output scales to f32 output and post-ops (int8.c) */
+  const gpunet_int8_input *q8 = s->int8 && op->kind == GPUNET_OP_CONV2D && groups == 1
+      && op->in != g->input && s->int8[op_index].scale > 0.0f ? &s->int8[op_index] : NULL;
+  const dnnl_data_type_t in_dt = bf ? dnnl_bf16
+      : q8 ? (q8->is_unsigned ? dnnl_u8 : dnnl_s8) : dnnl_f32;
+  const dnnl_data_type_t w_dt = q8 ? dnnl_s8 : in_dt;
+  float *w_quant = NULL, *out_scales = NULL;
+  dnnl_primitive_attr_t wattr = NULL, qattr = NULL, battr = NULL;
+  dnnl_post_ops_t back_po = NULL;
+  md_t blk_dst_md = { 0 };
   md_t src32_md = { 0 };
   weights_variant *nv = NULL;
 
@@ -192,6 +220,14 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   dnnl_dims_t w_dims;
   int w_ndims;
   float *padded_w = NULL;
+
+  if (q8) {
+    st = gpunet_onednn_int8_conv_scales (weight, bias, cout, (size_t) cin * k * k,
+        q8->scale, q8->is_unsigned, &w_quant, &out_scales, &step->bias_q, err);
+    if (st != GPUNET_OK)
+      goto out;
+    bias = bias ? step->bias_q : NULL;
+  }
 
   /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
    * not a multiple of the block (it falls back to a slow reference one).  The blocked
@@ -209,22 +245,29 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
       w_dims[3] = k, w_dims[4] = k;
     }
-    TRY (md_make_dt (&src_md, 4, src_dims, in_dt, layout_tag (ti->blk)));
+    /* oneDNN 2.6's int8 kernels (brgconv, jit_int8, jit_uni_int8) take channels-last
+     * activations only: an int8 convolution reads nhwc u8/s8 and writes nhwc f32, and
+     * reorders move its input from and its output back to the blocked layout */
+    TRY (md_make_dt (&src_md, 4, src_dims, in_dt, q8 ? dnnl_nhwc : layout_tag (ti->blk)));
     TRY (md_make (&src32_md, 4, src_dims, layout_tag (ti->blk)));
-    TRY (md_make (&dst_md, 4, dst_dims, layout_tag (s->blk)));
-    TRY (md_make_dt (&wany_md, w_ndims, w_dims, in_dt, dnnl_format_tag_any));
+    TRY (md_make (&dst_md, 4, dst_dims, q8 ? dnnl_nhwc : layout_tag (s->blk)));
+    if (q8)
+      TRY (md_make (&blk_dst_md, 4, dst_dims, layout_tag (s->blk)));
+    TRY (md_make_dt (&wany_md, w_ndims, w_dims, w_dt, dnnl_format_tag_any));
     TRY (md_make (&wuser_md, w_ndims, w_dims, groups == 1 ? dnnl_oihw : dnnl_goihw));
     TRY (md_make (&bias_md, 1, bias_dims, dnnl_x));
 
     if (!attr) {
       TRY (dnnl_primitive_attr_create (&attr));
       TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
+      if (q8)
+        TRY (attr_output_scales (attr, cout, 1 << 1, out_scales));
       TRY (dnnl_post_ops_create (&po));
       if (act == GPUNET_EPI_RELU)
         TRY (post_ops_eltwise (po, dnnl_eltwise_relu, 0.0f));
       else if (act == GPUNET_EPI_SWISH)
         TRY (post_ops_eltwise (po, dnnl_eltwise_swish, 1.0f));
-      if (op->residual >= 0)
+      if (op->residual >= 0 && !q8)   /* int8: the reorder back adds the residual */
         TRY (post_ops_sum (po));
       TRY (dnnl_primitive_attr_set_post_ops (attr, po));
     }
@@ -287,7 +330,11 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     }
     TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
     TRY (dnnl_memory_create (&user_w, MD (wuser_md), s->eng, (void *) weight));
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, NULL));
+    if (q8) {   /* f32 -> s8, each output channel times its w_quant (dimension 0) */
+      TRY (dnnl_primitive_attr_create (&wattr));
+      TRY (attr_output_scales (wattr, cout, 1 << 0, w_quant));
+    }
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, wattr));
     TRY (dnnl_primitive_create (&reorder, rpd));
     dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
     TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
@@ -299,7 +346,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
-  if (bf) {
+  if (bf || q8) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
     if (!(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
@@ -311,13 +358,40 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
     rpd = NULL;
+    if (q8) {   /* x / scale, rounded and saturated to u8 or s8 */
+      const float inv = 1.0f / q8->scale;
+      TRY (dnnl_primitive_attr_create (&qattr));
+      TRY (attr_output_scales (qattr, 1, 0, &inv));
+    }
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
-            NULL));
+            qattr));
     TRY (dnnl_primitive_create (&step->to_bf16, rpd));
   } else
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
-  TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
+  if (q8) {
+    const size_t bytes = dnnl_memory_desc_get_size (MD (dst_md));
+    if (!(step->dst_nhwc = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the int8 output "
+          "of op %d (block %d) of the fast CPU backend", op_index, op->block);
+      goto out;
+    }
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, step->dst_nhwc));
+    TRY (dnnl_memory_create (&step->dst_blk, MD (blk_dst_md), s->eng, s->bufs[to->buf]));
+    if (op->residual >= 0) {   /* the residual is in the output buffer already */
+      TRY (dnnl_primitive_attr_create (&battr));
+      TRY (dnnl_post_ops_create (&back_po));
+      TRY (post_ops_sum (back_po));
+      TRY (dnnl_primitive_attr_set_post_ops (battr, back_po));
+    }
+    if (rpd)
+      dnnl_primitive_desc_destroy (rpd);
+    rpd = NULL;
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (dst_md), s->eng, MD (blk_dst_md), s->eng,
+            battr));
+    TRY (dnnl_primitive_create (&step->from_nhwc, rpd));
+  } else
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
   md_ref sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
   if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
     TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
@@ -326,6 +400,16 @@ out:
   md_free (&src_md), md_free (&src32_md), md_free (&wany_md), md_free (&wuser_md);
   md_free (&bias_md), md_free (&dst_md);
   free (padded_w);
+  free (w_quant), free (out_scales);
+  md_free (&blk_dst_md);
+  if (back_po)
+    dnnl_post_ops_destroy (back_po);
+  if (wattr)
+    dnnl_primitive_attr_destroy (wattr);
+  if (qattr)
+    dnnl_primitive_attr_destroy (qattr);
+  if (battr)
+    dnnl_primitive_attr_destroy (battr);
   if (nv) {
     if (nv->mem)
       dnnl_memory_destroy (nv->mem);
@@ -420,6 +504,10 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   if (step->bias)
     args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
+  if (step->from_nhwc) {
+    dnnl_exec_arg_t bargs[2] = { { DNNL_ARG_FROM, step->dst }, { DNNL_ARG_TO, step->dst_blk } };
+    TRY (dnnl_primitive_execute (step->from_nhwc, s->stream, 2, bargs));
+  }
   TRY (dnnl_stream_wait (s->stream));
 out:
   return st;

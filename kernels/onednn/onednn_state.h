@@ -23,9 +23,15 @@ typedef struct weights_variant {
 typedef struct {
   dnnl_primitive_t prim;
   dnnl_memory_t src, wei, bias, dst, scratch;
-  dnnl_primitive_t to_bf16;     /* bf16 sessions: the f32 input (src_f32) to src's bf16 */
+  dnnl_primitive_t to_bf16;     /* bf16 and int8 sessions: the f32 input (src_f32) to
+                                 * src's bf16, or u8/s8 (scaled) */
   dnnl_memory_t src_f32;
   void *src_bf16;               /* src's buffer then (ours) */
+  float *bias_q;                /* int8: the bias as the int8 primitive adds it (ours) */
+  dnnl_primitive_t from_nhwc;   /* int8: dst (nhwc f32, in dst_nhwc) to dst_blk, the
+                                 * blocked output buffer, adding the residual there */
+  dnnl_memory_t dst_blk;
+  void *dst_nhwc;
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
@@ -66,6 +72,8 @@ typedef struct {
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
   int bf16;                    /* precision=bf16: the dense convolutions after the first
                                 * in bf16 with f32 accumulation and f32 output */
+  gpunet_int8_input *int8;     /* precision=int8: per op (a copy of the plan params'),
+                                * else NULL */
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   fast_tensor *t;              /* per tensor */
@@ -96,6 +104,23 @@ void gpunet_onednn_free_convs (fast_state *s);
 /* GPUNET_OK where precision=bf16 can run: the CPU has AVX-512 BF16 or AMX-BF16 and
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
+
+/* int8.c: GPUNET_OK where precision=int8 can run (AVX2 in the CPU and in oneDNN's
+ * effective ISA, oneDNN 2.x); else GPUNET_ERR_UNSUPPORTED with one sentence naming what
+ * is missing. */
+gpunet_status gpunet_onednn_int8_supported (char **err);
+
+/* 1 where oneDNN's int8 kernels have VNNI here (AVX-512 VNNI or AVX-VNNI). */
+int gpunet_onednn_int8_has_vnni (void);
+
+/* One convolution's int8 numbers, per output channel (malloc()ed cout floats each):
+ * w_quant = L / max |w| (the weights' reorder scale; L = 127, or 63 for u8 inputs
+ * without VNNI so that oneDNN's u8 x s8 pairs cannot saturate), out_scales = src_scale / w_quant
+ * (the s32 accumulator back to f32), bias_q = the bias as oneDNN 2.x adds it to the
+ * accumulator (bias / out_scales).  per_oc: weights per output channel. */
+gpunet_status gpunet_onednn_int8_conv_scales (const float *weight, const float *bias,
+    int cout, size_t per_oc, float src_scale, int src_unsigned, float **w_quant, float **out_scales,
+    float **bias_q, char **err);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);

@@ -1,0 +1,85 @@
+/* int8.c: precision=int8 on the fast CPU backend, the parts that are not oneDNN
+ * primitives: whether this CPU and this oneDNN can run it, and the per-output-channel
+ * weight scales and requantised bias of one convolution (onednn_conv.c plans the
+ * primitives with them). */
+#include <math.h>
+#include <stdlib.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "kernel_error.h"
+#include "onednn_state.h"
+
+gpunet_status
+gpunet_onednn_int8_supported (char **err)
+{
+#if DNNL_VERSION_MAJOR != 2
+  return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=int8 is written for oneDNN "
+      "2.x's output scales, and this build uses oneDNN %d.x; use precision=fp32 or bf16 "
+      "here", DNNL_VERSION_MAJOR);
+#else
+  int cpu_avx2 = 0;
+#if defined(__x86_64__) || defined(__i386__)
+  cpu_avx2 = __builtin_cpu_supports ("avx2");
+#endif
+  const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
+  const unsigned avx2 = (unsigned) dnnl_cpu_isa_avx2;
+  if (!cpu_avx2)
+    return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=int8 needs a CPU with AVX2 "
+        "(and AVX-512 VNNI or AVX-VNNI to be fast), and this CPU has no AVX2; use "
+        "precision=fp32 here");
+  if ((isa & avx2) != avx2)
+    return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=int8 needs oneDNN's AVX2 "
+        "int8 kernels at least, and oneDNN is capped below AVX2 here (ONEDNN_MAX_CPU_ISA or "
+        "DNNL_MAX_CPU_ISA); unset the cap or use precision=fp32 (exact)");
+  return GPUNET_OK;
+#endif
+}
+
+int
+gpunet_onednn_int8_has_vnni (void)
+{
+  const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
+  const unsigned v512 = (unsigned) dnnl_cpu_isa_avx512_core_vnni;
+#if DNNL_VERSION_MAJOR == 2 && DNNL_VERSION_MINOR >= 5 || DNNL_VERSION_MAJOR > 2
+  const unsigned v256 = (unsigned) dnnl_cpu_isa_avx2_vnni;
+  return (isa & v512) == v512 || (isa & v256) == v256;
+#else
+  return (isa & v512) == v512;
+#endif
+}
+
+gpunet_status
+gpunet_onednn_int8_conv_scales (const float *weight, const float *bias, int cout,
+    size_t per_oc, float src_scale, int src_unsigned, float **w_quant, float **out_scales, float **bias_q,
+    char **err)
+{
+  *w_quant = *out_scales = *bias_q = NULL;
+  float *wq = malloc (sizeof (float) * (size_t) cout);
+  float *os = malloc (sizeof (float) * (size_t) cout);
+  float *bq = malloc (sizeof (float) * (size_t) cout);
+  if (!wq || !os || !bq) {
+    free (wq), free (os), free (bq);
+    return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning int8 weights");
+  }
+  /* Without VNNI, oneDNN multiplies u8 by s8 with vpmaddubsw, which saturates the sum
+   * of two products at 32767: 255 x 127 x 2 overflows, 255 x 63 x 2 does not.  So with
+   * u8 inputs the weights keep 7 bits there (twice the weight step), 8 with VNNI.  With
+   * s8 inputs oneDNN itself halves the weights in their reorder (its scale adjust) and
+   * doubles the output scale back, so they are given 8 bits as with VNNI. */
+  const int levels = gpunet_onednn_int8_has_vnni () || !src_unsigned ? 127 : 63;
+  for (int o = 0; o < cout; o++) {
+    float amax = 0.0f;
+    const float *w = weight + (size_t) o * per_oc;
+    for (size_t j = 0; j < per_oc; j++)
+      amax = fmaxf (amax, fabsf (w[j]));
+    /* symmetric: the largest |w| of the channel maps to `levels` */
+    const float ws = amax > 0.0f ? amax / (float) levels : 1.0f;
+    wq[o] = 1.0f / ws;                 /* the weights' reorder multiplies by this */
+    os[o] = src_scale * ws;            /* s32 accumulator -> f32 */
+    /* oneDNN 2.x adds the bias to the accumulator before the output scale */
+    bq[o] = bias ? bias[o] / os[o] : 0.0f;
+  }
+  *w_quant = wq, *out_scales = os, *bias_q = bq;
+  return GPUNET_OK;
+}
