@@ -29,7 +29,8 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
-      "                    [--precision auto|fp32|fp16|bf16] [--batch-sweep] [--preprocess-runs P]\n"
+      "                    [--precision auto|fp32|fp16|bf16|int8] [--scales FILE] [--batch-sweep]\n"
+      "                    [--preprocess-runs P]\n"
       "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
       "                    [--graph-nodes] [--net-groups G] [--net-replays R]\n"
       "\n"
@@ -58,7 +59,9 @@ usage (FILE *f)
       "  --backend     cpu (oneDNN, the default), cpu-ref (the plain reference ops) or cuda\n"
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
-      "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation) or f32;\n"
+      "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation), int8\n"
+      "                (int8 convolutions with the scales of --scales FILE, written by\n"
+      "                gpunet-convert --calibrate for the same model and weights) or f32;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
@@ -539,7 +542,7 @@ main (int argc, char **argv)
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   int cuda_fused = 0, graph_nodes = 0, net_groups = 10, net_replays = 50;
-  const char *cpu_spec = NULL, *ab_spec = NULL;
+  const char *cpu_spec = NULL, *ab_spec = NULL, *scales = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -581,6 +584,8 @@ main (int argc, char **argv)
       cpu_spec = argv[++i];
     else if (!strcmp (a, "--ab") && v)
       ab_spec = argv[++i];
+    else if (!strcmp (a, "--scales") && v)
+      scales = argv[++i];
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -591,8 +596,11 @@ main (int argc, char **argv)
         precision = GPUNET_PRECISION_FP16;
       else if (!strcmp (v, "bf16"))
         precision = GPUNET_PRECISION_BF16;
+      else if (!strcmp (v, "int8"))
+        precision = GPUNET_PRECISION_INT8;
       else {
-        fprintf (stderr, "gpunet-bench: --precision is auto, fp32, fp16 or bf16, not '%s'\n", v);
+        fprintf (stderr, "gpunet-bench: --precision is auto, fp32, fp16, bf16 or int8, not "
+            "'%s'\n", v);
         bad = 1;
       }
     }
@@ -706,6 +714,7 @@ main (int argc, char **argv)
   params.max_batch = batch;
   params.n_threads = threads;
   params.precision = precision;
+  params.int8_scales = scales;
   params.cuda_fused = cuda_fused;
   if ((st = gpunet_cpu_options_parse (&params.cpu, cpu_spec, "--cpu", &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: %s\n", err ? err : gpunet_status_string (st));
