@@ -414,6 +414,8 @@ fast_destroy (void *state)
   }
   free (s->ops);
   free (s->int8);
+  free (s->q_src);
+  free (s->q_dst);
   free (s->own_scratch);
   free (s->sums_scratch);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)

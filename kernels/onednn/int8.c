@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "blocked_ops.h"   /* gpunet_blk_alloc */
+
 #include <oneapi/dnnl/dnnl.h>
 
 #include "kernel_error.h"
@@ -81,5 +83,62 @@ gpunet_onednn_int8_conv_scales (const float *weight, const float *bias, int cout
     bq[o] = bias ? bias[o] / os[o] : 0.0f;
   }
   *w_quant = wq, *out_scales = os, *bias_q = bq;
+  return GPUNET_OK;
+}
+
+/* The bytes of memory m's descriptor. */
+static size_t
+mem_bytes (dnnl_memory_t m)
+{
+#if DNNL_VERSION_MAJOR == 3
+  const_dnnl_memory_desc_t md = NULL;
+  return dnnl_memory_get_memory_desc (m, &md) == dnnl_success ? dnnl_memory_desc_get_size (md)
+      : 0;
+#else
+  const dnnl_memory_desc_t *md = NULL;
+  return dnnl_memory_get_memory_desc (m, &md) == dnnl_success ? dnnl_memory_desc_get_size (md)
+      : 0;
+#endif
+}
+
+gpunet_status
+gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
+{
+  size_t src = 0, dst = 0;
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
+      const fast_step *st = &s->plans[b]->steps[i];
+      if (!st->from_nhwc || st->src_bf16)   /* not int8, or its own buffers (A/B) */
+        continue;
+      const size_t a = mem_bytes (st->src), d = mem_bytes (st->dst);
+      src = a > src ? a : src;
+      dst = d > dst ? d : dst;
+    }
+  if (src > s->q_src_bytes) {
+    free (s->q_src);
+    s->q_src_bytes = 0;
+    if (!(s->q_src = gpunet_blk_alloc ((src + sizeof (float) - 1) / sizeof (float))))
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating %zu bytes of "
+          "int8 input", src);
+    s->q_src_bytes = src;
+  }
+  if (dst > s->q_dst_bytes) {
+    free (s->q_dst);
+    s->q_dst_bytes = 0;
+    if (!(s->q_dst = gpunet_blk_alloc ((dst + sizeof (float) - 1) / sizeof (float))))
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating %zu bytes of "
+          "int8 output", dst);
+    s->q_dst_bytes = dst;
+  }
+  for (int b = 1; b <= s->max_batch; b++)
+    for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
+      const fast_step *st = &s->plans[b]->steps[i];
+      if (!st->from_nhwc || st->src_bf16)
+        continue;
+      if (dnnl_memory_set_data_handle (st->src, s->q_src) != dnnl_success
+          || dnnl_memory_set_data_handle (st->dst, s->q_dst) != dnnl_success)
+        return gpunet_fail (err, GPUNET_ERR_BACKEND, "oneDNN dnnl_memory_set_data_handle "
+            "failed pointing op %d at the int8 buffers", i);
+    }
   return GPUNET_OK;
 }

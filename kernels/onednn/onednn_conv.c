@@ -346,14 +346,19 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
+  const int q8_private = q8 && getenv ("GPUNET_INT8_PRIVATE");   /* A/B only */
+  if (q8 && !q8_private)   /* int8: the shared buffers of int8.c */
+    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, DNNL_MEMORY_NONE));
   if (bf || q8) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
-    if (!(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
+    if ((bf || q8_private)
+        && !(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
           "of op %d (block %d) of the fast CPU backend", op_index, op->block);
       goto out;
     }
-    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
+    if (!step->src)
+      TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
     TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng, (void *) s->bufs[ti->buf]));
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
@@ -371,12 +376,14 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
   if (q8) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (dst_md));
-    if (!(step->dst_nhwc = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
+    if (q8_private
+        && !(step->dst_nhwc = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the int8 output "
           "of op %d (block %d) of the fast CPU backend", op_index, op->block);
       goto out;
     }
-    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, step->dst_nhwc));
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng,
+            q8_private ? step->dst_nhwc : DNNL_MEMORY_NONE));
     TRY (dnnl_memory_create (&step->dst_blk, MD (blk_dst_md), s->eng, s->bufs[to->buf]));
     if (op->residual >= 0) {   /* the residual is in the output buffer already */
       TRY (dnnl_primitive_attr_create (&battr));
@@ -478,6 +485,8 @@ gpunet_onednn_plan_batch (fast_state *s, int n, char **err)
     for (int i = 0; s->plans[b] && i < g->n_ops; i++)
       if (s->plans[b]->steps[i].scratch)
         TRY (dnnl_memory_set_data_handle (s->plans[b]->steps[i].scratch, s->scratchpad));
+  if (s->int8)
+    st = gpunet_onednn_int8_share_buffers (s, err);
 out:
   return st;
 }

@@ -74,6 +74,9 @@ typedef struct {
                                 * in bf16 with f32 accumulation and f32 output */
   gpunet_int8_input *int8;     /* precision=int8: per op (a copy of the plan params'),
                                 * else NULL */
+  void *q_src, *q_dst;         /* int8: the quantised input and the nhwc f32 output of
+                                * every int8 convolution (one runs at a time) */
+  size_t q_src_bytes, q_dst_bytes;
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   fast_tensor *t;              /* per tensor */
@@ -121,6 +124,10 @@ int gpunet_onednn_int8_has_vnni (void);
 gpunet_status gpunet_onednn_int8_conv_scales (const float *weight, const float *bias,
     int cout, size_t per_oc, float src_scale, int src_unsigned, float **w_quant, float **out_scales,
     float **bias_q, char **err);
+
+/* int8.c: after planning a batch, points every int8 convolution's quantised input and
+ * nhwc output (of every plan) at two buffers shared by all, grown as needed. */
+gpunet_status gpunet_onednn_int8_share_buffers (fast_state *s, char **err);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);
