@@ -16,6 +16,7 @@
 #include "error.h"           /* gpunet_fail */
 #include "arch_graph.h"      /* gpunet_graph_build (weights from any source), gpunet_graph */
 #include "safetensors.h"     /* gpunet_safetensors_write */
+#include "calib.h"           /* the int8 scales file, gpunet_int8_quantisable */
 
 /* The planned graph backends run (owned by the model). */
 const gpunet_graph *gpunet_model_graph (const gpunet_model *model);

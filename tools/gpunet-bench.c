@@ -16,6 +16,7 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "gpunet-vnni-peak.h"
 #include "cuda/cuda_cost.h"       /* per-op MACs and minimum bytes */
 #include "cuda/cuda_module.h"     /* the CUDA module's bench API */
 #include "registry.h"             /* gpunet_backend_find */
@@ -865,6 +866,20 @@ main (int argc, char **argv)
     bytes += gpunet_op_min_bytes (&g->ops[i], batch, storage);
   printf ("bytes_mb=%.3f arith_intensity_flop_per_byte=%.2f storage_bytes=%d\n", bytes / 1e6,
       bytes > 0 ? flops * batch / bytes : 0.0, storage);
+  if (precision == GPUNET_PRECISION_INT8) {
+    /* the floor: the int8 convolutions' MACs at the CPU's int8 peak (docs/performance.md) */
+    double q = 0.0, rest = 0.0;
+    for (int i = 0; i < g->n_ops; i++)
+      *(gpunet_int8_quantisable (g, i) ? &q : &rest) += gpunet_op_macs (&g->ops[i]);
+    printf ("int8_gmacs=%.3f f32_gmacs=%.3f (per image: the int8 convolutions, the rest)\n",
+        q / 1e9, rest / 1e9);
+    const double vp = no_peak ? -1.0 : gpunet_vnni_peak_gmacs (threads > 0 ? threads : 1);
+    if (vp > 0)
+      printf ("vnni_peak_gmacs_s=%.1f threads=%d int8_floor_ms=%.3f min_over_floor=%.2f\n",
+          vp, threads, q * batch / vp / 1e6, mn / (q * batch / vp / 1e6));
+    else
+      printf ("vnni_peak_gmacs_s=n/a (%s)\n", no_peak ? "--no-peak" : "no AVX-512 VNNI");
+  }
   printf ("backend=%s images_per_s=%.1f\n", be->name, batch / (med_ms * 1e-3));
 #ifdef GPUNET_HAVE_ONEDNN
   if (kind == GPUNET_BACKEND_CPU && gpunet_cpu_wait_note (NULL))
