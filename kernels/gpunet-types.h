@@ -110,6 +110,9 @@ typedef struct {
                                 * OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment wins */
   int no_bf16;                 /* 1: act as if the CPU lacked AVX-512 BF16 and AMX
                                 * (tests of precision=bf16's refusal) */
+  int int8_min_macs;           /* precision=int8: the calibrated convolutions with fewer
+                                * multiply-accumulates per output value (cin x k x k) stay
+                                * f32; 0 = the backend's rule (128), 1 = every one */
 } gpunet_cpu_options;
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */

@@ -47,6 +47,8 @@ static const cpu_key cpu_keys[] = {
     "auto, spin or passive" },
   { "bf16", offsetof (gpunet_cpu_options, no_bf16), { "auto", "off" }, { 0, 1 },
     "auto (what the CPU has) or off (act as if it lacked AVX-512 BF16 and AMX)" },
+  { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "64", "256" },
+    { 0, 1, 64, 256 }, "auto (128 MACs per output value), all, 64 or 256" },
 };
 
 gpunet_status
@@ -71,7 +73,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait and bf16 "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16 and int8_min "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;

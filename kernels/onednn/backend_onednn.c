@@ -474,8 +474,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
           "backend");
     }
     memcpy (s->int8, params->int8, sizeof *s->int8 * (size_t) graph->n_ops);
-    s->opt.pw = GPUNET_CPU_ONEDNN;
-    s->opt.winograd = GPUNET_CPU_OFF;
+    gpunet_onednn_int8_choose (s);
   }
   s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();
@@ -522,6 +521,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   for (int i = 0; i < graph->n_ops; i++) {
     s->ops[i].op = &graph->ops[i];
     s->ops[i].impl = select_impl (graph, i, s->t, s->blk, first_hw, &s->opt, isa);
+    if (s->int8 && s->int8[i].scale > 0.0f)   /* int8: oneDNN's int8 kernels */
+      s->ops[i].impl = GPUNET_ONEDNN_CONV;
   }
   defer_activations (s);
   st = plan_kernels (s, err);

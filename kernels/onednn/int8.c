@@ -108,7 +108,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc || st->src_bf16)   /* not int8, or its own buffers (A/B) */
+      if (!st->from_nhwc)   /* not an int8 convolution */
         continue;
       const size_t a = mem_bytes (st->src), d = mem_bytes (st->dst);
       src = a > src ? a : src;
@@ -133,7 +133,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc || st->src_bf16)
+      if (!st->from_nhwc)
         continue;
       if (dnnl_memory_set_data_handle (st->src, s->q_src) != dnnl_success
           || dnnl_memory_set_data_handle (st->dst, s->q_dst) != dnnl_success)
@@ -141,4 +141,18 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
             "failed pointing op %d at the int8 buffers", i);
     }
   return GPUNET_OK;
+}
+
+void
+gpunet_onednn_int8_choose (fast_state *s)
+{
+  const long min_macs = s->opt.int8_min_macs > 0 ? s->opt.int8_min_macs : GPUNET_INT8_MIN_MACS;
+  for (int i = 0; i < s->g->n_ops; i++) {
+    const gpunet_op *op = &s->g->ops[i];
+    if (op->kind != GPUNET_OP_CONV2D)
+      continue;
+    const gpunet_conv2d_params *p = &op->p.conv2d;
+    if ((long) p->cin / p->groups * p->kernel * p->kernel < min_macs)
+      s->int8[i].scale = 0.0f;
+  }
 }

@@ -160,7 +160,6 @@ plan_free (fast_plan *p, int n_ops)
       if (m[j])
         dnnl_memory_destroy (m[j]);
     free (st->src_bf16);
-    free (st->dst_nhwc);
     free (st->bias_q);
   }
   free (p->steps);
@@ -273,7 +272,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     }
     /* 3x3 stride-1 dense convolutions left to oneDNN try its Winograd kernels first;
      * shapes it does not implement use direct convolution.  winograd=off: direct only. */
-    const int wino = k == 3 && stride == 1 && groups == 1
+    const int wino = k == 3 && stride == 1 && groups == 1 && !q8   /* int8: exact only */
         && s->opt.winograd != GPUNET_CPU_OFF;
     md_ref bias_ref = bias ? MD (bias_md) : NULL;
     dnnl_status_t ws = dnnl_unimplemented;
@@ -346,12 +345,11 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
-  const int q8_private = q8 && getenv ("GPUNET_INT8_PRIVATE");   /* A/B only */
-  if (q8 && !q8_private)   /* int8: the shared buffers of int8.c */
+  if (q8)   /* int8: the shared buffers of int8.c */
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, DNNL_MEMORY_NONE));
   if (bf || q8) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
-    if ((bf || q8_private)
+    if (bf
         && !(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
           "of op %d (block %d) of the fast CPU backend", op_index, op->block);
@@ -375,15 +373,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
   if (q8) {
-    const size_t bytes = dnnl_memory_desc_get_size (MD (dst_md));
-    if (q8_private
-        && !(step->dst_nhwc = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
-      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the int8 output "
-          "of op %d (block %d) of the fast CPU backend", op_index, op->block);
-      goto out;
-    }
-    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng,
-            q8_private ? step->dst_nhwc : DNNL_MEMORY_NONE));
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, DNNL_MEMORY_NONE));
     TRY (dnnl_memory_create (&step->dst_blk, MD (blk_dst_md), s->eng, s->bufs[to->buf]));
     if (op->residual >= 0) {   /* the residual is in the output buffer already */
       TRY (dnnl_primitive_attr_create (&battr));

@@ -28,10 +28,10 @@ typedef struct {
   dnnl_memory_t src_f32;
   void *src_bf16;               /* src's buffer then (ours) */
   float *bias_q;                /* int8: the bias as the int8 primitive adds it (ours) */
-  dnnl_primitive_t from_nhwc;   /* int8: dst (nhwc f32, in dst_nhwc) to dst_blk, the
-                                 * blocked output buffer, adding the residual there */
+  dnnl_primitive_t from_nhwc;   /* int8: dst (nhwc f32, in the shared s->q_dst) to
+                                 * dst_blk, the blocked output buffer, adding the
+                                 * residual there */
   dnnl_memory_t dst_blk;
-  void *dst_nhwc;
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
@@ -112,6 +112,13 @@ gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **
  * effective ISA, oneDNN 2.x); else GPUNET_ERR_UNSUPPORTED with one sentence naming what
  * is missing. */
 gpunet_status gpunet_onednn_int8_supported (char **err);
+
+/* int8: leaves in f32 (scale 0) the calibrated convolutions where int8 does not pay
+ * (fewer than s->opt.int8_min_macs, by default GPUNET_INT8_MIN_MACS, multiply-accumulates
+ * per output value: the quantising and layout reorders around an int8 convolution cost
+ * more than it saves). */
+#define GPUNET_INT8_MIN_MACS 128
+void gpunet_onednn_int8_choose (fast_state *s);
 
 /* 1 where oneDNN's int8 kernels have VNNI here (AVX-512 VNNI or AVX-VNNI). */
 int gpunet_onednn_int8_has_vnni (void);
