@@ -112,8 +112,11 @@ typedef struct {
                                 * (tests of precision=bf16's refusal) */
   int int8_min_macs;           /* precision=int8: the calibrated convolutions with fewer
                                 * multiply-accumulates per output value (cin x k x k) stay
-                                * f32; 0 = the backend's rule (128), 1 = every one */
+                                * f32; 0 = GPUNET_CPU_INT8_MIN_MACS, 1 = every one */
 } gpunet_cpu_options;
+
+/* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */
+#define GPUNET_CPU_INT8_MIN_MACS 64
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */
 enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };

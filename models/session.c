@@ -47,8 +47,8 @@ static const cpu_key cpu_keys[] = {
     "auto, spin or passive" },
   { "bf16", offsetof (gpunet_cpu_options, no_bf16), { "auto", "off" }, { 0, 1 },
     "auto (what the CPU has) or off (act as if it lacked AVX-512 BF16 and AMX)" },
-  { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "64", "256" },
-    { 0, 1, 64, 256 }, "auto (128 MACs per output value), all, 64 or 256" },
+  { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "128", "256" },
+    { 0, 1, 128, 256 }, "auto (64 MACs per output value), all, 128 or 256" },
 };
 
 gpunet_status

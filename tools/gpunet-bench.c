@@ -869,8 +869,14 @@ main (int argc, char **argv)
   if (precision == GPUNET_PRECISION_INT8) {
     /* the floor: the int8 convolutions' MACs at the CPU's int8 peak (docs/performance.md) */
     double q = 0.0, rest = 0.0;
-    for (int i = 0; i < g->n_ops; i++)
-      *(gpunet_int8_quantisable (g, i) ? &q : &rest) += gpunet_op_macs (&g->ops[i]);
+    const long min_macs = params.cpu.int8_min_macs > 0 ? params.cpu.int8_min_macs
+        : GPUNET_CPU_INT8_MIN_MACS;
+    for (int i = 0; i < g->n_ops; i++) {
+      const gpunet_conv2d_params *c = &g->ops[i].p.conv2d;
+      const int in8 = gpunet_int8_quantisable (g, i)
+          && (long) c->cin * c->kernel * c->kernel >= min_macs;
+      *(in8 ? &q : &rest) += gpunet_op_macs (&g->ops[i]);
+    }
     printf ("int8_gmacs=%.3f f32_gmacs=%.3f (per image: the int8 convolutions, the rest)\n",
         q / 1e9, rest / 1e9);
     const double vp = no_peak ? -1.0 : gpunet_vnni_peak_gmacs (threads > 0 ? threads : 1);

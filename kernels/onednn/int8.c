@@ -146,7 +146,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
 void
 gpunet_onednn_int8_choose (fast_state *s)
 {
-  const long min_macs = s->opt.int8_min_macs > 0 ? s->opt.int8_min_macs : GPUNET_INT8_MIN_MACS;
+  const long min_macs = s->opt.int8_min_macs > 0 ? s->opt.int8_min_macs : GPUNET_CPU_INT8_MIN_MACS;
   for (int i = 0; i < s->g->n_ops; i++) {
     const gpunet_op *op = &s->g->ops[i];
     if (op->kind != GPUNET_OP_CONV2D)

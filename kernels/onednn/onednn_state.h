@@ -114,10 +114,9 @@ gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **
 gpunet_status gpunet_onednn_int8_supported (char **err);
 
 /* int8: leaves in f32 (scale 0) the calibrated convolutions where int8 does not pay
- * (fewer than s->opt.int8_min_macs, by default GPUNET_INT8_MIN_MACS, multiply-accumulates
- * per output value: the quantising and layout reorders around an int8 convolution cost
- * more than it saves). */
-#define GPUNET_INT8_MIN_MACS 128
+ * (fewer than s->opt.int8_min_macs, by default GPUNET_CPU_INT8_MIN_MACS, multiply-
+ * accumulates per output value: the quantising and layout reorders around an int8
+ * convolution cost more than it saves). */
 void gpunet_onednn_int8_choose (fast_state *s);
 
 /* 1 where oneDNN's int8 kernels have VNNI here (AVX-512 VNNI or AVX-VNNI). */
