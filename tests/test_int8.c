@@ -288,14 +288,6 @@ test_refusal_isa (void)
   gpunet_session *s = NULL;
   char *err = NULL;
   gpunet_status st = gpunet_session_new (a, &p, &s, &err);
-  if (err && strstr (err, "written for oneDNN 2.x")) {
-    printf ("SKIP: int8 is not built for this oneDNN (%s)\n", err);
-    free (err);
-    unlink (scales);
-    free (in);
-    gpunet_model_unref (a);
-    return 77;
-  }
   fail |= expect_refused ("oneDNN capped below AVX2", st, s, err, "AVX2", "precision=fp32");
   free (err);
   unlink (scales);

@@ -15,11 +15,6 @@
 gpunet_status
 gpunet_onednn_int8_supported (char **err)
 {
-#if DNNL_VERSION_MAJOR != 2
-  return gpunet_fail (err, GPUNET_ERR_UNSUPPORTED, "precision=int8 is written for oneDNN "
-      "2.x's output scales, and this build uses oneDNN %d.x; use precision=fp32 or bf16 "
-      "here", DNNL_VERSION_MAJOR);
-#else
   int cpu_avx2 = 0;
 #if defined(__x86_64__) || defined(__i386__)
   cpu_avx2 = __builtin_cpu_supports ("avx2");
@@ -35,7 +30,6 @@ gpunet_onednn_int8_supported (char **err)
         "int8 kernels at least, and oneDNN is capped below AVX2 here (ONEDNN_MAX_CPU_ISA or "
         "DNNL_MAX_CPU_ISA); unset the cap or use precision=fp32 (exact)");
   return GPUNET_OK;
-#endif
 }
 
 int

@@ -105,16 +105,19 @@ post_ops_sum (dnnl_post_ops_t po)
 #endif
 }
 
-/* precision=int8: per-channel (mask 1 << dim) or per-tensor (mask 0) output scales of a
- * primitive; oneDNN 2.x's attribute (3.x has none: int8 is refused there first) */
+/* precision=int8: the scales of argument `arg` of a primitive, per channel (mask
+ * 1 << dim) or per tensor (mask 0).  oneDNN 2.x: one set of output scales, its values
+ * given now (`v2_values`, n of them; arg unused); 3.x: a scale mask per argument, the
+ * values given at execution (DNNL_ARG_ATTR_SCALES | arg: fast_step's sc_src, sc_wei). */
 static dnnl_status_t
-attr_output_scales (dnnl_primitive_attr_t attr, int n, int mask, const float *scales)
+attr_int8_scales (dnnl_primitive_attr_t attr, int arg, int n, int mask, const float *v2_values)
 {
 #if DNNL_VERSION_MAJOR == 2
-  return dnnl_primitive_attr_set_output_scales (attr, n, mask, scales);
+  (void) arg;
+  return dnnl_primitive_attr_set_output_scales (attr, n, mask, v2_values);
 #else
-  (void) attr, (void) n, (void) mask, (void) scales;
-  return dnnl_unimplemented;
+  (void) n, (void) v2_values;
+  return dnnl_primitive_attr_set_scales_mask (attr, arg, mask);
 #endif
 }
 
@@ -161,6 +164,11 @@ plan_free (fast_plan *p, int n_ops)
         dnnl_memory_destroy (m[j]);
     free (st->src_bf16);
     free (st->bias_q);
+    free (st->q_scales);
+    if (st->sc_src)
+      dnnl_memory_destroy (st->sc_src);
+    if (st->sc_wei)
+      dnnl_memory_destroy (st->sc_wei);
   }
   free (p->steps);
   free (p);
@@ -225,7 +233,30 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
         q8->scale, q8->is_unsigned, &w_quant, &out_scales, &step->bias_q, err);
     if (st != GPUNET_OK)
       goto out;
-    bias = bias ? step->bias_q : NULL;
+#if DNNL_VERSION_MAJOR == 2
+    bias = bias ? step->bias_q : NULL;   /* 2.x adds it to the accumulator */
+#else
+    /* 3.x scales the accumulator, then adds the f32 bias as it is; the scales are
+     * memories given at execution: [0] the input's, [1 ..] each output channel's */
+    if (!(step->q_scales = malloc (sizeof (float) * ((size_t) cout + 1)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning int8 scales");
+      goto out;
+    }
+    step->q_scales[0] = q8->scale;
+    for (int o = 0; o < cout; o++)
+      step->q_scales[1 + o] = out_scales[o] / q8->scale;
+    {
+      md_t one = { 0 }, per = { 0 };
+      const dnnl_dims_t d1 = { 1 }, dc = { cout };
+      TRY (md_make (&one, 1, d1, dnnl_x));
+      TRY (md_make (&per, 1, dc, dnnl_x));
+      dnnl_status_t ms = dnnl_memory_create (&step->sc_src, MD (one), s->eng, step->q_scales);
+      if (ms == dnnl_success)
+        ms = dnnl_memory_create (&step->sc_wei, MD (per), s->eng, step->q_scales + 1);
+      md_free (&one), md_free (&per);
+      TRY (ms);
+    }
+#endif
   }
 
   /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
@@ -259,8 +290,14 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     if (!attr) {
       TRY (dnnl_primitive_attr_create (&attr));
       TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
-      if (q8)
-        TRY (attr_output_scales (attr, cout, 1 << 1, out_scales));
+      if (q8) {
+#if DNNL_VERSION_MAJOR == 2   /* per output channel (dimension 1 of dst) */
+        TRY (attr_int8_scales (attr, DNNL_ARG_DST, cout, 1 << 1, out_scales));
+#else                         /* the input's, and per output channel the weights' */
+        TRY (attr_int8_scales (attr, DNNL_ARG_SRC, 1, 0, NULL));
+        TRY (attr_int8_scales (attr, DNNL_ARG_WEIGHTS, cout, 1 << 0, NULL));
+#endif
+      }
       TRY (dnnl_post_ops_create (&po));
       if (act == GPUNET_EPI_RELU)
         TRY (post_ops_eltwise (po, dnnl_eltwise_relu, 0.0f));
@@ -331,12 +368,13 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     TRY (dnnl_memory_create (&user_w, MD (wuser_md), s->eng, (void *) weight));
     if (q8) {   /* f32 -> s8, each output channel times its w_quant (dimension 0) */
       TRY (dnnl_primitive_attr_create (&wattr));
-      TRY (attr_output_scales (wattr, cout, 1 << 0, w_quant));
+      TRY (attr_int8_scales (wattr, DNNL_ARG_DST, cout, 1 << 0, w_quant));
     }
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, wattr));
     TRY (dnnl_primitive_create (&reorder, rpd));
-    dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
-    TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
+    dnnl_exec_arg_t rargs[3] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem },
+      { DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, step->sc_wei } };
+    TRY (dnnl_primitive_execute (reorder, s->stream, step->sc_wei ? 3 : 2, rargs));
     TRY (dnnl_stream_wait (s->stream));
     nv->next = s->ops[op_index].weights;
     s->ops[op_index].weights = nv;
@@ -364,7 +402,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     if (q8) {   /* x / scale, rounded and saturated to u8 or s8 */
       const float inv = 1.0f / q8->scale;
       TRY (dnnl_primitive_attr_create (&qattr));
-      TRY (attr_output_scales (qattr, 1, 0, &inv));
+      TRY (attr_int8_scales (qattr, DNNL_ARG_DST, 1, 0, &inv));
     }
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
             qattr));
@@ -491,10 +529,11 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   if (s->g->ops[i].in == s->g->input)
     TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
   if (step->to_bf16) {
-    dnnl_exec_arg_t cargs[2] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src } };
-    TRY (dnnl_primitive_execute (step->to_bf16, s->stream, 2, cargs));
+    dnnl_exec_arg_t cargs[3] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src },
+      { DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, step->sc_src } };
+    TRY (dnnl_primitive_execute (step->to_bf16, s->stream, step->sc_src ? 3 : 2, cargs));
   }
-  dnnl_exec_arg_t args[5] = {
+  dnnl_exec_arg_t args[7] = {
     { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
     { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
   int nargs = 3;
@@ -502,6 +541,10 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     nargs++;
   if (step->bias)
     args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
+  if (step->sc_src) {   /* int8 on oneDNN 3.x: the scales at execution */
+    args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, step->sc_src };
+    args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, step->sc_wei };
+  }
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
   if (step->from_nhwc) {
     dnnl_exec_arg_t bargs[2] = { { DNNL_ARG_FROM, step->dst }, { DNNL_ARG_TO, step->dst_blk } };

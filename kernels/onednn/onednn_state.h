@@ -28,6 +28,9 @@ typedef struct {
   dnnl_memory_t src_f32;
   void *src_bf16;               /* src's buffer then (ours) */
   float *bias_q;                /* int8: the bias as the int8 primitive adds it (ours) */
+  float *q_scales;              /* int8 on oneDNN 3.x: [0] the input's scale, [1 ..] each
+                                 * output channel's weight scale (ours) */
+  dnnl_memory_t sc_src, sc_wei; /* ... as memories, given at execution */
   dnnl_primitive_t from_nhwc;   /* int8: dst (nhwc f32, in the shared s->q_dst) to
                                  * dst_blk, the blocked output buffer, adding the
                                  * residual there */
@@ -109,7 +112,7 @@ void gpunet_onednn_free_convs (fast_state *s);
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
 /* int8.c: GPUNET_OK where precision=int8 can run (AVX2 in the CPU and in oneDNN's
- * effective ISA, oneDNN 2.x); else GPUNET_ERR_UNSUPPORTED with one sentence naming what
+ * effective ISA); else GPUNET_ERR_UNSUPPORTED with one sentence naming what
  * is missing. */
 gpunet_status gpunet_onednn_int8_supported (char **err);
 
