@@ -7,7 +7,9 @@
   - gpunet-run: int8 without --scales, and with another checkpoint's scales, refused in
     one sentence;
   - the element: precision=int8 without int8-scales fails with the sentence before
-    PLAYING; with them, every record (bus message) says precision int8.
+    PLAYING; with them, every record (bus message) says precision int8;
+  - gpunet-tag (when built): --precision int8 without --scales refused with the
+    sentence (exit 2), with them one photo tagged.
 Exit 77 where the CPU or oneDNN cannot run int8."""
 import os
 import re
@@ -16,6 +18,7 @@ import sys
 import tempfile
 
 convert, validate, run, data = sys.argv[1:5]
+tag = sys.argv[5] if len(sys.argv) > 5 else None
 arch = os.path.join(data, "fixtures", "tiny-a.json")
 ckpt = os.path.join(data, "fixtures", "tiny-a", "tiny-a.pth.tar")
 failures = 0
@@ -102,6 +105,17 @@ with tempfile.TemporaryDirectory() as d:
     recs = re.findall(r"precision=\(string\)(\w+)", out)
     check(rc == 0 and len(recs) == 3 and set(recs) == {"int8"},
           f"element with int8-scales: rc {rc}, records {recs}, {err[-400:]!r}")
+
+    if tag:
+        photo = os.path.join(photos, "0.png")
+        base = [tag, "--model", arch, "--checkpoint", ckpt, "--backend", "cpu",
+                "--precision", "int8"]
+        rc, out, err = sh(*base, "--output", os.path.join(d, "t1.jsonl"), photo)
+        check(rc == 2 and "precision=int8 needs an int8 scales file" in err,
+              f"gpunet-tag without --scales: rc {rc}, {err!r}")
+        rc, out, err = sh(*base, "--scales", scales, "--output", os.path.join(d, "t2.jsonl"),
+                          photo)
+        check(rc == 0 and "1 ok" in err, f"gpunet-tag int8: rc {rc}, {err!r}")
 
 print("FAILED" if failures else "passed")
 sys.exit(1 if failures else 0)
