@@ -108,7 +108,7 @@ post_ops_sum (dnnl_post_ops_t po)
 /* precision=int8: the scales of argument `arg` of a primitive, per channel (mask
  * 1 << dim) or per tensor (mask 0).  oneDNN 2.x: one set of output scales, its values
  * given now (`v2_values`, n of them; arg unused); 3.x: a scale mask per argument, the
- * values given at execution (DNNL_ARG_ATTR_SCALES | arg: fast_step's sc_src, sc_wei). */
+ * values given at execution (ARG_SCALES (arg): fast_step's sc_src, sc_wei). */
 static dnnl_status_t
 attr_int8_scales (dnnl_primitive_attr_t attr, int arg, int n, int mask, const float *v2_values)
 {
@@ -120,6 +120,14 @@ attr_int8_scales (dnnl_primitive_attr_t attr, int arg, int n, int mask, const fl
   return dnnl_primitive_attr_set_scales_mask (attr, arg, mask);
 #endif
 }
+
+/* The execution argument of `arg`'s int8 scales (3.x; 2.x has none, and its steps have no
+ * scale memories to pass) */
+#if DNNL_VERSION_MAJOR == 3
+#define ARG_SCALES(arg) (DNNL_ARG_ATTR_SCALES | (arg))
+#else
+#define ARG_SCALES(arg) 0
+#endif
 
 static gpunet_status
 dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
@@ -373,7 +381,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, wattr));
     TRY (dnnl_primitive_create (&reorder, rpd));
     dnnl_exec_arg_t rargs[3] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem },
-      { DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, step->sc_wei } };
+      { ARG_SCALES (DNNL_ARG_DST), step->sc_wei } };
     TRY (dnnl_primitive_execute (reorder, s->stream, step->sc_wei ? 3 : 2, rargs));
     TRY (dnnl_stream_wait (s->stream));
     nv->next = s->ops[op_index].weights;
@@ -530,7 +538,7 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     TRY (dnnl_memory_set_data_handle (step->src, (void *) input));
   if (step->to_bf16) {
     dnnl_exec_arg_t cargs[3] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src },
-      { DNNL_ARG_ATTR_SCALES | DNNL_ARG_DST, step->sc_src } };
+      { ARG_SCALES (DNNL_ARG_DST), step->sc_src } };
     TRY (dnnl_primitive_execute (step->to_bf16, s->stream, step->sc_src ? 3 : 2, cargs));
   }
   dnnl_exec_arg_t args[7] = {
@@ -542,8 +550,8 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   if (step->bias)
     args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
   if (step->sc_src) {   /* int8 on oneDNN 3.x: the scales at execution */
-    args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_ATTR_SCALES | DNNL_ARG_SRC, step->sc_src };
-    args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_ATTR_SCALES | DNNL_ARG_WEIGHTS, step->sc_wei };
+    args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_SRC), step->sc_src };
+    args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_WEIGHTS), step->sc_wei };
   }
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
   if (step->from_nhwc) {
