@@ -239,6 +239,7 @@ gst_gpunet_classify_finalize (GObject * object)
 
   g_free (self->model_name);
   g_free (self->checkpoint);
+  g_free (self->int8_scales);
   g_free (self->labels_path);
   g_free (self->roi_types);
   g_clear_pointer (&self->roi_type_quarks, g_array_unref);
@@ -378,6 +379,7 @@ read_model_args (GstGpunetClassify * self, GstGpunetModelArgs * a)
   a->labels = g_strdup (self->labels_path);
   a->req.backend = (gpunet_backend_kind) self->backend;
   a->req.precision = (gpunet_precision) self->precision;
+  a->int8_scales = g_strdup (self->int8_scales);
   a->req.n_threads = self->n_threads;
   a->req.batch_size = self->batch_size;
   a->req.batch_timeout_us = (gint64) self->batch_timeout;
@@ -387,6 +389,7 @@ read_model_args (GstGpunetClassify * self, GstGpunetModelArgs * a)
   GST_OBJECT_UNLOCK (self);
   a->req.model = a->model;
   a->req.checkpoint = a->checkpoint;
+  a->req.int8_scales = a->int8_scales;
 }
 
 /* GstGpunetModelArgsFunc of a swap: in the CUDA context the element started with. */

@@ -44,6 +44,9 @@ gst_gpunet_precision_get_type (void)
     {GPUNET_PRECISION_BF16,
         "CPU: bfloat16 convolutions with 32-bit accumulation (needs AVX-512 BF16 or "
           "AMX; not exact)", "bf16"},
+    {GPUNET_PRECISION_INT8,
+        "CPU: int8 convolutions with 32-bit accumulation, calibrated scales from "
+          "int8-scales (needs AVX2, fast with VNNI; not exact)", "int8"},
     {0, NULL, NULL}
   };
 

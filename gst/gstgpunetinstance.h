@@ -58,6 +58,7 @@ enum
   PROP_OPERATE_ON_GIE_ID,
   PROP_OPERATE_ON_CLASS_IDS,
   PROP_GIE_UNIQUE_ID,
+  PROP_INT8_SCALES,
   PROP_LAST
 };
 
@@ -119,6 +120,7 @@ struct _GstGpunetClassify
   gboolean post_messages;
   guint n_threads;
   gint precision;
+  gchar *int8_scales;           /* precision=int8: the scales file */
   guint batch_size;
   GstGpunetRoiMode roi_mode;
   gchar *roi_types;

@@ -22,6 +22,7 @@ precision_nick (gint precision)
     case GPUNET_PRECISION_FP32: return "fp32";
     case GPUNET_PRECISION_FP16: return "fp16";
     case GPUNET_PRECISION_BF16: return "bf16";
+    case GPUNET_PRECISION_INT8: return "int8";
     default: return "auto";
   }
 }
@@ -94,6 +95,7 @@ gst_gpunet_model_args_clear (GstGpunetModelArgs * a)
   g_free (a->model);
   g_free (a->checkpoint);
   g_free (a->labels);
+  g_free (a->int8_scales);
   if (a->req.cuda_context != NULL)
     gst_object_unref (a->req.cuda_context);
   memset (a, 0, sizeof *a);

@@ -35,8 +35,9 @@ void gst_gpunet_model_ctx_unref (GstGpunetModelCtx * c);
 /* What loading a model needs, copied from the element's properties. */
 typedef struct
 {
-  gchar *model, *checkpoint, *labels;
-  GstGpunetEngineRequest req;   /* req.model, req.checkpoint: the strings above;
+  gchar *model, *checkpoint, *labels, *int8_scales;
+  GstGpunetEngineRequest req;   /* req.model, req.checkpoint, req.int8_scales: the
+                                 * strings above;
                                  * req.cuda_context: a reference or NULL */
 } GstGpunetModelArgs;
 

@@ -23,15 +23,22 @@ static guint pool_serial;
 static gchar *
 make_key (const GstGpunetEngineRequest * req)
 {
-  GStatBuf st;
+  GStatBuf st, sc = { 0 };
 
   if (req->checkpoint == NULL || g_stat (req->checkpoint, &st) != 0)
     return NULL;
+  /* int8: the scales file by identity too (none: the load says why) */
+  if (req->precision == GPUNET_PRECISION_INT8 && (req->int8_scales == NULL
+          || g_stat (req->int8_scales, &sc) != 0))
+    return NULL;
   return g_strdup_printf ("%s\n%" G_GUINT64_FORMAT ":%" G_GUINT64_FORMAT ":%"
-      G_GINT64_FORMAT ":%" G_GINT64_FORMAT ".%ld\n%d %d %d %p", req->model,
+      G_GINT64_FORMAT ":%" G_GINT64_FORMAT ".%ld\n%d %d %d %p\n%" G_GUINT64_FORMAT
+      ":%" G_GUINT64_FORMAT ":%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT ".%ld", req->model,
       (guint64) st.st_dev, (guint64) st.st_ino, (gint64) st.st_size,
       (gint64) st.st_mtim.tv_sec, (long) st.st_mtim.tv_nsec, (int) req->backend,
-      (int) req->precision, req->device, (void *) req->cuda_context);
+      (int) req->precision, req->device, (void *) req->cuda_context,
+      (guint64) sc.st_dev, (guint64) sc.st_ino, (gint64) sc.st_size,
+      (gint64) sc.st_mtim.tv_sec, (long) sc.st_mtim.tv_nsec);
 }
 
 GstGpunetShared *
@@ -77,6 +84,7 @@ gst_gpunet_pool_acquire (const GstGpunetEngineRequest * req,
     gpunet_engine_params_init (&p);
     p.session.backend = req->backend;
     p.session.precision = req->precision;
+    p.session.int8_scales = req->int8_scales;
     p.session.device = req->device;
     p.session.n_threads = (int) req->n_threads;
     p.session.max_batch = (int) req->batch_size;

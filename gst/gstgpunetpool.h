@@ -19,6 +19,7 @@ typedef struct
   const gchar *checkpoint;
   gpunet_backend_kind backend;
   gpunet_precision precision;
+  const gchar *int8_scales;     /* precision=int8: the scales file, else ignored */
   gint device;
   guint n_threads;
   guint batch_size;             /* most images per forward pass */

@@ -80,6 +80,11 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
           "Arithmetic of the CUDA backend (the CPU backends always run fp32)",
           GST_TYPE_GPUNET_PRECISION, DEFAULT_PRECISION,
           rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_INT8_SCALES,
+      g_param_spec_string ("int8-scales", "int8 scales",
+          "precision=int8: the scales file gpunet-convert --calibrate wrote for "
+          "this model and checkpoint (needed there; another model's is refused)",
+          NULL, rw | GST_PARAM_MUTABLE_READY));
   /**
    * GstGpunetClassify:batch-size:
    *
@@ -290,6 +295,7 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_OPERATE_ON_GIE_ID] = F (operate_on_gie_id),
   [PROP_OPERATE_ON_CLASS_IDS] = F (operate_on_class_ids),
   [PROP_GIE_UNIQUE_ID] = F (gie_unique_id),
+  [PROP_INT8_SCALES] = F (int8_scales),
 };
 #undef F
 

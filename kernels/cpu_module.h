@@ -11,7 +11,7 @@
 
 /* Bumped whenever backend.h, gpunet-types.h's plan parameters or this header change
  * incompatibly; a module of another version is refused, not run. */
-#define GPUNET_CPU_ABI_VERSION 1
+#define GPUNET_CPU_ABI_VERSION 2   /* 2: gpunet_plan_params.int8 */
 
 #define GPUNET_CPU_MODULE_NAME "libgpunet-cpu.so"
 

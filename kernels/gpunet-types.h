@@ -47,10 +47,22 @@ typedef enum {
   GPUNET_PRECISION_AUTO = 0,
   GPUNET_PRECISION_FP32,
   GPUNET_PRECISION_FP16,
-  GPUNET_PRECISION_BF16   /* the fast CPU backend: oneDNN's bf16 convolutions with f32
+  GPUNET_PRECISION_BF16,  /* the fast CPU backend: oneDNN's bf16 convolutions with f32
                            * accumulation, bf16 activations between them (AVX-512 BF16
                            * or AMX); refused elsewhere */
+  GPUNET_PRECISION_INT8   /* the fast CPU backend: oneDNN's int8 convolutions (s8 weights
+                           * per output channel, u8/s8 activations with calibrated scales,
+                           * s32 accumulation; VNNI where present); needs a scales file */
 } gpunet_precision;
+
+/* precision=int8: how one op's input is quantised (gpunet_plan_params.int8, per graph
+ * op).  scale 0: the op runs in f32.  Else the input x becomes
+ * q = round (x / scale) clamped to u8 (is_unsigned: the calibrated input was never
+ * negative) or s8, symmetric (no zero point). */
+typedef struct {
+  float scale;
+  int is_unsigned;
+} gpunet_int8_input;
 
 /* A kernel choice of the fast CPU backend (kernels/onednn). */
 typedef enum {
@@ -102,7 +114,13 @@ typedef struct {
   int bf16_f32_act;            /* precision=bf16: 0 (auto): activations stored as bf16
                                 * between the ops that take them; 1 (f32): f32 between
                                 * all layers, each bf16 convolution converting its input */
+  int int8_min_macs;           /* precision=int8: the calibrated convolutions with fewer
+                                * multiply-accumulates per output value (cin x k x k) stay
+                                * f32; 0 = GPUNET_CPU_INT8_MIN_MACS, 1 = every one */
 } gpunet_cpu_options;
+
+/* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */
+#define GPUNET_CPU_INT8_MIN_MACS 64
 
 /* Levels of gpunet_session_params.cuda_fused (and gpunet_plan_params.cuda_fused). */
 enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUSED_NHWC = 2 };
@@ -131,6 +149,8 @@ typedef struct {
   void *cuda_context;        /* the CUcontext every CUDA call runs in, or NULL */
   gpunet_cpu_options cpu;    /* the fast CPU backend's options, environment applied */
   gpunet_cuda_options cuda;  /* the CUDA backend's options, environment applied */
+  const gpunet_int8_input *int8;  /* precision=int8: one per graph op (the session's
+                                   * scales file, checked against the graph), else NULL */
 } gpunet_plan_params;
 
 /* Called after each top-level block during gpunet_session_forward_traced: `block` is the

@@ -377,6 +377,8 @@ engine_new (gpunet_model *model, const gpunet_engine_params *params,
       return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory creating an engine");
     }
   }
+  e->params.session.int8_scales = NULL;   /* read by the sessions above, not kept */
+
   for (int i = 0; i < e->n_workers; i++) {
     if (pthread_create (&e->workers[i].thread, NULL, worker_main, &e->workers[i]) != 0) {
       engine_stop (e);

@@ -20,6 +20,11 @@
 /* The planned graph backends run (owned by the model). */
 const gpunet_graph *gpunet_model_graph (const gpunet_model *model);
 
+/* 1 where op i of g runs in int8 under precision=int8, given calibrated scales: a dense
+ * convolution that does not read the network input (calib.c; gpunet-bench counts their
+ * MACs). */
+int gpunet_int8_quantisable (const gpunet_graph *g, int i);
+
 /* The kernel-side plan parameters of a session's parameters (what gpunet_session_new
  * passes to a backend's plan(); the environment is not applied here). */
 void gpunet_plan_params_from_session (const gpunet_session_params *params,

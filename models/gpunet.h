@@ -105,6 +105,10 @@ typedef struct {
   gpunet_cuda_options cuda;  /* the CUDA backend's options; gpunet_session_new applies
                               * the environment variable GPUNET_CUDA over them (syntax of
                               * gpunet_cuda_options_parse) and fails on a malformed one */
+  const char *int8_scales;   /* precision=int8 (required there, ignored otherwise): the
+                              * scales file gpunet-convert --calibrate wrote for this
+                              * model and checkpoint; read and checked at session
+                              * creation (the string need not outlive the call) */
 } gpunet_session_params;
 
 void gpunet_session_params_init (gpunet_session_params *params);
@@ -243,6 +247,33 @@ double gpunet_engine_mean_pass_ms (gpunet_engine *engine);
 
 /* Counters since creation: forward passes run and images classified (tests, tools). */
 void gpunet_engine_stats (gpunet_engine *engine, int64_t *passes, int64_t *images);
+
+/* ---- int8 calibration ------------------------------------------------------------ */
+
+/* How a calibration turns the inputs it saw into each layer's clip value: the largest
+ * |x| seen (max), or the mean over the images of each image's given percentile of |x|
+ * (docs/performance.md, "precision=int8"). */
+typedef enum { GPUNET_CALIB_MAX = 1, GPUNET_CALIB_PERCENTILE = 2 } gpunet_calib_method;
+
+/* Records the input ranges of every convolution precision=int8 quantises while the
+ * exact f32 reference ops run over images; then writes the scales file a session with
+ * precision=int8 reads (gpunet_session_params.int8_scales).  Not thread safe; one image
+ * at a time. */
+typedef struct gpunet_calibration gpunet_calibration;
+
+/* percentile is read for GPUNET_CALIB_PERCENTILE only ((50, 100]). */
+gpunet_status gpunet_calibration_new (gpunet_model *model, gpunet_calib_method method,
+    float percentile, gpunet_calibration **out, char **error_text);
+
+/* One preprocessed image (3 x R x R float32, gpunet_preprocess_image's output). */
+gpunet_status gpunet_calibration_add (gpunet_calibration *calibration, const float *input,
+    char **error_text);
+int gpunet_calibration_images (const gpunet_calibration *calibration);
+
+/* Writes the scales file (refused before any image was added). */
+gpunet_status gpunet_calibration_write (const gpunet_calibration *calibration,
+    const char *path, char **error_text);
+void gpunet_calibration_free (gpunet_calibration *calibration);
 
 /* ---- labels ------------------------------------------------------------------- */
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib.h"
 #include "error.h"
 #include "model_private.h"
 #include "session_private.h"
@@ -48,6 +49,8 @@ static const cpu_key cpu_keys[] = {
     "auto (what the CPU has) or off (act as if it lacked AVX-512 BF16 and AMX)" },
   { "bf16act", offsetof (gpunet_cpu_options, bf16_f32_act), { "auto", "f32" }, { 0, 1 },
     "auto (bf16 between the layers that take it) or f32 (f32 between all layers)" },
+  { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "128", "256" },
+    { 0, 1, 128, 256 }, "auto (64 MACs per output value), all, 128 or 256" },
 };
 
 gpunet_status
@@ -72,7 +75,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16 and bf16act "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act and int8_min "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;
@@ -149,7 +152,18 @@ gpunet_backend_plan (const gpunet_backend *be, const gpunet_graph *graph,
 {
   gpunet_plan_params pp;
   gpunet_plan_params_from_session (params, &pp);
-  return be->plan (graph, &pp, state, error_text);
+  gpunet_int8_input *q = NULL;
+  if (params->precision == GPUNET_PRECISION_INT8) {
+    /* the scales are read and checked against this graph here; a backend reads them at
+     * plan time only */
+    gpunet_status st = gpunet_int8_inputs (graph, params->int8_scales, &q, error_text);
+    if (st != GPUNET_OK)
+      return st;
+    pp.int8 = q;
+  }
+  gpunet_status st = be->plan (graph, &pp, state, error_text);
+  free (q);
+  return st;
 }
 
 static gpunet_status
@@ -200,6 +214,18 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
     return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=bf16 runs on the fast "
         "CPU backend (backend=cpu); cpu-ref is the exact f32 reference");
 
+  /* int8 likewise, and it needs its scales file before anything starts */
+  if (p.precision == GPUNET_PRECISION_INT8 && p.backend == GPUNET_BACKEND_AUTO)
+    p.backend = GPUNET_BACKEND_CPU;
+  if (p.precision == GPUNET_PRECISION_INT8 && p.backend != GPUNET_BACKEND_CPU && !forced)
+    return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=int8 runs on the fast "
+        "CPU backend (backend=cpu); %s", p.backend == GPUNET_BACKEND_CPU_REF
+        ? "cpu-ref is the exact f32 reference" : "the CUDA backend runs fp32 or fp16");
+  if (p.precision == GPUNET_PRECISION_INT8 && (!p.int8_scales || !*p.int8_scales))
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "precision=int8 needs an "
+        "int8 scales file (the element's int8-scales property, the tools' --scales FILE); "
+        "make one for this model with gpunet-convert --calibrate DIR");
+
   gpunet_session *s = calloc (1, sizeof *s);
   if (!s)
     return gpunet_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory creating a session");
@@ -227,6 +253,7 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
       *error_text = NULL;
     }
   }
+  s->params.int8_scales = NULL;   /* read by the backend's planning, not kept */
   if (st != GPUNET_OK) {
     gpunet_session_free (s);
     return st;

@@ -7,7 +7,7 @@
 #
 #   scripts/fuzz.sh [MINUTES] [TARGET...]      MINUTES defaults to 1; TARGETs to all of
 #                                               zip pickle safetensors checkpoint arch labels
-#                                               resume
+#                                               resume scales
 # Environment:
 #   FUZZ_SECONDS=N   seconds per target instead of MINUTES (the meson test fuzz-readers: 2)
 #   FUZZ_DIR=DIR     binaries, corpora and crash files (default build-fuzz/ in the tree;
@@ -23,7 +23,7 @@ set -u
 # it during a long run cannot change what runs; see the last line)
 main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
-all_targets="zip pickle safetensors checkpoint arch labels resume"
+all_targets="zip pickle safetensors checkpoint arch labels resume scales"
 minutes=1
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   minutes=$1
@@ -68,7 +68,7 @@ fi
 # The readers are plain C; json-glib is added when the sources need it and it is there.
 # A symbol none of them defines (a helper file added to models/ later) is looked up in
 # models/*.c, and the file defining it is compiled too.  gpunet_fail lives in kernels/.
-reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c"
+reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c scales.c"
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I$root/models -I$root/kernels"
 extra=""
 if grep -qs 'json-glib' "$root"/models/*.[ch] && pkg-config --exists json-glib-1.0 2>/dev/null; then
@@ -197,6 +197,14 @@ seed labels "$dir/seeds/labels16.txt" "$dir/seeds/labels3.txt"
   printf 'summary,"b,""x"".mp4",,,,,,,,,,,0,0,,,0.1,,,,error,"no video\nstream",0,0\n'
   printf 'frame,c.mp4,0'; } > "$dir/seeds/resume.csv"
 seed resume "$dir/seeds/resume.jsonl" "$dir/seeds/resume.csv"
+# scales: an int8 scales file of two entries (models/scales.c's format)
+python3 - "$dir/seeds/two.scales" <<'EOF' 2>/dev/null
+import struct, sys
+h = b"GPUNETS8" + struct.pack("<IIQQIfII", 1, 2, 0x1234, 0x5678, 1, 100.0, 3, 0)
+e = struct.pack("<IIIIff", 2, 16, 8, 8, 0.0, 5.5) + struct.pack("<IIIIff", 5, 32, 4, 4, -0.5, 3.0)
+open(sys.argv[1], "wb").write(h + e)
+EOF
+seed scales "$dir/seeds/two.scales"
 for t in $targets; do
   mkdir -p "$dir/corpus/$t"
   if [ -d "$root/tests/fuzz/regressions/$t" ]; then

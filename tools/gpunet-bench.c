@@ -16,6 +16,7 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "gpunet-vnni-peak.h"
 #include "cuda/cuda_cost.h"       /* per-op MACs and minimum bytes */
 #include "cuda/cuda_module.h"     /* the CUDA module's bench API */
 #include "registry.h"             /* gpunet_backend_find */
@@ -29,7 +30,8 @@ usage (FILE *f)
   fprintf (f,
       "usage: gpunet-bench --model NAME_OR_JSON [--checkpoint FILE] [--batch N] [--threads T]\n"
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
-      "                    [--precision auto|fp32|fp16|bf16] [--batch-sweep] [--preprocess-runs P]\n"
+      "                    [--precision auto|fp32|fp16|bf16|int8] [--scales FILE] [--batch-sweep]\n"
+      "                    [--preprocess-runs P]\n"
       "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
       "                    [--graph-nodes] [--net-groups G] [--net-replays R]\n"
       "\n"
@@ -58,7 +60,9 @@ usage (FILE *f)
       "  --backend     cpu (oneDNN, the default), cpu-ref (the plain reference ops) or cuda\n"
       "                (host input to host logits, wall time per synchronised forward pass)\n"
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
-      "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation) or f32;\n"
+      "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation), int8\n"
+      "                (int8 convolutions with the scales of --scales FILE, written by\n"
+      "                gpunet-convert --calibrate for the same model and weights) or f32;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
@@ -539,7 +543,7 @@ main (int argc, char **argv)
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   int cuda_fused = 0, graph_nodes = 0, net_groups = 10, net_replays = 50;
-  const char *cpu_spec = NULL, *ab_spec = NULL;
+  const char *cpu_spec = NULL, *ab_spec = NULL, *scales = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -581,6 +585,8 @@ main (int argc, char **argv)
       cpu_spec = argv[++i];
     else if (!strcmp (a, "--ab") && v)
       ab_spec = argv[++i];
+    else if (!strcmp (a, "--scales") && v)
+      scales = argv[++i];
     else if (!strcmp (a, "--precision") && v) {
       v = argv[++i];
       if (!strcmp (v, "auto"))
@@ -591,8 +597,11 @@ main (int argc, char **argv)
         precision = GPUNET_PRECISION_FP16;
       else if (!strcmp (v, "bf16"))
         precision = GPUNET_PRECISION_BF16;
+      else if (!strcmp (v, "int8"))
+        precision = GPUNET_PRECISION_INT8;
       else {
-        fprintf (stderr, "gpunet-bench: --precision is auto, fp32, fp16 or bf16, not '%s'\n", v);
+        fprintf (stderr, "gpunet-bench: --precision is auto, fp32, fp16, bf16 or int8, not "
+            "'%s'\n", v);
         bad = 1;
       }
     }
@@ -706,6 +715,7 @@ main (int argc, char **argv)
   params.max_batch = batch;
   params.n_threads = threads;
   params.precision = precision;
+  params.int8_scales = scales;
   params.cuda_fused = cuda_fused;
   if ((st = gpunet_cpu_options_parse (&params.cpu, cpu_spec, "--cpu", &err)) != GPUNET_OK) {
     fprintf (stderr, "gpunet-bench: %s\n", err ? err : gpunet_status_string (st));
@@ -856,6 +866,26 @@ main (int argc, char **argv)
     bytes += gpunet_op_min_bytes (&g->ops[i], batch, storage);
   printf ("bytes_mb=%.3f arith_intensity_flop_per_byte=%.2f storage_bytes=%d\n", bytes / 1e6,
       bytes > 0 ? flops * batch / bytes : 0.0, storage);
+  if (precision == GPUNET_PRECISION_INT8) {
+    /* the floor: the int8 convolutions' MACs at the CPU's int8 peak (docs/performance.md) */
+    double q = 0.0, rest = 0.0;
+    const long min_macs = params.cpu.int8_min_macs > 0 ? params.cpu.int8_min_macs
+        : GPUNET_CPU_INT8_MIN_MACS;
+    for (int i = 0; i < g->n_ops; i++) {
+      const gpunet_conv2d_params *c = &g->ops[i].p.conv2d;
+      const int in8 = gpunet_int8_quantisable (g, i)
+          && (long) c->cin * c->kernel * c->kernel >= min_macs;
+      *(in8 ? &q : &rest) += gpunet_op_macs (&g->ops[i]);
+    }
+    printf ("int8_gmacs=%.3f f32_gmacs=%.3f (per image: the int8 convolutions, the rest)\n",
+        q / 1e9, rest / 1e9);
+    const double vp = no_peak ? -1.0 : gpunet_vnni_peak_gmacs (threads > 0 ? threads : 1);
+    if (vp > 0)
+      printf ("vnni_peak_gmacs_s=%.1f threads=%d int8_floor_ms=%.3f min_over_floor=%.2f\n",
+          vp, threads, q * batch / vp / 1e6, mn / (q * batch / vp / 1e6));
+    else
+      printf ("vnni_peak_gmacs_s=n/a (%s)\n", no_peak ? "--no-peak" : "no AVX-512 VNNI");
+  }
   printf ("backend=%s images_per_s=%.1f\n", be->name, batch / (med_ms * 1e-3));
 #ifdef GPUNET_HAVE_ONEDNN
   if (kind == GPUNET_BACKEND_CPU && gpunet_cpu_wait_note (NULL))

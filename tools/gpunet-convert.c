@@ -15,6 +15,10 @@
 #ifdef GPUNET_HAVE_ONNX
 #include "gpunet-onnx.h"
 #endif
+#ifdef HAVE_GST
+#include "gpunet-calibrate.h"
+#include "gpunet-run-image.h"
+#endif
 
 static void
 usage (FILE *f)
@@ -31,7 +35,17 @@ usage (FILE *f)
       "                it, seeded random ones) as ONNX, opset 13: input 'input' (batch x 3 x R\n"
       "                x R, normalised float32), output 'logits' (batch x classes), BatchNorm\n"
       "                folded into the convolutions\n"
-      "  --model       a built-in model name or architecture JSON (with --onnx)\n");
+      "  --model       a built-in model name or architecture JSON (with --onnx, --calibrate)\n"
+      "\n"
+      "       gpunet-convert --calibrate DIR --model ARCH [--checkpoint FILE | --seed N]\n"
+      "                      --output OUT.scales [--method max|percentile]\n"
+      "                      [--percentile P] [--limit N]\n"
+      "  --calibrate   runs the model in exact f32 over the photos of DIR (preprocessed as\n"
+      "                the element does) and writes the int8 scales file precision=int8\n"
+      "                needs (the element's int8-scales, the tools' --scales), bound to this\n"
+      "                architecture and checkpoint.  --method: each layer's clip is the\n"
+      "                largest |x| seen (max, the default) or the mean of each photo's\n"
+      "                P-th percentile of |x| (percentile, P = 99.99 unless given)\n");
 }
 
 /* A weight source that asks the random source for each tensor and keeps a copy. */
@@ -180,6 +194,9 @@ int
 main (int argc, char **argv)
 {
   const char *ckpt = NULL, *random_arch = NULL, *out = NULL, *onnx = NULL, *model = NULL;
+  const char *calib_dir = NULL, *method_s = NULL;
+  double percentile = 99.99;
+  long limit = 0;
   int seed_given = 0;
   unsigned long long seed = 1;
   for (int i = 1; i < argc; i++) {
@@ -197,6 +214,21 @@ main (int argc, char **argv)
     else if (!strcmp (argv[i - 1], "--output")) out = v;
     else if (!strcmp (argv[i - 1], "--onnx")) onnx = v;
     else if (!strcmp (argv[i - 1], "--model")) model = v;
+    else if (!strcmp (argv[i - 1], "--calibrate")) calib_dir = v;
+    else if (!strcmp (argv[i - 1], "--method")) method_s = v;
+    else if (!strcmp (argv[i - 1], "--percentile") || !strcmp (argv[i - 1], "--limit")) {
+      char *end;
+      const double x = strtod (v, &end);
+      if (*end || end == v || !(x > 0)) {
+        fprintf (stderr, "gpunet-convert: %s needs a positive number, got '%s'\n",
+            argv[i - 1], v);
+        return 2;
+      }
+      if (argv[i - 1][2] == 'p')
+        percentile = x;
+      else
+        limit = (long) x;
+    }
     else if (!strcmp (argv[i - 1], "--seed")) {
       char *end;
       seed = strtoull (v, &end, 10);
@@ -209,6 +241,34 @@ main (int argc, char **argv)
       fprintf (stderr, "gpunet-convert: unknown option '%s' (see --help)\n", argv[i - 1]);
       return 2;
     }
+  }
+  if (calib_dir) {
+    if (!model || !out || onnx || random_arch || (ckpt && seed_given)) {
+      fprintf (stderr, "gpunet-convert: --calibrate DIR needs --model ARCH and --output "
+          "OUT.scales, and takes the weights from --checkpoint FILE or, without it, seeded "
+          "random ones (--seed N)\n");
+      return 2;
+    }
+    if (method_s && strcmp (method_s, "max") && strcmp (method_s, "percentile")) {
+      fprintf (stderr, "gpunet-convert: --method is max or percentile, not '%s'\n",
+          method_s);
+      return 2;
+    }
+#ifdef HAVE_GST
+    gpunet_run_image_init (&argc, &argv);
+    return gpunet_convert_calibrate (model, ckpt, seed, calib_dir, out,
+        method_s && !strcmp (method_s, "percentile") ? GPUNET_CALIB_PERCENTILE
+        : GPUNET_CALIB_MAX, (float) percentile, (int) limit);
+#else
+    fprintf (stderr, "gpunet-convert: --calibrate decodes photos with GStreamer, and this "
+        "build has none: install the GStreamer development packages and rebuild\n");
+    return 1;
+#endif
+  }
+  if (method_s || limit) {
+    fprintf (stderr, "gpunet-convert: --method, --percentile and --limit belong to "
+        "--calibrate\n");
+    return 2;
   }
   if (onnx) {
     if (!model || out || random_arch || (ckpt && seed_given)) {

@@ -25,7 +25,7 @@ usage (FILE *f)
       "                   [--stride S[,S2[,S3]]] [--resize-mode center-crop|stretch|letterbox]\n"
       "                   [--crop-pct P] [--matrix bt601|bt709] [--full-range] [--dump-input FILE.bin])\n"
       "                  [--output FILE.bin] [--top-k K] [--backend auto|cpu|cuda|cpu-ref] [--threads T]\n"
-      "                  [--precision auto|fp32|fp16|bf16]\n"
+      "                  [--precision auto|fp32|fp16|bf16|int8] [--scales FILE]\n"
       "\n"
       "  --image    JPEG, PNG or any picture GStreamer decodes; prints the top-k with labels\n"
       "             (ImageNet names for 1000-class models, else --labels or class-ID)\n"
@@ -35,7 +35,10 @@ usage (FILE *f)
       "  --output   writes N x classes float32 logits\n"
       "  --top-k    classes printed per image (default 5)\n"
       "  --precision  CUDA arithmetic (auto: fp16 on GPUs with tensor cores); the CPU runs fp32,\n"
-      "               or bf16 where it has AVX-512 BF16 or AMX (never exact)\n");
+      "               or bf16 where it has AVX-512 BF16 or AMX, or int8 with --scales (never\n"
+      "               exact)\n"
+      "  --scales     the int8 scales file of this model and checkpoint (gpunet-convert\n"
+      "               --calibrate DIR); needed by --precision int8\n");
 }
 
 static int
@@ -144,6 +147,7 @@ typedef struct {
   gpunet_backend_kind backend;
   gpunet_precision precision;
   gpunet_preprocess_params pre;
+  const char *scales;
 } gpunet_run_images_options;
 
 
@@ -174,6 +178,7 @@ run_images (const gpunet_run_images_options *o, int *argc, char ***argv)
     gpunet_session_params_init (&params);
     params.backend = o->backend;
     params.precision = o->precision;
+    params.int8_scales = o->scales;
     params.max_batch = 1;
     params.n_threads = o->threads;
     st = gpunet_session_new (model, &params, &session, &err);
@@ -253,7 +258,7 @@ int
 main (int argc, char **argv)
 {
   const char *model_name = NULL, *ckpt = NULL, *input = NULL, *output = NULL, *frame = NULL;
-  const char *format = NULL, *dump = NULL, *labels_path = NULL;
+  const char *format = NULL, *dump = NULL, *labels_path = NULL, *scales = NULL;
   const char **images = calloc ((size_t) argc, sizeof *images);
   int n_images = 0;
   if (!images)
@@ -339,10 +344,14 @@ main (int argc, char **argv)
       else if (!strcmp (v, "fp32")) precision = GPUNET_PRECISION_FP32;
       else if (!strcmp (v, "fp16")) precision = GPUNET_PRECISION_FP16;
       else if (!strcmp (v, "bf16")) precision = GPUNET_PRECISION_BF16;
+      else if (!strcmp (v, "int8")) precision = GPUNET_PRECISION_INT8;
       else {
-        fprintf (stderr, "gpunet-run: --precision is auto, fp32, fp16 or bf16, not '%s'\n", v);
+        fprintf (stderr, "gpunet-run: --precision is auto, fp32, fp16, bf16 or int8, not "
+            "'%s'\n", v);
         return 2;
       }
+    } else if (!strcmp (a, "--scales")) {
+      scales = v;
     } else if (!strcmp (a, "--backend")) {
       char *why = NULL;
       if (gpunet_backend_kind_from_name (v, &backend, &why) != GPUNET_OK) {
@@ -363,7 +372,7 @@ main (int argc, char **argv)
   }
   if (n_images > 0) {
     gpunet_run_images_options o = { model_name, ckpt, labels_path, images, n_images, top_k,
-      threads, backend, precision, pre };
+      threads, backend, precision, pre, scales };
     int rc = run_images (&o, &argc, &argv);
     free (images);
     return rc;
@@ -435,6 +444,7 @@ main (int argc, char **argv)
   gpunet_session_params_init (&params);
   params.backend = backend;
   params.precision = precision;
+  params.int8_scales = scales;
   params.max_batch = batch;
   params.n_threads = threads;
   gpunet_session *session = NULL;

@@ -15,6 +15,7 @@ G_BEGIN_DECLS
 typedef struct {
   gchar *model, *checkpoint, *labels, *backend;
   gchar *precision;             /* NULL: the element's default (auto) */
+  gchar *scales;                /* precision=int8: the scales file, or NULL */
   guint top_k, batch, every, threads;
   gdouble fps;
   gboolean segments, frames, resume, retry_failed, overwrite, all_files, quiet;

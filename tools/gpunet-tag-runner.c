@@ -360,6 +360,8 @@ set_classify_options (TagRunner * r)
   if (o->precision)
     gst_util_set_object_arg (G_OBJECT (r->classify), "precision",
         o->precision);
+  if (o->scales)
+    g_object_set (r->classify, "int8-scales", o->scales, NULL);
   if (o->threads)
     g_object_set (r->classify, "n-threads", o->threads, NULL);
   if (o->batch > 1)

@@ -369,7 +369,10 @@ main (int argc, char **argv)
           "frames are decoded into CUDA memory and classified in place", "NAME"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &o.precision,
         "CUDA storage: auto, fp32 or fp16 (auto: fp16 on GPUs with tensor "
-          "cores)", "P"},
+          "cores); CPU: fp32, bf16, or int8 with --scales", "P"},
+    {"scales", 0, 0, G_OPTION_ARG_FILENAME, &o.scales,
+        "With --precision int8: the scales file gpunet-convert --calibrate wrote "
+          "for this model and checkpoint", "FILE"},
     {"top-k", 'k', 0, G_OPTION_ARG_INT, &top_k, "Classes per frame (5)", "K"},
     {"batch", 0, 0, G_OPTION_ARG_INT, &batch,
         "Frames per engine call, 1..64 (1)", "N"},
@@ -466,8 +469,8 @@ main (int argc, char **argv)
   }
   if (o.precision && strcmp (o.precision, "auto")
       && strcmp (o.precision, "fp32") && strcmp (o.precision, "fp16")
-      && strcmp (o.precision, "bf16")) {
-    rc = usage_error (ctx, "--precision must be auto, fp32, fp16 or bf16");
+      && strcmp (o.precision, "bf16") && strcmp (o.precision, "int8")) {
+    rc = usage_error (ctx, "--precision must be auto, fp32, fp16, bf16 or int8");
     goto out;
   }
   o.top_k = (guint) top_k;
@@ -666,6 +669,7 @@ out:
   g_free (o.labels);
   g_free (o.backend);
   g_free (o.precision);
+  g_free (o.scales);
   g_free (o.output);
   g_free (format);
   g_free (shard);

@@ -53,6 +53,7 @@ precision_name (gpunet_precision p)
   switch (p) {
     case GPUNET_PRECISION_FP16: return "fp16";
     case GPUNET_PRECISION_BF16: return "bf16";
+    case GPUNET_PRECISION_INT8: return "int8";
     case GPUNET_PRECISION_FP32: return "fp32";
     default: return "auto";
   }

@@ -267,6 +267,7 @@ main (int argc, char **argv)
 {
   gchar *model_name = NULL, *ckpt = NULL, *list = NULL, *class_map_path = NULL;
   gchar *backend_s = NULL, **rest = NULL, *against = NULL, *precision_s = NULL;
+  gchar *scales = NULL;
   gint threads = 0, limit = 0, show = 10;
   gint64 seed = 1;
   gboolean quiet = FALSE, all_classes = FALSE;
@@ -295,7 +296,9 @@ main (int argc, char **argv)
           "reference (fp32) over a plain FOLDER of photos: top-1/top-5 agreement and "
           "logit differences; no labels, and --checkpoint optional", "fp32"},
     {"precision", 0, 0, G_OPTION_ARG_STRING, &precision_s, "With --against: the "
-          "precision compared (bf16, fp16)", "NAME"},
+          "precision compared (bf16, int8, fp16)", "NAME"},
+    {"scales", 0, 0, G_OPTION_ARG_FILENAME, &scales, "With --precision int8: the int8 "
+          "scales file (gpunet-convert --calibrate) of this model and checkpoint", "FILE"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "With --against and no --checkpoint: the "
           "seed of the random weights (1)", "N"},
     {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &rest, NULL, "[FOLDER]"},
@@ -324,9 +327,11 @@ main (int argc, char **argv)
       prec = GPUNET_PRECISION_BF16;
     else if (!strcmp (precision_s, "fp16"))
       prec = GPUNET_PRECISION_FP16;
+    else if (!strcmp (precision_s, "int8"))
+      prec = GPUNET_PRECISION_INT8;
     else {
-      g_printerr ("gpunet-validate: --precision with --against is bf16 or fp16, not '%s'\n",
-          precision_s);
+      g_printerr ("gpunet-validate: --precision with --against is bf16, int8 or fp16, not "
+          "'%s'\n", precision_s);
       goto out;
     }
     if (!model_name || list || !(rest && rest[0]) || rest[1]) {
@@ -338,6 +343,7 @@ main (int argc, char **argv)
     gpunet_session_params_init (&ap);
     ap.max_batch = 1;
     ap.n_threads = threads;
+    ap.int8_scales = scales;
     if (backend_s) {
       char *why = NULL;
       if (gpunet_backend_kind_from_name (backend_s, &ap.backend, &why) != GPUNET_OK) {
@@ -576,6 +582,7 @@ out:
   g_free (backend_s);
   g_free (against);
   g_free (precision_s);
+  g_free (scales);
   g_strfreev (rest);
   return rc;
 }

@@ -513,6 +513,9 @@ gpunet_cuda_resolve_precision (int precision, gpunet_cuda_dtype *out, char **err
   if (precision == GPUNET_PRECISION_BF16)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=bf16 is the fast "
         "CPU backend's; on CUDA use fp16 (tensor cores) or fp32");
+  if (precision == GPUNET_PRECISION_INT8)
+    return gpunet_cuda_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=int8 is the fast "
+        "CPU backend's; on CUDA use fp16 (tensor cores) or fp32");
   if (precision != GPUNET_PRECISION_AUTO)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "unknown precision %d",
         precision);

@@ -413,6 +413,9 @@ fast_destroy (void *state)
     }
   }
   free (s->ops);
+  free (s->int8);
+  free (s->q_src);
+  free (s->q_dst);
   free (s->own_scratch);
   free (s->sums_scratch);
   for (int b = 0; s->bufs && b < s->n_bufs; b++)
@@ -452,6 +455,26 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     s->bf16 = 1;
     s->opt.pw = GPUNET_CPU_ONEDNN;
     s->opt.winograd = GPUNET_CPU_OFF;
+  }
+  if (params->precision == GPUNET_PRECISION_INT8) {
+    /* int8: the dense convolutions after the first go to oneDNN's int8 kernels with the
+     * session's calibrated input scales (int8.c; docs/performance.md, "precision=int8") */
+    if ((st = gpunet_onednn_int8_supported (err)) != GPUNET_OK) {
+      free (s);
+      return st;
+    }
+    if (!params->int8) {
+      free (s);
+      return gpunet_fail (err, GPUNET_ERR_INVALID_ARGUMENT, "precision=int8 needs the "
+          "scales of an int8 scales file; make one with gpunet-convert --calibrate DIR");
+    }
+    if (!(s->int8 = malloc (sizeof *s->int8 * (size_t) graph->n_ops))) {
+      free (s);
+      return gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning the fast CPU "
+          "backend");
+    }
+    memcpy (s->int8, params->int8, sizeof *s->int8 * (size_t) graph->n_ops);
+    gpunet_onednn_int8_choose (s);
   }
   s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();
@@ -498,6 +521,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   for (int i = 0; i < graph->n_ops; i++) {
     s->ops[i].op = &graph->ops[i];
     s->ops[i].impl = select_impl (graph, i, s->t, s->blk, first_hw, &s->opt, isa);
+    if (s->int8 && s->int8[i].scale > 0.0f)   /* int8: oneDNN's int8 kernels */
+      s->ops[i].impl = GPUNET_ONEDNN_CONV;
   }
   defer_activations (s);
   st = plan_kernels (s, err);

@@ -105,6 +105,30 @@ post_ops_sum (dnnl_post_ops_t po)
 #endif
 }
 
+/* precision=int8: the scales of argument `arg` of a primitive, per channel (mask
+ * 1 << dim) or per tensor (mask 0).  oneDNN 2.x: one set of output scales, its values
+ * given now (`v2_values`, n of them; arg unused); 3.x: a scale mask per argument, the
+ * values given at execution (ARG_SCALES (arg): fast_step's sc_src, sc_wei). */
+static dnnl_status_t
+attr_int8_scales (dnnl_primitive_attr_t attr, int arg, int n, int mask, const float *v2_values)
+{
+#if DNNL_VERSION_MAJOR == 2
+  (void) arg;
+  return dnnl_primitive_attr_set_output_scales (attr, n, mask, v2_values);
+#else
+  (void) n, (void) v2_values;
+  return dnnl_primitive_attr_set_scales_mask (attr, arg, mask);
+#endif
+}
+
+/* The execution argument of `arg`'s int8 scales (3.x; 2.x has none, and its steps have no
+ * scale memories to pass) */
+#if DNNL_VERSION_MAJOR == 3
+#define ARG_SCALES(arg) (DNNL_ARG_ATTR_SCALES | (arg))
+#else
+#define ARG_SCALES(arg) 0
+#endif
+
 static gpunet_status
 dnnl_failed (char **err, dnnl_status_t s, const char *call, const gpunet_graph *g, int op)
 {
@@ -140,11 +164,19 @@ plan_free (fast_plan *p, int n_ops)
     /* st->wei belongs to the op's weights variants */
     if (st->to_bf16)
       dnnl_primitive_destroy (st->to_bf16);
-    dnnl_memory_t m[5] = { st->src, st->bias, st->dst, st->scratch, st->src_f32 };
-    for (int j = 0; j < 5; j++)
+    if (st->from_nhwc)
+      dnnl_primitive_destroy (st->from_nhwc);
+    dnnl_memory_t m[6] = { st->src, st->bias, st->dst, st->scratch, st->src_f32, st->dst_blk };
+    for (int j = 0; j < 6; j++)
       if (m[j])
         dnnl_memory_destroy (m[j]);
     free (st->src_bf16);
+    free (st->bias_q);
+    free (st->q_scales);
+    if (st->sc_src)
+      dnnl_memory_destroy (st->sc_src);
+    if (st->sc_wei)
+      dnnl_memory_destroy (st->sc_wei);
   }
   free (p->steps);
   free (p);
@@ -181,7 +213,18 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
    * (f32 accumulation, f32 bias and post-ops; the output bf16 where the tensor is, else
    * f32); an f32 input is converted into a buffer of the step's own first */
   const int bf = gpunet_onednn_conv_is_bf16 (s, op);
-  const dnnl_data_type_t in_dt = bf ? dnnl_bf16 : dnnl_f32;
+  /* int8 sessions: the dense convolutions with calibrated inputs read u8/s8 activations
+   * (quantised by a reorder) and s8 weights (per output channel), s32 accumulation,
+   * output scales to f32 output and post-ops (int8.c) */
+  const gpunet_int8_input *q8 = s->int8 && op->kind == GPUNET_OP_CONV2D && groups == 1
+      && op->in != g->input && s->int8[op_index].scale > 0.0f ? &s->int8[op_index] : NULL;
+  const dnnl_data_type_t in_dt = bf ? dnnl_bf16
+      : q8 ? (q8->is_unsigned ? dnnl_u8 : dnnl_s8) : dnnl_f32;
+  const dnnl_data_type_t w_dt = q8 ? dnnl_s8 : in_dt;
+  float *w_quant = NULL, *out_scales = NULL;
+  dnnl_primitive_attr_t wattr = NULL, qattr = NULL, battr = NULL;
+  dnnl_post_ops_t back_po = NULL;
+  md_t blk_dst_md = { 0 };
   md_t src32_md = { 0 };
   weights_variant *nv = NULL;
 
@@ -192,6 +235,37 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   dnnl_dims_t w_dims;
   int w_ndims;
   float *padded_w = NULL;
+
+  if (q8) {
+    st = gpunet_onednn_int8_conv_scales (weight, bias, cout, (size_t) cin * k * k,
+        q8->scale, q8->is_unsigned, &w_quant, &out_scales, &step->bias_q, err);
+    if (st != GPUNET_OK)
+      goto out;
+#if DNNL_VERSION_MAJOR == 2
+    bias = bias ? step->bias_q : NULL;   /* 2.x adds it to the accumulator */
+#else
+    /* 3.x scales the accumulator, then adds the f32 bias as it is; the scales are
+     * memories given at execution: [0] the input's, [1 ..] each output channel's */
+    if (!(step->q_scales = malloc (sizeof (float) * ((size_t) cout + 1)))) {
+      st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory planning int8 scales");
+      goto out;
+    }
+    step->q_scales[0] = q8->scale;
+    for (int o = 0; o < cout; o++)
+      step->q_scales[1 + o] = out_scales[o] / q8->scale;
+    {
+      md_t one = { 0 }, per = { 0 };
+      const dnnl_dims_t d1 = { 1 }, dc = { cout };
+      TRY (md_make (&one, 1, d1, dnnl_x));
+      TRY (md_make (&per, 1, dc, dnnl_x));
+      dnnl_status_t ms = dnnl_memory_create (&step->sc_src, MD (one), s->eng, step->q_scales);
+      if (ms == dnnl_success)
+        ms = dnnl_memory_create (&step->sc_wei, MD (per), s->eng, step->q_scales + 1);
+      md_free (&one), md_free (&per);
+      TRY (ms);
+    }
+#endif
+  }
 
   /* oneDNN 2.6 has no jit kernel for a dense k x k convolution whose input channels are
    * not a multiple of the block (it falls back to a slow reference one).  The blocked
@@ -209,28 +283,44 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       w_dims[0] = groups, w_dims[1] = cout / groups, w_dims[2] = cin / groups;
       w_dims[3] = k, w_dims[4] = k;
     }
-    TRY (md_make_dt (&src_md, 4, src_dims, in_dt, layout_tag (ti->blk)));
+    /* oneDNN 2.6's int8 kernels (brgconv, jit_int8, jit_uni_int8) take channels-last
+     * activations only: an int8 convolution reads nhwc u8/s8 and writes nhwc f32, and
+     * reorders move its input from and its output back to the blocked layout */
+    TRY (md_make_dt (&src_md, 4, src_dims, in_dt, q8 ? dnnl_nhwc : layout_tag (ti->blk)));
     TRY (md_make (&src32_md, 4, src_dims, layout_tag (ti->blk)));
-    TRY (md_make_dt (&dst_md, 4, dst_dims, to->bf ? dnnl_bf16 : dnnl_f32, layout_tag (s->blk)));
-    TRY (md_make_dt (&wany_md, w_ndims, w_dims, in_dt, dnnl_format_tag_any));
+    if (q8) {   /* int8: an f32 nhwc output, then back to the blocked layout */
+      TRY (md_make (&dst_md, 4, dst_dims, dnnl_nhwc));
+      TRY (md_make (&blk_dst_md, 4, dst_dims, layout_tag (s->blk)));
+    } else
+      TRY (md_make_dt (&dst_md, 4, dst_dims, to->bf ? dnnl_bf16 : dnnl_f32,
+              layout_tag (s->blk)));
+    TRY (md_make_dt (&wany_md, w_ndims, w_dims, w_dt, dnnl_format_tag_any));
     TRY (md_make (&wuser_md, w_ndims, w_dims, groups == 1 ? dnnl_oihw : dnnl_goihw));
     TRY (md_make (&bias_md, 1, bias_dims, dnnl_x));
 
     if (!attr) {
       TRY (dnnl_primitive_attr_create (&attr));
       TRY (dnnl_primitive_attr_set_scratchpad_mode (attr, dnnl_scratchpad_mode_user));
+      if (q8) {
+#if DNNL_VERSION_MAJOR == 2   /* per output channel (dimension 1 of dst) */
+        TRY (attr_int8_scales (attr, DNNL_ARG_DST, cout, 1 << 1, out_scales));
+#else                         /* the input's, and per output channel the weights' */
+        TRY (attr_int8_scales (attr, DNNL_ARG_SRC, 1, 0, NULL));
+        TRY (attr_int8_scales (attr, DNNL_ARG_WEIGHTS, cout, 1 << 0, NULL));
+#endif
+      }
       TRY (dnnl_post_ops_create (&po));
       if (act == GPUNET_EPI_RELU)
         TRY (post_ops_eltwise (po, dnnl_eltwise_relu, 0.0f));
       else if (act == GPUNET_EPI_SWISH)
         TRY (post_ops_eltwise (po, dnnl_eltwise_swish, 1.0f));
-      if (op->residual >= 0)
+      if (op->residual >= 0 && !q8)   /* int8: the reorder back adds the residual */
         TRY (post_ops_sum (po));
       TRY (dnnl_primitive_attr_set_post_ops (attr, po));
     }
     /* 3x3 stride-1 dense convolutions left to oneDNN try its Winograd kernels first;
      * shapes it does not implement use direct convolution.  winograd=off: direct only. */
-    const int wino = k == 3 && stride == 1 && groups == 1
+    const int wino = k == 3 && stride == 1 && groups == 1 && !q8   /* int8: exact only */
         && s->opt.winograd != GPUNET_CPU_OFF;
     md_ref bias_ref = bias ? MD (bias_md) : NULL;
     dnnl_status_t ws = dnnl_unimplemented;
@@ -287,10 +377,15 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     }
     TRY (dnnl_memory_create (&nv->mem, w_md, s->eng, nv->buf));
     TRY (dnnl_memory_create (&user_w, MD (wuser_md), s->eng, (void *) weight));
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, NULL));
+    if (q8) {   /* f32 -> s8, each output channel times its w_quant (dimension 0) */
+      TRY (dnnl_primitive_attr_create (&wattr));
+      TRY (attr_int8_scales (wattr, DNNL_ARG_DST, cout, 1 << 0, w_quant));
+    }
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (wuser_md), s->eng, w_md, s->eng, wattr));
     TRY (dnnl_primitive_create (&reorder, rpd));
-    dnnl_exec_arg_t rargs[2] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem } };
-    TRY (dnnl_primitive_execute (reorder, s->stream, 2, rargs));
+    dnnl_exec_arg_t rargs[3] = { { DNNL_ARG_FROM, user_w }, { DNNL_ARG_TO, nv->mem },
+      { ARG_SCALES (DNNL_ARG_DST), step->sc_wei } };
+    TRY (dnnl_primitive_execute (reorder, s->stream, step->sc_wei ? 3 : 2, rargs));
     TRY (dnnl_stream_wait (s->stream));
     nv->next = s->ops[op_index].weights;
     s->ops[op_index].weights = nv;
@@ -299,26 +394,51 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   }
   if (bias)
     TRY (dnnl_memory_create (&step->bias, MD (bias_md), s->eng, (void *) bias));
-  if (bf && !ti->bf) {
+  if (q8)   /* int8: the shared buffers of int8.c */
+    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, DNNL_MEMORY_NONE));
+  if ((bf && !ti->bf) || q8) {
     const size_t bytes = dnnl_memory_desc_get_size (MD (src_md));
-    if (!(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
+    if (bf
+        && !(step->src_bf16 = gpunet_blk_alloc ((bytes + sizeof (float) - 1) / sizeof (float)))) {
       st = gpunet_fail (err, GPUNET_ERR_NO_MEMORY, "out of memory allocating the bf16 input "
           "of op %d (block %d) of the fast CPU backend", op_index, op->block);
       goto out;
     }
-    TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
+    if (!step->src)
+      TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng, step->src_bf16));
     TRY (dnnl_memory_create (&step->src_f32, MD (src32_md), s->eng,
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);   /* the weights' reorder, done */
     rpd = NULL;
+    if (q8) {   /* x / scale, rounded and saturated to u8 or s8 */
+      const float inv = 1.0f / q8->scale;
+      TRY (dnnl_primitive_attr_create (&qattr));
+      TRY (attr_int8_scales (qattr, DNNL_ARG_DST, 1, 0, &inv));
+    }
     TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
-            NULL));
+            qattr));
     TRY (dnnl_primitive_create (&step->to_bf16, rpd));
   } else
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
-  TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
+  if (q8) {
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, DNNL_MEMORY_NONE));
+    TRY (dnnl_memory_create (&step->dst_blk, MD (blk_dst_md), s->eng, s->bufs[to->buf]));
+    if (op->residual >= 0) {   /* the residual is in the output buffer already */
+      TRY (dnnl_primitive_attr_create (&battr));
+      TRY (dnnl_post_ops_create (&back_po));
+      TRY (post_ops_sum (back_po));
+      TRY (dnnl_primitive_attr_set_post_ops (battr, back_po));
+    }
+    if (rpd)
+      dnnl_primitive_desc_destroy (rpd);
+    rpd = NULL;
+    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (dst_md), s->eng, MD (blk_dst_md), s->eng,
+            battr));
+    TRY (dnnl_primitive_create (&step->from_nhwc, rpd));
+  } else
+    TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
   md_ref sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
   if (sp_md && dnnl_memory_desc_get_size (sp_md) > 0)
     TRY (dnnl_memory_create (&step->scratch, sp_md, s->eng, DNNL_MEMORY_NONE));
@@ -327,6 +447,16 @@ out:
   md_free (&src_md), md_free (&src32_md), md_free (&wany_md), md_free (&wuser_md);
   md_free (&bias_md), md_free (&dst_md);
   free (padded_w);
+  free (w_quant), free (out_scales);
+  md_free (&blk_dst_md);
+  if (back_po)
+    dnnl_post_ops_destroy (back_po);
+  if (wattr)
+    dnnl_primitive_attr_destroy (wattr);
+  if (qattr)
+    dnnl_primitive_attr_destroy (qattr);
+  if (battr)
+    dnnl_primitive_attr_destroy (battr);
   if (nv) {
     if (nv->mem)
       dnnl_memory_destroy (nv->mem);
@@ -395,6 +525,8 @@ gpunet_onednn_plan_batch (fast_state *s, int n, char **err)
     for (int i = 0; s->plans[b] && i < g->n_ops; i++)
       if (s->plans[b]->steps[i].scratch)
         TRY (dnnl_memory_set_data_handle (s->plans[b]->steps[i].scratch, s->scratchpad));
+  if (s->int8)
+    st = gpunet_onednn_int8_share_buffers (s, err);
 out:
   return st;
 }
@@ -410,10 +542,11 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     TRY (dnnl_memory_set_data_handle (step->to_bf16 ? step->src_f32 : step->src,
             (void *) input));
   if (step->to_bf16) {
-    dnnl_exec_arg_t cargs[2] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src } };
-    TRY (dnnl_primitive_execute (step->to_bf16, s->stream, 2, cargs));
+    dnnl_exec_arg_t cargs[3] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src },
+      { ARG_SCALES (DNNL_ARG_DST), step->sc_src } };
+    TRY (dnnl_primitive_execute (step->to_bf16, s->stream, step->sc_src ? 3 : 2, cargs));
   }
-  dnnl_exec_arg_t args[5] = {
+  dnnl_exec_arg_t args[7] = {
     { DNNL_ARG_SRC, step->src }, { DNNL_ARG_WEIGHTS, step->wei }, { DNNL_ARG_DST, step->dst },
     { DNNL_ARG_SCRATCHPAD, step->scratch }, { DNNL_ARG_BIAS, step->bias } };
   int nargs = 3;
@@ -421,7 +554,15 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     nargs++;
   if (step->bias)
     args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, step->bias };
+  if (step->sc_src) {   /* int8 on oneDNN 3.x: the scales at execution */
+    args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_SRC), step->sc_src };
+    args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_WEIGHTS), step->sc_wei };
+  }
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
+  if (step->from_nhwc) {
+    dnnl_exec_arg_t bargs[2] = { { DNNL_ARG_FROM, step->dst }, { DNNL_ARG_TO, step->dst_blk } };
+    TRY (dnnl_primitive_execute (step->from_nhwc, s->stream, 2, bargs));
+  }
   TRY (dnnl_stream_wait (s->stream));
 out:
   return st;

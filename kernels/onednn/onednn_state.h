@@ -26,9 +26,18 @@ typedef struct weights_variant {
 typedef struct {
   dnnl_primitive_t prim;
   dnnl_memory_t src, wei, bias, dst, scratch;
-  dnnl_primitive_t to_bf16;     /* bf16 sessions: the f32 input (src_f32) to src's bf16 */
+  dnnl_primitive_t to_bf16;     /* bf16 and int8 sessions: the f32 input (src_f32) to
+                                 * src's bf16, or u8/s8 (scaled) */
   dnnl_memory_t src_f32;
   void *src_bf16;               /* src's buffer then (ours) */
+  float *bias_q;                /* int8: the bias as the int8 primitive adds it (ours) */
+  float *q_scales;              /* int8 on oneDNN 3.x: [0] the input's scale, [1 ..] each
+                                 * output channel's weight scale (ours) */
+  dnnl_memory_t sc_src, sc_wei; /* ... as memories, given at execution */
+  dnnl_primitive_t from_nhwc;   /* int8: dst (nhwc f32, in the shared s->q_dst) to
+                                 * dst_blk, the blocked output buffer, adding the
+                                 * residual there */
+  dnnl_memory_t dst_blk;
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
@@ -70,6 +79,11 @@ typedef struct {
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
   int bf16;                    /* precision=bf16: the dense convolutions after the first
                                 * in bf16 with f32 accumulation and f32 output */
+  gpunet_int8_input *int8;     /* precision=int8: per op (a copy of the plan params'),
+                                * else NULL */
+  void *q_src, *q_dst;         /* int8: the quantised input and the nhwc f32 output of
+                                * every int8 convolution (one runs at a time) */
+  size_t q_src_bytes, q_dst_bytes;
   dnnl_engine_t eng;
   dnnl_stream_t stream;
   fast_tensor *t;              /* per tensor */
@@ -120,6 +134,33 @@ void gpunet_onednn_bf16_tensors (fast_state *s);
  * NCHW f32 with c channels (trace callbacks). */
 void gpunet_onednn_bf16_to_plain (const uint16_t *src, int blk, int cp, float *dst, int n,
     int c, long hw);
+
+/* int8.c: GPUNET_OK where precision=int8 can run (AVX2 in the CPU and in oneDNN's
+ * effective ISA); else GPUNET_ERR_UNSUPPORTED with one sentence naming what
+ * is missing. */
+gpunet_status gpunet_onednn_int8_supported (char **err);
+
+/* int8: leaves in f32 (scale 0) the calibrated convolutions where int8 does not pay
+ * (fewer than s->opt.int8_min_macs, by default GPUNET_CPU_INT8_MIN_MACS, multiply-
+ * accumulates per output value: the quantising and layout reorders around an int8
+ * convolution cost more than it saves). */
+void gpunet_onednn_int8_choose (fast_state *s);
+
+/* 1 where oneDNN's int8 kernels have VNNI here (AVX-512 VNNI or AVX-VNNI). */
+int gpunet_onednn_int8_has_vnni (void);
+
+/* One convolution's int8 numbers, per output channel (malloc()ed cout floats each):
+ * w_quant = L / max |w| (the weights' reorder scale; L = 127, or 63 for u8 inputs
+ * without VNNI so that oneDNN's u8 x s8 pairs cannot saturate), out_scales = src_scale / w_quant
+ * (the s32 accumulator back to f32), bias_q = the bias as oneDNN 2.x adds it to the
+ * accumulator (bias / out_scales).  per_oc: weights per output channel. */
+gpunet_status gpunet_onednn_int8_conv_scales (const float *weight, const float *bias,
+    int cout, size_t per_oc, float src_scale, int src_unsigned, float **w_quant, float **out_scales,
+    float **bias_q, char **err);
+
+/* int8.c: after planning a batch, points every int8 convolution's quantised input and
+ * nhwc output (of every plan) at two buffers shared by all, grown as needed. */
+gpunet_status gpunet_onednn_int8_share_buffers (fast_state *s, char **err);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);

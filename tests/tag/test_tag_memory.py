@@ -113,7 +113,7 @@ def main():
     check(len(lib.compare_records(recs, moved, 1e-3)) == 1, "a swapped top-1 is a difference")
 
     bad = subprocess.run(base + ["--precision", "fp64", clip], capture_output=True, text=True)
-    check(bad.returncode == 2 and "--precision must be auto, fp32, fp16 or bf16" in bad.stderr,
+    check(bad.returncode == 2 and "--precision must be auto, fp32, fp16, bf16 or int8" in bad.stderr,
           f"--precision fp64 is a usage error: {bad.returncode} {bad.stderr[:200]}")
 
     # --- the CUDA path (a GPU host with nvcodec) ---
