@@ -13,44 +13,19 @@
 #include "gpunet-calibrate.h"
 #include "gpunet-run-image.h"
 
-static int
-is_image (const char *name)
-{
-  static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif",
-    ".tiff", NULL };
-  const char *dot = strrchr (name, '.');
-  for (int i = 0; dot && exts[i]; i++)
-    if (!g_ascii_strcasecmp (dot, exts[i]))
-      return 1;
-  return 0;
-}
-
-static int
-cmp_str (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 int
 gpunet_convert_calibrate (const char *arch, const char *ckpt, uint64_t seed,
     const char *dir, const char *out, gpunet_calib_method method, float percentile,
     int limit)
 {
   GError *gerr = NULL;
-  GDir *d = g_dir_open (dir, 0, &gerr);
-  if (!d) {
+  GPtrArray *files = gpunet_run_image_list (dir, &gerr);
+  if (!files) {
     fprintf (stderr, "gpunet-convert: cannot read the calibration folder '%s': %s\n", dir,
         gerr->message);
     g_error_free (gerr);
     return 1;
   }
-  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
-  for (const char *name; (name = g_dir_read_name (d));)
-    if (is_image (name))
-      g_ptr_array_add (files, g_build_filename (dir, name, NULL));
-  g_dir_close (d);
-  if (files->len > 1)
-    qsort (files->pdata, files->len, sizeof (char *), cmp_str);
 
   char *err = NULL;
   gpunet_model *m = NULL;

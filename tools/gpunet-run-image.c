@@ -182,3 +182,37 @@ gpunet_run_image_damaged (const char *path, char **why)
   }
   return damaged;
 }
+
+static int
+is_image (const char *name)
+{
+  static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif",
+    ".tiff", NULL };
+  const char *dot = strrchr (name, '.');
+  for (int i = 0; dot && exts[i]; i++)
+    if (!g_ascii_strcasecmp (dot, exts[i]))
+      return 1;
+  return 0;
+}
+
+static int
+cmp_str (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+GPtrArray *
+gpunet_run_image_list (const char *folder, GError **error)
+{
+  GDir *d = g_dir_open (folder, 0, error);
+  if (!d)
+    return NULL;
+  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
+  for (const char *name; (name = g_dir_read_name (d));)
+    if (is_image (name))
+      g_ptr_array_add (files, g_build_filename (folder, name, NULL));
+  g_dir_close (d);
+  if (files->len > 1)
+    qsort (files->pdata, files->len, sizeof (char *), cmp_str);
+  return files;
+}

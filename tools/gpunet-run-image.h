@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include <glib.h>
+
 /* Initialises GStreamer once; call before gpunet_run_decode_image(). */
 void gpunet_run_image_init (int *argc, char ***argv);
 
@@ -16,5 +18,10 @@ int gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *h
 /* 1 with *why (free()) when `path` is a JPEG or PNG whose end is missing (decoders fill
  * in the rest of a truncated picture without a word), else 0. */
 int gpunet_run_image_damaged (const char *path, char **why);
+
+/* The image files directly in `folder` (by extension: .jpg, .jpeg, .png, .bmp, .webp,
+ * .tif, .tiff), as paths sorted by name (g_ptr_array_unref), or NULL with *error when
+ * the folder cannot be read. */
+GPtrArray *gpunet_run_image_list (const char *folder, GError **error);
 
 #endif

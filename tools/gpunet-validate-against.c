@@ -12,24 +12,6 @@
 #include "gpunet-run-image.h"
 #include "gpunet-validate-against.h"
 
-static int
-is_image (const char *name)
-{
-  static const char *const exts[] = { ".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif",
-    ".tiff", NULL };
-  const char *dot = strrchr (name, '.');
-  for (int i = 0; dot && exts[i]; i++)
-    if (!g_ascii_strcasecmp (dot, exts[i]))
-      return 1;
-  return 0;
-}
-
-static int
-cmp_str (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 /* The ids of the k largest logits, best first. */
 static void
 top_ids (const float *l, int n, int k, int *ids)
@@ -64,19 +46,12 @@ gpunet_validate_against (gpunet_model *model, const gpunet_session_params *param
     gpunet_precision precision, const char *folder, int limit, int quiet)
 {
   GError *gerr = NULL;
-  GDir *dir = g_dir_open (folder, 0, &gerr);
-  if (!dir) {
+  GPtrArray *files = gpunet_run_image_list (folder, &gerr);
+  if (!files) {
     g_printerr ("gpunet-validate: cannot read the folder '%s': %s\n", folder, gerr->message);
     g_error_free (gerr);
     return 2;
   }
-  GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
-  for (const char *name; (name = g_dir_read_name (dir));)
-    if (is_image (name))
-      g_ptr_array_add (files, g_build_filename (folder, name, NULL));
-  g_dir_close (dir);
-  if (files->len > 1)
-    qsort (files->pdata, files->len, sizeof (char *), cmp_str);
   if (files->len == 0) {
     g_printerr ("gpunet-validate: the folder '%s' holds no image files (.jpg, .jpeg, .png, "
         ".bmp, .webp, .tif); put the photos to compare on directly in it\n", folder);
