@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """precision=int8 through the tools and the element, on tiny-a and photos made here
 (videotestsrc patterns encoded as PNG by GStreamer):
-  - gpunet-convert --calibrate: a folder with no readable image is refused in one
-    sentence and writes nothing; a folder of photos gives a scales file;
+  - gpunet-convert --calibrate: a folder with no readable image (none, broken ones, a
+    FIFO), a file or a missing path for the folder: refused in one sentence each, in our
+    words, and nothing written; a folder of photos gives a scales file;
   - gpunet-validate --against fp32 --precision int8 --scales: the summary line;
   - gpunet-run: int8 without --scales, and with another checkpoint's scales, refused in
     one sentence;
@@ -56,6 +57,21 @@ with tempfile.TemporaryDirectory() as d:
         last = err.strip().splitlines()[-1] if err.strip() else ""
         check(rc == 1 and "holds no readable image" in last and not os.path.exists(scales),
               f"{what} calibration folder: rc {rc}, {err!r}")
+    # a file given as the folder, a folder that is not there: our words, plain quotes;
+    # a FIFO among the photos is skipped as not a picture file, without blocking
+    for folder, words in ((os.path.join(photos, "0.png"), "not a folder"),
+                          (os.path.join(d, "nowhere"), "no such folder")):
+        rc, out, err = sh(convert, "--calibrate", folder, "--model", arch, "--checkpoint",
+                          ckpt, "--output", scales)
+        check(rc == 1 and words in err and "\u201c" not in err
+              and not os.path.exists(scales), f"calibrating '{folder}': rc {rc}, {err!r}")
+    fifo_dir = os.path.join(d, "fifo")
+    os.mkdir(fifo_dir)
+    os.mkfifo(os.path.join(fifo_dir, "pipe.png"))
+    rc, out, err = sh(convert, "--calibrate", fifo_dir, "--model", arch, "--checkpoint", ckpt,
+                      "--output", scales, timeout=60)
+    check(rc == 1 and "not a regular file" in err and "holds no readable image" in err
+          and not os.path.exists(scales), f"a FIFO as the only photo: rc {rc}, {err!r}")
     rc, out, err = sh(convert, "--calibrate", photos, "--model", arch, "--checkpoint", ckpt,
                       "--output", scales)
     check(rc == 0 and "from 3 image(s)" in out and os.path.getsize(scales) > 48,

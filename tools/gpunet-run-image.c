@@ -4,6 +4,7 @@
  * does the resize, crop and normalisation, exactly as the element does. */
 #include "gpunet-run-image.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,9 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   gboolean why_done = FALSE;
 
   if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
-    return fail (error_text, path, "no such file");
+    return fail (error_text, path, g_file_test (path, G_FILE_TEST_EXISTS)
+        ? "not a regular file (a FIFO, device or folder): give a picture file"
+        : "no such file");
   uri = gst_filename_to_uri (path, &err);
   if (uri == NULL) {
     rc = fail (error_text, path, err->message);
@@ -204,9 +207,18 @@ cmp_str (const void *a, const void *b)
 GPtrArray *
 gpunet_run_image_list (const char *folder, GError **error)
 {
-  GDir *d = g_dir_open (folder, 0, error);
-  if (!d)
+  /* our own words: GLib's messages quote the path again, with typographic quotes */
+  if (!g_file_test (folder, G_FILE_TEST_IS_DIR)) {
+    g_set_error_literal (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR,
+        g_file_test (folder, G_FILE_TEST_EXISTS) ? "not a folder" : "no such folder");
     return NULL;
+  }
+  GDir *d = g_dir_open (folder, 0, NULL);
+  if (!d) {
+    const int e = errno;
+    g_set_error_literal (error, G_FILE_ERROR, g_file_error_from_errno (e), g_strerror (e));
+    return NULL;
+  }
   GPtrArray *files = g_ptr_array_new_with_free_func (g_free);
   for (const char *name; (name = g_dir_read_name (d));)
     if (is_image (name))
