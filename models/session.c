@@ -51,6 +51,8 @@ static const cpu_key cpu_keys[] = {
     "auto (bf16 between the layers that take it) or f32 (f32 between all layers)" },
   { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "128", "256" },
     { 0, 1, 128, 256 }, "auto (64 MACs per output value), all, 128 or 256" },
+  { "int8rest", offsetof (gpunet_cpu_options, int8_rest_f32), { "auto", "f32" }, { 0, 1 },
+    "auto (the layers int8 does not take in bf16 where the CPU has it) or f32" },
 };
 
 gpunet_status
