@@ -1,14 +1,17 @@
 /* test_int8: precision=int8 on the fast CPU backend and its scales file.
  *   network:   each tiny fixture network calibrated on its two fixture images, then run
- *              in int8 against cpu-ref (f32), batch 2: finite logits, not bit-equal to
- *              f32 (the int8 kernels ran); for tiny-dl also the same top-1 and the logits
- *              within the bound below.  tiny-a's and tiny-d's random weights cancel so
- *              strongly that bf16 already moves tiny-a's logits by 12 % (test_bf16.c); in
- *              int8 they move by 25-110 %, printed, not bounded (test_int8_ops checks each
+ *              in int8 (the other layers in f32: int8rest=f32) against cpu-ref (f32),
+ *              batch 2: finite logits, not bit-equal to f32 (the int8 kernels ran);
+ *              for tiny-dl also the same top-1 and the logits within the bound below.
+ *              tiny-a's and tiny-d's random weights cancel so strongly that bf16 already
+ *              moves tiny-a's logits by 12 % (test_bf16.c); in int8 they move by
+ *              25-110 %, printed, not bounded (test_int8_ops checks each
  *              convolution against its own bound).  Exit 77 where the CPU or oneDNN cannot
  *              run int8, naming what is missing.
  *   roundtrip: a scales file written and read back gives the same entries; a truncated,
  *              damaged or over-long file and a FIFO are refused with a sentence.
+ *   mixed:     int8 with the other layers in bf16 (int8rest=auto, test_mixed below):
+ *              bf16 block outputs, and the logits within both formats' bounds.
  *   refusals:  int8 without scales, with another checkpoint's or another architecture's
  *              scales, on cpu-ref, and (run with DNNL_MAX_CPU_ISA=SSE41) with oneDNN
  *              capped below AVX2: one sentence each and no session.
