@@ -117,6 +117,10 @@ typedef struct {
   int int8_min_macs;           /* precision=int8: the calibrated convolutions with fewer
                                 * multiply-accumulates per output value (cin x k x k) stay
                                 * f32; 0 = GPUNET_CPU_INT8_MIN_MACS, 1 = every one */
+  int int8_rest_f32;           /* precision=int8: 0 (auto): the layers int8 does not take
+                                * run in bf16 as a bf16 session runs them, bf16 activations
+                                * between them, where the CPU has AVX-512 BF16 or AMX;
+                                * 1 (f32): those layers in f32 */
 } gpunet_cpu_options;
 
 /* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */

@@ -51,6 +51,8 @@ static const cpu_key cpu_keys[] = {
     "auto (bf16 between the layers that take it) or f32 (f32 between all layers)" },
   { "int8_min", offsetof (gpunet_cpu_options, int8_min_macs), { "auto", "all", "128", "256" },
     { 0, 1, 128, 256 }, "auto (64 MACs per output value), all, 128 or 256" },
+  { "int8rest", offsetof (gpunet_cpu_options, int8_rest_f32), { "auto", "f32" }, { 0, 1 },
+    "auto (the layers int8 does not take in bf16 where the CPU has it) or f32" },
 };
 
 gpunet_status
@@ -75,7 +77,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act and int8_min "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min and int8rest "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;

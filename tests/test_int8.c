@@ -1,14 +1,17 @@
 /* test_int8: precision=int8 on the fast CPU backend and its scales file.
  *   network:   each tiny fixture network calibrated on its two fixture images, then run
- *              in int8 against cpu-ref (f32), batch 2: finite logits, not bit-equal to
- *              f32 (the int8 kernels ran); for tiny-dl also the same top-1 and the logits
- *              within the bound below.  tiny-a's and tiny-d's random weights cancel so
- *              strongly that bf16 already moves tiny-a's logits by 12 % (test_bf16.c); in
- *              int8 they move by 25-110 %, printed, not bounded (test_int8_ops checks each
+ *              in int8 (the other layers in f32: int8rest=f32) against cpu-ref (f32),
+ *              batch 2: finite logits, not bit-equal to f32 (the int8 kernels ran);
+ *              for tiny-dl also the same top-1 and the logits within the bound below.
+ *              tiny-a's and tiny-d's random weights cancel so strongly that bf16 already
+ *              moves tiny-a's logits by 12 % (test_bf16.c); in int8 they move by
+ *              25-110 %, printed, not bounded (test_int8_ops checks each
  *              convolution against its own bound).  Exit 77 where the CPU or oneDNN cannot
  *              run int8, naming what is missing.
  *   roundtrip: a scales file written and read back gives the same entries; a truncated,
  *              damaged or over-long file and a FIFO are refused with a sentence.
+ *   mixed:     int8 with the other layers in bf16 (int8rest=auto, test_mixed below):
+ *              bf16 block outputs, and the logits within both formats' bounds.
  *   refusals:  int8 without scales, with another checkpoint's or another architecture's
  *              scales, on cpu-ref, and (run with DNNL_MAX_CPU_ISA=SSE41) with oneDNN
  *              capped below AVX2: one sentence each and no session.
@@ -20,6 +23,7 @@
  * the tiny nets' quantised convolutions (at most 12) gives 12 x 2/254 = 0.094; a wrong
  * scale, weight layout or bias convention moves the logits by their own size. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,7 @@
 #include "gpunet.h"
 #include "calib.h"
 #include "model_private.h"
+#include "gpunet-internal.h"
 
 static const char *
 data_dir (void)
@@ -150,6 +155,7 @@ test_network (const char *name, int bounded)
   p.precision = GPUNET_PRECISION_INT8;
   p.int8_scales = scales;
   p.cpu.int8_min_macs = 1;   /* the tiny nets' narrow convolutions in int8 too */
+  p.cpu.int8_rest_f32 = 1;   /* the other layers in f32 (test_mixed: in bf16) */
   gpunet_status st = gpunet_session_new (m, &p, &sq, &err);
   if (st == GPUNET_ERR_UNSUPPORTED) {
     printf ("SKIP: this CPU or oneDNN cannot run int8 (%s)\n", err ? err : "?");
@@ -377,6 +383,163 @@ test_roundtrip (void)
   return fail;
 }
 
+/* test_mixed: what each traced block output looked like (trace callback). */
+typedef struct {
+  int blocks, bf16_exact;
+} trace_count;
+
+static void
+count_bf16 (void *user, int block, const float *data, int n, int c, int h, int w)
+{
+  (void) block;
+  trace_count *t = user;
+  const size_t len = (size_t) n * c * h * w;
+  int exact = 1, nonzero = 0;
+  for (size_t i = 0; i < len && exact; i++) {
+    uint32_t bits;
+    memcpy (&bits, data + i, sizeof bits);
+    exact = (bits & 0xffffu) == 0;
+    nonzero |= data[i] != 0.0f;
+  }
+  t->blocks++;
+  t->bf16_exact += exact && nonzero;
+}
+
+/* int8 sessions with int8rest=auto (the default) on a CPU with AVX-512 BF16: the layers
+ * int8 does not take run in bf16 with bf16 activations between layers, the int8
+ * convolutions' reorders reading and writing them.  Checks, on tiny net `name` with the
+ * convolutions of at least `min_macs` MACs per output value in int8:
+ *   - the block outputs (traced) hold bf16 values (low 16 bits of each f32 zero) with
+ *     int8rest=auto, and not with int8rest=f32 (today's f32 rest);
+ *   - the logits against cpu-ref (f32) within the sum of both formats' bounds: 2/254 for
+ *     each int8 convolution (test header) and 2u (u = 2^-8, test_bf16.c) for every
+ *     convolution and depthwise layer (each int8 one reads a bf16-rounded input and
+ *     writes a bf16-rounded output; each other one rounds both as in precision=bf16),
+ *     where `bounded`; and the same top-1.
+ * Exit 77 where the CPU cannot run int8 or bf16 (AVX2-capped passes) or GPUNET_CPU asks
+ * for 8-channel blocks. */
+static int
+test_mixed (const char *name, long min_macs, int bounded)
+{
+  gpunet_model *m = NULL;
+  if (load (name, &m))
+    return 1;
+  const int r = gpunet_model_resolution (m), nc = gpunet_model_num_classes (m), n = 2;
+  float *in = read_input (name, n, r);
+  float *ref = malloc (sizeof (float) * n * nc), *low = malloc (sizeof (float) * n * nc);
+  float *old = malloc (sizeof (float) * n * nc);
+  char scales[512];
+  tmp_path (scales, sizeof scales, "mixed.scales");
+  gpunet_session_params p;
+  gpunet_session_params_init (&p);
+  p.max_batch = n;
+  p.n_threads = 2;
+  p.backend = GPUNET_BACKEND_CPU;
+  p.precision = GPUNET_PRECISION_BF16;
+  gpunet_session *sr = NULL, *sq = NULL, *sf = NULL;
+  char *err = NULL;
+  int rc = 0;
+  const char *env = getenv ("GPUNET_CPU");
+  if (env && (strstr (env, "simd=avx2") || strstr (env, "simd=portable")
+          || strstr (env, "block=8"))) {
+    printf ("SKIP: GPUNET_CPU=%s asks for 8-channel blocks, where int8rest=auto keeps the "
+        "rest in f32\n", env);
+    rc = 77;
+    goto out;
+  }
+  trace_count ta = { 0 }, tf = { 0 };
+  gpunet_status st = gpunet_session_new (m, &p, &sr, &err);
+  if (st == GPUNET_ERR_UNSUPPORTED) {
+    printf ("SKIP: int8rest=auto runs the rest in f32 here: %s\n", err ? err : "?");
+    rc = 77;
+    goto out;
+  }
+  gpunet_session_free (sr);
+  sr = NULL;
+  free (err);
+  err = NULL;
+  p.backend = GPUNET_BACKEND_CPU_REF;
+  p.precision = GPUNET_PRECISION_FP32;
+  if (!in || !ref || !low || !old || calibrate (m, in, n, scales)) {
+    rc = 1;
+    goto out;
+  }
+  if (gpunet_session_new (m, &p, &sr, &err) != GPUNET_OK
+      || gpunet_session_forward (sr, in, n, ref, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: %s cpu-ref: %s\n", name, err ? err : "?");
+    rc = 1;
+    goto out;
+  }
+  p.backend = GPUNET_BACKEND_CPU;
+  p.precision = GPUNET_PRECISION_INT8;
+  p.int8_scales = scales;
+  p.cpu.int8_min_macs = (int) min_macs;
+  st = gpunet_session_new (m, &p, &sq, &err);
+  if (st == GPUNET_ERR_UNSUPPORTED) {
+    printf ("SKIP: this CPU or oneDNN cannot run int8 (%s)\n", err ? err : "?");
+    rc = 77;
+    goto out;
+  }
+  if (st != GPUNET_OK
+      || gpunet_session_forward_traced (sq, in, n, low, count_bf16, &ta, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: %s int8 int8rest=auto: %s\n", name, err ? err : "?");
+    rc = 1;
+    goto out;
+  }
+  p.cpu.int8_rest_f32 = 1;
+  if (gpunet_session_new (m, &p, &sf, &err) != GPUNET_OK
+      || gpunet_session_forward_traced (sf, in, n, old, count_bf16, &tf, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: %s int8 int8rest=f32: %s\n", name, err ? err : "?");
+    rc = 1;
+    goto out;
+  }
+  const gpunet_graph *g = gpunet_model_graph (m);
+  int n_q = 0, n_layers = 0;
+  for (int i = 0; i < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i];
+    if (op->kind != GPUNET_OP_CONV2D && op->kind != GPUNET_OP_DWCONV2D)
+      continue;
+    n_layers++;
+    const gpunet_conv2d_params *c = &op->p.conv2d;
+    n_q += op->kind == GPUNET_OP_CONV2D && gpunet_int8_quantisable (g, i)
+        && (long) c->cin / c->groups * c->kernel * c->kernel >= min_macs;
+  }
+  printf ("%s (int8_min %ld): %d int8 convolutions of %d layers; traced blocks with bf16 "
+      "values: int8rest=auto %d of %d, int8rest=f32 %d of %d\n", name, min_macs, n_q,
+      n_layers, ta.bf16_exact, ta.blocks, tf.bf16_exact, tf.blocks);
+  if (n_q == 0 || ta.bf16_exact == 0 || tf.bf16_exact != 0) {
+    fprintf (stderr, "FAIL: %s: with int8rest=auto the block outputs must be bf16 and "
+        "with int8rest=f32 not (auto %d, f32 %d of %d blocks; %d int8 convolutions)\n",
+        name, ta.bf16_exact, tf.bf16_exact, tf.blocks, n_q);
+    rc = 1;
+  }
+  const double u = 1.0 / 256.0, tol = n_q * 2.0 / 254.0 + n_layers * 2.0 * u;
+  for (int b = 0; b < n; b++) {
+    double big = 0.0, worst = 0.0;
+    for (int c = 0; c < nc; c++)
+      big = fmax (big, fabs (ref[b * nc + c]));
+    for (int c = 0; c < nc; c++)
+      worst = fmax (worst, fabs ((double) low[b * nc + c] - ref[b * nc + c]) / big);
+    const int t_ref = top1 (ref + b * nc, nc), t_low = top1 (low + b * nc, nc);
+    printf ("%s image %d: max |int8+bf16 - f32| / max |f32 logit| = %.3g (bound %.3g), "
+        "top-1 %d / %d\n", name, b, worst, tol, t_ref, t_low);
+    if (!isfinite (worst) || (bounded && (!(worst <= tol) || t_ref != t_low))) {
+      fprintf (stderr, "FAIL: %s image %d: int8 with bf16 rest off by %.3g of the largest "
+          "logit (bound %.3g), top-1 %d against f32's %d\n", name, b, worst, tol, t_low, t_ref);
+      rc = 1;
+    }
+  }
+out:
+  free (err);
+  gpunet_session_free (sr);
+  gpunet_session_free (sq);
+  gpunet_session_free (sf);
+  gpunet_model_unref (m);
+  unlink (scales);
+  free (in), free (ref), free (low), free (old);
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -387,6 +550,14 @@ main (int argc, char **argv)
     rc = test_refusals ();
   else if (argc > 1 && !strcmp (argv[1], "refusal-isa"))
     rc = test_refusal_isa ();
+  else if (argc > 1 && !strcmp (argv[1], "mixed")) {
+    const char *nets[] = { "tiny-dl", "tiny-a", "tiny-d" };
+    const long mins[] = { 1, 64, 64 };
+    for (int i = 0; i < 3 && rc != 77; i++) {
+      const int r = test_mixed (nets[i], mins[i], !strcmp (nets[i], "tiny-dl"));
+      rc = r == 77 ? 77 : rc | r;
+    }
+  }
   else {
     const char *nets[] = { "tiny-a", "tiny-d", "tiny-dl" };
     for (int i = 0; i < 3 && rc != 77; i++) {

@@ -125,6 +125,7 @@ run_case (const op_case *c, const char *scales_path)
   p.backend = GPUNET_BACKEND_CPU, p.precision = GPUNET_PRECISION_INT8, p.n_threads = 2;
   p.int8_scales = scales_path;
   p.cpu.int8_min_macs = 1;   /* every calibrated convolution in int8, small ones too */
+  p.cpu.int8_rest_f32 = 1;   /* the stem and the output in f32: the arithmetic checked here */
   gpunet_status st = be ? gpunet_scales_write (&sc, scales_path, &err) : GPUNET_ERR_BACKEND;
   if (st == GPUNET_OK)
     st = gpunet_backend_plan (be, g, &p, &state, &err);

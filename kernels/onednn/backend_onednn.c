@@ -475,6 +475,17 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     }
     memcpy (s->int8, params->int8, sizeof *s->int8 * (size_t) graph->n_ops);
     gpunet_onednn_int8_choose (s);
+    /* int8rest=auto: the layers int8 does not take (the first convolution, the narrow
+     * ones, the depthwise) run in bf16 as a bf16 session runs them, with bf16
+     * activations between them, where the CPU has AVX-512 BF16 or AMX (bf16_act.c);
+     * bf16 activations need 16-channel blocks, so 8-channel sessions (simd=avx2,
+     * block=8) keep the f32 rest, unmeasured with bf16 */
+    if (!s->opt.int8_rest_f32 && choose_block (&s->opt) == 16
+        && gpunet_onednn_bf16_supported (&s->opt, NULL) == GPUNET_OK) {
+      s->bf16 = 1;
+      s->opt.pw = GPUNET_CPU_ONEDNN;
+      s->opt.winograd = GPUNET_CPU_OFF;
+    }
   }
   s->blk = choose_block (&s->opt);
   const int saved_threads = omp_get_max_threads ();

@@ -1,7 +1,9 @@
-/* bf16_act.c: which activations a bf16 session stores as bf16.  A tensor is bf16 where
- * everything that writes it and everything that reads it takes bf16: oneDNN's bf16
- * convolutions (bf16 source, bf16 destination, the residual added by the sum post-op in
- * the destination's type) and our depthwise kernel (bf16_dwconv.c).  The network input,
+/* bf16_act.c: which activations a bf16 session (or an int8 one with int8rest=auto) stores
+ * as bf16.  A tensor is bf16 where everything that writes it and everything that reads it
+ * takes bf16: oneDNN's bf16 convolutions (bf16 source, bf16 destination, the residual
+ * added by the sum post-op in the destination's type), our depthwise kernel
+ * (bf16_dwconv.c) and the reorders around an int8 convolution (bf16 blocked to u8/s8
+ * nhwc, f32 nhwc to bf16 blocked with the residual sum).  The network input,
  * its output, and the tensors the f32 ops touch (the first convolution's input, squeeze-
  * excite, which scales in place, pooling, the classifier) stay f32; so does a residual
  * that must be copied into its output's buffer.  Halving those bytes is what bf16 buys on
@@ -21,7 +23,9 @@ gpunet_onednn_bf16_tensors (fast_state *s)
   for (int i = 0; i < g->n_ops; i++) {
     const fast_op *r = &s->ops[i];
     const gpunet_op *op = r->op;
-    const int takes = (r->impl == GPUNET_ONEDNN_CONV && gpunet_onednn_conv_is_bf16 (s, op))
+    /* int8 convolutions (int8 sessions with int8rest=auto) take bf16 in their reorders */
+    const int takes = (r->impl == GPUNET_ONEDNN_CONV && (gpunet_onednn_conv_is_bf16 (s, op)
+            || gpunet_onednn_conv_is_int8 (s, op)))
         || (r->impl == GPUNET_ONEDNN_DW && op->residual < 0);
     if (!takes || r->copy_residual) {
       s->t[op->in].bf = 0;

@@ -216,8 +216,7 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
   /* int8 sessions: the dense convolutions with calibrated inputs read u8/s8 activations
    * (quantised by a reorder) and s8 weights (per output channel), s32 accumulation,
    * output scales to f32 output and post-ops (int8.c) */
-  const gpunet_int8_input *q8 = s->int8 && op->kind == GPUNET_OP_CONV2D && groups == 1
-      && op->in != g->input && s->int8[op_index].scale > 0.0f ? &s->int8[op_index] : NULL;
+  const gpunet_int8_input *q8 = gpunet_onednn_conv_is_int8 (s, op) ? &s->int8[op_index] : NULL;
   const dnnl_data_type_t in_dt = bf ? dnnl_bf16
       : q8 ? (q8->is_unsigned ? dnnl_u8 : dnnl_s8) : dnnl_f32;
   const dnnl_data_type_t w_dt = q8 ? dnnl_s8 : in_dt;
@@ -287,10 +286,14 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
      * activations only: an int8 convolution reads nhwc u8/s8 and writes nhwc f32, and
      * reorders move its input from and its output back to the blocked layout */
     TRY (md_make_dt (&src_md, 4, src_dims, in_dt, q8 ? dnnl_nhwc : layout_tag (ti->blk)));
-    TRY (md_make (&src32_md, 4, src_dims, layout_tag (ti->blk)));
+    /* int8 with bf16 for the rest (int8rest=auto): the reorders read and write the bf16
+     * blocked activations directly */
+    TRY (md_make_dt (&src32_md, 4, src_dims, q8 && ti->bf ? dnnl_bf16 : dnnl_f32,
+            layout_tag (ti->blk)));
     if (q8) {   /* int8: an f32 nhwc output, then back to the blocked layout */
       TRY (md_make (&dst_md, 4, dst_dims, dnnl_nhwc));
-      TRY (md_make (&blk_dst_md, 4, dst_dims, layout_tag (s->blk)));
+      TRY (md_make_dt (&blk_dst_md, 4, dst_dims, to->bf ? dnnl_bf16 : dnnl_f32,
+              layout_tag (s->blk)));
     } else
       TRY (md_make_dt (&dst_md, 4, dst_dims, to->bf ? dnnl_bf16 : dnnl_f32,
               layout_tag (s->blk)));

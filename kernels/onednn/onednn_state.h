@@ -115,13 +115,24 @@ void gpunet_onednn_free_convs (fast_state *s);
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
-/* Whether op (impl GPUNET_ONEDNN_CONV) runs as a bf16 convolution: bf16 sessions, dense;
+/* Whether op (impl GPUNET_ONEDNN_CONV) runs as an int8 convolution: int8 sessions, dense,
+ * not the first, calibrated and kept by gpunet_onednn_int8_choose. */
+static inline int
+gpunet_onednn_conv_is_int8 (const fast_state *s, const gpunet_op *op)
+{
+  return s->int8 && op->kind == GPUNET_OP_CONV2D && op->p.conv2d.groups == 1
+      && op->in != s->g->input && s->int8[op - s->g->ops].scale > 0.0f;
+}
+
+/* Whether op (impl GPUNET_ONEDNN_CONV) runs as a bf16 convolution: bf16 sessions and int8
+ * sessions with bf16 for the rest (int8rest=auto), dense, not an int8 one;
  * the first (reading the network input, converted to bf16 each pass) only with bf16
  * activations (option bf16act=auto), so that its output is bf16 too. */
 static inline int
 gpunet_onednn_conv_is_bf16 (const fast_state *s, const gpunet_op *op)
 {
   return s->bf16 && op->kind == GPUNET_OP_CONV2D && op->p.conv2d.groups == 1
+      && !gpunet_onednn_conv_is_int8 (s, op)
       && (op->in != s->g->input || (!s->opt.bf16_f32_act && s->blk == 16));
 }
 
