@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,16 +43,6 @@ static char *wait_note;
 static int wait_preempted;   /* libgomp was loaded first: nothing could be set */
 static int loaded;           /* load_module has run (under request_lock) */
 
-static char *
-loader_format (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  char *s = gpunet_vformat (fmt, ap);
-  va_end (ap);
-  return s;
-}
-
 void
 gpunet_cpu_module_request_wait (int wait)
 {
@@ -76,7 +65,7 @@ prepare_wait (int wait)
 {
   const char *policy = getenv ("OMP_WAIT_POLICY"), *spins = getenv ("GOMP_SPINCOUNT");
   if ((policy && *policy) || (spins && *spins)) {
-    wait_note = loader_format ("OpenMP threads wait as the environment says "
+    wait_note = gpunet_format ("OpenMP threads wait as the environment says "
         "(OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s); cpu option wait=%s not applied",
         policy ? policy : "unset", spins ? spins : "unset", wait_name (wait));
     return NULL;
@@ -85,11 +74,11 @@ prepare_wait (int wait)
   if (gomp) {
     dlclose (gomp);
     if (wait == GPUNET_CPU_WAIT_SPIN) {
-      wait_note = loader_format ("OpenMP threads spin about 300000 times before sleeping "
+      wait_note = gpunet_format ("OpenMP threads spin about 300000 times before sleeping "
           "(libgomp's default, cpu option wait=spin)");
       return NULL;
     }
-    wait_note = loader_format ("libgomp was loaded before the CPU backend (by the "
+    wait_note = gpunet_format ("libgomp was loaded before the CPU backend (by the "
         "application or a library it uses), so its idle threads keep libgomp's default "
         "long spin and cpu option wait=%s cannot apply: on shared cores, start the program "
         "with OMP_WAIT_POLICY=PASSIVE or GOMP_SPINCOUNT=%s for steady times",
@@ -99,17 +88,17 @@ prepare_wait (int wait)
   }
   switch (wait) {
     case GPUNET_CPU_WAIT_SPIN:
-      wait_note = loader_format ("OpenMP threads spin about 300000 times before sleeping "
+      wait_note = gpunet_format ("OpenMP threads spin about 300000 times before sleeping "
           "(libgomp's default, cpu option wait=spin)");
       return NULL;
     case GPUNET_CPU_WAIT_PASSIVE:
       setenv ("OMP_WAIT_POLICY", "PASSIVE", 1);
-      wait_note = loader_format ("OpenMP threads sleep at once when idle (cpu option "
+      wait_note = gpunet_format ("OpenMP threads sleep at once when idle (cpu option "
           "wait=passive)");
       return "OMP_WAIT_POLICY";
     default:
       setenv ("GOMP_SPINCOUNT", GPUNET_CPU_WAIT_SPINS, 1);
-      wait_note = loader_format ("OpenMP threads sleep when idle, after %s spins (cpu "
+      wait_note = gpunet_format ("OpenMP threads sleep when idle, after %s spins (cpu "
           "option wait=auto, GOMP_SPINCOUNT=%s)", GPUNET_CPU_WAIT_SPINS,
           GPUNET_CPU_WAIT_SPINS);
       return "GOMP_SPINCOUNT";

@@ -19,6 +19,16 @@ gpunet_vformat (const char *fmt, va_list ap)
   return s;
 }
 
+char *
+gpunet_format (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char *s = gpunet_vformat (fmt, ap);
+  va_end (ap);
+  return s;
+}
+
 gpunet_status
 gpunet_fail (char **error_text, gpunet_status status, const char *fmt, ...)
 {

@@ -27,6 +27,9 @@ gpunet_status gpunet_fail (char **error_text, gpunet_status status, const char *
 /* A malloc()ed string formatted from fmt and ap, or NULL when out of memory. */
 char *gpunet_vformat (const char *fmt, va_list ap);
 
+/* The same from fmt and its arguments. */
+char *gpunet_format (const char *fmt, ...) GPUNET_PRINTF (1, 2);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,16 +10,6 @@
 #include "kernel_error.h"
 
 static const char anchor = 0;   /* an address inside the engine, for dladdr() */
-
-static char *
-format (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  char *s = gpunet_vformat (fmt, ap);
-  va_end (ap);
-  return s;
-}
 
 /* The directory of the binary this code is linked into (the plugin or a tool), or NULL. */
 static char *
@@ -39,7 +28,7 @@ own_dir (void)
     file = buf;
   }
   const char *slash = strrchr (file, '/');
-  return format ("%.*s", slash == file ? 1 : (int) (slash - file), file);
+  return gpunet_format ("%.*s", slash == file ? 1 : (int) (slash - file), file);
 }
 
 char *
@@ -50,12 +39,12 @@ gpunet_module_find (const char *name, const char *install_dir, const char *build
   int n = 0;
   char *dir = own_dir ();
   if (dir)
-    candidates[n++] = format ("%s/%s", dir, name);
+    candidates[n++] = gpunet_format ("%s/%s", dir, name);
   free (dir);
   if (install_dir)
-    candidates[n++] = format ("%s/%s", install_dir, name);
+    candidates[n++] = gpunet_format ("%s/%s", install_dir, name);
   if (build_path)
-    candidates[n++] = format ("%s", build_path);
+    candidates[n++] = gpunet_format ("%s", build_path);
   char *found = NULL, *list = NULL;
   for (int i = 0; i < n; i++) {
     if (!candidates[i])
@@ -65,7 +54,7 @@ gpunet_module_find (const char *name, const char *install_dir, const char *build
       continue;
     }
     if (!found) {
-      char *more = format ("%s%s%s", list ? list : "", list ? ", " : "",
+      char *more = gpunet_format ("%s%s%s", list ? list : "", list ? ", " : "",
           candidates[i]);
       free (list);
       list = more;
@@ -75,6 +64,6 @@ gpunet_module_find (const char *name, const char *install_dir, const char *build
   if (found || !looked)
     free (list);
   else
-    *looked = list ? list : format ("nowhere");
+    *looked = list ? list : gpunet_format ("nowhere");
   return found;
 }
