@@ -11,6 +11,7 @@
 
 #include "gpunet-cameras.h"
 #include "gpunet-tool-errors.h"
+#include "gpunet-tool-open.h"
 
 const gchar *
 cam_state_name (CamState s)
@@ -417,19 +418,9 @@ join_finished (gpointer t)
 }
 
 static gpointer
-shutdown_thread (gpointer p)
-{
-  GstElement *pipe = p;
-
-  gst_element_set_state (pipe, GST_STATE_NULL);
-  gst_object_unref (pipe);
-  return NULL;
-}
-
-static gpointer
 shutdown_thread_main (gpointer p)
 {
-  shutdown_thread (p);
+  gpunet_tool_stop_element (p);
   g_idle_add (join_finished, g_thread_self ());
   return NULL;
 }
@@ -450,7 +441,7 @@ teardown (Camera * cam, gboolean wait)
     camera_poll_stats (cam);
   }
   if (wait) {
-    shutdown_thread (cam->pipe);
+    gpunet_tool_stop_element (cam->pipe);
   } else {
     if (pending_shutdowns == NULL)
       pending_shutdowns = g_ptr_array_new ();

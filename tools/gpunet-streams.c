@@ -16,6 +16,11 @@
  * A missing, empty or non-regular input file is reported and left out; an input
  * that fails while running (damaged, no video stream) is named with what went
  * wrong, in words that name no GStreamer element, and ends while the others run.
+ * So does an input that hangs: one whose source does not open or that gives no
+ * frame within --open-timeout, or one that stops giving frames, with no end of
+ * stream or error, for --stall-timeout while the pipeline plays (each file's or
+ * URI's source changes state in a thread of its own, gpunet-tool-open.h, so that
+ * one blocked in open() holds up no other).
  * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage or the run
  * could not start (a model that does not load: its error alone, no summary). */
 #include <errno.h>
@@ -30,6 +35,7 @@
 
 #include "gpunet-plugin-find.h"
 #include "gpunet-tool-errors.h"
+#include "gpunet-tool-open.h"
 #include "gpunet-tool-text.h"
 
 typedef struct
@@ -46,8 +52,14 @@ typedef struct
   GHashTable *entered;
   guint64 in;                   /* frames into the element (video seen) */
   guint64 out;
+  gint64 last_us;               /* a frame entered or left the element (monotonic) */
+  GstClockTime duration;        /* the last frame's duration, or NONE */
+  gboolean eos;                 /* EOS reached the element */
   GpunetToolMissing missing;    /* main thread: decodebin's missing plug-ins */
   gboolean failed;              /* main thread: an input error ended it */
+  GpunetToolOpener *opener;     /* main thread: its source's state change, until
+                                 * it returned and the source joined the pipeline */
+  gboolean open_failed;         /* main thread: that state change failed */
 } StreamProbe;
 
 static GstPadProbeReturn
@@ -63,6 +75,8 @@ on_enter (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   g_hash_table_insert (sp->entered, GUINT_TO_POINTER (GST_BUFFER_PTS (buf) + 1),
       t);
   sp->in++;
+  sp->last_us = *t;
+  sp->duration = GST_BUFFER_DURATION (buf);
   g_mutex_unlock (&sp->stats->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -86,7 +100,22 @@ on_leave (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   }
   sp->stats->frames++;
   sp->out++;
+  sp->last_us = now;
   g_mutex_unlock (&sp->stats->lock);
+  return GST_PAD_PROBE_OK;
+}
+
+static GstPadProbeReturn
+on_event (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  StreamProbe *sp = user;
+
+  (void) pad;
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
+    g_mutex_lock (&sp->stats->lock);
+    sp->eos = TRUE;
+    g_mutex_unlock (&sp->stats->lock);
+  }
   return GST_PAD_PROBE_OK;
 }
 
@@ -178,27 +207,217 @@ send_eos (GstElement * pipe, gpointer name)
   }
 }
 
-/* Ends stream `k` after its input failed, so that the pipeline's EOS still comes
- * once the other streams end: the source leaves the pipeline, which then stops
- * waiting for it to preroll (decodebin never does after an error), and an EOS
- * into the stream's element drains what it holds and ends its sink.  Main thread. */
+/* Stream `k`'s source leaves the pipeline (which then stops waiting for it to
+ * preroll: decodebin never does after an error) and is stopped in a thread left
+ * behind if it never returns.  Main thread. */
 static void
-end_stream (GstElement * pipe, gint k)
+detach_source (GstElement * pipe, StreamProbe * sp, gint k)
+{
+  gchar name[16];
+  GstElement *e;
+
+  g_clear_pointer (&sp->opener, gpunet_tool_opener_release);
+  g_snprintf (name, sizeof name, "s%d", k);
+  e = gst_bin_get_by_name (GST_BIN (pipe), name);
+  if (e) {
+    gst_element_set_locked_state (e, TRUE);
+    gst_bin_remove (GST_BIN (pipe), e);
+    g_thread_unref (g_thread_new ("gpunet-streams-close",
+            gpunet_tool_stop_element, e));
+  }
+}
+
+/* Ends stream `k` after its input failed or hung, so that the pipeline's EOS
+ * still comes once the other streams end: its source leaves, and an EOS into the
+ * stream's element drains what it holds and ends its sink.  Main thread. */
+static void
+end_stream (GstElement * pipe, StreamProbe * sp, gint k)
+{
+  detach_source (pipe, sp, k);
+  gst_element_call_async (pipe, send_eos, g_strdup_printf ("c%d", k), g_free);
+  /* an error during the pipeline's change to PLAYING aborted it: again */
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+}
+
+/* Stream `k`'s source, opened in a thread of its own (`sp->opener`) with its
+ * state locked, joins the pipeline's state changes once that returned: the
+ * pipeline's base time, unlocked, the pipeline's state.  Under the pipeline's
+ * state lock, so that its change to PLAYING does not pass the source by between
+ * the base time and the unlocking.  Main thread. */
+static void
+join_source (GstElement * pipe, gint k)
 {
   gchar name[16];
   GstElement *e;
 
   g_snprintf (name, sizeof name, "s%d", k);
   e = gst_bin_get_by_name (GST_BIN (pipe), name);
-  if (e) {
-    gst_element_set_locked_state (e, TRUE);
-    gst_element_set_state (e, GST_STATE_NULL);
-    gst_bin_remove (GST_BIN (pipe), e);
-    gst_object_unref (e);
+  if (e == NULL)
+    return;
+  GST_STATE_LOCK (pipe);
+  gst_element_set_base_time (e, gst_element_get_base_time (pipe));
+  gst_element_set_start_time (e, gst_element_get_start_time (pipe));
+  gst_element_set_locked_state (e, FALSE);
+  gst_element_sync_state_with_parent (e);
+  GST_STATE_UNLOCK (pipe);
+  gst_object_unref (e);
+}
+
+/* What the main loop knows of the run (main thread). */
+typedef struct
+{
+  GstElement *pipe;
+  GstBus *bus;
+  StreamProbe *probes;
+  gchar **labels;
+  gint n;
+  gdouble open_timeout;         /* seconds to the first frame (and to open) */
+  gdouble stall_timeout;        /* seconds without a frame; 0: no check */
+  gint64 t0;                    /* PLAYING asked (monotonic us) */
+  gint64 playing_since;         /* the pipeline reached PLAYING; 0 while not */
+  gint ended;                   /* streams ended by their input */
+  gboolean failed;              /* the engine's or the pipeline's error: the end */
+  gboolean eos;                 /* every stream ended */
+} Run;
+
+#define RUN_MESSAGES (GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT \
+    | GST_MESSAGE_STATE_CHANGED)
+
+static void print_stats (gint k, const gchar * label, const GstStructure * s);
+
+/* Ends stream `k`, its input at fault: says why (`text`, taken) and goes on. */
+static void
+fail_stream (Run * r, gint k, gchar * text)
+{
+  g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, r->labels[k], text);
+  g_free (text);
+  r->probes[k].failed = TRUE;
+  end_stream (r->pipe, &r->probes[k], k);
+  r->ended++;
+}
+
+static void
+handle_message (Run * r, GstMessage * msg)
+{
+  gint k = stream_index (GST_MESSAGE_SRC (msg));
+  gboolean stream = k >= 0 && k < r->n;
+
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
+    gboolean input = stream && !is_classifier (GST_MESSAGE_SRC (msg));
+
+    if ((input && r->probes[k].failed)
+        || !in_pipeline (GST_MESSAGE_SRC (msg), r->pipe)) {
+      ;                         /* a failed input's later errors: said once */
+    } else if (input) {
+      /* an input's failure ends its stream only: the others run on */
+      fail_stream (r, k, stream_error_text (msg, &r->probes[k]));
+    } else {
+      /* the engine's (or the pipeline's) error ends the run */
+      gchar *text = stream_error_text (msg, NULL);
+
+      if (stream)
+        g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, r->labels[k],
+            text);
+      else
+        g_printerr ("gpunet-streams: %s\n", text);
+      g_free (text);
+      r->failed = TRUE;
+    }
+  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
+    const GstStructure *st = gst_message_get_structure (msg);
+
+    if (stream)
+      gpunet_tool_missing_note (&r->probes[k].missing, msg);
+    if (stream && gst_structure_has_name (st, "gpunetclassify-stats")) {
+      printf ("t=%.1fs ", (g_get_monotonic_time () - r->t0) / 1e6);
+      print_stats (k, r->labels[k], st);
+    }
+  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_STATE_CHANGED) {
+    GstState state;
+
+    if (GST_MESSAGE_SRC (msg) == GST_OBJECT (r->pipe)) {
+      gst_message_parse_state_changed (msg, NULL, &state, NULL);
+      if (state != GST_STATE_PLAYING)
+        r->playing_since = 0;
+      else if (r->playing_since == 0)
+        r->playing_since = g_get_monotonic_time ();
+    }
+  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS) {
+    r->eos = TRUE;
   }
-  gst_element_call_async (pipe, send_eos, g_strdup_printf ("c%d", k), g_free);
-  /* an error during the pipeline's change to PLAYING aborted it: again */
-  gst_element_set_state (pipe, GST_STATE_PLAYING);
+}
+
+/* Joins the sources whose state change returned, and ends the streams whose
+ * input hangs: no frame into the element within --open-timeout of the start
+ * (its source not even open, or open and silent), or, while the pipeline plays
+ * (before, a stream waits for the others' first frames) and the element holds
+ * none of its frames (a stream waiting for the engine is not stalled), none for
+ * --stall-timeout or three frame durations, the longer (a slow live source).
+ * Main thread. */
+static void
+watch_streams (Run * r)
+{
+  gint64 now = g_get_monotonic_time ();
+  GstMessage *msg;
+  gint k;
+
+  for (k = 0; k < r->n; k++) {
+    StreamProbe *sp = &r->probes[k];
+    GpunetToolOpenState st;
+
+    if (sp->opener == NULL || sp->failed)
+      continue;
+    st = gpunet_tool_opener_state (sp->opener);
+    if (st == GPUNET_TOOL_OPEN_PENDING)
+      continue;
+    g_clear_pointer (&sp->opener, gpunet_tool_opener_release);
+    if (st == GPUNET_TOOL_OPEN_OK)
+      join_source (r->pipe, k);
+    else
+      sp->open_failed = TRUE;
+  }
+  /* a failed state change posted its error before it returned: say that one */
+  while (!r->failed && !r->eos
+      && (msg = gst_bus_pop_filtered (r->bus, RUN_MESSAGES)) != NULL) {
+    handle_message (r, msg);
+    gst_message_unref (msg);
+  }
+  for (k = 0; k < r->n && !r->failed && !r->eos; k++) {
+    StreamProbe *sp = &r->probes[k];
+    guint64 in, out;
+    gint64 last;
+    GstClockTime dur;
+    gboolean eos;
+
+    if (sp->failed)
+      continue;
+    if (sp->open_failed) {
+      fail_stream (r, k, gpunet_tool_open_failed_text ());
+      continue;
+    }
+    g_mutex_lock (&sp->stats->lock);
+    in = sp->in;
+    out = sp->out;
+    last = sp->last_us;
+    dur = sp->duration;
+    eos = sp->eos;
+    g_mutex_unlock (&sp->stats->lock);
+    if (eos)
+      continue;
+    if (in == 0) {
+      if (now - r->t0 > (gint64) (r->open_timeout * 1e6))
+        fail_stream (r, k, sp->opener ?
+            gpunet_tool_open_timeout_text (r->open_timeout) :
+            gpunet_tool_no_frame_text (r->open_timeout));
+    } else if (r->stall_timeout > 0 && r->playing_since > 0 && in == out) {
+      gdouble limit = r->stall_timeout;
+
+      if (GST_CLOCK_TIME_IS_VALID (dur))
+        limit = MAX (limit, 3.0 * dur / GST_SECOND);
+      if (now - MAX (last, r->playing_since) > (gint64) (limit * 1e6))
+        fail_stream (r, k, gpunet_tool_stall_text (limit, in));
+    }
+  }
 }
 
 static guint64
@@ -255,6 +474,7 @@ main (int argc, char **argv)
   gchar *format = NULL, *model = NULL, *checkpoint = NULL, *backend = NULL;
   gchar **inputs = NULL, *when_busy = NULL, **labels;
   gint stats_ms = 0;
+  gdouble open_timeout = 20.0, stall_timeout = 30.0;
   GOptionEntry entries[] = {
     {"streams", 0, 0, G_OPTION_ARG_INT, &streams, "Streams (default 8)", "N"},
     {"frames", 0, 0, G_OPTION_ARG_INT, &frames,
@@ -288,6 +508,12 @@ main (int argc, char **argv)
     {"when-busy", 0, 0, G_OPTION_ARG_STRING, &when_busy,
         "The elements' when-busy: wait, skip or auto (default: the element's, "
           "auto: skip on live sources)", "MODE"},
+    {"open-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &open_timeout,
+        "Fail an input whose source does not open, or gives no frame, within "
+          "SEC (default 20)", "SEC"},
+    {"stall-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &stall_timeout,
+        "Fail an input that gives no frame for SEC while playing, without end "
+          "of stream (default 30, 0 = off)", "SEC"},
     {"stats-interval", 0, 0, G_OPTION_ARG_INT, &stats_ms,
         "Print each stream's stats every MS milliseconds while running "
           "(default 0: only at the end)", "MS"},
@@ -304,7 +530,9 @@ main (int argc, char **argv)
   Stats stats;
   GHashTable *engines;
   gint64 t0, t1;
-  gint i, n, failed = 0, eos = 0, bad_inputs = 0, ended = 0, start_failed = 0;
+  gint i, n, failed = 0, bad_inputs = 0, ended = 0, start_failed = 0;
+  gint64 next_watch = 0;
+  Run run = { 0 };
   struct rusage ru;
 
   gpunet_tool_text_init ();     /* GLib's quotes as ASCII in the C locale */
@@ -355,6 +583,12 @@ main (int argc, char **argv)
     g_printerr ("gpunet-streams: --checkpoint is required; --streams 1..256, "
         "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000, "
         "--stats-interval >= 0\n");
+    return 2;
+  }
+  if (!(open_timeout > 0 && open_timeout <= 1e6)
+      || !(stall_timeout >= 0 && stall_timeout <= 1e6)) {
+    g_printerr ("gpunet-streams: --open-timeout must be more than 0 seconds and "
+        "--stall-timeout 0 (no stall check) or more, both at most 1000000\n");
     return 2;
   }
   if (when_busy != NULL && strcmp (when_busy, "wait") != 0
@@ -441,9 +675,21 @@ main (int argc, char **argv)
     probes[i].stats = &stats;
     probes[i].entered = g_hash_table_new_full (g_direct_hash, g_direct_equal,
         NULL, g_free);
+    probes[i].duration = GST_CLOCK_TIME_NONE;
+    if (inputs) {
+      /* opened in a thread of its own once the rest plays (watch_streams) */
+      GstElement *src;
+
+      g_snprintf (name, sizeof name, "s%d", i);
+      src = gst_bin_get_by_name (GST_BIN (pipe), name);
+      gst_element_set_locked_state (src, TRUE);
+      gst_object_unref (src);
+    }
     pad = gst_element_get_static_pad (c, "sink");
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_enter, &probes[i],
         NULL);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_event,
+        &probes[i], NULL);
     gst_object_unref (pad);
     pad = gst_element_get_static_pad (c, "src");
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_leave, &probes[i],
@@ -495,60 +741,63 @@ main (int argc, char **argv)
     gst_object_unref (c);
   }
 
-  t0 = g_get_monotonic_time ();
-  t1 = t0;
-  if (!failed)
-    gst_element_set_state (pipe, GST_STATE_PLAYING);
   bus = gst_element_get_bus (pipe);
+  run.pipe = pipe;
+  run.bus = bus;
+  run.probes = probes;
+  run.labels = labels;
+  run.n = n;
+  run.open_timeout = open_timeout;
+  run.stall_timeout = stall_timeout;
+  run.t0 = t0 = g_get_monotonic_time ();
+  run.failed = failed;
+  if (!failed) {
+    gst_element_set_state (pipe, GST_STATE_PLAYING);
+    /* each file's or URI's source, its state locked, opens in a thread of its
+     * own, so that one blocked in open() holds up no other (watch_streams) */
+    for (i = 0; inputs && i < n; i++) {
+      gchar name[16];
+      GstElement *e;
+
+      g_snprintf (name, sizeof name, "s%d", i);
+      e = gst_bin_get_by_name (GST_BIN (pipe), name);
+      probes[i].opener = gpunet_tool_opener_start (e, GST_STATE_PAUSED,
+          "gpunet-streams-open");
+      gst_object_unref (e);
+    }
+  }
   /* every stream's EOS: fakesinks post none of their own, the pipeline's comes
    * once all sinks have one */
-  while (!failed && !eos) {
-    GstMessage *msg = gst_bus_timed_pop_filtered (bus, GST_CLOCK_TIME_NONE,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT);
+  while (!run.failed && !run.eos) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, 50 * GST_MSECOND,
+        RUN_MESSAGES);
 
-    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
-      gint k = stream_index (GST_MESSAGE_SRC (msg));
-      gboolean input = k >= 0 && k < n && !is_classifier (GST_MESSAGE_SRC (msg));
-
-      if ((input && probes[k].failed) || !in_pipeline (GST_MESSAGE_SRC (msg), pipe)) {
-        ;                       /* a failed input's later errors: said once */
-      } else if (input) {
-        /* an input's failure ends its stream only: the others run on */
-        gchar *text = stream_error_text (msg, &probes[k]);
-
-        g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, labels[k], text);
-        g_free (text);
-        probes[k].failed = TRUE;
-        end_stream (pipe, k);
-        ended++;
-      } else {
-        /* the engine's (or the pipeline's) error ends the run */
-        gchar *text = stream_error_text (msg, NULL);
-
-        if (k >= 0 && k < n)
-          g_printerr ("gpunet-streams: stream %d (%s): %s\n", k, labels[k],
-              text);
-        else
-          g_printerr ("gpunet-streams: %s\n", text);
-        g_free (text);
-        failed = 1;
-      }
-    } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT) {
-      const GstStructure *st = gst_message_get_structure (msg);
-      gint k = stream_index (GST_MESSAGE_SRC (msg));
-
-      if (k >= 0 && k < n)
-        gpunet_tool_missing_note (&probes[k].missing, msg);
-      if (k >= 0 && k < n
-          && gst_structure_has_name (st, "gpunetclassify-stats")) {
-        printf ("t=%.1fs ", (g_get_monotonic_time () - t0) / 1e6);
-        print_stats (k, labels[k], st);
-      }
-    } else {
-      eos = 1;
+    if (msg) {
+      handle_message (&run, msg);
+      gst_message_unref (msg);
     }
-    gst_message_unref (msg);
-    t1 = g_get_monotonic_time ();
+    if (!run.failed && !run.eos && (msg == NULL
+            || g_get_monotonic_time () >= next_watch)) {
+      watch_streams (&run);
+      next_watch = g_get_monotonic_time () + 50 * G_TIME_SPAN_MILLISECOND;
+    }
+  }
+  t1 = g_get_monotonic_time ();
+  failed = run.failed;
+  ended = run.ended;
+  /* a source whose state change had not returned when the run ended (its data
+   * can flow to the end before it does) stops with the pipeline once it returned,
+   * or is left behind */
+  for (i = 0; i < n; i++) {
+    if (probes[i].opener == NULL)
+      continue;
+    if (gpunet_tool_opener_wait (probes[i].opener, t0 + (gint64) (open_timeout
+                * 1e6), NULL) == GPUNET_TOOL_OPEN_PENDING) {
+      detach_source (pipe, &probes[i], i);
+    } else {
+      g_clear_pointer (&probes[i].opener, gpunet_tool_opener_release);
+      join_source (pipe, i);
+    }
   }
   /* the stats stay readable once stopped */
   gst_element_set_state (pipe, GST_STATE_NULL);

@@ -11,6 +11,7 @@
 #include <gst/app/gstappsink.h>
 
 #include "gpunet-tool-errors.h"
+#include "gpunet-tool-open.h"
 #include "gpunet-tag-common.h"
 #include "gpunet-meta.h"
 
@@ -58,10 +59,6 @@ struct TagRunner {
   gchar *caps;                  /* gpunetclassify's input caps for this input */
   gchar *decoder;               /* the video decoder's factory name, or NULL */
 
-  /* the source's state change, run by an opener thread (it can block: a hung
-   * mount, a stalled network source); under `lock` */
-  GCond open_cond;
-  gboolean open_done, open_ok;
   gboolean wedged;              /* an opener never returned: the runner is lost */
 };
 
@@ -482,7 +479,6 @@ tag_runner_new (const TagOptions * opt, GError ** error)
 
   r->opt = opt;
   g_mutex_init (&r->lock);
-  g_cond_init (&r->open_cond);
   r->labels = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL,
       (GDestroyNotify) label_count_free);
   r->pipeline = gst_pipeline_new ("gpunet-tag");
@@ -625,26 +621,6 @@ tag_runner_free (TagRunner * r)
   g_free (r);
 }
 
-/* The opener thread: the source's state change, which runs the source's
- * start() (open(), connect()) and can block for as long as the kernel likes. */
-static gpointer
-open_source (gpointer data)
-{
-  TagRunner *r = data;
-  GstElement *src = r->src;
-  gboolean ok;
-
-  gst_object_ref (src);
-  ok = gst_element_sync_state_with_parent (src);
-  gst_object_unref (src);
-  g_mutex_lock (&r->lock);
-  r->open_ok = ok;
-  r->open_done = TRUE;
-  g_cond_signal (&r->open_cond);
-  g_mutex_unlock (&r->lock);
-  return NULL;
-}
-
 gboolean
 tag_runner_wedged (TagRunner * r)
 {
@@ -785,14 +761,12 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     /* decodebin2 can swallow a demuxer's error raised while it links the
      * demuxer (its "filtered" errors); nothing else would end such an input */
     if (!linked && now - t0 > (gint64) (r->opt->open_timeout * 1e6)) {
-      r->message = g_strdup_printf ("no video stream appeared within %.0f s "
-          "(not a video, or a demuxer error)", r->opt->open_timeout);
+      r->message = gpunet_tool_no_frame_text (r->opt->open_timeout);
       gpunet_tool_missing_clear (&missing);
       return TAG_RESULT_FAILED;
     }
     if (idle > (gint64) (r->opt->stall_timeout * 1e6)) {
-      r->message = g_strdup_printf ("no progress for %.0f s (stalled)",
-          r->opt->stall_timeout);
+      r->message = gpunet_tool_stall_text (r->opt->stall_timeout, decoded);
       gpunet_tool_missing_clear (&missing);
       return TAG_RESULT_FAILED;
     }
@@ -847,36 +821,23 @@ tag_runner_process (TagRunner * r, const TagInput * in, GString * out,
    * work while it blocks; a source that never returns takes the runner with it
    * (its pipeline's state lock is held for good): the caller makes a new one */
   {
-    GThread *th;
-    gint64 deadline = g_get_monotonic_time () + (gint64) (r->opt->open_timeout * 1e6);
-    gboolean done, ok;
+    GpunetToolOpener *o = gpunet_tool_opener_start (r->src,
+        GST_STATE_VOID_PENDING, "gpunet-tag-open");
+    GpunetToolOpenState st = gpunet_tool_opener_wait (o,
+        g_get_monotonic_time () + (gint64) (r->opt->open_timeout * 1e6), stop);
 
-    g_mutex_lock (&r->lock);
-    r->open_done = r->open_ok = FALSE;
-    g_mutex_unlock (&r->lock);
-    th = g_thread_new ("gpunet-tag-open", open_source, r);
-    g_mutex_lock (&r->lock);
-    while (!r->open_done && !*stop && g_get_monotonic_time () < deadline)
-      g_cond_wait_until (&r->open_cond, &r->lock,
-          MIN (g_get_monotonic_time () + 50 * G_TIME_SPAN_MILLISECOND, deadline));
-    done = r->open_done;
-    ok = r->open_ok;
-    g_mutex_unlock (&r->lock);
-    if (!done) {
-      g_thread_unref (th);
+    gpunet_tool_opener_release (o);
+    if (st == GPUNET_TOOL_OPEN_PENDING) {
       r->wedged = TRUE;
       if (*stop) {
         res = TAG_RESULT_INTERRUPTED;
       } else {
-        r->message = g_strdup_printf ("the source did not open within %.0f s "
-            "(a stalled network source, or a file on a hung mount?); raise "
-            "--open-timeout if it is only slow", r->opt->open_timeout);
+        r->message = gpunet_tool_open_timeout_text (r->opt->open_timeout);
         res = TAG_RESULT_FAILED;
       }
       goto summary;
     }
-    g_thread_join (th);
-    if (!ok)
+    if (st == GPUNET_TOOL_OPEN_FAILED)
       goto open_failed;
   }
   if (TRUE) {

@@ -4,6 +4,8 @@
  * file without video (audio only) as a missing plug-in; these helpers turn an
  * error, plus what the tool saw of the input's streams, into what went wrong and
  * how to fix it, without element names.  The caller prefixes which input it was.
+ * Also the sentences for an input that hangs instead of failing (the open and
+ * stall timeouts of gpunet-tag and gpunet-streams).
  * GStreamer only, header only (gpunet-run, gpunet-tag, gpunet-streams,
  * gpunet-cameras). */
 #ifndef GPUNET_TOOL_ERRORS_H
@@ -109,6 +111,46 @@ gpunet_tool_error_text (const GError * e, const gchar * debug,
   if (hint == NULL)
     return g_strdup (e->message);
   return g_strdup_printf ("%s (%s)", e->message, hint);
+}
+
+/* An input whose source's state change did not return within `seconds`
+ * (--open-timeout; g_free). */
+static inline gchar *
+gpunet_tool_open_timeout_text (gdouble seconds)
+{
+  return g_strdup_printf ("the source did not open within %g s (a stalled "
+      "network source, or a file on a hung mount?); raise --open-timeout if it "
+      "is only slow", seconds);
+}
+
+/* An input whose source's state change failed without saying why on the bus
+ * (g_free). */
+static inline gchar *
+gpunet_tool_open_failed_text (void)
+{
+  return g_strdup ("its source could not be started (check the path or address "
+      "and that it can be read)");
+}
+
+/* An input that opened but gave no video frame within `seconds` (--open-timeout;
+ * g_free): decodebin waits for ever on some cut files, a FIFO or a server may
+ * send nothing. */
+static inline gchar *
+gpunet_tool_no_frame_text (gdouble seconds)
+{
+  return g_strdup_printf ("no video frame within %g s of opening (a damaged or "
+      "cut file, no video stream, or a source that sends nothing); raise "
+      "--open-timeout if it is only slow", seconds);
+}
+
+/* An input that delivered `frames` frames and then none for `seconds`, with no
+ * end of stream and no error (--stall-timeout; g_free). */
+static inline gchar *
+gpunet_tool_stall_text (gdouble seconds, guint64 frames)
+{
+  return g_strdup_printf ("no frame for %g s after %" G_GUINT64_FORMAT " frames "
+      "and no end of stream (the source stalled, or the file is cut short); raise "
+      "--stall-timeout if it is only slow", seconds, frames);
 }
 
 #endif
