@@ -209,6 +209,17 @@ gst_gpunet_model_ctx_open (GstElement * element, GstGpunetModelArgs * a)
   const gchar *backend;
 
   init_debug ();
+  /* a scales file only int8 reads: refused, never ignored (one who forgot
+   * precision=int8 would measure fp32 believing it int8) */
+  if (a->int8_scales != NULL && *a->int8_scales != '\0'
+      && a->req.precision != GPUNET_PRECISION_INT8) {
+    GST_ELEMENT_ERROR (element, RESOURCE, SETTINGS, ("int8-scales is set, but "
+            "precision is %s: the scales file is read only with precision=int8; "
+            "set precision=int8 to run int8, or clear int8-scales",
+            precision_nick (a->req.precision)), ("int8-scales without "
+            "precision=int8"));
+    return NULL;
+  }
   c = model_ctx_new (element, a, &st, &error, &labels_error);
   if (c == NULL) {
     if (labels_error)

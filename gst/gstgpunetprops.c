@@ -83,7 +83,8 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
   g_object_class_install_property (gobject_class, PROP_INT8_SCALES,
       g_param_spec_string ("int8-scales", "int8 scales",
           "precision=int8: the scales file gpunet-convert --calibrate wrote for "
-          "this model and checkpoint (needed there; another model's is refused)",
+          "this model and checkpoint (needed there; another model's is refused, "
+          "and so is any with another precision)",
           NULL, rw | GST_PARAM_MUTABLE_READY));
   /**
    * GstGpunetClassify:batch-size:

@@ -105,7 +105,7 @@ typedef struct {
   gpunet_cuda_options cuda;  /* the CUDA backend's options; gpunet_session_new applies
                               * the environment variable GPUNET_CUDA over them (syntax of
                               * gpunet_cuda_options_parse) and fails on a malformed one */
-  const char *int8_scales;   /* precision=int8 (required there, ignored otherwise): the
+  const char *int8_scales;   /* precision=int8 (required there, refused otherwise): the
                               * scales file gpunet-convert --calibrate wrote for this
                               * model and checkpoint; read and checked at session
                               * creation (the string need not outlive the call) */

@@ -223,6 +223,11 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
     return gpunet_fail (error_text, GPUNET_ERR_UNSUPPORTED, "precision=int8 runs on the fast "
         "CPU backend (backend=cpu); %s", p.backend == GPUNET_BACKEND_CPU_REF
         ? "cpu-ref is the exact f32 reference" : "the CUDA backend runs fp32 or fp16");
+  if (p.precision != GPUNET_PRECISION_INT8 && p.int8_scales && *p.int8_scales)
+    return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "an int8 scales file is "
+        "given (int8_scales, the element's int8-scales, the tools' --scales), but the "
+        "precision is not int8: the file is read only with precision=int8; set it, or "
+        "leave the scales file out");
   if (p.precision == GPUNET_PRECISION_INT8 && (!p.int8_scales || !*p.int8_scales))
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "precision=int8 needs an "
         "int8 scales file (the element's int8-scales property, the tools' --scales FILE); "

@@ -266,6 +266,21 @@ test_refusals (void)
   st = gpunet_session_new (a, &p, &s, &err);
   fail |= expect_refused ("missing scales file", st, s, err, "/nonexistent/x.scales", NULL);
   free (err), err = NULL;
+  /* a scales file with another precision: refused, never ignored (auto never means
+   * int8: it would run fp32) */
+  static const gpunet_precision others[] = { GPUNET_PRECISION_AUTO, GPUNET_PRECISION_FP32,
+    GPUNET_PRECISION_BF16, GPUNET_PRECISION_FP16 };
+  static const char *const names[] = { "auto", "fp32", "bf16", "fp16" };
+  p.int8_scales = scales;
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    char what[64];
+    snprintf (what, sizeof what, "scales with precision=%s", names[i]);
+    p.precision = others[i];
+    st = gpunet_session_new (a, &p, &s, &err);
+    fail |= expect_refused (what, st, s, err, "precision is not int8",
+        "leave the scales file out");
+    free (err), err = NULL;
+  }
   unlink (scales);
   free (in);
   gpunet_model_unref (a), gpunet_model_unref (a2), gpunet_model_unref (d);

@@ -7,8 +7,14 @@
   - gpunet-validate --against fp32 --precision int8 --scales: the summary line;
   - gpunet-run: int8 without --scales, and with another checkpoint's scales, refused in
     one sentence;
+  - --scales without --precision int8 (none, auto, fp32, or --against's default bf16):
+    gpunet-run, gpunet-bench, gpunet-validate and gpunet-tag refuse it in one sentence
+    before anything starts (exit 2), never run another precision silently;
+  - gpunet-validate without --against runs the --precision asked (int8 without --scales
+    is refused, with them it classifies);
   - the element: precision=int8 without int8-scales fails with the sentence before
-    PLAYING; with them, every record (bus message) says precision int8;
+    PLAYING, and so does int8-scales with precision auto or fp32; with both, every
+    record (bus message) says precision int8;
   - gpunet-tag (when built): --precision int8 without --scales refused with the
     sentence (exit 2), with them one photo tagged.
 Exit 77 where the CPU or oneDNN cannot run int8."""
@@ -19,7 +25,10 @@ import sys
 import tempfile
 
 convert, validate, run, data = sys.argv[1:5]
-tag = sys.argv[5] if len(sys.argv) > 5 else None
+extra = dict(zip(sys.argv[5::2], sys.argv[6::2]))    # --tag PATH, --bench PATH
+tag, bench = extra.get("--tag"), extra.get("--bench")
+SCALES_REFUSED = ("--scales is read only with --precision int8, which this run does not "
+                  "ask for: add --precision int8 to run int8, or drop --scales")
 arch = os.path.join(data, "fixtures", "tiny-a.json")
 ckpt = os.path.join(data, "fixtures", "tiny-a", "tiny-a.pth.tar")
 failures = 0
@@ -108,6 +117,43 @@ with tempfile.TemporaryDirectory() as d:
                       "--batch", "2", "--precision", "int8", "--scales", scales)
     check(rc == 0, f"gpunet-run int8: rc {rc}, {err!r}")
 
+    # --scales without --precision int8: refused before anything starts, never ignored
+    # (each command runs, in fp32, where --scales is ignored)
+    val = os.path.join(d, "val")
+    for i in range(2):
+        os.makedirs(os.path.join(val, str(i)))
+        os.link(os.path.join(photos, f"{i}.png"), os.path.join(val, str(i), f"{i}.png"))
+    for k, prec in enumerate(([], ["--precision", "auto"], ["--precision", "fp32"])):
+        cmds = [("gpunet-run", [run, "--model", arch, "--checkpoint", ckpt, "--input", inp,
+                                "--batch", "2"]),
+                ("gpunet-validate", [validate, "--model", arch, "--checkpoint", ckpt, "-q",
+                                     val])]
+        if bench:
+            cmds.append(("gpunet-bench", [bench, "--model", arch, "--checkpoint", ckpt,
+                                          "--runs", "1", "--no-peak"]))
+        if tag:
+            cmds.append(("gpunet-tag", [tag, "--model", arch, "--checkpoint", ckpt,
+                                        "--output", os.path.join(d, f"t0-{k}.jsonl"),
+                                        os.path.join(photos, "0.png")]))
+        for name, cmd in cmds:
+            rc, out, err = sh(*(cmd + prec + ["--scales", scales]))
+            check(rc == 2 and err == f"{name}: {SCALES_REFUSED}\n" and out == "",
+                  f"{name} --scales {' '.join(prec) or '(no --precision)'}: rc {rc}, "
+                  f"{out[-200:]!r} {err[-300:]!r}")
+    rc, out, err = sh(validate, "--against", "fp32", "--scales", scales, "--model", arch,
+                      "-q", photos)
+    check(rc == 2 and err == f"gpunet-validate: {SCALES_REFUSED}\n",
+          f"gpunet-validate --against fp32 (bf16) --scales: rc {rc}, {err!r}")
+    # gpunet-validate runs the --precision asked, not only with --against
+    rc, out, err = sh(validate, "--model", arch, "--checkpoint", ckpt, "--precision", "int8",
+                      "-q", val)
+    check(rc == 2 and "needs an int8 scales file" in err,
+          f"gpunet-validate --precision int8 without --scales: rc {rc}, {err!r}")
+    rc, out, err = sh(validate, "--model", arch, "--checkpoint", ckpt, "--precision", "int8",
+                      "--scales", scales, "-q", val)
+    check(rc == 0 and "top-1:" in out, f"gpunet-validate --precision int8: rc {rc}, "
+          f"{out[-300:]!r} {err[-300:]!r}")
+
     # the element
     pipe = ["gst-launch-1.0", "-m", "videotestsrc", "num-buffers=3", "!",
             "video/x-raw,width=96,height=96", "!", "gpunetclassify", f"model={arch}",
@@ -117,6 +163,15 @@ with tempfile.TemporaryDirectory() as d:
     check(rc != 0 and "precision=int8 needs an int8 scales file" in text
           and "Setting pipeline to PLAYING" not in text,
           f"element without int8-scales: rc {rc}, {text[-600:]!r}")
+    # int8-scales with another precision: the element does not start
+    for prec in ("auto", "fp32"):
+        other = [x if x != "precision=int8" else f"precision={prec}" for x in pipe]
+        rc, out, err = sh(*(other + [f"int8-scales={scales}"]), "!", "fakesink")
+        text = out + err
+        check(rc != 0 and f"int8-scales is set, but precision is {prec}: the scales file is "
+              "read only with precision=int8" in text
+              and "Setting pipeline to PLAYING" not in text and "precision=(string)" not in text,
+              f"element with int8-scales and precision={prec}: rc {rc}, {text[-600:]!r}")
     rc, out, err = sh(*(pipe + [f"int8-scales={scales}"]), "!", "fakesink")
     recs = re.findall(r"precision=\(string\)(\w+)", out)
     check(rc == 0 and len(recs) == 3 and set(recs) == {"int8"},

@@ -16,6 +16,7 @@
 
 #include "gpunet.h"
 #include "gpunet-internal.h"
+#include "gpunet-tool-args.h"
 #include "gpunet-vnni-peak.h"
 #include "cuda/cuda_cost.h"       /* per-op MACs and minimum bytes */
 #include "cuda/cuda_module.h"     /* the CUDA module's bench API */
@@ -62,7 +63,8 @@ usage (FILE *f)
       "  --precision   CUDA arithmetic: auto (fp16 with tensor cores, the default), fp32, fp16;\n"
       "                fast CPU backend: bf16 (bf16 convolutions, f32 accumulation), int8\n"
       "                (int8 convolutions with the scales of --scales FILE, written by\n"
-      "                gpunet-convert --calibrate for the same model and weights) or f32;\n"
+      "                gpunet-convert --calibrate for the same model and weights; --scales\n"
+      "                without --precision int8 is refused) or f32;\n"
       "                the CPU backends always run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
@@ -619,6 +621,11 @@ main (int argc, char **argv)
   }
   if (!model_name) {
     usage (stderr);
+    return 2;
+  }
+  const char *refusal = gpunet_tool_scales_refusal (precision, scales);
+  if (refusal) {
+    fprintf (stderr, "gpunet-bench: %s\n", refusal);
     return 2;
   }
   if (stdin_runs && (per_layer || sweep)) {

@@ -10,6 +10,7 @@
 
 #include "gpunet-atomic.h"
 #include "gpunet.h"
+#include "gpunet-tool-args.h"
 #ifdef HAVE_GST
 #include "gpunet-run-image.h"
 #endif
@@ -38,7 +39,7 @@ usage (FILE *f)
       "               or bf16 where it has AVX-512 BF16 or AMX, or int8 with --scales (never\n"
       "               exact)\n"
       "  --scales     the int8 scales file of this model and checkpoint (gpunet-convert\n"
-      "               --calibrate DIR); needed by --precision int8\n");
+      "               --calibrate DIR); needed by --precision int8, refused without it\n");
 }
 
 static int
@@ -368,6 +369,11 @@ main (int argc, char **argv)
     fprintf (stderr, "gpunet-run: needs --model, --checkpoint and one of --image, --input or "
         "--frame\n");
     usage (stderr);
+    return 2;
+  }
+  const char *refusal = gpunet_tool_scales_refusal (precision, scales);
+  if (refusal) {
+    fprintf (stderr, "gpunet-run: %s\n", refusal);
     return 2;
   }
   if (n_images > 0) {

@@ -17,6 +17,7 @@
 #include "gpunet-atomic.h"
 #include "gpunet-plugin-find.h"
 #include "gpunet-tag-common.h"
+#include "gpunet-tool-args.h"
 #include "gpunet-tool-text.h"
 
 #define DEFAULT_EXTS "mp4,m4v,mov,mkv,webm,avi,ts,mts,m2ts,mpg,mpeg,flv," \
@@ -182,7 +183,7 @@ open_output (TagOptions * o, GPtrArray * inputs, int *lock_fd, int *fd,
 static int
 usage_error (GOptionContext * ctx, const gchar * msg)
 {
-  g_printerr ("gpunet-tag: %s\n\n", msg);
+  g_printerr ("gpunet-tag: %s\n%s", msg, ctx ? "\n" : "");
   if (ctx) {
     gchar *help = g_option_context_get_help (ctx, TRUE, NULL);
     g_printerr ("%s", help);
@@ -472,6 +473,16 @@ main (int argc, char **argv)
       && strcmp (o.precision, "bf16") && strcmp (o.precision, "int8")) {
     rc = usage_error (ctx, "--precision must be auto, fp32, fp16, bf16 or int8");
     goto out;
+  }
+  {
+    const gchar *why = gpunet_tool_scales_refusal (g_strcmp0 (o.precision,
+            "int8") == 0 ? GPUNET_PRECISION_INT8 : GPUNET_PRECISION_AUTO,
+        o.scales);
+
+    if (why) {
+      rc = usage_error (NULL, why);
+      goto out;
+    }
   }
   o.top_k = (guint) top_k;
   o.batch = (guint) batch;

@@ -61,6 +61,7 @@ gpunet_validate_against (gpunet_model *model, const gpunet_session_params *param
 
   gpunet_session_params p32 = *params, plow = *params;
   p32.precision = GPUNET_PRECISION_FP32;
+  p32.int8_scales = NULL;       /* the reference reads no scales */
   plow.precision = precision;
   gpunet_session *ref = NULL, *low = NULL;
   char *etext = NULL;

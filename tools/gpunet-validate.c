@@ -15,6 +15,7 @@
 
 #include "gpunet-run-image.h"
 #include "gpunet.h"
+#include "gpunet-tool-args.h"
 #include "gpunet-tool-text.h"
 #include "gpunet-validate-against.h"
 
@@ -295,8 +296,9 @@ main (int argc, char **argv)
     {"against", 0, 0, G_OPTION_ARG_STRING, &against, "Compare --precision with this "
           "reference (fp32) over a plain FOLDER of photos: top-1/top-5 agreement and "
           "logit differences; no labels, and --checkpoint optional", "fp32"},
-    {"precision", 0, 0, G_OPTION_ARG_STRING, &precision_s, "With --against: the "
-          "precision compared (bf16, int8, fp16)", "NAME"},
+    {"precision", 0, 0, G_OPTION_ARG_STRING, &precision_s, "The precision run: auto "
+          "(fp32 on the CPU, the default), fp32, fp16, bf16 or int8; with --against the "
+          "one compared (bf16, the default, int8 or fp16)", "NAME"},
     {"scales", 0, 0, G_OPTION_ARG_FILENAME, &scales, "With --precision int8: the int8 "
           "scales file (gpunet-convert --calibrate) of this model and checkpoint", "FILE"},
     {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "With --against and no --checkpoint: the "
@@ -316,22 +318,34 @@ main (int argc, char **argv)
     g_printerr ("gpunet-validate: %s\n", err->message);
     goto out;
   }
+  /* --precision: the run's (auto), or with --against the one compared (bf16) */
+  gpunet_precision prec = against ? GPUNET_PRECISION_BF16 : GPUNET_PRECISION_AUTO;
+  if (!precision_s)
+    ;
+  else if (!strcmp (precision_s, "bf16"))
+    prec = GPUNET_PRECISION_BF16;
+  else if (!strcmp (precision_s, "fp16"))
+    prec = GPUNET_PRECISION_FP16;
+  else if (!strcmp (precision_s, "int8"))
+    prec = GPUNET_PRECISION_INT8;
+  else if (!against && !strcmp (precision_s, "auto"))
+    prec = GPUNET_PRECISION_AUTO;
+  else if (!against && !strcmp (precision_s, "fp32"))
+    prec = GPUNET_PRECISION_FP32;
+  else {
+    g_printerr ("gpunet-validate: --precision %s, not '%s'\n", against ?
+        "with --against is bf16, int8 or fp16" : "is auto, fp32, fp16, bf16 or int8",
+        precision_s);
+    goto out;
+  }
+  if (gpunet_tool_scales_refusal (prec, scales)) {
+    g_printerr ("gpunet-validate: %s\n", gpunet_tool_scales_refusal (prec, scales));
+    goto out;
+  }
   if (against) {
-    gpunet_precision prec = GPUNET_PRECISION_BF16;
     if (strcmp (against, "fp32")) {
       g_printerr ("gpunet-validate: --against takes fp32 (the exact reference), not '%s'\n",
           against);
-      goto out;
-    }
-    if (!precision_s || !strcmp (precision_s, "bf16"))
-      prec = GPUNET_PRECISION_BF16;
-    else if (!strcmp (precision_s, "fp16"))
-      prec = GPUNET_PRECISION_FP16;
-    else if (!strcmp (precision_s, "int8"))
-      prec = GPUNET_PRECISION_INT8;
-    else {
-      g_printerr ("gpunet-validate: --precision with --against is bf16, int8 or fp16, not "
-          "'%s'\n", precision_s);
       goto out;
     }
     if (!model_name || list || !(rest && rest[0]) || rest[1]) {
@@ -378,6 +392,8 @@ main (int argc, char **argv)
   gpunet_session_params_init (&params);
   params.max_batch = 1;
   params.n_threads = threads;
+  params.precision = prec;
+  params.int8_scales = scales;
   if (backend_s) {
     char *why = NULL;
     if (gpunet_backend_kind_from_name (backend_s, &params.backend, &why) != GPUNET_OK) {
