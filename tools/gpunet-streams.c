@@ -350,10 +350,10 @@ handle_message (Run * r, GstMessage * msg)
 /* Joins the sources whose state change returned, and ends the streams whose
  * input hangs: no frame into the element within --open-timeout of the start
  * (its source not even open, or open and silent), or, while the pipeline plays
- * (before, a stream waits for the others' first frames) and the element holds
- * none of its frames (a stream waiting for the engine is not stalled), none for
- * --stall-timeout or three frame durations, the longer (a slow live source).
- * Main thread. */
+ * (not while a source's decoder is being set up: GStreamer holds the pipeline
+ * in PAUSED then) and the element holds none of its frames (a stream waiting
+ * for the engine is not stalled), none for --stall-timeout or three frame
+ * durations, the longer (a slow live source).  Main thread. */
 static void
 watch_streams (Run * r)
 {
@@ -651,8 +651,12 @@ main (int argc, char **argv)
       g_string_append_printf (desc, " when-busy=%s", when_busy);
     if (stats_ms > 0)
       g_string_append_printf (desc, " stats-interval=%d", stats_ms);
-    g_string_append_printf (desc, " ! fakesink name=k%d sync=%s ", i,
-        live ? "true" : "false");
+    /* files and URIs: sinks that do not preroll, so the pipeline plays (and
+     * picks its clock) at once, not when every stream has a frame: a live
+     * source that joins later finds the clock its jitterbuffer needs, and a
+     * stream that opens slowly or never holds up no other */
+    g_string_append_printf (desc, " ! fakesink name=k%d sync=%s%s ", i,
+        live ? "true" : "false", inputs ? " async=false" : "");
   }
   pipe = gst_parse_launch (desc->str, &err);
   if (pipe == NULL) {
@@ -787,10 +791,13 @@ main (int argc, char **argv)
   ended = run.ended;
   /* a source whose state change had not returned when the run ended (its data
    * can flow to the end before it does) stops with the pipeline once it returned,
-   * or is left behind */
+   * or is left behind; one never opened (the run could not start) with it */
   for (i = 0; i < n; i++) {
-    if (probes[i].opener == NULL)
+    if (probes[i].opener == NULL) {
+      if (start_failed && inputs)
+        join_source (pipe, i);
       continue;
+    }
     if (gpunet_tool_opener_wait (probes[i].opener, t0 + (gint64) (open_timeout
                 * 1e6), NULL) == GPUNET_TOOL_OPEN_PENDING) {
       detach_source (pipe, &probes[i], i);

@@ -93,6 +93,8 @@ with tempfile.TemporaryDirectory() as tmp:
     said = [l for l in err.splitlines() if l.startswith("gpunet-streams: stream")]
     check(len(said) == 3 and not any(ELEMENT_NAME.search(l) for l in said),
           f"one sentence per hanging input, no element name: {said}")
+    check("CRITICAL" not in err and "WARNING **" not in err,
+          f"no GLib or GStreamer warning (an element left running): {err.strip()[-600:]}")
     check("stream 0: 10 frames" in lines
           and any(re.match(r"stream 0 \(good\.mkv\) stats: in=10 classified=10 carried=0 "
                            r"skipped=0 failed=0 dropped=0 ", l) for l in lines),
