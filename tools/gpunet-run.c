@@ -341,12 +341,7 @@ main (int argc, char **argv)
         return 2;
       }
     } else if (!strcmp (a, "--precision")) {
-      if (!strcmp (v, "auto")) precision = GPUNET_PRECISION_AUTO;
-      else if (!strcmp (v, "fp32")) precision = GPUNET_PRECISION_FP32;
-      else if (!strcmp (v, "fp16")) precision = GPUNET_PRECISION_FP16;
-      else if (!strcmp (v, "bf16")) precision = GPUNET_PRECISION_BF16;
-      else if (!strcmp (v, "int8")) precision = GPUNET_PRECISION_INT8;
-      else {
+      if (!gpunet_tool_precision_parse (v, &precision)) {
         fprintf (stderr, "gpunet-run: --precision is auto, fp32, fp16, bf16 or int8, not "
             "'%s'\n", v);
         return 2;

@@ -468,17 +468,15 @@ main (int argc, char **argv)
       goto out;
     }
   }
-  if (o.precision && strcmp (o.precision, "auto")
-      && strcmp (o.precision, "fp32") && strcmp (o.precision, "fp16")
-      && strcmp (o.precision, "bf16") && strcmp (o.precision, "int8")) {
-    rc = usage_error (ctx, "--precision must be auto, fp32, fp16, bf16 or int8");
-    goto out;
-  }
   {
-    const gchar *why = gpunet_tool_scales_refusal (g_strcmp0 (o.precision,
-            "int8") == 0 ? GPUNET_PRECISION_INT8 : GPUNET_PRECISION_AUTO,
-        o.scales);
+    gpunet_precision precision = GPUNET_PRECISION_AUTO;
+    const gchar *why;
 
+    if (o.precision && !gpunet_tool_precision_parse (o.precision, &precision)) {
+      rc = usage_error (ctx, "--precision must be auto, fp32, fp16, bf16 or int8");
+      goto out;
+    }
+    why = gpunet_tool_scales_refusal (precision, o.scales);
     if (why) {
       rc = usage_error (NULL, why);
       goto out;

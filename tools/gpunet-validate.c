@@ -320,19 +320,9 @@ main (int argc, char **argv)
   }
   /* --precision: the run's (auto), or with --against the one compared (bf16) */
   gpunet_precision prec = against ? GPUNET_PRECISION_BF16 : GPUNET_PRECISION_AUTO;
-  if (!precision_s)
-    ;
-  else if (!strcmp (precision_s, "bf16"))
-    prec = GPUNET_PRECISION_BF16;
-  else if (!strcmp (precision_s, "fp16"))
-    prec = GPUNET_PRECISION_FP16;
-  else if (!strcmp (precision_s, "int8"))
-    prec = GPUNET_PRECISION_INT8;
-  else if (!against && !strcmp (precision_s, "auto"))
-    prec = GPUNET_PRECISION_AUTO;
-  else if (!against && !strcmp (precision_s, "fp32"))
-    prec = GPUNET_PRECISION_FP32;
-  else {
+  if (precision_s && (!gpunet_tool_precision_parse (precision_s, &prec)
+          || (against && (prec == GPUNET_PRECISION_AUTO
+                  || prec == GPUNET_PRECISION_FP32)))) {
     g_printerr ("gpunet-validate: --precision %s, not '%s'\n", against ?
         "with --against is bf16, int8 or fp16" : "is auto, fp32, fp16, bf16 or int8",
         precision_s);
