@@ -127,13 +127,27 @@ compare_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
+/* The parent of `obj` (a reference, taken under its lock), and `obj`'s
+ * reference dropped: a failed input's source is stopped and freed in a thread
+ * of its own while its elements' messages are still read here. */
+static GstObject *
+up (GstObject * obj)
+{
+  GstObject *parent = gst_object_get_parent (obj);
+
+  gst_object_unref (obj);
+  return parent;
+}
+
 /* The stream of element `obj`, or -1: each stream's elements are named by a
  * letter and its index (s source, v videoconvert, f capsfilter, c the element,
  * k the sink), the elements inside a source bin by their parents. */
 static gint
 stream_index (GstObject * obj)
 {
-  for (; obj != NULL; obj = GST_OBJECT_PARENT (obj)) {
+  gint found = -1;
+
+  for (obj = gst_object_ref (obj); obj != NULL && found < 0; obj = up (obj)) {
     const gchar *name = GST_OBJECT_NAME (obj);
     gchar *end;
     gint64 k;
@@ -141,10 +155,12 @@ stream_index (GstObject * obj)
     if (name && name[0] && strchr ("svfck", name[0]) && g_ascii_isdigit (name[1])) {
       k = g_ascii_strtoll (name + 1, &end, 10);
       if (*end == '\0')
-        return (gint) k;
+        found = (gint) k;
     }
   }
-  return -1;
+  if (obj != NULL)
+    gst_object_unref (obj);
+  return found;
 }
 
 /* TRUE when `obj` is a stream's gpunetclassify (c<index>): its errors are the
@@ -186,9 +202,12 @@ stream_error_text (GstMessage * msg, const StreamProbe * sp)
 static gboolean
 in_pipeline (GstObject * obj, GstElement * pipe)
 {
-  while (obj != NULL && obj != GST_OBJECT (pipe))
-    obj = GST_OBJECT_PARENT (obj);
-  return obj != NULL;
+  for (obj = gst_object_ref (obj); obj != NULL && obj != GST_OBJECT (pipe);)
+    obj = up (obj);
+  if (obj == NULL)
+    return FALSE;
+  gst_object_unref (obj);
+  return TRUE;
 }
 
 /* Sends EOS into the element (user_data, its name) from a thread of GStreamer's
@@ -209,7 +228,11 @@ send_eos (GstElement * pipe, gpointer name)
 
 /* Stream `k`'s source leaves the pipeline (which then stops waiting for it to
  * preroll: decodebin never does after an error) and is stopped in a thread left
- * behind if it never returns.  Main thread. */
+ * behind if it never returns.  Under the pipeline's state lock: a state change
+ * of the pipeline in another thread (the one that follows an async-done) must
+ * not take the source between the locking and the removal, and then wait for
+ * ever on its state lock, which the stopping thread may hold for good.  Main
+ * thread. */
 static void
 detach_source (GstElement * pipe, StreamProbe * sp, gint k)
 {
@@ -220,8 +243,10 @@ detach_source (GstElement * pipe, StreamProbe * sp, gint k)
   g_snprintf (name, sizeof name, "s%d", k);
   e = gst_bin_get_by_name (GST_BIN (pipe), name);
   if (e) {
+    GST_STATE_LOCK (pipe);
     gst_element_set_locked_state (e, TRUE);
     gst_bin_remove (GST_BIN (pipe), e);
+    GST_STATE_UNLOCK (pipe);
     g_thread_unref (g_thread_new ("gpunet-streams-close",
             gpunet_tool_stop_element, e));
   }
@@ -299,9 +324,14 @@ fail_stream (Run * r, gint k, gchar * text)
 static void
 handle_message (Run * r, GstMessage * msg)
 {
-  gint k = stream_index (GST_MESSAGE_SRC (msg));
-  gboolean stream = k >= 0 && k < r->n;
+  gint k = -1;
+  gboolean stream;
 
+  /* only the pipeline's own state changes count (its elements' are many) */
+  if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR
+      || GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT)
+    k = stream_index (GST_MESSAGE_SRC (msg));
+  stream = k >= 0 && k < r->n;
   if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR) {
     gboolean input = stream && !is_classifier (GST_MESSAGE_SRC (msg));
 
