@@ -102,7 +102,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc)   /* not an int8 convolution */
+      if (!st->from_nhwc && !st->i8.own)   /* not an int8 convolution */
         continue;
       const size_t a = mem_bytes (st->src), d = mem_bytes (st->dst);
       src = a > src ? a : src;
@@ -127,7 +127,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc)
+      if (!st->from_nhwc && !st->i8.own)
         continue;
       if (dnnl_memory_set_data_handle (st->src, s->q_src) != dnnl_success
           || dnnl_memory_set_data_handle (st->dst, s->q_dst) != dnnl_success)

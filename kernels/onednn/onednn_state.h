@@ -38,6 +38,14 @@ typedef struct {
                                  * dst_blk, the blocked output buffer, adding the
                                  * residual there */
   dnnl_memory_t dst_blk;
+  struct {                      /* int8: our layout moves instead of to_bf16 and
+                                 * from_nhwc (int8_layout.c; cpu option int8layout) */
+    int own, form;
+    int in_bf16, in_blk, cin, cin_p, uns;
+    int out_bf16, out_blk, cout, cout_p, add, n;
+    long in_hw, out_hw;
+    float inv;
+  } i8;
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
