@@ -560,7 +560,9 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   if (s->g->ops[i].in == s->g->input)
     TRY (dnnl_memory_set_data_handle (step->to_bf16 ? step->src_f32 : step->src,
             (void *) input));
-  if (step->i8.own) {   /* int8: our quantising move (int8_layout.c) */
+  if (s->ops[i].q8_in_nhwc) {
+    /* int8: the depthwise op before wrote the quantised input (int8.c) */
+  } else if (step->i8.own) {   /* int8: our quantising move (int8_layout.c) */
     void *from = NULL, *to = NULL;
     TRY (dnnl_memory_get_data_handle (step->src_f32, &from));
     TRY (dnnl_memory_get_data_handle (step->src, &to));
@@ -585,7 +587,10 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_WEIGHTS), step->sc_wei };
   }
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
-  if (step->i8.own) {   /* int8: our unpacking move, the residual added */
+  if (s->ops[i].q8_out_nhwc) {
+    /* int8: the depthwise op after reads the nhwc output where it is (int8.c) */
+    TRY (dnnl_stream_wait (s->stream));
+  } else if (step->i8.own) {   /* int8: our unpacking move, the residual added */
     void *from = NULL, *to = NULL;
     TRY (dnnl_stream_wait (s->stream));
     TRY (dnnl_memory_get_data_handle (step->dst, &from));
