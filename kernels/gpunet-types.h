@@ -121,6 +121,13 @@ typedef struct {
                                 * run in bf16 as a bf16 session runs them, bf16 activations
                                 * between them, where the CPU has AVX-512 BF16 or AMX;
                                 * 1 (f32): those layers in f32 */
+  int int8_layout_onednn;      /* precision=int8: 0 (auto): our kernels move each int8
+                                * convolution's input to nhwc u8/s8 and its output back
+                                * (int8_layout.c); 1 (onednn): oneDNN's reorders */
+  int int8_fuse_off;           /* precision=int8: 0 (auto): a depthwise op between int8
+                                * convolutions reads the one's nhwc output and writes the
+                                * other's quantised nhwc input itself; 1 (off): through the
+                                * blocked tensors and the layout moves */
 } gpunet_cpu_options;
 
 /* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */

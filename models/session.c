@@ -53,6 +53,10 @@ static const cpu_key cpu_keys[] = {
     { 0, 1, 128, 256 }, "auto (64 MACs per output value), all, 128 or 256" },
   { "int8rest", offsetof (gpunet_cpu_options, int8_rest_f32), { "auto", "f32" }, { 0, 1 },
     "auto (the layers int8 does not take in bf16 where the CPU has it) or f32" },
+  { "int8layout", offsetof (gpunet_cpu_options, int8_layout_onednn), { "auto", "onednn" },
+    { 0, 1 }, "auto (ours) or onednn" },
+  { "int8fuse", offsetof (gpunet_cpu_options, int8_fuse_off), { "auto", "off" }, { 0, 1 },
+    "auto or off" },
 };
 
 gpunet_status
@@ -77,7 +81,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min and int8rest "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min, int8rest, int8layout and int8fuse "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;

@@ -5,8 +5,9 @@
  * bf16 output must be the f32 output rounded to nearest even (8 significant bits, the
  * rounding computed here in portable C).  Shapes: 3x3 and 5x5, strides 1 and 2, rows not
  * a multiple of 8, channels not a multiple of 16 (padded lanes must come out 0), the
- * producer's swish applied on the way in, batch 2.  Exit 77 where the CPU lacks
- * AVX-512 BF16 (the vcvtneps2bf16 instruction). */
+ * producer's swish applied on the way in, batch 2, planes taken in several strips of
+ * rows; and int8 sessions' io: the input read from an nhwc f32 buffer, the output
+ * quantised into an nhwc u8/s8 one.  Exit 77 where the CPU lacks AVX-512 BF16 (the vcvtneps2bf16 instruction). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "activation.h"
 #include "blocked_ops.h"
 #include "dwconv.h"
+#include "int8_layout.h"
 
 static int
 have_avx512_bf16 (void)
@@ -110,6 +112,49 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
             obf ? " rounded to nearest even" : "");
     }
   }
+  /* int8 sessions' io (gpunet_dw_set_int8_io): the input read from nhwc f32, the output
+   * quantised into nhwc s8/u8; against the blocked f32 run and the portable quantising
+   * move (int8_layout.c) of its output, rounded to bf16 first where the tensor is bf16 */
+  {
+    const size_t nh_n = (size_t) n * ih * iw * c, q_n = (size_t) n * oh * ow * c;
+    float *nh = malloc (sizeof (float) * nh_n), *rounded = gpunet_blk_alloc (out_n);
+    uint8_t *q = malloc (q_n), *q_ref = malloc (q_n);
+    for (int b0 = 0; b0 < n; b0++)
+      for (int ch = 0; ch < c; ch++)
+        for (long px = 0; px < (long) ih * iw; px++)
+          nh[((size_t) b0 * ih * iw + (size_t) px) * c + (size_t) ch] = in32[((size_t) b0 * cp
+                  + (size_t) (ch / blk * blk)) * (size_t) ih * iw + (size_t) px * blk
+              + (size_t) (ch % blk)];
+    for (int mode = 0; mode < 4; mode++) {   /* bit 0: nhwc input; bit 1: q8 output */
+      const int in_nh = mode & 1, q8 = (mode >> 1) & 1, uns = act == GPUNET_EPI_RELU;
+      const int obf = q8 && (c & 1);   /* odd channel counts: bf16 rounding before */
+      if (!in_nh && !q8)
+        continue;
+      gpunet_dw_set_bf16 (b, 0, obf);
+      gpunet_dw_set_int8_io (b, in_nh, q8, uns, 10.0f);
+      memset (out16, 0xff, sizeof (float) * out_n);
+      memset (q, 0xa5, q_n);
+      gpunet_dw_run (b, in_nh ? nh : in32, q8 ? (float *) q : out16, n, scratch, 2);
+      size_t wrong = 0;
+      if (q8) {
+        for (size_t i = 0; i < out_n; i++)
+          rounded[i] = obf ? bf16_f32 (bf16_rne (out32[i])) : out32[i];
+        gpunet_int8_quantize (rounded, 0, blk, c, cp, (long) oh * ow, n, 10.0f, uns, q_ref,
+            GPUNET_I8L_PORTABLE, 1);
+        for (size_t i = 0; i < q_n; i++)
+          wrong += q[i] != q_ref[i];
+      } else
+        wrong = memcmp (out16, out32, sizeof (float) * out_n) != 0;
+      if (wrong) {
+        bad++;
+        fprintf (stderr, "FAIL: c=%d k=%d s=%d %dx%d act=%d in_act=%d int8 io: nhwc input %d, "
+            "quantised output %d (%s, bf16 first %d): %zu values differ\n", c, k, s, ih, iw,
+            act, in_act, in_nh, q8, uns ? "u8" : "s8", obf, wrong);
+      }
+    }
+    gpunet_dw_set_int8_io (b, 0, 0, 0, 0.0f);
+    free (nh), free (rounded), free (q), free (q_ref);
+  }
   printf ("c=%d k=%d s=%d %dx%d act=%d in_act=%d: %s\n", c, k, s, ih, iw, act, in_act,
       bad ? "FAILED" : "exact");
   gpunet_dw_free (f), gpunet_dw_free (b);
@@ -131,6 +176,11 @@ main (void)
   bad += check (16, 5, 1, 9, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU);
   bad += check (50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH);
   bad += check (24, 7, 1, 8, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE);
+  /* planes whose rows do not fit the buffer budget at once: several strips of rows per
+   * channel block (dwconv_state.h, DW_BUF_BUDGET), the last one short */
+  bad += check (20, 3, 2, 9, 230, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH);
+  bad += check (16, 7, 1, 40, 141, GPUNET_EPI_RELU, GPUNET_EPI_SWISH);
+  bad += check (17, 5, 1, 37, 133, GPUNET_EPI_SWISH, GPUNET_EPI_NONE);
   printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
   printf ("%s\n", bad ? "FAILED" : "passed");
   return bad ? 1 : 0;

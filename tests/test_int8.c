@@ -120,6 +120,43 @@ top1 (const float *l, int nc)
   return b;
 }
 
+/* The same session with int8layout=onednn and int8fuse=off (oneDNN's reorders around
+ * each int8 convolution, through the blocked tensors, instead of our moves,
+ * kernels/onednn/int8_layout.c, and our depthwise ops reading and writing the int8
+ * convolutions' nhwc buffers, int8.c) must give the same logits bit for bit: the moves
+ * are the same arithmetic.  0 when it does. */
+static int
+same_as_onednn_reorders (gpunet_model *m, const gpunet_session_params *p0, const float *in,
+    int n, const float *low, int nc, const char *what)
+{
+  gpunet_session_params p = *p0;
+  p.cpu.int8_layout_onednn = 1;
+  p.cpu.int8_fuse_off = 1;
+  gpunet_session *s = NULL;
+  char *err = NULL;
+  float *alt = malloc (sizeof (float) * n * nc);
+  int rc = 0;
+  if (!alt || gpunet_session_new (m, &p, &s, &err) != GPUNET_OK
+      || gpunet_session_forward (s, in, n, alt, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: %s int8layout=onednn,int8fuse=off: %s\n", what, err ? err : "?");
+    rc = 1;
+  } else if (memcmp (alt, low, sizeof (float) * n * nc)) {
+    int i = 0;
+    while (alt[i] == low[i] && i < n * nc - 1)
+      i++;
+    fprintf (stderr, "FAIL: %s: our int8 layout moves and fused depthwise ops give other "
+        "logits than oneDNN's reorders (first at %d: %.9g against %.9g)\n", what, i, low[i],
+        alt[i]);
+    rc = 1;
+  } else
+    printf ("%s: logits bit for bit those of oneDNN's reorders (int8layout=onednn, "
+        "int8fuse=off)\n", what);
+  gpunet_session_free (s);
+  free (err);
+  free (alt);
+  return rc;
+}
+
 /* Returns 0 passed, 1 failed, 77 skipped. */
 static int
 test_network (const char *name, int bounded)
@@ -167,6 +204,7 @@ test_network (const char *name, int bounded)
     rc = 1;
     goto out;
   }
+  rc |= same_as_onednn_reorders (m, &p, in, n, low, nc, name);
   const double tol = 12 * 2.0 / 254.0, floor_ = 1e-6;
   for (int b = 0; b < n; b++) {
     double big = 0.0, worst = 0.0;
@@ -501,6 +539,7 @@ test_mixed (const char *name, long min_macs, int bounded)
     rc = 1;
     goto out;
   }
+  rc |= same_as_onednn_reorders (m, &p, in, n, low, nc, name);
   p.cpu.int8_rest_f32 = 1;
   if (gpunet_session_new (m, &p, &sf, &err) != GPUNET_OK
       || gpunet_session_forward_traced (sf, in, n, old, count_bf16, &tf, &err) != GPUNET_OK) {

@@ -75,6 +75,26 @@ check("11.0 (10.0-12.0)" in lines[2] and "| 0.50 | 1.10 | 2.20 |" in lines[2],
       "table row %s" % lines[2])
 check(all(cr.LABELS.get(e) for e in cr.ENGINES), "every engine has a label")
 
+# --interleave: the turns' span in the table, the per-turn ratio quartiles, the server
+# protocol (a child process that answers as gpunet-bench --stdin-runs does), the server
+# script is Python
+res = {("g", "ours-f32"): [10, 11, 12, 13], ("g", "ours-f32", "turns"): [10.5, 12.5],
+       ("g", "ort-f32"): [20], ("g", "ort-f32", "turns"): [20],
+       ("g", "ov-f32"): [10], ("g", "ov-f32", "turns"): [10],
+       ("g", "ov-default"): [5], ("g", "ov-default", "turns"): [5]}
+row = cr.table(res, ["g"], cr.ENGINES, turns=True)[2]
+check("11.5 (10.5-12.5)" in row, "interleaved table row %s" % row)
+check(cr.quartiles([4, 1, 3, 2, 5]) == (2, 3, 4), "quartiles %s" % (cr.quartiles([4, 1, 3, 2, 5]),))
+compile(cr.SERVER, "server.py", "exec")
+fake = ("import sys\nprint('ready note=fake', flush=True)\nfor l in sys.stdin:\n"
+        "    n = int(l)\n    if n <= 0: break\n"
+        "    print('times_ms=' + ','.join(str(i + 1.5) for i in range(n)), flush=True)\n")
+srv = cr.Server([sys.executable, "-c", fake])
+check(srv.note == "fake", "server note %s" % srv.note)
+check(srv.run(3) == [1.5, 2.5, 3.5], "server times")
+srv.close()
+check(srv.p.returncode == 0, "server ended: %s" % srv.p.returncode)
+
 # the venv's cache directory and one venv per package set
 os.environ["GPUNET_CACHE_DIR"] = "/nonexistent/cache"
 check(rv.cache_dir() == "/nonexistent/cache", "GPUNET_CACHE_DIR")

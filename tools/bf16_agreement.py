@@ -10,12 +10,17 @@ Ours runs them in fp32 and bf16 (gpunet-run --input --output), OpenVINO (PyPI, t
 of tools/runtime_venv.py) with INFERENCE_PRECISION_HINT=f32 and with its default (bf16 on
 CPUs with AVX-512 BF16 or AMX).  Prints per model and engine the top-1 and top-5
 agreement of the low precision with its own f32 (top-5: the same five ids, order aside)
-and the mean of |low - f32| / max|f32 logit| per image.
+and the mean of |low - f32| / max|f32 logit| per image.  With --flip every photo is also
+given mirrored (GStreamer's videoflip): twice the inputs.  Also prints how many inputs are
+near ties: their two largest f32 logits (ours) lie closer than the larger of the two
+engines' mean movement times 5, where a flip of top-1 says more about chance than about
+the arithmetic.
 
-  python3 tools/bf16_agreement.py --build build [--models all] PHOTO...
+  python3 tools/bf16_agreement.py --build build [--models all] [--flip] PHOTO...
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -53,6 +58,14 @@ t1 = int(sum(ref[i].argmax() == low[i].argmax() for i in range(n)))
 t5 = int(sum(set(np.argsort(-ref[i])[:5]) == set(np.argsort(-low[i])[:5]) for i in range(n)))
 rel = np.mean([np.abs(low[i] - ref[i]).mean() / np.abs(ref[i]).max() for i in range(n)])
 print("top1_agree=%d/%d top5_agree=%d/%d mean_rel_logit_diff=%.3g" % (t1, n, t5, n, rel))
+if len(sys.argv) > 6:
+    # near ties: the two largest logits of sys.argv[5] (ours f32) closer than the level
+    # sys.argv[6] (relative to the largest |logit|)
+    f32 = np.fromfile(sys.argv[5], dtype=np.float32).reshape(n, k)
+    lvl = float(sys.argv[6])
+    gaps = [np.diff(np.sort(f32[i])[-2:])[0] / np.abs(f32[i]).max() for i in range(n)]
+    print("near_ties=%d/%d (top-2 gap under %.3g of the largest logit)"
+          % (sum(g < lvl for g in gaps), n, lvl))
 """
 
 
@@ -64,6 +77,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--models", default="all")
+    ap.add_argument("--flip", action="store_true",
+                    help="also every photo mirrored left to right (twice the inputs)")
     ap.add_argument("photos", nargs="+")
     a = ap.parse_args()
     models = MODELS if a.models == "all" else a.models.split(",")
@@ -73,13 +88,15 @@ def main():
     w, h = 640, 480
     with tempfile.TemporaryDirectory() as tmp:
         frames = []
+        views = [[]] + ([["videoflip", "method=horizontal-flip", "!"]] if a.flip else [])
         for i, p in enumerate(a.photos):
-            f = os.path.join(tmp, "%d.rgb" % i)
-            run(["gst-launch-1.0", "-q", "filesrc", "location=" + p, "!", "decodebin", "!",
-                 "videoconvert", "!", "videoscale", "!",
-                 "video/x-raw,format=RGB,width=%d,height=%d" % (w, h), "!", "filesink",
-                 "location=" + f])
-            frames.append(f)
+            for v, flip in enumerate(views):
+                f = os.path.join(tmp, "%d-%d.rgb" % (i, v))
+                run(["gst-launch-1.0", "-q", "filesrc", "location=" + p, "!", "decodebin", "!",
+                     "videoconvert", "!", "videoscale", "!"] + flip +
+                    ["video/x-raw,format=RGB,width=%d,height=%d" % (w, h), "!", "filesink",
+                     "location=" + f])
+                frames.append(f)
         ov_py, agree_py = os.path.join(tmp, "ov.py"), os.path.join(tmp, "agree.py")
         with open(ov_py, "w") as f:
             f.write(OV)
@@ -101,19 +118,36 @@ def main():
                         out.write(src.read())
             r = int(round((os.path.getsize(batch) / (4 * 3 * n)) ** 0.5))
             logits = {}
+            image_bytes = 4 * 3 * r * r
             for prec in ("fp32", "bf16"):
+                # batches of at most 16 (the largest models' activations at batch 132
+                # would take gigabytes)
                 logits[prec] = os.path.join(tmp, "%s-ours-%s.out" % (m, prec))
-                run([tool("gpunet-run"), "--model", m, "--checkpoint", ck, "--input", batch,
-                     "--batch", str(n), "--precision", prec, "--output", logits[prec],
-                     "--threads", "2", "--top-k", "1"])
+                with open(batch, "rb") as src, open(logits[prec], "wb") as dst:
+                    for c0 in range(0, n, 16):
+                        cn = min(16, n - c0)
+                        part_in = os.path.join(tmp, "part.bin")
+                        part_out = os.path.join(tmp, "part.out")
+                        with open(part_in, "wb") as pf:
+                            pf.write(src.read(cn * image_bytes))
+                        run([tool("gpunet-run"), "--model", m, "--checkpoint", ck, "--input",
+                             part_in, "--batch", str(cn), "--precision", prec, "--output",
+                             part_out, "--threads", "2", "--top-k", "1"])
+                        with open(part_out, "rb") as pf:
+                            dst.write(pf.read())
             ov_f32 = os.path.join(tmp, m + "-ov-f32.out")
             ov_def = os.path.join(tmp, m + "-ov-default.out")
             note = run([py, ov_py, onnx, batch, str(n), str(r), ov_f32, ov_def]).stderr.strip()
             k = os.path.getsize(logits["fp32"]) // (4 * n)
             ours = run([py, agree_py, str(n), str(k), logits["fp32"], logits["bf16"]]).stdout
             theirs = run([py, agree_py, str(n), str(k), ov_f32, ov_def]).stdout
+            level = 5 * max(float(re.search(r"mean_rel_logit_diff=(\S+)", t).group(1))
+                            for t in (ours, theirs))
+            ties = run([py, agree_py, str(n), str(k), logits["fp32"], logits["bf16"],
+                        logits["fp32"], "%g" % level]).stdout.strip().splitlines()[-1]
             print("%s ours-bf16-vs-f32 %s" % (m, ours.strip()))
             print("%s openvino-default-vs-f32 %s (%s)" % (m, theirs.strip(), note))
+            print("%s %s" % (m, ties))
             sys.stdout.flush()
 
 

@@ -20,7 +20,17 @@ machine falls on all engines alike.  Prints a markdown table (median over rounds
 round's median, ms, and min-max), ours / each other engine, and the load average at each
 round's start.
 
+With --interleave each engine instead stays running for a model (planned and warmed up
+once; ours is gpunet-bench --stdin-runs, the others a Python server reading the same
+requests) and the engines take turns of --chunk passes, --rounds x --runs passes each, the
+order reversed every other turn, with a 20 ms pause after each turn for the idle engine's
+threads to stop spinning.  A slow phase of a shared VM then falls on all engines within
+seconds.  The table gives each engine's median over all its passes and the min-max of its
+turns' medians; the ratio lines give, for each pair compared, the median and quartiles of
+the per-turn ratios (ours' turn median over the other engine's in the same cycle).
+
   python3 tools/compare_runtimes.py --build build [--models all] [--rounds 3] [--runs 20] [--bf16]
+                                    [--interleave [--chunk 5]]
 """
 import argparse
 import os
@@ -73,6 +83,107 @@ print("median_ms=%.3f note=%s" % (t[len(t) // 2], note))
 """
 
 
+SERVER = r"""
+import sys, time, numpy as np
+engine, model, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
+""" + TIMER.split("x = np.random", 1)[0].split("threads, runs = ", 1)[1].split("\n", 1)[1] + r"""
+x = np.random.default_rng(1).standard_normal((1, shape[1], shape[2], shape[3])).astype(np.float32)
+for _ in range(3):
+    run(x)
+print("ready note=" + note, flush=True)
+for line in sys.stdin:
+    n = int(line)
+    if n <= 0:
+        break
+    t = []
+    for _ in range(n):
+        t0 = time.perf_counter(); run(x); t.append((time.perf_counter() - t0) * 1e3)
+    print("times_ms=" + ",".join("%.4f" % v for v in t), flush=True)
+"""
+
+
+class Server:
+    """One engine kept running on one model: run(n) times n passes (ms each)."""
+
+    def __init__(self, cmd):
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+        line = self._expect("ready")
+        m = re.search(r"note=(.*)", line)
+        self.note = m.group(1) if m else None
+
+    def _expect(self, prefix):
+        line = self.p.stdout.readline()
+        if not line.startswith(prefix):
+            self.p.kill()
+            err = self.p.stderr.read()
+            sys.exit("%s failed: %s\n%s" % (" ".join(self.cmd), line, err.strip()[-1500:]))
+        return line
+
+    def run(self, n):
+        self.p.stdin.write("%d\n" % n)
+        self.p.stdin.flush()
+        return [float(v) for v in self._expect("times_ms=").split("=", 1)[1].split(",")]
+
+    def close(self):
+        try:
+            self.p.stdin.write("0\n")
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.p.stdout.read()
+        self.p.wait()
+
+
+def quartiles(v):
+    v = sorted(v)
+    q = lambda f: v[min(len(v) - 1, int(round(f * (len(v) - 1))))]
+    return q(0.25), q(0.5), q(0.75)
+
+
+def interleaved(a, models, engines, files, bench, py, server_py):
+    """--interleave: per model, every engine running at once, turns of a.chunk passes."""
+    import time
+    results, notes, ratio_lines, loads = {}, {}, [], []
+    pairs = [("ours-f32", "ort-f32"), ("ours-f32", "ov-f32"), ("ours-bf16", "ov-default")]
+    for m in models:
+        ck, onnx = files[m]
+        loads.append(os.getloadavg()[0])
+        servers = {}
+        for e in engines:
+            if e.startswith("ours-"):
+                cmd = [bench, "--model", m, "--checkpoint", ck, "--threads", str(a.threads),
+                       "--warmup", "3", "--no-peak", "--preprocess-runs", "0", "--stdin-runs"]
+                if e == "ours-bf16":
+                    cmd += ["--precision", "bf16"]
+            else:
+                cmd = [py, server_py, e, onnx, str(a.threads)]
+            servers[e] = Server(cmd)
+            if servers[e].note:
+                notes[e] = servers[e].note
+        turns = {e: [] for e in engines}
+        for t in range(a.rounds * a.runs // a.chunk):
+            for e in engine_order(engines, t):
+                times = servers[e].run(a.chunk)
+                turns[e].append(statistics.median(times))
+                results.setdefault((m, e), []).extend(times)
+                time.sleep(0.02)
+        for s in servers.values():
+            s.close()
+        for x, y in pairs:
+            if x in turns and y in turns:
+                r = [p / q for p, q in zip(turns[x], turns[y])]
+                q25, q50, q75 = quartiles(r)
+                ratio_lines.append("%s %s / %s: per-turn ratio median %.3f (q25 %.3f, q75 "
+                                   "%.3f), %d turns of %d passes" % (m, LABELS[x], LABELS[y],
+                                                                    q50, q25, q75, len(r), a.chunk))
+        for e in engines:
+            results[(m, e, "turns")] = turns[e]
+        print("%s done" % m, file=sys.stderr)
+    return results, notes, ratio_lines, loads
+
+
 def parse_median(text):
     m = re.search(r"median_ms=([0-9.]+)", text)
     return float(m.group(1)) if m else None
@@ -83,8 +194,9 @@ def engine_order(engines, round_index):
     return list(engines) if round_index % 2 == 0 else list(engines)[::-1]
 
 
-def table(results, models, engines):
-    """Markdown lines: per model, each engine's median over rounds (min-max) and ours/it."""
+def table(results, models, engines, turns=False):
+    """Markdown lines: per model, each engine's median over rounds (min-max) and ours/it;
+    with turns, the median of all passes and the min-max of the turns' medians."""
     head = "| model | " + " | ".join(LABELS.get(e, e) + " ms" for e in engines)
     head += " | " + " | ".join("ours / " + LABELS.get(e, e) for e in engines[1:]) + " |"
     lines = [head, "|" + "---|" * (1 + 2 * len(engines) - 1)]
@@ -94,7 +206,8 @@ def table(results, models, engines):
             v = results.get((m, e), [])
             if v:
                 med[e] = statistics.median(v)
-                cells.append("%.1f (%.1f-%.1f)" % (med[e], min(v), max(v)))
+                span = results[(m, e, "turns")] if turns else v
+                cells.append("%.1f (%.1f-%.1f)" % (med[e], min(span), max(span)))
             else:
                 cells.append("-")
         ours = med.get(engines[0])
@@ -112,7 +225,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bf16", action="store_true",
                     help="also ours in precision=bf16 (the CPU must have AVX-512 BF16 or AMX)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="engines kept running, taking turns of --chunk passes")
+    ap.add_argument("--chunk", type=int, default=5)
     a = ap.parse_args()
+    if a.chunk < 1 or a.runs < a.chunk:
+        sys.exit("--chunk must be at least 1 and at most --runs")
     engines = ENGINES + (["ours-bf16"] if a.bf16 else [])
     models = MODELS if a.models == "all" else a.models.split(",")
     import runtime_venv
@@ -124,6 +242,9 @@ def main():
         timer = os.path.join(tmp, "timer.py")
         with open(timer, "w") as f:
             f.write(TIMER)
+        server_py = os.path.join(tmp, "server.py")
+        with open(server_py, "w") as f:
+            f.write(SERVER)
         files = {}
         for m in models:
             ck, onnx = os.path.join(tmp, m + ".safetensors"), os.path.join(tmp, m + ".onnx")
@@ -132,6 +253,19 @@ def main():
             subprocess.run([convert, "--onnx", onnx, "--model", m, "--checkpoint", ck],
                            check=True, stdout=subprocess.DEVNULL)
             files[m] = (ck, onnx)
+        if a.interleave:
+            results, notes, ratio_lines, loads = interleaved(a, models, engines, files, bench,
+                                                             py, server_py)
+            print("\n".join(table(results, models, engines, turns=True)))
+            print()
+            print("\n".join(ratio_lines))
+            print()
+            print("batch 1, %d threads, interleaved turns of %d passes, %d passes per engine; "
+                  "%s; load average (1 min) at each model's start: %s"
+                  % (a.threads, a.chunk, a.rounds * a.runs // a.chunk * a.chunk,
+                     "; ".join("%s: %s" % (LABELS[e], v) for e, v in notes.items()),
+                     ", ".join("%.2f" % v for v in loads)))
+            return
         for r in range(a.rounds):
             loads.append(os.getloadavg()[0])
             for m in models:

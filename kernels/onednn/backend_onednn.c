@@ -541,6 +541,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     st = plan_scratch (s, err);
   gpunet_onednn_bf16_tensors (s);
   if (st == GPUNET_OK)
+    gpunet_onednn_int8_fuse (s);
+  if (st == GPUNET_OK)
     st = gpunet_onednn_plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
     st = gpunet_onednn_plan_batch (s, 1, err);
@@ -584,8 +586,10 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_ONEDNN_WINO3:
         gpunet_wino_run (r->k.wino, in, out, n, op->residual >= 0, s->own_scratch, nt);
         break;
-      case GPUNET_ONEDNN_DW:
-        gpunet_dw_run (r->k.dw, in, out, n, s->own_scratch, nt);
+      case GPUNET_ONEDNN_DW:   /* int8 neighbours: their nhwc buffers (int8.c) */
+        gpunet_dw_run (r->k.dw, i > 0 && s->ops[i - 1].q8_out_nhwc ? s->q_dst : in,
+            i + 1 < g->n_ops && s->ops[i + 1].q8_in_nhwc ? s->q_src : out, n,
+            s->own_scratch, nt);
         break;
       case GPUNET_ONEDNN_PW:
       case GPUNET_ONEDNN_PW_STRASSEN:

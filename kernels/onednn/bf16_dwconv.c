@@ -20,7 +20,7 @@
 
 #define SIMD_WIDTH 16
 #include "simd_begin.h"
-#pragma GCC target("avx512f,avx512bf16")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
 
 /* vector i (in elements) of p: 16 bf16 widened to f32, or 16 f32 */
 static inline __attribute__((always_inline)) __m512
@@ -41,12 +41,32 @@ bf_store (void *p, size_t i, __m512 v, int bf)
     _mm512_store_ps ((float *) p + i, v);
 }
 
-/* rows y0 .. y0 + rows - 1 of the zero-padded, activated input plane (src: ih x iw
- * vectors, bf16 or f32) into buf as f32, rows of cw vectors */
-static void
-bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf)
+/* v rounded to bf16 and widened back: the value a bf16 tensor would hold */
+static inline __attribute__((always_inline)) __m512
+bf_round (__m512 v)
 {
-  const int cw = d->cw, pad = d->pad, iw = d->iw, act = d->in_act, ibf = d->in_bf16;
+  return _mm512_castsi512_ps (_mm512_slli_epi32 (_mm512_cvtepu16_epi32 (
+              (__m256i) _mm512_cvtneps_pbh (v)), 16));
+}
+
+/* Where a task reads and writes: blocked planes (the default), or for int8 sessions an
+ * nhwc f32 input (pixels `pix` floats apart, the channel block's lanes under `in_mask`)
+ * and an nhwc u8/s8 output (pixels `ostride` bytes apart, lanes under `out_mask`). */
+typedef struct {
+  int obf, q8, ostride;
+  __mmask16 in_mask, out_mask;
+  __m512 inv, lo, hi;
+} bdw_io;
+
+/* rows y0 .. y0 + rows - 1 of the zero-padded, activated input plane (src: ih x iw
+ * vectors, bf16 or f32; or nhwc f32, d->in_nhwc) into buf as f32, rows of cw vectors */
+static void
+bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf,
+    __mmask16 in_mask)
+{
+  const int cw = d->cw, pad = d->pad, iw = d->iw, act = d->in_act;
+  const int nh = d->in_nhwc, ibf = d->in_bf16 && !nh, rnd = d->in_bf16 && nh;
+  const size_t pix = nh ? (size_t) d->c : VW;
   const int x1 = pad + iw < cw ? pad + iw : cw;
   for (int r = 0; r < rows; r++) {
     float *row = buf + (size_t) r * cw * VW;
@@ -57,18 +77,21 @@ bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf)
     }
     for (int x = 0; x < pad; x++)
       V_STORE (row + (size_t) x * VW, V_ZERO ());
-    const size_t s0 = (size_t) sy * iw * VW;
+    const size_t s0 = (size_t) sy * iw * pix;
+#define BDW_IN(x) (nh ? (rnd ? bf_round (_mm512_maskz_loadu_ps (in_mask, (const float *) src \
+        + s0 + (size_t) ((x) - pad) * pix)) : _mm512_maskz_loadu_ps (in_mask, \
+        (const float *) src + s0 + (size_t) ((x) - pad) * pix)) \
+    : bf_load (src, s0 + (size_t) ((x) - pad) * VW, ibf))
     if (act == GPUNET_EPI_SWISH)
       for (int x = pad; x < x1; x++)
-        V_STORE (row + (size_t) x * VW, simd_act_avx512 (bf_load (src,
-                    s0 + (size_t) (x - pad) * VW, ibf), GPUNET_EPI_SWISH));
+        V_STORE (row + (size_t) x * VW, simd_act_avx512 (BDW_IN (x), GPUNET_EPI_SWISH));
     else if (act == GPUNET_EPI_RELU)
       for (int x = pad; x < x1; x++)
-        V_STORE (row + (size_t) x * VW, V_MAX (bf_load (src, s0 + (size_t) (x - pad) * VW,
-                    ibf), V_ZERO ()));
+        V_STORE (row + (size_t) x * VW, V_MAX (BDW_IN (x), V_ZERO ()));
     else
       for (int x = pad; x < x1; x++)
-        V_STORE (row + (size_t) x * VW, bf_load (src, s0 + (size_t) (x - pad) * VW, ibf));
+        V_STORE (row + (size_t) x * VW, BDW_IN (x));
+#undef BDW_IN
     for (int x = x1; x < cw; x++)
       V_STORE (row + (size_t) x * VW, V_ZERO ());
   }
@@ -77,7 +100,7 @@ bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf)
 /* outputs ox .. ox + G - 1 of one output row into dst (vector index o0 of the row) */
 static inline __attribute__((always_inline)) void
 bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst, size_t o0,
-    int act, int obf, const int K, const int S, const int G)
+    int act, const bdw_io *io, const int K, const int S, const int G)
 {
   VEC acc[8];
 #pragma GCC unroll 8
@@ -92,43 +115,55 @@ bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst,
         acc[j] = V_FMA (wv, V_LOAD (r + (size_t) (j * S + kx) * VW), acc[j]);
     }
   }
+  if (io->q8) {   /* int8: quantised into the next convolution's nhwc input */
+#pragma GCC unroll 8
+    for (int j = 0; j < G; j++) {
+      __m512 v = simd_act_avx512 (acc[j], act);
+      if (io->obf)
+        v = bf_round (v);
+      v = _mm512_min_ps (_mm512_max_ps (_mm512_mul_ps (v, io->inv), io->lo), io->hi);
+      _mm_mask_storeu_epi8 ((char *) dst + o0 + (size_t) (ox + j) * (size_t) io->ostride,
+          io->out_mask, _mm512_cvtepi32_epi8 (_mm512_cvtps_epi32 (v)));
+    }
+    return;
+  }
 #pragma GCC unroll 8
   for (int j = 0; j < G; j++)
-    bf_store (dst, o0 + (size_t) (ox + j) * VW, simd_act_avx512 (acc[j], act), obf);
+    bf_store (dst, o0 + (size_t) (ox + j) * VW, simd_act_avx512 (acc[j], act), io->obf);
 }
 
 static inline __attribute__((always_inline)) void
 bdw_rows_t (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, const float *w,
-    VEC bias, void *dst, const int K, const int S)
+    VEC bias, void *dst, const bdw_io *io, const int K, const int S)
 {
-  const int ow = d->ow, cw = d->cw, act = d->act, obf = d->out_bf16;
+  const int ow = d->ow, cw = d->cw, act = d->act;
   for (int oy = oy0; oy < oy1; oy++) {
     const float *b0 = buf + (size_t) (oy * S - y0) * cw * VW;
-    const size_t o0 = (size_t) oy * ow * VW;
+    const size_t o0 = (size_t) oy * ow * (size_t) io->ostride;
     int ox = 0;
     for (; ox + 8 <= ow; ox += 8)
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 8);
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 8);
     if (ox + 4 <= ow) {
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 4);
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 4);
       ox += 4;
     }
     if (ox + 2 <= ow) {
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 2);
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 2);
       ox += 2;
     }
     if (ox < ow)
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, obf, K, S, 1);
+      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 1);
   }
 }
 
 typedef void (*bdw_rows_fn) (const gpunet_dw *, const float *, int, int, int, const float *,
-    VEC, void *);
+    VEC, void *, const bdw_io *);
 #define BDW_ROWS_KS(K, S) \
   static void \
   bdw_rows_##K##_##S (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, \
-      const float *w, VEC bias, void *dst) \
+      const float *w, VEC bias, void *dst, const bdw_io *io) \
   { \
-    bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, K, S); \
+    bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, io, K, S); \
   }
 BDW_ROWS_KS (3, 1)
 BDW_ROWS_KS (3, 2)
@@ -138,9 +173,9 @@ BDW_ROWS_KS (5, 2)
 
 static void
 bdw_rows_any (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, const float *w,
-    VEC bias, void *dst)
+    VEC bias, void *dst, const bdw_io *io)
 {
-  bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, d->k, d->stride);
+  bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, io, d->k, d->stride);
 }
 
 void
@@ -159,6 +194,9 @@ gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, floa
 #pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
   {
     float *buf = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
+    bdw_io io = { d->out_bf16, d->out_q8, d->out_q8 ? d->c : VW, 0xffff, 0xffff,
+      _mm512_set1_ps (d->out_inv), _mm512_set1_ps (d->out_uns ? 0.0f : -128.0f),
+      _mm512_set1_ps (d->out_uns ? 255.0f : 127.0f) };
 #pragma omp for schedule(static)
     for (long t = 0; t < tasks; t++) {
       const long u = t / strips;
@@ -168,9 +206,19 @@ gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, floa
       const int oy1 = oy0 + d->strip_rows < d->oh ? oy0 + d->strip_rows : d->oh;
       const int y0 = oy0 * s, rows = (oy1 - 1 - oy0) * s + k;
       const size_t plane_index = (size_t) b * nblk + (size_t) cb;
-      bdw_fill (d, (const char *) in + plane_index * in_plane * isz, y0, rows, buf);
+      /* the lanes of this channel block that hold channels (nhwc sides) */
+      const int rem = d->c - cb * VW;
+      const __mmask16 lanes = rem >= VW ? (__mmask16) 0xffff : (__mmask16) ((1u << rem) - 1u);
+      const void *src = d->in_nhwc
+          ? (const void *) (in + ((size_t) b * d->ih * d->iw * d->c + (size_t) cb * VW))
+          : (const void *) ((const char *) in + plane_index * in_plane * isz);
+      void *dst = d->out_q8
+          ? (void *) ((char *) out + (size_t) b * d->oh * d->ow * d->c + (size_t) cb * VW)
+          : (void *) ((char *) out + plane_index * out_plane * osz);
+      io.in_mask = io.out_mask = lanes;
+      bdw_fill (d, src, y0, rows, buf, lanes);
       rows_fn (d, buf, y0, oy0, oy1, d->w + (size_t) cb * k * k * VW,
-          V_LOAD (d->bias + (size_t) cb * VW), (char *) out + plane_index * out_plane * osz);
+          V_LOAD (d->bias + (size_t) cb * VW), dst, &io);
     }
   }
 }

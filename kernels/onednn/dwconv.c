@@ -53,6 +53,15 @@ gpunet_dw_set_bf16 (gpunet_dw *d, int in_bf16, int out_bf16)
   d->out_bf16 = out_bf16 && d->vw == 16;
 }
 
+void
+gpunet_dw_set_int8_io (gpunet_dw *d, int in_nhwc, int out_q8, int out_uns, float out_inv)
+{
+  d->in_nhwc = in_nhwc && d->vw == 16;
+  d->out_q8 = out_q8 && d->vw == 16;
+  d->out_uns = out_uns;
+  d->out_inv = out_inv;
+}
+
 gpunet_dw *
 gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
 {
@@ -106,7 +115,7 @@ gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
 void
 gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch, int nt)
 {
-  if (d->in_bf16 || d->out_bf16)
+  if (d->in_bf16 || d->out_bf16 || d->in_nhwc || d->out_q8)
     gpunet_dw_run_bf16 (d, in, out, n, scratch, nt);
   else if (d->vw == 16)
     dw_run_avx512 (d, in, out, n, scratch, nt);

@@ -38,6 +38,14 @@ void gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats);
  * Needs AVX-512 BF16 when either is set.  Call before the first run. */
 void gpunet_dw_set_bf16 (gpunet_dw *d, int in_bf16, int out_bf16);
 
+/* int8 sessions on 16-channel blocks (needs AVX-512BW): the input read straight from the
+ * nhwc f32 output of the int8 convolution before it (in_nhwc; `in` of gpunet_dw_run then
+ * points at it), and/or the output written straight as the next int8 convolution's nhwc
+ * u8/s8 input (out_q8: x * inv, rounded to even, saturated; `out` points at it).  The
+ * values are those of the blocked path: where gpunet_dw_set_bf16 said the tensor is bf16,
+ * they are rounded to bf16 first, as storing it would.  Call after gpunet_dw_set_bf16. */
+void gpunet_dw_set_int8_io (gpunet_dw *d, int in_nhwc, int out_q8, int out_uns, float out_inv);
+
 /* n images: out = act(dwconv(in_act(in)) + bias); padded channels of out are written 0. */
 void gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
     int nt);

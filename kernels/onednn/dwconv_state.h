@@ -22,6 +22,13 @@ struct gpunet_dw {
   float *bias;         /* [cp], zero padded */
   int in_bf16, out_bf16;   /* bf16 activations (gpunet_dw_set_bf16): then run by
                             * gpunet_dw_run_bf16 */
+  int in_nhwc;         /* int8 sessions (gpunet_dw_set_int8_io): the input is the nhwc f32
+                        * output of the int8 convolution before (c channels a pixel),
+                        * rounded to bf16 on the way in where in_bf16 says the tensor is */
+  int out_q8, out_uns; /* ... the output quantised into the next int8 convolution's nhwc
+                        * u8 (out_uns) or s8 input, x * out_inv rounded to even and
+                        * saturated, after rounding to bf16 where out_bf16 says */
+  float out_inv;
 };
 
 /* bf16_dwconv.c: gpunet_dw_run where the input or output is bf16 (AVX-512 BF16) */

@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "kernel_error.h"
+#include "int8_layout.h"
 #include "onednn_state.h"
 
 gpunet_status
@@ -102,7 +103,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc)   /* not an int8 convolution */
+      if (!st->from_nhwc && !st->i8.own)   /* not an int8 convolution */
         continue;
       const size_t a = mem_bytes (st->src), d = mem_bytes (st->dst);
       src = a > src ? a : src;
@@ -127,7 +128,7 @@ gpunet_onednn_int8_share_buffers (fast_state *s, char **err)
   for (int b = 1; b <= s->max_batch; b++)
     for (int i = 0; s->plans[b] && i < s->g->n_ops; i++) {
       const fast_step *st = &s->plans[b]->steps[i];
-      if (!st->from_nhwc)
+      if (!st->from_nhwc && !st->i8.own)
         continue;
       if (dnnl_memory_set_data_handle (st->src, s->q_src) != dnnl_success
           || dnnl_memory_set_data_handle (st->dst, s->q_dst) != dnnl_success)
@@ -148,5 +149,57 @@ gpunet_onednn_int8_choose (fast_state *s)
     const gpunet_conv2d_params *p = &op->p.conv2d;
     if ((long) p->cin / p->groups * p->kernel * p->kernel < min_macs)
       s->int8[i].scale = 0.0f;
+  }
+}
+
+/* the ops that read tensor t (as input or residual), and the first of them */
+static int
+readers (const gpunet_graph *g, int t, int *first)
+{
+  int n = 0;
+  *first = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    if ((g->ops[j].in == t && g->ops[j].out != t) || g->ops[j].residual == t) {
+      if (!n++)
+        *first = j;
+    }
+  return n;
+}
+
+void
+gpunet_onednn_int8_fuse (fast_state *s)
+{
+  const gpunet_graph *g = s->g;
+  if (!s->int8 || s->opt.int8_fuse_off || s->blk != 16 || s->opt.simd != GPUNET_CPU_SIMD_AUTO
+      || !gpunet_int8_layout_vector (16, 0))
+    return;
+  for (int i = 0; i + 1 < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i], *next = &g->ops[i + 1];
+    fast_op *r = &s->ops[i], *rn = &s->ops[i + 1];
+    int first;
+    /* int8 convolution -> depthwise: the depthwise reads the nhwc f32 output */
+    if (r->impl == GPUNET_ONEDNN_CONV && gpunet_onednn_conv_is_int8 (s, op)
+        && op->residual < 0 && !r->copy_residual && rn->impl == GPUNET_ONEDNN_DW
+        && next->in == op->out && next->residual < 0 && op->out != g->output
+        && g->tensors[op->out].block < 0 && readers (g, op->out, &first) == 1
+        && first == i + 1) {
+      r->q8_out_nhwc = 1;
+      gpunet_dw_set_int8_io (rn->k.dw, 1, 0, 0, 0.0f);
+    }
+  }
+  for (int i = 0; i + 1 < g->n_ops; i++) {
+    const gpunet_op *op = &g->ops[i], *next = &g->ops[i + 1];
+    fast_op *r = &s->ops[i], *rn = &s->ops[i + 1];
+    int first;
+    /* depthwise -> int8 convolution: the depthwise writes the quantised nhwc input */
+    if (r->impl == GPUNET_ONEDNN_DW && op->residual < 0 && rn->impl == GPUNET_ONEDNN_CONV
+        && gpunet_onednn_conv_is_int8 (s, next) && next->in == op->out
+        && op->out != g->output && g->tensors[op->out].block < 0
+        && readers (g, op->out, &first) == 1 && first == i + 1) {
+      const gpunet_int8_input *q = &s->int8[i + 1];
+      rn->q8_in_nhwc = 1;
+      gpunet_dw_set_int8_io (r->k.dw, i > 0 && s->ops[i - 1].q8_out_nhwc, 1, q->is_unsigned,
+          1.0f / q->scale);
+    }
   }
 }

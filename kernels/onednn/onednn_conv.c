@@ -14,6 +14,7 @@
 #include "kernel_error.h"
 #include "activation.h"
 #include "blocked_ops.h"
+#include "int8_layout.h"
 #include "onednn_state.h"
 
 /* oneDNN 2.x (Debian 12) and 3.x (Debian 13) differ here in three ways, all kept in the
@@ -419,9 +420,11 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
       TRY (dnnl_primitive_attr_create (&qattr));
       TRY (attr_int8_scales (qattr, DNNL_ARG_DST, 1, 0, &inv));
     }
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md), s->eng,
-            qattr));
-    TRY (dnnl_primitive_create (&step->to_bf16, rpd));
+    if (!q8 || s->opt.int8_layout_onednn) {   /* int8: else our move (int8_layout.c) */
+      TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (src32_md), s->eng, MD (src_md),
+              s->eng, qattr));
+      TRY (dnnl_primitive_create (&step->to_bf16, rpd));
+    }
   } else
     TRY (dnnl_memory_create (&step->src, MD (src_md), s->eng,
             op->in == g->input ? DNNL_MEMORY_NONE : (void *) s->bufs[ti->buf]));
@@ -437,9 +440,22 @@ plan_conv (fast_state *s, int op_index, int n, fast_step *step, char **err)
     if (rpd)
       dnnl_primitive_desc_destroy (rpd);
     rpd = NULL;
-    TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (dst_md), s->eng, MD (blk_dst_md), s->eng,
-            battr));
-    TRY (dnnl_primitive_create (&step->from_nhwc, rpd));
+    /* ours instead of both reorders (int8_layout.c), unless int8layout=onednn: the same
+     * arithmetic; simd=portable (or avx2 on 16-channel blocks) keeps our plain form */
+    step->i8.own = s->opt.int8_layout_onednn == 0;
+    if (!step->i8.own) {
+      TRY (dnnl_reorder_primitive_desc_create (&rpd, MD (dst_md), s->eng, MD (blk_dst_md),
+              s->eng, battr));
+      TRY (dnnl_primitive_create (&step->from_nhwc, rpd));
+    }
+    step->i8.form = s->opt.simd == GPUNET_CPU_SIMD_PORTABLE
+        || (s->opt.simd == GPUNET_CPU_SIMD_AVX2 && s->blk == 16)
+        ? GPUNET_I8L_PORTABLE : GPUNET_I8L_AUTO;
+    step->i8.in_bf16 = ti->bf, step->i8.in_blk = ti->blk, step->i8.cin = cin;
+    step->i8.cin_p = ti->cp, step->i8.uns = q8->is_unsigned, step->i8.inv = 1.0f / q8->scale;
+    step->i8.out_bf16 = to->bf, step->i8.out_blk = s->blk, step->i8.cout = cout;
+    step->i8.cout_p = to->cp, step->i8.add = op->residual >= 0, step->i8.n = n;
+    step->i8.in_hw = (long) ih * iw, step->i8.out_hw = (long) oh * ow;
   } else
     TRY (dnnl_memory_create (&step->dst, MD (dst_md), s->eng, s->bufs[to->buf]));
   md_ref sp_md = dnnl_primitive_desc_query_md (pd, dnnl_query_scratchpad_md, 0);
@@ -544,7 +560,16 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
   if (s->g->ops[i].in == s->g->input)
     TRY (dnnl_memory_set_data_handle (step->to_bf16 ? step->src_f32 : step->src,
             (void *) input));
-  if (step->to_bf16) {
+  if (s->ops[i].q8_in_nhwc) {
+    /* int8: the depthwise op before wrote the quantised input (int8.c) */
+  } else if (step->i8.own) {   /* int8: our quantising move (int8_layout.c) */
+    void *from = NULL, *to = NULL;
+    TRY (dnnl_memory_get_data_handle (step->src_f32, &from));
+    TRY (dnnl_memory_get_data_handle (step->src, &to));
+    gpunet_int8_quantize (from, step->i8.in_bf16, step->i8.in_blk, step->i8.cin,
+        step->i8.cin_p, step->i8.in_hw, step->i8.n, step->i8.inv, step->i8.uns, to,
+        step->i8.form, s->nt);
+  } else if (step->to_bf16) {
     dnnl_exec_arg_t cargs[3] = { { DNNL_ARG_FROM, step->src_f32 }, { DNNL_ARG_TO, step->src },
       { ARG_SCALES (DNNL_ARG_DST), step->sc_src } };
     TRY (dnnl_primitive_execute (step->to_bf16, s->stream, step->sc_src ? 3 : 2, cargs));
@@ -562,7 +587,17 @@ gpunet_onednn_run_conv (fast_state *s, const fast_plan *p, int i, const float *i
     args[nargs++] = (dnnl_exec_arg_t) { ARG_SCALES (DNNL_ARG_WEIGHTS), step->sc_wei };
   }
   TRY (dnnl_primitive_execute (step->prim, s->stream, nargs, args));
-  if (step->from_nhwc) {
+  if (s->ops[i].q8_out_nhwc) {
+    /* int8: the depthwise op after reads the nhwc output where it is (int8.c) */
+    TRY (dnnl_stream_wait (s->stream));
+  } else if (step->i8.own) {   /* int8: our unpacking move, the residual added */
+    void *from = NULL, *to = NULL;
+    TRY (dnnl_stream_wait (s->stream));
+    TRY (dnnl_memory_get_data_handle (step->dst, &from));
+    TRY (dnnl_memory_get_data_handle (step->dst_blk, &to));
+    gpunet_int8_unpack (from, step->i8.cout, step->i8.cout_p, step->i8.out_hw, step->i8.n,
+        to, step->i8.out_bf16, step->i8.out_blk, step->i8.add, step->i8.form, s->nt);
+  } else if (step->from_nhwc) {
     dnnl_exec_arg_t bargs[2] = { { DNNL_ARG_FROM, step->dst }, { DNNL_ARG_TO, step->dst_blk } };
     TRY (dnnl_primitive_execute (step->from_nhwc, s->stream, 2, bargs));
   }

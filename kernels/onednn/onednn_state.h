@@ -38,6 +38,14 @@ typedef struct {
                                  * dst_blk, the blocked output buffer, adding the
                                  * residual there */
   dnnl_memory_t dst_blk;
+  struct {                      /* int8: our layout moves instead of to_bf16 and
+                                 * from_nhwc (int8_layout.c; cpu option int8layout) */
+    int own, form;
+    int in_bf16, in_blk, cin, cin_p, uns;
+    int out_bf16, out_blk, cout, cout_p, add, n;
+    long in_hw, out_hw;
+    float inv;
+  } i8;
 } fast_step;
 
 /* The oneDNN primitives of one batch size: steps[i] for the ops whose impl is
@@ -59,6 +67,10 @@ typedef struct {
   gpunet_onednn_impl impl;
   const gpunet_op *op;
   int copy_residual;           /* the residual copied into the output buffer first */
+  int q8_out_nhwc;             /* int8 convolution: its nhwc f32 output is read where it
+                                * is by the depthwise op after it (no move back) */
+  int q8_in_nhwc;              /* int8 convolution: its nhwc u8/s8 input written by the
+                                * depthwise op before it (no quantising move) */
   int act;                     /* the activation the op's kernel applies: its own, or none
                                 * where a depthwise op reading its output applies it
                                 * (defer_activations) */
@@ -172,6 +184,14 @@ gpunet_status gpunet_onednn_int8_conv_scales (const float *weight, const float *
 /* int8.c: after planning a batch, points every int8 convolution's quantised input and
  * nhwc output (of every plan) at two buffers shared by all, grown as needed. */
 gpunet_status gpunet_onednn_int8_share_buffers (fast_state *s, char **err);
+
+/* int8.c, after gpunet_onednn_bf16_tensors: where an int8 convolution's output is read
+ * only by the depthwise op right after it, that op reads the nhwc f32 output directly;
+ * where a depthwise op's output is read only by the int8 convolution right after it, the
+ * op writes that convolution's nhwc u8/s8 input directly (cpu option int8fuse; 16-channel
+ * blocks with AVX-512BW).  The blocked tensors between are then never written.  The
+ * values are the same (bf16 roundings kept): only the moves go. */
+void gpunet_onednn_int8_fuse (fast_state *s);
 
 /* Creates s->eng and s->stream. */
 gpunet_status gpunet_onednn_engine (fast_state *s, char **err);
