@@ -7,34 +7,19 @@
  * a multiple of 8, channels not a multiple of 16 (padded lanes must come out 0), the
  * producer's swish applied on the way in, batch 2, planes taken in several strips of
  * rows; and int8 sessions' io: the input read from an nhwc f32 buffer, the output
- * quantised into an nhwc u8/s8 one.  Exit 77 where the CPU lacks AVX-512 BF16 (the vcvtneps2bf16 instruction). */
+ * quantised into an nhwc u8/s8 one.  Exit 77 where the CPU lacks AVX-512 BF16 (the
+ * vcvtneps2bf16 instruction). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "activation.h"
 #include "blocked_ops.h"
+#include "cpu_bf16.h"
 #include "dwconv.h"
 #include "int8_layout.h"
-
-static int
-have_avx512_bf16 (void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  if (!__builtin_cpu_supports ("avx512f") || !__get_cpuid_count (7, 0, &a, &b, &c, &d) || a < 1
-      || !__get_cpuid_count (7, 1, &a, &b, &c, &d))
-    return 0;
-  return (a >> 5) & 1;
-#else
-  return 0;
-#endif
-}
 
 static uint32_t rng = 12345u;
 
@@ -165,7 +150,7 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
 int
 main (void)
 {
-  if (!have_avx512_bf16 ()) {
+  if (!gpunet_cpu_avx512_bf16 ()) {
     printf ("SKIP: this CPU lacks AVX-512 BF16 (avx512_bf16: vcvtneps2bf16), which the "
         "bf16 depthwise kernel uses\n");
     return 77;

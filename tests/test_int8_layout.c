@@ -12,26 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "blocked_ops.h"
+#include "cpu_bf16.h"
 #include "int8_layout.h"
-
-static int
-have_avx512_bf16 (void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  if (!__builtin_cpu_supports ("avx512f") || !__get_cpuid_count (7, 0, &a, &b, &c, &d) || a < 1
-      || !__get_cpuid_count (7, 1, &a, &b, &c, &d))
-    return 0;
-  return (a >> 5) & 1;
-#else
-  return 0;
-#endif
-}
 
 static uint32_t rng = 2463534242u;
 
@@ -185,7 +169,7 @@ main (void)
 {
   known_values ();
   const int v16 = gpunet_int8_layout_vector (16, 0), v8 = gpunet_int8_layout_vector (8, 0);
-  const int bf = v16 && have_avx512_bf16 ();
+  const int bf = v16 && gpunet_cpu_avx512_bf16 ();
   if (!v16 && !v8) {
     printf ("%s\nSKIP: this CPU has neither AVX-512BW nor AVX2: no vector form to compare "
         "(the portable form's known values above were checked)\n", failures ? "FAILED" : "");

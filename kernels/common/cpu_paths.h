@@ -1,7 +1,8 @@
 /* cpu_paths.h: the CPU code paths of our kernels (the instruction-set forms a kernel is
  * compiled in), as bits, so that a plan or a pass can tell the tests which of them it
  * runs and the suite's summary can name those it ran and those it could not run
- * (scripts/test-summary.py).  No kernel of ours has an AVX-512 BF16/VNNI or AMX form. */
+ * (scripts/test-summary.py).  The bf16 kernels (bf16_dwconv.c) report through the tests
+ * that run them; none of ours has an AMX form. */
 #ifndef GPUNET_CPU_PATHS_H
 #define GPUNET_CPU_PATHS_H
 

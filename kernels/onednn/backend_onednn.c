@@ -288,13 +288,11 @@ defer_activations (fast_state *s)
     if (s->ops[i].impl != GPUNET_ONEDNN_DW)
       continue;
     const int t = g->ops[i].in;
-    int producer = -1, readers = 0;
-    for (int j = 0; j < g->n_ops; j++) {
-      const gpunet_op *o = &g->ops[j];
-      if (o->out == t)
+    int producer = -1, first;
+    for (int j = 0; j < g->n_ops; j++)
+      if (g->ops[j].out == t)
         producer = j;   /* the last writer (an SE writes in place after its conv) */
-      readers += (o->in == t && o->out != t) + (o->residual == t);
-    }
+    const int readers = gpunet_onednn_tensor_readers (g, t, &first);
     const gpunet_op *pr = producer >= 0 ? &g->ops[producer] : NULL;
     if (pr && pr->kind == GPUNET_OP_CONV2D && pr->residual < 0 && readers == 1
         && t != g->output && g->tensors[t].block < 0 && pr->p.conv2d.act != GPUNET_EPI_NONE) {

@@ -152,20 +152,6 @@ gpunet_onednn_int8_choose (fast_state *s)
   }
 }
 
-/* the ops that read tensor t (as input or residual), and the first of them */
-static int
-readers (const gpunet_graph *g, int t, int *first)
-{
-  int n = 0;
-  *first = -1;
-  for (int j = 0; j < g->n_ops; j++)
-    if ((g->ops[j].in == t && g->ops[j].out != t) || g->ops[j].residual == t) {
-      if (!n++)
-        *first = j;
-    }
-  return n;
-}
-
 void
 gpunet_onednn_int8_fuse (fast_state *s)
 {
@@ -181,8 +167,8 @@ gpunet_onednn_int8_fuse (fast_state *s)
     if (r->impl == GPUNET_ONEDNN_CONV && gpunet_onednn_conv_is_int8 (s, op)
         && op->residual < 0 && !r->copy_residual && rn->impl == GPUNET_ONEDNN_DW
         && next->in == op->out && next->residual < 0 && op->out != g->output
-        && g->tensors[op->out].block < 0 && readers (g, op->out, &first) == 1
-        && first == i + 1) {
+        && g->tensors[op->out].block < 0
+        && gpunet_onednn_tensor_readers (g, op->out, &first) == 1 && first == i + 1) {
       r->q8_out_nhwc = 1;
       gpunet_dw_set_int8_io (rn->k.dw, 1, 0, 0, 0.0f);
     }
@@ -195,7 +181,7 @@ gpunet_onednn_int8_fuse (fast_state *s)
     if (r->impl == GPUNET_ONEDNN_DW && op->residual < 0 && rn->impl == GPUNET_ONEDNN_CONV
         && gpunet_onednn_conv_is_int8 (s, next) && next->in == op->out
         && op->out != g->output && g->tensors[op->out].block < 0
-        && readers (g, op->out, &first) == 1 && first == i + 1) {
+        && gpunet_onednn_tensor_readers (g, op->out, &first) == 1 && first == i + 1) {
       const gpunet_int8_input *q = &s->int8[i + 1];
       rn->q8_in_nhwc = 1;
       gpunet_dw_set_int8_io (r->k.dw, i > 0 && s->ops[i - 1].q8_out_nhwc, 1, q->is_unsigned,

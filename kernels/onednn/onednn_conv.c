@@ -4,9 +4,6 @@
  * one scratchpad shared by all; and running one of them. */
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -14,6 +11,7 @@
 #include "kernel_error.h"
 #include "activation.h"
 #include "blocked_ops.h"
+#include "cpu_bf16.h"
 #include "int8_layout.h"
 #include "onednn_state.h"
 
@@ -638,19 +636,7 @@ out:
 gpunet_status
 gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err)
 {
-  int have = 0;
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a, b, c, d;
-  /* CPUID leaf 7: sub-leaf 1 EAX bit 5 is AVX512_BF16, sub-leaf 0 EDX bit 22 AMX-BF16;
-   * both need the OS to save the AVX-512 state, which avx512f says */
-  if (__builtin_cpu_supports ("avx512f") && __get_cpuid_count (7, 0, &a, &b, &c, &d)) {
-    const int amx = (d >> 22) & 1;
-    int avx512_bf16 = 0;
-    if (a >= 1 && __get_cpuid_count (7, 1, &a, &b, &c, &d))
-      avx512_bf16 = (a >> 5) & 1;
-    have = avx512_bf16 || amx;
-  }
-#endif
+  const int have = gpunet_cpu_avx512_bf16 () || gpunet_cpu_amx_bf16 ();
   /* oneDNN may be capped below the CPU (ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA, as an
    * AVX2-only host is simulated): its bf16 convolutions then do not exist */
   const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();

@@ -127,6 +127,22 @@ void gpunet_onednn_free_convs (fast_state *s);
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
+/* The ops that read tensor t, as input (an op writing t in place is no reader) or as
+ * residual; *first gets the first of them (-1: none).  The plan's passes that move work
+ * across a tensor (defer_activations, gpunet_onednn_int8_fuse) need t read once. */
+static inline int
+gpunet_onednn_tensor_readers (const gpunet_graph *g, int t, int *first)
+{
+  int n = 0;
+  *first = -1;
+  for (int j = 0; j < g->n_ops; j++)
+    if ((g->ops[j].in == t && g->ops[j].out != t) || g->ops[j].residual == t) {
+      if (!n++)
+        *first = j;
+    }
+  return n;
+}
+
 /* Whether op (impl GPUNET_ONEDNN_CONV) runs as an int8 convolution: int8 sessions, dense,
  * not the first, calibrated and kept by gpunet_onednn_int8_choose. */
 static inline int
