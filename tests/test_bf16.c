@@ -14,13 +14,26 @@
  * activations) and measures about 0.14 here (0.12 with bf16act=f32, where the first
  * convolution stays f32); a wrong weight layout, a wrongly typed buffer or a lost layer
  * moves the logits by their own size.  The run must also differ from f32 by more
- * than u/64 on some logit: the bf16 kernels ran, the session did not fall back to f32. */
+ * than u/64 on some logit: the bf16 kernels ran, the session did not fall back to f32.
+ *   fused: the 1x1 expansions fused into the depthwise ops after them (cpu option xdw,
+ *          kernels/onednn/bf16_act.c) against the same bf16 network unfused, through the
+ *          fast backend itself: each plane's expansion must be fused where xdw=all and
+ *          none where xdw=off.  The two differ only in the order of the f32 sums inside
+ *          an expansion, so an expanded value may move by one bf16 step (u) where its sum
+ *          lies near a rounding boundary: each depthwise op's output by at most u of the
+ *          sum of its terms' sizes, 2u allowed per fused op over tiny-a's six, 12u of the
+ *          largest logit; a misplaced row, a lost buffer or a wrong weight moves the
+ *          logits by their own size. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpunet.h"
+#include "backend.h"
+#include "model_private.h"
+#include "registry.h"
+#include "onednn/backend_onednn.h"
 
 static const char *
 data_dir (void)
@@ -161,11 +174,99 @@ out:
   return rc;
 }
 
+/* Returns 0 passed, 1 failed, 77 skipped. */
+static int
+test_fused (const char *name)
+{
+  gpunet_model *m = NULL;
+  if (load (name, &m))
+    return 1;
+  const gpunet_graph *g = gpunet_model_graph (m);
+  const int r = gpunet_model_resolution (m), nc = gpunet_model_num_classes (m), n = 2;
+  char path[1024];
+  snprintf (path, sizeof path, "%s/fixtures/%s/input.bin", data_dir (), name);
+  float *in = malloc (sizeof (float) * n * 3 * r * r);
+  float *lo[2] = { malloc (sizeof (float) * n * nc), malloc (sizeof (float) * n * nc) };
+  FILE *f = fopen (path, "rb");
+  if (!f || fread (in, sizeof (float), (size_t) n * 3 * r * r, f) != (size_t) n * 3 * r * r) {
+    fprintf (stderr, "FAIL: cannot read %s\n", path);
+    return 1;
+  }
+  fclose (f);
+  void *st[2] = { NULL, NULL };
+  int rc = 0, fused[2] = { 0, 0 };
+  char *err = NULL;
+  for (int v = 0; v < 2 && rc == 0; v++) {   /* 0: xdw=all, 1: xdw=off */
+    gpunet_session_params p;
+    gpunet_session_params_init (&p);
+    p.max_batch = n;
+    p.n_threads = 2;
+    p.precision = GPUNET_PRECISION_BF16;
+    p.cpu.xdw = v ? 1 : 2;
+    gpunet_status s = gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st[v], &err);
+    if (s == GPUNET_ERR_UNSUPPORTED) {
+      printf ("SKIP: this CPU cannot run bf16 (%s)\n", err ? err : "?");
+      rc = 77;
+      break;
+    }
+    if (s != GPUNET_OK || gpunet_backend_cpu_fast.forward (st[v], in, n, lo[v], NULL, NULL,
+            &err) != GPUNET_OK) {
+      fprintf (stderr, "FAIL: %s bf16 xdw=%s: %s\n", name, v ? "off" : "all", err ? err : "?");
+      rc = 1;
+      break;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+      fused[v] += gpunet_onednn_op_impl (st[v], i) == GPUNET_ONEDNN_XDW;
+  }
+  if (rc == 0 && (fused[0] < 1 || fused[1] != 0)) {
+    fprintf (stderr, "FAIL: %s: %d expansions fused with xdw=all (wanted some), %d with "
+        "xdw=off (wanted none)\n", name, fused[0], fused[1]);
+    rc = 1;
+  }
+  const double u = 1.0 / 256.0, tol = 12 * u;
+  for (int b = 0; rc == 0 && b < n; b++) {
+    double big = 0.0, worst = 0.0;
+    for (int c = 0; c < nc; c++)
+      big = fmax (big, fabs (lo[1][b * nc + c]));
+    for (int c = 0; c < nc; c++)
+      worst = fmax (worst, fabs ((double) lo[0][b * nc + c] - lo[1][b * nc + c]) / big);
+    printf ("%s bf16 xdw=all (%d expansions fused) image %d: max |fused - unfused| / max "
+        "|logit| = %.3g (bound %.3g)\n", name, fused[0], b, worst, tol);
+    if (!(worst <= tol)) {
+      fprintf (stderr, "FAIL: %s image %d: fused logits off by %.3g of the largest, over "
+          "the bound %.3g\n", name, b, worst, tol);
+      rc = 1;
+    }
+  }
+  free (err);
+  for (int v = 0; v < 2; v++)
+    if (st[v])
+      gpunet_backend_cpu_fast.destroy (st[v]);
+  gpunet_model_unref (m);
+  free (in), free (lo[0]), free (lo[1]);
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
   if (argc > 1 && !strcmp (argv[1], "refusal"))
     return test_refusal ();
+  if (argc > 1 && !strcmp (argv[1], "fused")) {
+    int rc = 0;
+    const char *nets[] = { "tiny-a", "tiny-dl" };
+    for (int i = 0; i < 2; i++) {
+      const int r = test_fused (nets[i]);
+      if (r == 77) {
+        printf ("isa-paths: ran= not-run=avx512-bf16-vnni\n");
+        return 77;
+      }
+      rc |= r;
+    }
+    printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
+    printf ("%s\n", rc ? "FAILED" : "passed");
+    return rc;
+  }
   int rc = 0;
   const char *nets[] = { "tiny-a", "tiny-d", "tiny-dl" };
   for (int i = 0; i < 6; i++) {

@@ -30,15 +30,6 @@ frand (void)
   return (float) ((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-static uint16_t
-bf16_rne (float x)
-{
-  uint32_t u;
-  memcpy (&u, &x, sizeof u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t) (u >> 16);
-}
-
 static float
 bf16_f32 (uint16_t h)
 {
@@ -73,7 +64,7 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
   uint16_t *in_h = (uint16_t *) in16, *out_h = (uint16_t *) out16;
   for (size_t i = 0; i < in_n; i++) {
     const int ch = (int) ((i / ((size_t) ih * iw * blk)) % (cp / blk)) * blk + (int) (i % blk);
-    in_h[i] = ch < c ? bf16_rne (4.0f * frand ()) : 0;
+    in_h[i] = ch < c ? gpunet_bf16_rne (4.0f * frand ()) : 0;
     in32[i] = bf16_f32 (in_h[i]);
   }
   gpunet_dw_run (f, in32, out32, n, scratch, 2);
@@ -87,7 +78,7 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
       const float ref = out32[i];
       int ok;
       if (obf)
-        ok = out_h[i] == bf16_rne (ref);
+        ok = out_h[i] == gpunet_bf16_rne (ref);
       else
         ok = memcmp (&out16[i], &ref, sizeof ref) == 0;
       if (!ok && bad++ < 5)
@@ -123,7 +114,7 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
       size_t wrong = 0;
       if (q8) {
         for (size_t i = 0; i < out_n; i++)
-          rounded[i] = obf ? bf16_f32 (bf16_rne (out32[i])) : out32[i];
+          rounded[i] = obf ? bf16_f32 (gpunet_bf16_rne (out32[i])) : out32[i];
         gpunet_int8_quantize (rounded, 0, blk, c, cp, (long) oh * ow, n, 10.0f, uns, q_ref,
             GPUNET_I8L_PORTABLE, 1);
         for (size_t i = 0; i < q_n; i++)
@@ -147,6 +138,120 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
   return bad;
 }
 
+/* The expansion fused in (gpunet_dw_set_expansion): a 1x1 convolution from cin bf16
+ * channels to c, then the depthwise op, against the same depthwise kernel run unfused on
+ * the expansion computed here in portable C (products of bf16 values summed in double,
+ * the bias, rounded to f32 and then to bf16 as the stored tensor is).  The fused kernel
+ * sums in f32 by vdpbf16ps, so an expanded value may land on the other side of a bf16
+ * rounding boundary: at most one bf16 step (2^-8 of its size), which moves an output by at
+ * most 2^-8 of the sum of its terms' sizes (plus the output's own rounding).  Nearly
+ * every output must still be the unfused one bit for bit.  Returns the failures. */
+static int
+check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, int obf)
+{
+  const int blk = 16, cp = (c + blk - 1) / blk * blk, cin_p = (cin + blk - 1) / blk * blk;
+  const int n = 2, pad = k / 2;
+  const int oh = (ih + 2 * pad - k) / s + 1, ow = (iw + 2 * pad - k) / s + 1;
+  const size_t x_n = (size_t) n * cin_p * ih * iw, e_n = (size_t) n * cp * ih * iw;
+  const size_t out_n = (size_t) n * cp * oh * ow;
+  float *we = malloc (sizeof (float) * c * cin), *be = malloc (sizeof (float) * c);
+  float *w = malloc (sizeof (float) * c * k * k), *bias = malloc (sizeof (float) * c);
+  uint16_t *x = (uint16_t *) gpunet_blk_alloc (x_n / 2 + 16);
+  uint16_t *e = (uint16_t *) gpunet_blk_alloc (e_n / 2 + 16);
+  float *out_ref = gpunet_blk_alloc (out_n), *out = gpunet_blk_alloc (out_n);
+  float *mag = malloc (sizeof (float) * out_n);
+  for (int i = 0; i < c * cin; i++)
+    we[i] = frand () / 4.0f;
+  for (int i = 0; i < c; i++)
+    be[i] = frand ();
+  for (int i = 0; i < c * k * k; i++)
+    w[i] = frand ();
+  for (int i = 0; i < c; i++)
+    bias[i] = frand ();
+  for (size_t i = 0; i < x_n; i++) {
+    const int ch = (int) ((i / ((size_t) ih * iw * blk)) % (cin_p / blk)) * blk + (int) (i % blk);
+    x[i] = ch < cin ? gpunet_bf16_rne (4.0f * frand ()) : 0;
+  }
+  /* the expansion, portable: blocked bf16 [n][cp / 16][ih][iw][16] */
+  for (int b = 0; b < n; b++)
+    for (int oc = 0; oc < cp; oc++)
+      for (long px = 0; px < (long) ih * iw; px++) {
+        double sum = 0.0;
+        for (int ic = 0; ic < cin && oc < c; ic++)
+          sum += (double) bf16_f32 (gpunet_bf16_rne (we[(size_t) oc * cin + ic]))
+              * bf16_f32 (x[((size_t) b * cin_p + (size_t) (ic / blk * blk)) * ih * iw
+                      + (size_t) px * blk + (size_t) (ic % blk)]);
+        const float v = oc < c ? (float) sum + be[oc] : 0.0f;
+        e[((size_t) b * cp + (size_t) (oc / blk * blk)) * ih * iw + (size_t) px * blk
+            + (size_t) (oc % blk)] = gpunet_bf16_rne (v);
+      }
+  gpunet_dwconv2d_params p = { .c = c, .kernel = k, .stride = s, .pad = pad, .ih = ih,
+    .iw = iw, .oh = oh, .ow = ow, .act = act, .weight = w, .bias = bias };
+  gpunet_conv2d_params pe = { .cin = cin, .cout = c, .kernel = 1, .stride = 1, .pad = 0,
+    .groups = 1, .ih = ih, .iw = iw, .oh = ih, .ow = iw, .act = in_act, .weight = we,
+    .bias = be };
+  gpunet_dw *u = gpunet_dw_new (&p, in_act, cp, blk), *f = gpunet_dw_new (&p, in_act, cp, blk);
+  if (!u || !f || !x || !e || !out_ref || !out || !mag) {
+    fprintf (stderr, "FAIL: out of memory\n");
+    exit (1);
+  }
+  gpunet_dw_set_bf16 (u, 1, obf);
+  gpunet_dw_set_bf16 (f, 1, obf);
+  if (!gpunet_dw_set_expansion (f, &pe, cin_p)) {
+    fprintf (stderr, "FAIL: cin=%d c=%d k=%d s=%d %dx%d: the expansion was not taken\n",
+        cin, c, k, s, ih, iw);
+    exit (1);
+  }
+  const size_t sf = gpunet_dw_thread_floats (f) > gpunet_dw_thread_floats (u)
+      ? gpunet_dw_thread_floats (f) : gpunet_dw_thread_floats (u);
+  gpunet_dw_set_thread_stride (u, (sf + 15) / 16 * 16);
+  gpunet_dw_set_thread_stride (f, (sf + 15) / 16 * 16);
+  float *scratch = gpunet_blk_alloc ((sf + 16) * 2);
+  gpunet_dw_run (u, (const float *) e, out_ref, n, scratch, 2);
+  memset (out, 0xff, sizeof (float) * out_n);   /* padded lanes must be written */
+  gpunet_dw_run (f, (const float *) x, out, n, scratch, 2);
+  /* the size of each output's terms: the depthwise op over |in_act(expanded)| */
+  for (int b = 0; b < n; b++)
+    for (int ch = 0; ch < cp; ch++)
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          double m = 0.0;
+          for (int ky = 0; ky < k && ch < c; ky++)
+            for (int kx = 0; kx < k; kx++) {
+              const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
+              if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
+                continue;
+              const float ev = bf16_f32 (e[((size_t) b * cp + (size_t) (ch / blk * blk)) * ih
+                      * iw + ((size_t) iy * iw + ix) * blk + (size_t) (ch % blk)]);
+              m += fabs ((double) w[(size_t) ch * k * k + ky * k + kx]
+                  * gpunet_activate (ev, in_act));
+            }
+          mag[((size_t) b * cp + (size_t) (ch / blk * blk)) * oh * ow
+              + ((size_t) oy * ow + ox) * blk + (size_t) (ch % blk)] = (float) m;
+        }
+  size_t same = 0, bad = 0;
+  for (size_t i = 0; i < out_n; i++) {
+    const float r = obf ? bf16_f32 (((uint16_t *) out_ref)[i]) : out_ref[i];
+    const float v = obf ? bf16_f32 (((uint16_t *) out)[i]) : out[i];
+    const double tol = mag[i] / 256.0 + (obf ? fabs (r) / 128.0 : 0.0) + 1e-6;
+    same += memcmp (&r, &v, sizeof r) == 0;
+    if (!(fabs ((double) v - r) <= tol) && bad++ < 5)
+      fprintf (stderr, "FAIL: fused cin=%d c=%d k=%d s=%d %dx%d: element %zu is %g, "
+          "unfused %g (tolerance %g)\n", cin, c, k, s, ih, iw, i, (double) v, (double) r, tol);
+  }
+  const int few_same = same < out_n * 95 / 100;
+  if (few_same)
+    fprintf (stderr, "FAIL: fused cin=%d c=%d k=%d s=%d %dx%d: only %zu of %zu outputs are "
+        "the unfused ones bit for bit\n", cin, c, k, s, ih, iw, same, out_n);
+  printf ("fused cin=%d c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 out=%d: %zu of %zu "
+      "outputs bit for bit, %s\n", cin, c, k, s, ih, iw, act, in_act, obf, same, out_n,
+      bad || few_same ? "FAILED" : "within the bound");
+  gpunet_dw_free (u), gpunet_dw_free (f);
+  free (we), free (be), free (w), free (bias), free (x), free (e), free (out_ref), free (out);
+  free (mag), free (scratch);
+  return (bad > 0) + few_same;
+}
+
 int
 main (void)
 {
@@ -166,6 +271,15 @@ main (void)
   bad += check (20, 3, 2, 9, 230, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH);
   bad += check (16, 7, 1, 40, 141, GPUNET_EPI_RELU, GPUNET_EPI_SWISH);
   bad += check (17, 5, 1, 37, 133, GPUNET_EPI_SWISH, GPUNET_EPI_NONE);
+  /* the expansion fused in: tails of pixels (not a multiple of 6) and of channel blocks
+   * (not a multiple of 4), input channels not a multiple of 16, each kernel form; planes
+   * taken in several groups of channel blocks (XDW_RING_BUDGET) */
+  bad += check_fused (24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 1);
+  bad += check_fused (48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
+  bad += check_fused (33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0);
+  bad += check_fused (16, 50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
+  bad += check_fused (64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 1);
+  bad += check_fused (32, 256, 5, 1, 7, 300, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
   printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
   printf ("%s\n", bad ? "FAILED" : "passed");
   return bad ? 1 : 0;

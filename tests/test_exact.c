@@ -494,7 +494,7 @@ test_model (const char *name, uint64_t seed, int contrast, int do_ablate)
       printf ("# this CPU runs none of our Winograd kernels: where they run not checked\n");
     /* what runs each op, one letter per op (gpunet_onednn_impl order), to compare plans
      * across builds (oneDNN 2.x and 3.x must plan the same kernels) */
-    static const char impl_letter[GPUNET_ONEDNN_IMPLS + 1] = "cw3dpsSeaLl";
+    static const char impl_letter[GPUNET_ONEDNN_IMPLS + 1] = "cw3dpsSeaLlx";
     char plan[1024];
     int np = 0;
     for (int i = 0; i < g.n_ops && np < (int) sizeof plan - 1; i++) {

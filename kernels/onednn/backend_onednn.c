@@ -105,8 +105,14 @@ plan_buffers (fast_state *s)
   }
   for (int i = 0; ok && i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
-    int uses[3] = { op->in, op->residual, op->out };
-    for (int j = 0; j < 3; j++)
+    /* a depthwise op right after a 1x1 convolution may read that one's input instead
+     * (gpunet_onednn_xdw_fuse): its output must not take that input's buffer */
+    const int xin = s->bf16 && !s->int8 && s->opt.xdw != 1 && i > 0
+        && op->kind == GPUNET_OP_DWCONV2D && g->ops[i - 1].kind == GPUNET_OP_CONV2D
+        && g->ops[i - 1].out == op->in && g->ops[i - 1].p.conv2d.kernel == 1
+        ? g->ops[i - 1].in : -1;
+    int uses[4] = { op->in, op->residual, op->out, xin };
+    for (int j = 0; j < 4; j++)
       if (uses[j] >= 0 && last_use[uses[j]] < i)
         last_use[uses[j]] = i;
     if (op->kind == GPUNET_OP_CONV2D || op->kind == GPUNET_OP_DWCONV2D) {
@@ -535,11 +541,12 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   }
   defer_activations (s);
   st = plan_kernels (s, err);
-  if (st == GPUNET_OK)
-    st = plan_scratch (s, err);
-  gpunet_onednn_bf16_tensors (s);
-  if (st == GPUNET_OK)
+  if (st == GPUNET_OK) {
+    gpunet_onednn_bf16_tensors (s);
     gpunet_onednn_int8_fuse (s);
+    gpunet_onednn_xdw_fuse (s);
+    st = plan_scratch (s, err);
+  }
   if (st == GPUNET_OK)
     st = gpunet_onednn_plan_batch (s, s->max_batch, err);
   if (st == GPUNET_OK && s->max_batch > 1)
@@ -584,8 +591,11 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_ONEDNN_WINO3:
         gpunet_wino_run (r->k.wino, in, out, n, op->residual >= 0, s->own_scratch, nt);
         break;
-      case GPUNET_ONEDNN_DW:   /* int8 neighbours: their nhwc buffers (int8.c) */
-        gpunet_dw_run (r->k.dw, i > 0 && s->ops[i - 1].q8_out_nhwc ? s->q_dst : in,
+      case GPUNET_ONEDNN_DW:   /* int8 neighbours: their nhwc buffers (int8.c); a fused
+                                * expansion: its input */
+        gpunet_dw_run (r->k.dw, i > 0 && s->ops[i - 1].impl == GPUNET_ONEDNN_XDW
+            ? tensor_ptr (s, g->ops[i - 1].in, input)
+            : i > 0 && s->ops[i - 1].q8_out_nhwc ? s->q_dst : in,
             i + 1 < g->n_ops && s->ops[i + 1].q8_in_nhwc ? s->q_src : out, n,
             s->own_scratch, nt);
         break;
@@ -608,6 +618,7 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_ONEDNN_LINEAR_PLAIN:
         gpunet_blk_linear (&op->p.linear, in, ti->cp, out, n, nt);
         break;
+      case GPUNET_ONEDNN_XDW:   /* runs inside the depthwise op after it */
       case GPUNET_ONEDNN_IMPLS:
         break;
     }

@@ -97,9 +97,10 @@ bdw_fill (const gpunet_dw *d, const void *src, int y0, int rows, float *buf,
   }
 }
 
-/* outputs ox .. ox + G - 1 of one output row into dst (vector index o0 of the row) */
+/* outputs ox .. ox + G - 1 of one output row into dst (vector index o0 of the row), from
+ * the K buffer rows rows[0 .. K - 1] (zero-bordered, f32) */
 static inline __attribute__((always_inline)) void
-bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst, size_t o0,
+bdw_group (const float *const *rows, int ox, const float *w, VEC bias, void *dst, size_t o0,
     int act, const bdw_io *io, const int K, const int S, const int G)
 {
   VEC acc[8];
@@ -107,7 +108,7 @@ bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst,
   for (int j = 0; j < G; j++)
     acc[j] = bias;
   for (int ky = 0; ky < K; ky++) {
-    const float *r = b0 + (size_t) ky * cw * VW + (size_t) ox * S * VW;
+    const float *r = rows[ky] + (size_t) ox * S * VW;
     for (int kx = 0; kx < K; kx++) {
       const VEC wv = V_LOAD (w + (size_t) (ky * K + kx) * VW);
 #pragma GCC unroll 8
@@ -132,38 +133,57 @@ bdw_group (const float *b0, int cw, int ox, const float *w, VEC bias, void *dst,
     bf_store (dst, o0 + (size_t) (ox + j) * VW, simd_act_avx512 (acc[j], act), io->obf);
 }
 
+/* one output row from the K buffer rows it reads */
+static inline __attribute__((always_inline)) void
+bdw_row_t (const gpunet_dw *d, const float *const *rows, const float *w, VEC bias, void *dst,
+    size_t o0, const bdw_io *io, const int K, const int S)
+{
+  const int ow = d->ow, act = d->act;
+  int ox = 0;
+  for (; ox + 8 <= ow; ox += 8)
+    bdw_group (rows, ox, w, bias, dst, o0, act, io, K, S, 8);
+  if (ox + 4 <= ow) {
+    bdw_group (rows, ox, w, bias, dst, o0, act, io, K, S, 4);
+    ox += 4;
+  }
+  if (ox + 2 <= ow) {
+    bdw_group (rows, ox, w, bias, dst, o0, act, io, K, S, 2);
+    ox += 2;
+  }
+  if (ox < ow)
+    bdw_group (rows, ox, w, bias, dst, o0, act, io, K, S, 1);
+}
+
+/* output rows oy0 .. oy1 - 1 from a buffer of consecutive rows, the first input row y0 */
 static inline __attribute__((always_inline)) void
 bdw_rows_t (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, const float *w,
     VEC bias, void *dst, const bdw_io *io, const int K, const int S)
 {
-  const int ow = d->ow, cw = d->cw, act = d->act;
+  const int cw = d->cw;
   for (int oy = oy0; oy < oy1; oy++) {
-    const float *b0 = buf + (size_t) (oy * S - y0) * cw * VW;
-    const size_t o0 = (size_t) oy * ow * (size_t) io->ostride;
-    int ox = 0;
-    for (; ox + 8 <= ow; ox += 8)
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 8);
-    if (ox + 4 <= ow) {
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 4);
-      ox += 4;
-    }
-    if (ox + 2 <= ow) {
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 2);
-      ox += 2;
-    }
-    if (ox < ow)
-      bdw_group (b0, cw, ox, w, bias, dst, o0, act, io, K, S, 1);
+    const float *rows[K];
+    for (int ky = 0; ky < K; ky++)
+      rows[ky] = buf + (size_t) (oy * S - y0 + ky) * cw * VW;
+    bdw_row_t (d, rows, w, bias, dst, (size_t) oy * d->ow * (size_t) io->ostride, io, K, S);
   }
 }
 
 typedef void (*bdw_rows_fn) (const gpunet_dw *, const float *, int, int, int, const float *,
     VEC, void *, const bdw_io *);
+typedef void (*bdw_row_fn) (const gpunet_dw *, const float *const *, const float *, VEC,
+    void *, size_t, const bdw_io *);
 #define BDW_ROWS_KS(K, S) \
   static void \
   bdw_rows_##K##_##S (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, \
       const float *w, VEC bias, void *dst, const bdw_io *io) \
   { \
     bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, io, K, S); \
+  } \
+  static void \
+  bdw_row_##K##_##S (const gpunet_dw *d, const float *const *rows, const float *w, \
+      VEC bias, void *dst, size_t o0, const bdw_io *io) \
+  { \
+    bdw_row_t (d, rows, w, bias, dst, o0, io, K, S); \
   }
 BDW_ROWS_KS (3, 1)
 BDW_ROWS_KS (3, 2)
@@ -178,10 +198,192 @@ bdw_rows_any (const gpunet_dw *d, const float *buf, int y0, int oy0, int oy1, co
   bdw_rows_t (d, buf, y0, oy0, oy1, w, bias, dst, io, d->k, d->stride);
 }
 
+static void
+bdw_row_any (const gpunet_dw *d, const float *const *rows, const float *w, VEC bias,
+    void *dst, size_t o0, const bdw_io *io)
+{
+  bdw_row_t (d, rows, w, bias, dst, o0, io, d->k, d->stride);
+}
+
+/* ---- the expansion fused in (gpunet_dw_set_expansion) ---- */
+
+/* M pixels (from src, pixel 0 of them in channel block 0) x NJ channel blocks of the
+ * expansion: vdpbf16ps over the input's channel pairs (npairs, channel blocks `plane`
+ * elements apart; weights of block j at w + j wstride), the bias, the rounding to bf16 the
+ * stored tensor would have had, the producer's activation, into dst[j] (f32 vectors). */
+static inline __attribute__((always_inline)) void
+xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size_t wstride,
+    const float *bias, float *const *dst, int act, const int M, const int NJ)
+{
+  __m512 acc[6][4];
+#pragma GCC unroll 6
+  for (int p = 0; p < M; p++)
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; j++)
+      acc[p][j] = _mm512_setzero_ps ();
+  for (int kp = 0; kp < npairs; kp++) {
+    /* channels 2 kp, 2 kp + 1: block kp / 8, lanes 2 (kp % 8) and the next */
+    const uint16_t *sp = src + (size_t) (kp >> 3) * plane + (size_t) (kp & 7) * 2;
+    __m512bh wv[4];
+#pragma GCC unroll 4
+    for (int j = 0; j < NJ; j++)
+      wv[j] = (__m512bh) _mm512_load_si512 ((const void *) (w + j * wstride + (size_t) kp * 32));
+#pragma GCC unroll 6
+    for (int p = 0; p < M; p++) {
+      int32_t pair;
+      memcpy (&pair, sp + (size_t) p * VW, sizeof pair);
+      const __m512bh a = (__m512bh) _mm512_set1_epi32 (pair);
+#pragma GCC unroll 4
+      for (int j = 0; j < NJ; j++)
+        acc[p][j] = _mm512_dpbf16_ps (acc[p][j], a, wv[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++) {
+    const __m512 b = _mm512_load_ps (bias + (size_t) j * VW);
+#pragma GCC unroll 6
+    for (int p = 0; p < M; p++)
+      _mm512_store_ps (dst[j] + (size_t) p * VW,
+          simd_act_avx512 (bf_round (_mm512_add_ps (acc[p][j], b)), act));
+  }
+}
+
+#define XDW_TILE_NJ(M) \
+  switch (nj) { \
+    case 4: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 4); break; \
+    case 3: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 3); break; \
+    case 2: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 2); break; \
+    default: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 1); break; \
+  }
+
+static void
+xdw_tile_any (const uint16_t *src, size_t plane, int npairs, const uint16_t *w,
+    size_t wstride, const float *bias, float *const *dst, int act, int m, int nj)
+{
+  switch (m) {
+    case 6: XDW_TILE_NJ (6) break;
+    case 5: XDW_TILE_NJ (5) break;
+    case 4: XDW_TILE_NJ (4) break;
+    case 3: XDW_TILE_NJ (3) break;
+    case 2: XDW_TILE_NJ (2) break;
+    default: XDW_TILE_NJ (1) break;
+  }
+}
+#undef XDW_TILE_NJ
+
+/* Input row `src` (its pixel 0, channel block 0) expanded for the gn channel blocks from
+ * cb0 into `ring` (gn rows of cw vectors, gstride floats apart), columns pad on; the
+ * columns no output reads are left alone. */
+static void
+xdw_row (const gpunet_dw *d, const uint16_t *src, float *ring, size_t gstride, int cb0,
+    int gn)
+{
+  const int npairs = d->x.cin_p / 2, pad = d->pad;
+  const int x1 = d->iw < d->cw - pad ? d->iw : d->cw - pad;
+  const size_t plane = (size_t) d->ih * d->iw * VW, wstride = (size_t) npairs * 32;
+  const uint16_t *w0 = d->x.w + (size_t) cb0 * wstride;
+  for (int x = 0; x < x1; x += 6) {
+    const int m = x1 - x < 6 ? x1 - x : 6;
+    for (int j = 0; j < gn; j += 4) {
+      const int nj = gn - j < 4 ? gn - j : 4;
+      float *dst[4];
+      for (int q = 0; q < nj; q++)
+        dst[q] = ring + (size_t) (j + q) * gstride + (size_t) (pad + x) * VW;
+      xdw_tile_any (src + (size_t) x * VW, plane, npairs, w0 + (size_t) j * wstride, wstride,
+          d->x.bias + (size_t) (cb0 + j) * VW, dst, d->in_act, m, nj);
+    }
+  }
+}
+
+static int
+gcd_int (int a, int b)
+{
+  while (b) {
+    const int t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The fused run: per task (image, group of gblk channel blocks, range of output rows), the
+ * input rows each output row reads are expanded into a ring of k rows (slot = row mod k)
+ * once, just before the first output row that reads them; rows outside the plane read a
+ * zero row.  The ranges of rows split a plane only as far as the threads need tasks: each
+ * range expands the k - stride rows before it again. */
+static void
+bdw_run_x (const gpunet_dw *d, const uint16_t *in, void *out, int n, float *scratch, int nt)
+{
+  const int K = d->k, S = d->stride, pad = d->pad, cw = d->cw, ih = d->ih, oh = d->oh;
+  const int nblk = d->cp / VW, G = d->x.gblk, ng = (nblk + G - 1) / G;
+  const int x1 = d->iw < cw - pad ? d->iw : cw - pad;
+  const size_t row = (size_t) cw * VW, slot = (size_t) G * row;
+  const size_t in_img = (size_t) d->x.cin_p * ih * d->iw;
+  const size_t out_plane = (size_t) oh * d->ow * VW, osz = d->out_bf16 ? 2 : 4;
+  const bdw_row_fn row_fn = K == 3 && S == 1 ? bdw_row_3_1 : K == 3 && S == 2 ? bdw_row_3_2
+      : K == 5 && S == 1 ? bdw_row_5_1 : K == 5 && S == 2 ? bdw_row_5_2 : bdw_row_any;
+  if (nt < 1)
+    nt = 1;
+  int nch = nt / gcd_int (n * ng, nt);
+  if (nch > oh)
+    nch = oh;
+  const long tasks = (long) n * ng * nch;
+#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
+  {
+    float *ring = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
+    float *zrow = ring + (size_t) K * slot;
+    memset (zrow, 0, sizeof (float) * row);
+    const bdw_io io = { d->out_bf16, 0, VW, 0xffff, 0xffff, _mm512_setzero_ps (),
+      _mm512_setzero_ps (), _mm512_setzero_ps () };
+#pragma omp for schedule(static)
+    for (long t = 0; t < tasks; t++) {
+      const int b = (int) (t / ((long) ng * nch)), g = (int) (t / nch % ng);
+      const int ch = (int) (t % nch);
+      const int cb0 = g * G, gn = nblk - cb0 < G ? nblk - cb0 : G;
+      const int oy0 = (int) ((long) ch * oh / nch), oy1 = (int) ((long) (ch + 1) * oh / nch);
+      /* the zero border columns of the ring's rows */
+      for (int r = 0; r < K; r++)
+        for (int j = 0; j < gn; j++) {
+          float *rr = ring + (size_t) r * slot + (size_t) j * row;
+          memset (rr, 0, sizeof (float) * (size_t) pad * VW);
+          if (pad + x1 < cw)
+            memset (rr + (size_t) (pad + x1) * VW, 0, sizeof (float) * (size_t) (cw - pad - x1)
+                * VW);
+        }
+      const uint16_t *src = in + (size_t) b * in_img;
+      int next = oy0 * S - pad;   /* the first input row not yet expanded */
+      for (int oy = oy0; oy < oy1; oy++) {
+        const int top = oy * S - pad;
+        for (int iy = next > top ? next : top; iy < top + K; iy++)
+          if (iy >= 0 && iy < ih)
+            xdw_row (d, src + (size_t) iy * d->iw * VW, ring + (size_t) (iy % K) * slot, row,
+                cb0, gn);
+        next = top + K;
+        for (int j = 0; j < gn; j++) {
+          const float *rows[K];
+          for (int ky = 0; ky < K; ky++) {
+            const int iy = top + ky;
+            rows[ky] = iy < 0 || iy >= ih ? zrow
+                : ring + (size_t) (iy % K) * slot + (size_t) j * row;
+          }
+          const size_t plane_index = (size_t) b * nblk + (size_t) (cb0 + j);
+          row_fn (d, rows, d->w + (size_t) (cb0 + j) * K * K * VW,
+              V_LOAD (d->bias + (size_t) (cb0 + j) * VW),
+              (char *) out + plane_index * out_plane * osz, (size_t) oy * d->ow * VW, &io);
+        }
+      }
+    }
+  }
+}
+
 void
 gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,
     int nt)
 {
+  if (d->x.w) {
+    bdw_run_x (d, (const uint16_t *) in, out, n, scratch, nt);
+    return;
+  }
   const int k = d->k, s = d->stride, nblk = d->cp / VW, strips = d->strips;
   const size_t in_plane = (size_t) d->ih * d->iw * VW, out_plane = (size_t) d->oh * d->ow * VW;
   const size_t isz = d->in_bf16 ? 2 : 4, osz = d->out_bf16 ? 2 : 4;

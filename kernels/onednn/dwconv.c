@@ -14,6 +14,7 @@
 
 #include "activation.h"
 #include "blocked_ops.h"
+#include "cpu_bf16.h"
 #include "dwconv.h"
 #include "dwconv_state.h"
 
@@ -24,6 +25,8 @@ gpunet_dw_free (gpunet_dw *d)
     return;
   free (d->w);
   free (d->bias);
+  free (d->x.w);
+  free (d->x.bias);
   free (d);
 }
 
@@ -36,14 +39,57 @@ gpunet_dw_scratch_floats (const gpunet_dw *d, int nt)
 size_t
 gpunet_dw_thread_floats (const gpunet_dw *d)
 {
-  return d->buf_floats;
+  return d->x.w && d->x.ring_floats > d->buf_floats ? d->x.ring_floats : d->buf_floats;
 }
 
 void
 gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats)
 {
-  if (floats >= d->buf_floats && floats % 16 == 0)
+  if (floats >= gpunet_dw_thread_floats (d) && floats % 16 == 0)
     d->thread_stride = floats;
+}
+
+int
+gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p)
+{
+  if (d->vw != 16 || !d->in_bf16 || d->in_nhwc || d->out_q8 || pe->kernel != 1
+      || pe->stride != 1 || pe->pad != 0 || pe->groups != 1 || pe->cout != d->c
+      || pe->ih != d->ih || pe->iw != d->iw || pe->oh != d->ih || pe->ow != d->iw
+      || pe->cin < 1 || cin_p < pe->cin || cin_p % 16)
+    return 0;
+  const int nblk = d->cp / 16, npairs = cin_p / 2;
+  uint16_t *w = (uint16_t *) gpunet_blk_alloc (((size_t) d->cp * cin_p + 1) / 2);
+  float *bias = gpunet_blk_alloc ((size_t) d->cp);
+  if (!w || !bias) {
+    free (w);
+    free (bias);
+    return 0;
+  }
+  for (int cb = 0; cb < nblk; cb++)
+    for (int kp = 0; kp < npairs; kp++)
+      for (int l = 0; l < 32; l++) {
+        const int oc = cb * 16 + l / 2, ic = 2 * kp + l % 2;
+        w[((size_t) cb * npairs + kp) * 32 + l] = oc < pe->cout && ic < pe->cin
+            ? gpunet_bf16_rne (pe->weight[(size_t) oc * pe->cin + ic]) : 0;
+      }
+  for (int c = 0; c < d->cp; c++)
+    bias[c] = c < pe->cout && pe->bias ? pe->bias[c] : 0.0f;
+  free (d->x.w);
+  free (d->x.bias);
+  d->x.w = w;
+  d->x.bias = bias;
+  d->x.cin = pe->cin;
+  d->x.cin_p = cin_p;
+  const size_t row = (size_t) d->cw * 16;   /* floats of one block's row */
+  long g = (long) (XDW_RING_BUDGET / (sizeof (float) * row * (size_t) d->k));
+  if (g < 1)
+    g = 1;
+  if (g > nblk)
+    g = nblk;
+  const int groups = (int) ((nblk + g - 1) / g);
+  d->x.gblk = (nblk + groups - 1) / groups;   /* the groups as even as whole blocks allow */
+  d->x.ring_floats = ((size_t) d->k * d->x.gblk + 1) * row;
+  return 1;
 }
 
 void

@@ -5,6 +5,7 @@
 #define GPUNET_DWCONV_STATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Per-thread input buffer: whole planes up to this size (every GPUNet depthwise layer at
  * its model's resolution but the largest), else strips of output rows. */
@@ -29,7 +30,22 @@ struct gpunet_dw {
                         * u8 (out_uns) or s8 input, x * out_inv rounded to even and
                         * saturated, after rounding to bf16 where out_bf16 says */
   float out_inv;
+  struct {             /* bf16 sessions: the 1x1 expansion before this op, fused in
+                        * (gpunet_dw_set_expansion); w NULL where none */
+    uint16_t *w;       /* [cp / 16][cin_p / 2][16][2] bf16: per output channel block and
+                        * pair of input channels, each lane's two weights (vdpbf16ps) */
+    float *bias;       /* [cp], zero padded */
+    int cin, cin_p;    /* its input channels, padded to 16 */
+    int gblk;          /* channel blocks of one task (its ring within XDW_RING_BUDGET) */
+    size_t ring_floats;   /* per thread: k rows of gblk blocks of cw vectors, and a zero
+                           * row */
+  } x;
 };
+
+/* Per-thread ring of expanded rows of the fused expansion (gpunet_dw_set_expansion): its
+ * rows of all the task's channel blocks stay in the core's L2 between the expansion that
+ * writes them and the depthwise rows that read them. */
+#define XDW_RING_BUDGET (512 * 1024)
 
 /* bf16_dwconv.c: gpunet_dw_run where the input or output is bf16 (AVX-512 BF16) */
 void gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n,

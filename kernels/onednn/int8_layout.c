@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "blocked_ops.h"
+#include "cpu_bf16.h"
 #include "int8_layout.h"
 
 #define TILE 64   /* pixels per task */
@@ -30,20 +31,6 @@ load_value (const void *src, int bf, size_t i)
     return f;
   }
   return ((const float *) src)[i];
-}
-
-/* f to bf16 as vcvtneps2bf16 does it: nearest, ties to even; a subnormal input counts as
- * zero (its sign kept); NaN stays a quiet NaN */
-static inline uint16_t
-bf16_round (float f)
-{
-  uint32_t u;
-  memcpy (&u, &f, sizeof u);
-  if ((u & 0x7f800000u) == 0)
-    return (uint16_t) ((u >> 16) & 0x8000u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t) ((u >> 16) | 0x40u);
-  return (uint16_t) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 /* ---- portable forms: the definition ---- */
@@ -78,7 +65,7 @@ unpack_tile_portable (const float *src, int c, int cp, long hw, int b, long p0, 
       if (add)
         v = load_value (dst, bf, o) + v;
       if (bf)
-        ((uint16_t *) dst)[o] = bf16_round (v);
+        ((uint16_t *) dst)[o] = gpunet_bf16_rne (v);
       else
         ((float *) dst)[o] = v;
     }

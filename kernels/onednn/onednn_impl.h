@@ -18,6 +18,8 @@ typedef enum {
   GPUNET_ONEDNN_AVGPOOL,       /* global average pool (blocked_ops.h) */
   GPUNET_ONEDNN_LINEAR,        /* our vector fully connected layer (linear.h) */
   GPUNET_ONEDNN_LINEAR_PLAIN,  /* the plain fully connected layer (blocked_ops.h) */
+  GPUNET_ONEDNN_XDW,           /* a 1x1 expansion run inside our depthwise op after it
+                                * (gpunet_dw_set_expansion): nothing runs in its place */
   GPUNET_ONEDNN_IMPLS
 } gpunet_onednn_impl;
 
