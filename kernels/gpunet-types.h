@@ -137,7 +137,7 @@ typedef struct {
 
 /* gpunet_cpu_options.xdw's rule: the smallest expanded plane fused (docs/performance.md,
  * "Options") */
-#define GPUNET_CPU_XDW_MIN_HW 0
+#define GPUNET_CPU_XDW_MIN_HW 2048
 
 /* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */
 #define GPUNET_CPU_INT8_MIN_MACS 64

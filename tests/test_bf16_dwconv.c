@@ -147,10 +147,10 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
  * most 2^-8 of the sum of its terms' sizes (plus the output's own rounding).  Nearly
  * every output must still be the unfused one bit for bit.  Returns the failures. */
 static int
-check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, int obf)
+check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, int obf, int n)
 {
   const int blk = 16, cp = (c + blk - 1) / blk * blk, cin_p = (cin + blk - 1) / blk * blk;
-  const int n = 2, pad = k / 2;
+  const int pad = k / 2;
   const int oh = (ih + 2 * pad - k) / s + 1, ow = (iw + 2 * pad - k) / s + 1;
   const size_t x_n = (size_t) n * cin_p * ih * iw, e_n = (size_t) n * cp * ih * iw;
   const size_t out_n = (size_t) n * cp * oh * ow;
@@ -197,7 +197,7 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
   }
   gpunet_dw_set_bf16 (u, 1, obf);
   gpunet_dw_set_bf16 (f, 1, obf);
-  if (!gpunet_dw_set_expansion (f, &pe, cin_p)) {
+  if (!gpunet_dw_set_expansion (f, &pe, cin_p, 2)) {
     fprintf (stderr, "FAIL: cin=%d c=%d k=%d s=%d %dx%d: the expansion was not taken\n",
         cin, c, k, s, ih, iw);
     exit (1);
@@ -243,8 +243,8 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
   if (few_same)
     fprintf (stderr, "FAIL: fused cin=%d c=%d k=%d s=%d %dx%d: only %zu of %zu outputs are "
         "the unfused ones bit for bit\n", cin, c, k, s, ih, iw, same, out_n);
-  printf ("fused cin=%d c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 out=%d: %zu of %zu "
-      "outputs bit for bit, %s\n", cin, c, k, s, ih, iw, act, in_act, obf, same, out_n,
+  printf ("fused cin=%d c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 out=%d n=%d: %zu of %zu "
+      "outputs bit for bit, %s\n", cin, c, k, s, ih, iw, act, in_act, obf, n, same, out_n,
       bad || few_same ? "FAILED" : "within the bound");
   gpunet_dw_free (u), gpunet_dw_free (f);
   free (we), free (be), free (w), free (bias), free (x), free (e), free (out_ref), free (out);
@@ -274,12 +274,17 @@ main (void)
   /* the expansion fused in: tails of pixels (not a multiple of 6) and of channel blocks
    * (not a multiple of 4), input channels not a multiple of 16, each kernel form; planes
    * taken in several groups of channel blocks (XDW_RING_BUDGET) */
-  bad += check_fused (24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 1);
-  bad += check_fused (48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
-  bad += check_fused (33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0);
-  bad += check_fused (16, 50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
-  bad += check_fused (64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 1);
-  bad += check_fused (32, 256, 5, 1, 7, 300, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1);
+  bad += check_fused (24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0, 2);
+  bad += check_fused (16, 50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 1, 2);
+  bad += check_fused (32, 256, 5, 1, 7, 300, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  /* one channel block, one image: the plane split into ranges of rows, one a thread, each
+   * expanding the rows before it again (the second thread's ring holds none of them; planes
+   * large enough to run on both threads) */
+  bad += check_fused (16, 16, 5, 1, 40, 120, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 1);
+  bad += check_fused (40, 8, 3, 2, 62, 281, GPUNET_EPI_NONE, GPUNET_EPI_RELU, 0, 1);
   printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
   printf ("%s\n", bad ? "FAILED" : "passed");
   return bad ? 1 : 0;

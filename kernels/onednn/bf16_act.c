@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "activation.h"
+#include "cpu_bf16.h"
 #include "onednn_state.h"
 
 void
@@ -56,8 +57,8 @@ gpunet_onednn_xdw_fuse (fast_state *s)
 {
   const gpunet_graph *g = s->g;
   if (!s->bf16 || s->int8 || s->blk != 16 || s->opt.xdw == 1
-      || s->opt.simd != GPUNET_CPU_SIMD_AUTO)
-    return;
+      || s->opt.simd != GPUNET_CPU_SIMD_AUTO || !gpunet_cpu_avx512_bf16 ())
+    return;   /* vdpbf16ps: AVX-512 BF16 (a CPU with AMX-BF16 alone runs unfused) */
   for (int i = 1; i < g->n_ops; i++) {
     fast_op *r = &s->ops[i], *pr = &s->ops[i - 1];
     const gpunet_op *op = r->op, *x = pr->op;
@@ -73,7 +74,7 @@ gpunet_onednn_xdw_fuse (fast_state *s)
     if (s->opt.xdw != 2
         && (long) g->tensors[op->in].h * g->tensors[op->in].w < GPUNET_CPU_XDW_MIN_HW)
       continue;
-    if (gpunet_dw_set_expansion (r->k.dw, &x->p.conv2d, s->t[x->in].cp))
+    if (gpunet_dw_set_expansion (r->k.dw, &x->p.conv2d, s->t[x->in].cp, s->nt))
       pr->impl = GPUNET_ONEDNN_XDW;
   }
 }

@@ -210,7 +210,8 @@ bdw_row_any (const gpunet_dw *d, const float *const *rows, const float *w, VEC b
 /* M pixels (from src, pixel 0 of them in channel block 0) x NJ channel blocks of the
  * expansion: vdpbf16ps over the input's channel pairs (npairs, channel blocks `plane`
  * elements apart; weights of block j at w + j wstride), the bias, the rounding to bf16 the
- * stored tensor would have had, the producer's activation, into dst[j] (f32 vectors). */
+ * stored tensor would have had, the producer's activation, into dst[j] (f32 vectors).
+ * npairs is a multiple of 8 (whole input channel blocks). */
 static inline __attribute__((always_inline)) void
 xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size_t wstride,
     const float *bias, float *const *dst, int act, const int M, const int NJ)
@@ -221,29 +222,37 @@ xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size
 #pragma GCC unroll 4
     for (int j = 0; j < NJ; j++)
       acc[p][j] = _mm512_setzero_ps ();
-  for (int kp = 0; kp < npairs; kp++) {
-    /* channels 2 kp, 2 kp + 1: block kp / 8, lanes 2 (kp % 8) and the next */
-    const uint16_t *sp = src + (size_t) (kp >> 3) * plane + (size_t) (kp & 7) * 2;
-    __m512bh wv[4];
-#pragma GCC unroll 4
-    for (int j = 0; j < NJ; j++)
-      wv[j] = (__m512bh) _mm512_load_si512 ((const void *) (w + j * wstride + (size_t) kp * 32));
-#pragma GCC unroll 6
-    for (int p = 0; p < M; p++) {
-      int32_t pair;
-      memcpy (&pair, sp + (size_t) p * VW, sizeof pair);
-      const __m512bh a = (__m512bh) _mm512_set1_epi32 (pair);
+  /* input channel block ib, its pairs q: channels 16 ib + 2 q and the next (lanes 2 q,
+   * 2 q + 1 of each pixel) */
+  for (int ib = 0; ib < npairs / 8; ib++) {
+    const uint16_t *sb = src + (size_t) ib * plane, *wb = w + (size_t) ib * 256;
+#pragma GCC unroll 2
+    for (int q = 0; q < 8; q++) {
+      __m512bh wv[4];
 #pragma GCC unroll 4
       for (int j = 0; j < NJ; j++)
-        acc[p][j] = _mm512_dpbf16_ps (acc[p][j], a, wv[j]);
+        wv[j] = (__m512bh) _mm512_load_si512 ((const void *) (wb + j * wstride + q * 32));
+#pragma GCC unroll 6
+      for (int p = 0; p < M; p++) {
+        int32_t pair;
+        memcpy (&pair, sb + p * VW + q * 2, sizeof pair);
+        const __m512bh a = (__m512bh) _mm512_set1_epi32 (pair);
+#pragma GCC unroll 4
+        for (int j = 0; j < NJ; j++)
+          acc[p][j] = _mm512_dpbf16_ps (acc[p][j], a, wv[j]);
+      }
     }
   }
+  float *out[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < NJ; j++)
+    out[j] = dst[j];
 #pragma GCC unroll 4
   for (int j = 0; j < NJ; j++) {
     const __m512 b = _mm512_load_ps (bias + (size_t) j * VW);
 #pragma GCC unroll 6
     for (int p = 0; p < M; p++)
-      _mm512_store_ps (dst[j] + (size_t) p * VW,
+      _mm512_store_ps (out[j] + (size_t) p * VW,
           simd_act_avx512 (bf_round (_mm512_add_ps (acc[p][j], b)), act));
   }
 }
@@ -282,10 +291,10 @@ xdw_row (const gpunet_dw *d, const uint16_t *src, float *ring, size_t gstride, i
   const int x1 = d->iw < d->cw - pad ? d->iw : d->cw - pad;
   const size_t plane = (size_t) d->ih * d->iw * VW, wstride = (size_t) npairs * 32;
   const uint16_t *w0 = d->x.w + (size_t) cb0 * wstride;
-  for (int x = 0; x < x1; x += 6) {
-    const int m = x1 - x < 6 ? x1 - x : 6;
-    for (int j = 0; j < gn; j += 4) {
-      const int nj = gn - j < 4 ? gn - j : 4;
+  for (int j = 0; j < gn; j += 4) {   /* a chunk's weights stay in L1 along the row */
+    const int nj = gn - j < 4 ? gn - j : 4;
+    for (int x = 0; x < x1; x += 6) {
+      const int m = x1 - x < 6 ? x1 - x : 6;
       float *dst[4];
       for (int q = 0; q < nj; q++)
         dst[q] = ring + (size_t) (j + q) * gstride + (size_t) (pad + x) * VW;
@@ -324,7 +333,7 @@ bdw_run_x (const gpunet_dw *d, const uint16_t *in, void *out, int n, float *scra
       : K == 5 && S == 1 ? bdw_row_5_1 : K == 5 && S == 2 ? bdw_row_5_2 : bdw_row_any;
   if (nt < 1)
     nt = 1;
-  int nch = nt / gcd_int (n * ng, nt);
+  int nch = d->x.nt == nt ? d->x.nch : nt / gcd_int (n * ng, nt);
   if (nch > oh)
     nch = oh;
   const long tasks = (long) n * ng * nch;

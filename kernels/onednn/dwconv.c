@@ -49,8 +49,51 @@ gpunet_dw_set_thread_stride (gpunet_dw *d, size_t floats)
     d->thread_stride = floats;
 }
 
+/* A fused op's split of its work among nt threads (one image): groups of whole channel
+ * blocks (at most gmax, the ring's budget) times ranges of output rows, the pair whose
+ * busiest thread has the least work under OpenMP's static schedule, fewer tasks on a tie.
+ * A task's work: its blocks times its expanded rows' multiply-adds (each range expands
+ * the k - stride rows before it again) and its depthwise rows'. */
+static void
+xdw_split (gpunet_dw *d, int gmax, int nt)
+{
+  const int nblk = d->cp / 16, ng_min = (nblk + gmax - 1) / gmax;
+  const int k = d->k, s = d->stride, pad = d->pad, oh = d->oh;
+  double best = -1.0;
+  for (int ng = ng_min; ng <= nblk && ng <= ng_min + 2 * nt; ng++) {
+    const int g = (nblk + ng - 1) / ng;
+    if ((nblk + g - 1) / g != ng)
+      continue;   /* the same groups as a smaller count */
+    for (int nch = 1; nch <= nt && nch <= oh; nch++) {
+      const int tasks = ng * nch, q = tasks / nt, r = tasks % nt;
+      double worst = 0.0;
+      for (int t = 0; t < nt; t++) {
+        const int lo = t * q + (t < r ? t : r), hi = lo + q + (t < r);
+        double w = 0.0;
+        for (int u = lo; u < hi; u++) {
+          const int blocks = nblk - u / nch * g < g ? nblk - u / nch * g : g;
+          const int oy0 = (int) ((long) (u % nch) * oh / nch);
+          const int oy1 = (int) ((long) (u % nch + 1) * oh / nch);
+          int y0 = oy0 * s - pad, y1 = (oy1 - 1) * s - pad + k;
+          y0 = y0 < 0 ? 0 : y0;
+          y1 = y1 > d->ih ? d->ih : y1;
+          w += (double) blocks * ((double) (y1 - y0) * d->iw * d->x.cin_p / 2.0
+              + (double) (oy1 - oy0) * d->ow * k * k);
+        }
+        worst = w > worst ? w : worst;
+      }
+      if (best < 0.0 || worst < best * (1.0 - 1e-9)) {
+        best = worst;
+        d->x.gblk = g;
+        d->x.nch = nch;
+      }
+    }
+  }
+  d->x.nt = nt;
+}
+
 int
-gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p)
+gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p, int nt)
 {
   if (d->vw != 16 || !d->in_bf16 || d->in_nhwc || d->out_q8 || pe->kernel != 1
       || pe->stride != 1 || pe->pad != 0 || pe->groups != 1 || pe->cout != d->c
@@ -86,8 +129,7 @@ gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p
     g = 1;
   if (g > nblk)
     g = nblk;
-  const int groups = (int) ((nblk + g - 1) / g);
-  d->x.gblk = (nblk + groups - 1) / groups;   /* the groups as even as whole blocks allow */
+  xdw_split (d, (int) g, nt > 0 ? nt : 1);
   d->x.ring_floats = ((size_t) d->k * d->x.gblk + 1) * row;
   return 1;
 }

@@ -53,9 +53,11 @@ void gpunet_dw_set_int8_io (gpunet_dw *d, int in_nhwc, int out_q8, int out_uns, 
  * the depthwise rows are computed: the expanded tensor never goes to memory.  Needs AVX-512
  * BF16, 16-channel blocks and a bf16 input (gpunet_dw_set_bf16 first); pe must be a dense
  * 1x1 stride-1 convolution to this op's channels and plane.  1 on success, 0 where it does
- * not apply or memory ran out (the op then runs unfused).  Call before the thread stride
- * is set (its ring counts in gpunet_dw_thread_floats). */
-int gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p);
+ * not apply or memory ran out (the op then runs unfused).  The work is split for nt
+ * threads (another count at run time splits it less evenly).  Call before the thread
+ * stride is set (its ring counts in gpunet_dw_thread_floats). */
+int gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p,
+    int nt);
 
 /* n images: out = act(dwconv(in_act(in)) + bias); padded channels of out are written 0. */
 void gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch,

@@ -37,6 +37,7 @@ struct gpunet_dw {
     float *bias;       /* [cp], zero padded */
     int cin, cin_p;    /* its input channels, padded to 16 */
     int gblk;          /* channel blocks of one task (its ring within XDW_RING_BUDGET) */
+    int nch, nt;       /* ranges of output rows a plane is split into for nt threads */
     size_t ring_floats;   /* per thread: k rows of gblk blocks of cw vectors, and a zero
                            * row */
   } x;
