@@ -128,16 +128,17 @@ typedef struct {
                                 * convolutions reads the one's nhwc output and writes the
                                 * other's quantised nhwc input itself; 1 (off): through the
                                 * blocked tensors and the layout moves */
-  int xdw;                     /* precision=bf16: 0 (auto): a 1x1 expansion whose output
-                                * only the depthwise op after it reads runs inside that op
-                                * (its rows never stored) on the planes of at least
-                                * GPUNET_CPU_XDW_MIN_HW pixels; 1 (off): never; 2 (all):
-                                * on every plane */
+  int xdw;                     /* bf16 and f32 on 16-channel blocks: 0 (auto): a 1x1
+                                * expansion whose output only the depthwise op after it
+                                * reads runs inside that op (its rows never stored) on the
+                                * planes of at least GPUNET_CPU_XDW_MIN_HW_BF16 or _F32
+                                * pixels; 1 (off): never; 2 (all): on every plane */
 } gpunet_cpu_options;
 
-/* gpunet_cpu_options.xdw's rule: the smallest expanded plane fused (docs/performance.md,
- * "Options") */
-#define GPUNET_CPU_XDW_MIN_HW 2048
+/* gpunet_cpu_options.xdw's rule: the smallest expanded plane fused, in bf16 and in f32
+ * sessions (docs/performance.md, "Options") */
+#define GPUNET_CPU_XDW_MIN_HW_BF16 2048
+#define GPUNET_CPU_XDW_MIN_HW_F32 784
 
 /* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */
 #define GPUNET_CPU_INT8_MIN_MACS 64

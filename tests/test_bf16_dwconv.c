@@ -8,7 +8,9 @@
  * producer's swish applied on the way in, batch 2, planes taken in several strips of
  * rows; and int8 sessions' io: the input read from an nhwc f32 buffer, the output
  * quantised into an nhwc u8/s8 one.  Exit 77 where the CPU lacks AVX-512 BF16 (the
- * vcvtneps2bf16 instruction). */
+ * vcvtneps2bf16 instruction).  Also the 1x1 expansion fused into the depthwise op
+ * (check_fused), bf16 and f32: the f32 form runs where the CPU has AVX-512 (F, BW, VL)
+ * without BF16 as well. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,16 +140,20 @@ check (int c, int k, int s, int ih, int iw, int act, int in_act)
   return bad;
 }
 
-/* The expansion fused in (gpunet_dw_set_expansion): a 1x1 convolution from cin bf16
- * channels to c, then the depthwise op, against the same depthwise kernel run unfused on
- * the expansion computed here in portable C (products of bf16 values summed in double,
- * the bias, rounded to f32 and then to bf16 as the stored tensor is).  The fused kernel
- * sums in f32 by vdpbf16ps, so an expanded value may land on the other side of a bf16
- * rounding boundary: at most one bf16 step (2^-8 of its size), which moves an output by at
- * most 2^-8 of the sum of its terms' sizes (plus the output's own rounding).  Nearly
- * every output must still be the unfused one bit for bit.  Returns the failures. */
+/* The expansion fused in (gpunet_dw_set_expansion): a 1x1 convolution from cin channels
+ * to c, then the depthwise op, against the same depthwise kernel run unfused on the
+ * expansion computed here in portable C (products summed in double, rounded to f32, the
+ * bias).  ibf: bf16 input and weights (values drawn as bf16; the sum rounded to bf16 as the
+ * stored tensor is).  The fused kernel sums in f32 (vdpbf16ps, or one FMA a channel), in
+ * another order.  bf16: an expanded value may land on the other side of a bf16 rounding
+ * boundary, at most one bf16 step (2^-8 of its size), which moves an output by at most
+ * 2^-8 of the sum of its terms' sizes (plus the output's own rounding), and nearly every
+ * output must still be the unfused one bit for bit.  f32: the sums differ by f32 roundings,
+ * cin of them at most (2^-24 each, relative to the sum of the products' sizes), under
+ * 2^-16 of the sum of the terms' sizes here.  Returns the failures. */
 static int
-check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, int obf, int n)
+check_fused (int ibf, int cin, int c, int k, int s, int ih, int iw, int act, int in_act,
+    int obf, int n)
 {
   const int blk = 16, cp = (c + blk - 1) / blk * blk, cin_p = (cin + blk - 1) / blk * blk;
   const int pad = k / 2;
@@ -156,10 +162,10 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
   const size_t out_n = (size_t) n * cp * oh * ow;
   float *we = malloc (sizeof (float) * c * cin), *be = malloc (sizeof (float) * c);
   float *w = malloc (sizeof (float) * c * k * k), *bias = malloc (sizeof (float) * c);
-  uint16_t *x = (uint16_t *) gpunet_blk_alloc (x_n / 2 + 16);
-  uint16_t *e = (uint16_t *) gpunet_blk_alloc (e_n / 2 + 16);
+  float *x = gpunet_blk_alloc (x_n + 16), *e = gpunet_blk_alloc (e_n + 16);
   float *out_ref = gpunet_blk_alloc (out_n), *out = gpunet_blk_alloc (out_n);
   float *mag = malloc (sizeof (float) * out_n);
+  uint16_t *xh = (uint16_t *) x, *eh = (uint16_t *) e;
   for (int i = 0; i < c * cin; i++)
     we[i] = frand () / 4.0f;
   for (int i = 0; i < c; i++)
@@ -170,20 +176,31 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
     bias[i] = frand ();
   for (size_t i = 0; i < x_n; i++) {
     const int ch = (int) ((i / ((size_t) ih * iw * blk)) % (cin_p / blk)) * blk + (int) (i % blk);
-    x[i] = ch < cin ? gpunet_bf16_rne (4.0f * frand ()) : 0;
+    const float v = ch < cin ? 4.0f * frand () : 0.0f;
+    if (ibf)
+      xh[i] = gpunet_bf16_rne (v);
+    else
+      x[i] = v;
   }
-  /* the expansion, portable: blocked bf16 [n][cp / 16][ih][iw][16] */
+  /* the expansion, portable: blocked [n][cp / 16][ih][iw][16], bf16 or f32 */
   for (int b = 0; b < n; b++)
     for (int oc = 0; oc < cp; oc++)
       for (long px = 0; px < (long) ih * iw; px++) {
         double sum = 0.0;
-        for (int ic = 0; ic < cin && oc < c; ic++)
-          sum += (double) bf16_f32 (gpunet_bf16_rne (we[(size_t) oc * cin + ic]))
-              * bf16_f32 (x[((size_t) b * cin_p + (size_t) (ic / blk * blk)) * ih * iw
-                      + (size_t) px * blk + (size_t) (ic % blk)]);
+        for (int ic = 0; ic < cin && oc < c; ic++) {
+          const size_t xi = ((size_t) b * cin_p + (size_t) (ic / blk * blk)) * ih * iw
+              + (size_t) px * blk + (size_t) (ic % blk);
+          const float wv = we[(size_t) oc * cin + ic];
+          sum += ibf ? (double) bf16_f32 (gpunet_bf16_rne (wv)) * bf16_f32 (xh[xi])
+              : (double) wv * x[xi];
+        }
         const float v = oc < c ? (float) sum + be[oc] : 0.0f;
-        e[((size_t) b * cp + (size_t) (oc / blk * blk)) * ih * iw + (size_t) px * blk
-            + (size_t) (oc % blk)] = gpunet_bf16_rne (v);
+        const size_t ei = ((size_t) b * cp + (size_t) (oc / blk * blk)) * ih * iw
+            + (size_t) px * blk + (size_t) (oc % blk);
+        if (ibf)
+          eh[ei] = gpunet_bf16_rne (v);
+        else
+          e[ei] = v;
       }
   gpunet_dwconv2d_params p = { .c = c, .kernel = k, .stride = s, .pad = pad, .ih = ih,
     .iw = iw, .oh = oh, .ow = ow, .act = act, .weight = w, .bias = bias };
@@ -195,8 +212,8 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
     fprintf (stderr, "FAIL: out of memory\n");
     exit (1);
   }
-  gpunet_dw_set_bf16 (u, 1, obf);
-  gpunet_dw_set_bf16 (f, 1, obf);
+  gpunet_dw_set_bf16 (u, ibf, obf);
+  gpunet_dw_set_bf16 (f, ibf, obf);
   if (!gpunet_dw_set_expansion (f, &pe, cin_p, 2)) {
     fprintf (stderr, "FAIL: cin=%d c=%d k=%d s=%d %dx%d: the expansion was not taken\n",
         cin, c, k, s, ih, iw);
@@ -207,9 +224,9 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
   gpunet_dw_set_thread_stride (u, (sf + 15) / 16 * 16);
   gpunet_dw_set_thread_stride (f, (sf + 15) / 16 * 16);
   float *scratch = gpunet_blk_alloc ((sf + 16) * 2);
-  gpunet_dw_run (u, (const float *) e, out_ref, n, scratch, 2);
+  gpunet_dw_run (u, e, out_ref, n, scratch, 2);
   memset (out, 0xff, sizeof (float) * out_n);   /* padded lanes must be written */
-  gpunet_dw_run (f, (const float *) x, out, n, scratch, 2);
+  gpunet_dw_run (f, x, out, n, scratch, 2);
   /* the size of each output's terms: the depthwise op over |in_act(expanded)| */
   for (int b = 0; b < n; b++)
     for (int ch = 0; ch < cp; ch++)
@@ -221,8 +238,9 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
               const int iy = oy * s - pad + ky, ix = ox * s - pad + kx;
               if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
                 continue;
-              const float ev = bf16_f32 (e[((size_t) b * cp + (size_t) (ch / blk * blk)) * ih
-                      * iw + ((size_t) iy * iw + ix) * blk + (size_t) (ch % blk)]);
+              const size_t ei = ((size_t) b * cp + (size_t) (ch / blk * blk)) * ih * iw
+                  + ((size_t) iy * iw + ix) * blk + (size_t) (ch % blk);
+              const float ev = ibf ? bf16_f32 (eh[ei]) : e[ei];
               m += fabs ((double) w[(size_t) ch * k * k + ky * k + kx]
                   * gpunet_activate (ev, in_act));
             }
@@ -230,22 +248,24 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
               + ((size_t) oy * ow + ox) * blk + (size_t) (ch % blk)] = (float) m;
         }
   size_t same = 0, bad = 0;
+  const double step = ibf ? 1.0 / 256.0 : 1.0 / 65536.0;
   for (size_t i = 0; i < out_n; i++) {
     const float r = obf ? bf16_f32 (((uint16_t *) out_ref)[i]) : out_ref[i];
     const float v = obf ? bf16_f32 (((uint16_t *) out)[i]) : out[i];
-    const double tol = mag[i] / 256.0 + (obf ? fabs (r) / 128.0 : 0.0) + 1e-6;
+    const double tol = mag[i] * step + (obf ? fabs (r) / 128.0 : 0.0) + 1e-6;
     same += memcmp (&r, &v, sizeof r) == 0;
     if (!(fabs ((double) v - r) <= tol) && bad++ < 5)
-      fprintf (stderr, "FAIL: fused cin=%d c=%d k=%d s=%d %dx%d: element %zu is %g, "
-          "unfused %g (tolerance %g)\n", cin, c, k, s, ih, iw, i, (double) v, (double) r, tol);
+      fprintf (stderr, "FAIL: fused %s cin=%d c=%d k=%d s=%d %dx%d: element %zu is %g, "
+          "unfused %g (tolerance %g)\n", ibf ? "bf16" : "f32", cin, c, k, s, ih, iw, i,
+          (double) v, (double) r, tol);
   }
-  const int few_same = same < out_n * 95 / 100;
+  const int few_same = ibf && same < out_n * 95 / 100;
   if (few_same)
     fprintf (stderr, "FAIL: fused cin=%d c=%d k=%d s=%d %dx%d: only %zu of %zu outputs are "
         "the unfused ones bit for bit\n", cin, c, k, s, ih, iw, same, out_n);
-  printf ("fused cin=%d c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 out=%d n=%d: %zu of %zu "
-      "outputs bit for bit, %s\n", cin, c, k, s, ih, iw, act, in_act, obf, n, same, out_n,
-      bad || few_same ? "FAILED" : "within the bound");
+  printf ("fused %s cin=%d c=%d k=%d s=%d %dx%d act=%d in_act=%d bf16 out=%d n=%d: %zu of "
+      "%zu outputs bit for bit, %s\n", ibf ? "bf16" : "f32", cin, c, k, s, ih, iw, act,
+      in_act, obf, n, same, out_n, bad || few_same ? "FAILED" : "within the bound");
   gpunet_dw_free (u), gpunet_dw_free (f);
   free (we), free (be), free (w), free (bias), free (x), free (e), free (out_ref), free (out);
   free (mag), free (scratch);
@@ -255,12 +275,28 @@ check_fused (int cin, int c, int k, int s, int ih, int iw, int act, int in_act, 
 int
 main (void)
 {
-  if (!gpunet_cpu_avx512_bf16 ()) {
-    printf ("SKIP: this CPU lacks AVX-512 BF16 (avx512_bf16: vcvtneps2bf16), which the "
-        "bf16 depthwise kernel uses\n");
+  if (!__builtin_cpu_supports ("avx512f") || !__builtin_cpu_supports ("avx512bw")
+      || !__builtin_cpu_supports ("avx512vl")) {
+    printf ("SKIP: this CPU lacks AVX-512 (F, BW and VL), which the fused f32 expansion "
+        "and the bf16 depthwise kernel use\n");
+    printf ("isa-paths: ran= not-run=avx512,avx512-bf16-vnni\n");
     return 77;
   }
   int bad = 0;
+  /* the f32 expansion fused in (f32 sessions; AVX-512 without BF16 runs it too): tails
+   * of pixels and channel blocks, each kernel form, one image split in rows */
+  bad += check_fused (0, 24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 0, 2);
+  bad += check_fused (0, 48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 0, 2);
+  bad += check_fused (0, 33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0, 2);
+  bad += check_fused (0, 64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 0, 2);
+  bad += check_fused (0, 16, 16, 5, 1, 40, 120, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 0, 1);
+  if (!gpunet_cpu_avx512_bf16 ()) {
+    printf ("SKIP (bf16 forms): this CPU lacks AVX-512 BF16 (avx512_bf16: vcvtneps2bf16), "
+        "which the bf16 depthwise kernel uses\n");
+    printf ("isa-paths: ran=avx512 not-run=avx512-bf16-vnni\n");
+    printf ("%s\n", bad ? "FAILED" : "passed");
+    return bad ? 1 : 0;
+  }
   bad += check (40, 3, 1, 13, 19, GPUNET_EPI_SWISH, GPUNET_EPI_NONE);
   bad += check (33, 3, 2, 21, 22, GPUNET_EPI_NONE, GPUNET_EPI_SWISH);
   bad += check (16, 5, 1, 9, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU);
@@ -274,18 +310,18 @@ main (void)
   /* the expansion fused in: tails of pixels (not a multiple of 6) and of channel blocks
    * (not a multiple of 4), input channels not a multiple of 16, each kernel form; planes
    * taken in several groups of channel blocks (XDW_RING_BUDGET) */
-  bad += check_fused (24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 1, 2);
-  bad += check_fused (48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
-  bad += check_fused (33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0, 2);
-  bad += check_fused (16, 50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
-  bad += check_fused (64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 1, 2);
-  bad += check_fused (32, 256, 5, 1, 7, 300, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (1, 24, 40, 3, 1, 13, 19, GPUNET_EPI_NONE, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (1, 48, 144, 3, 2, 21, 22, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (1, 33, 80, 5, 1, 17, 11, GPUNET_EPI_RELU, GPUNET_EPI_RELU, 0, 2);
+  bad += check_fused (1, 16, 50, 5, 2, 23, 17, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
+  bad += check_fused (1, 64, 24, 7, 1, 9, 30, GPUNET_EPI_NONE, GPUNET_EPI_NONE, 1, 2);
+  bad += check_fused (1, 32, 256, 5, 1, 7, 300, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 2);
   /* one channel block, one image: the plane split into ranges of rows, one a thread, each
    * expanding the rows before it again (the second thread's ring holds none of them; planes
    * large enough to run on both threads) */
-  bad += check_fused (16, 16, 5, 1, 40, 120, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 1);
-  bad += check_fused (40, 8, 3, 2, 62, 281, GPUNET_EPI_NONE, GPUNET_EPI_RELU, 0, 1);
-  printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
+  bad += check_fused (1, 16, 16, 5, 1, 40, 120, GPUNET_EPI_SWISH, GPUNET_EPI_SWISH, 1, 1);
+  bad += check_fused (1, 40, 8, 3, 2, 62, 281, GPUNET_EPI_NONE, GPUNET_EPI_RELU, 0, 1);
+  printf ("isa-paths: ran=avx512,avx512-bf16-vnni not-run=\n");
   printf ("%s\n", bad ? "FAILED" : "passed");
   return bad ? 1 : 0;
 }

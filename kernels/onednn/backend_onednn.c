@@ -107,7 +107,7 @@ plan_buffers (fast_state *s)
     const gpunet_op *op = &g->ops[i];
     /* a depthwise op right after a 1x1 convolution may read that one's input instead
      * (gpunet_onednn_xdw_fuse): its output must not take that input's buffer */
-    const int xin = s->bf16 && !s->int8 && s->opt.xdw != 1 && i > 0
+    const int xin = !s->int8 && s->opt.xdw != 1 && i > 0
         && op->kind == GPUNET_OP_DWCONV2D && g->ops[i - 1].kind == GPUNET_OP_CONV2D
         && g->ops[i - 1].out == op->in && g->ops[i - 1].p.conv2d.kernel == 1
         ? g->ops[i - 1].in : -1;

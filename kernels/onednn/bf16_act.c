@@ -10,8 +10,6 @@
  * the layers that are memory-bound (large planes with few channels, depthwise ones). */
 #include <string.h>
 
-#include "activation.h"
-#include "cpu_bf16.h"
 #include "onednn_state.h"
 
 void
@@ -50,33 +48,6 @@ gpunet_onednn_bf16_tensors (fast_state *s)
   for (int i = 0; i < g->n_ops; i++)
     if (s->ops[i].impl == GPUNET_ONEDNN_DW)
       gpunet_dw_set_bf16 (s->ops[i].k.dw, s->t[g->ops[i].in].bf, s->t[g->ops[i].out].bf);
-}
-
-void
-gpunet_onednn_xdw_fuse (fast_state *s)
-{
-  const gpunet_graph *g = s->g;
-  if (!s->bf16 || s->int8 || s->blk != 16 || s->opt.xdw == 1
-      || s->opt.simd != GPUNET_CPU_SIMD_AUTO || !gpunet_cpu_avx512_bf16 ())
-    return;   /* vdpbf16ps: AVX-512 BF16 (a CPU with AMX-BF16 alone runs unfused) */
-  for (int i = 1; i < g->n_ops; i++) {
-    fast_op *r = &s->ops[i], *pr = &s->ops[i - 1];
-    const gpunet_op *op = r->op, *x = pr->op;
-    int first;
-    if (r->impl != GPUNET_ONEDNN_DW || op->residual >= 0 || x->kind != GPUNET_OP_CONV2D
-        || pr->impl != GPUNET_ONEDNN_CONV || !gpunet_onednn_conv_is_bf16 (s, x)
-        || x->residual >= 0 || x->out != op->in || pr->act != GPUNET_EPI_NONE
-        || r->in_act != x->p.conv2d.act || !s->t[x->in].bf || s->t[x->in].blk != 16
-        || !s->t[op->in].bf || g->tensors[op->in].block >= 0 || op->in == g->output
-        || gpunet_onednn_tensor_readers (g, op->in, &first) != 1
-        || s->t[x->in].buf == s->t[op->out].buf)
-      continue;
-    if (s->opt.xdw != 2
-        && (long) g->tensors[op->in].h * g->tensors[op->in].w < GPUNET_CPU_XDW_MIN_HW)
-      continue;
-    if (gpunet_dw_set_expansion (r->k.dw, &x->p.conv2d, s->t[x->in].cp, s->nt))
-      pr->impl = GPUNET_ONEDNN_XDW;
-  }
 }
 
 void

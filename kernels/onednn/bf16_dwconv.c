@@ -4,7 +4,10 @@
  * activated and zero-bordered into a per-thread f32 buffer, eight outputs of a row at a
  * time); bf16 inputs are widened exactly (a 16-bit shift), outputs rounded to nearest even
  * once by vcvtneps2bf16 (AVX-512 BF16).  Halves the bytes a depthwise layer moves, which
- * is what it costs (GPUNet-D1 and -D2 are dominated by large depthwise planes). */
+ * is what it costs (GPUNet-D1 and -D2 are dominated by large depthwise planes).
+ * Also the depthwise op with the 1x1 expansion before it fused in (gpunet_dw_set_expansion),
+ * bf16 or f32: the f32 form uses no BF16 instruction and runs on any CPU with AVX-512 F,
+ * BW and VL (xdw_plan.c checks them). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,13 +211,13 @@ bdw_row_any (const gpunet_dw *d, const float *const *rows, const float *w, VEC b
 /* ---- the expansion fused in (gpunet_dw_set_expansion) ---- */
 
 /* M pixels (from src, pixel 0 of them in channel block 0) x NJ channel blocks of the
- * expansion: vdpbf16ps over the input's channel pairs (npairs, channel blocks `plane`
- * elements apart; weights of block j at w + j wstride), the bias, the rounding to bf16 the
- * stored tensor would have had, the producer's activation, into dst[j] (f32 vectors).
- * npairs is a multiple of 8 (whole input channel blocks). */
+ * expansion over cin_p input channels (channel blocks `plane` elements apart; the weights
+ * of block j at w + j wstride elements), the bias, the producer's activation, into dst[j]
+ * (f32 vectors).  BF: bf16 input and weights, vdpbf16ps over the channel pairs, the sum
+ * rounded to bf16 as the stored tensor would have been; else f32, one FMA a channel. */
 static inline __attribute__((always_inline)) void
-xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size_t wstride,
-    const float *bias, float *const *dst, int act, const int M, const int NJ)
+xdw_tile (const void *src, size_t plane, int cin_p, const void *w, size_t wstride,
+    const float *bias, float *const *dst, int act, const int M, const int NJ, const int BF)
 {
   __m512 acc[6][4];
 #pragma GCC unroll 6
@@ -222,24 +225,43 @@ xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size
 #pragma GCC unroll 4
     for (int j = 0; j < NJ; j++)
       acc[p][j] = _mm512_setzero_ps ();
-  /* input channel block ib, its pairs q: channels 16 ib + 2 q and the next (lanes 2 q,
-   * 2 q + 1 of each pixel) */
-  for (int ib = 0; ib < npairs / 8; ib++) {
-    const uint16_t *sb = src + (size_t) ib * plane, *wb = w + (size_t) ib * 256;
+  for (int ib = 0; ib < cin_p / VW; ib++) {
+    if (BF) {
+      /* pair q: channels 16 ib + 2 q and the next, lanes 2 q and 2 q + 1 of each pixel */
+      const uint16_t *sb = (const uint16_t *) src + (size_t) ib * plane;
+      const uint16_t *wb = (const uint16_t *) w + (size_t) ib * 256;
 #pragma GCC unroll 2
-    for (int q = 0; q < 8; q++) {
-      __m512bh wv[4];
-#pragma GCC unroll 4
-      for (int j = 0; j < NJ; j++)
-        wv[j] = (__m512bh) _mm512_load_si512 ((const void *) (wb + j * wstride + q * 32));
-#pragma GCC unroll 6
-      for (int p = 0; p < M; p++) {
-        int32_t pair;
-        memcpy (&pair, sb + p * VW + q * 2, sizeof pair);
-        const __m512bh a = (__m512bh) _mm512_set1_epi32 (pair);
+      for (int q = 0; q < 8; q++) {
+        __m512bh wv[4];
 #pragma GCC unroll 4
         for (int j = 0; j < NJ; j++)
-          acc[p][j] = _mm512_dpbf16_ps (acc[p][j], a, wv[j]);
+          wv[j] = (__m512bh) _mm512_load_si512 ((const void *) (wb + j * wstride + q * 32));
+#pragma GCC unroll 6
+        for (int p = 0; p < M; p++) {
+          int32_t pair;
+          memcpy (&pair, sb + p * VW + q * 2, sizeof pair);
+          const __m512bh a = (__m512bh) _mm512_set1_epi32 (pair);
+#pragma GCC unroll 4
+          for (int j = 0; j < NJ; j++)
+            acc[p][j] = _mm512_dpbf16_ps (acc[p][j], a, wv[j]);
+        }
+      }
+    } else {
+      const float *sb = (const float *) src + (size_t) ib * plane;
+      const float *wb = (const float *) w + (size_t) ib * 256;
+#pragma GCC unroll 2
+      for (int q = 0; q < VW; q++) {
+        __m512 wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < NJ; j++)
+          wv[j] = _mm512_load_ps (wb + j * wstride + q * VW);
+#pragma GCC unroll 6
+        for (int p = 0; p < M; p++) {
+          const __m512 a = _mm512_set1_ps (sb[p * VW + q]);
+#pragma GCC unroll 4
+          for (int j = 0; j < NJ; j++)
+            acc[p][j] = _mm512_fmadd_ps (a, wv[j], acc[p][j]);
+        }
       }
     }
   }
@@ -251,46 +273,55 @@ xdw_tile (const uint16_t *src, size_t plane, int npairs, const uint16_t *w, size
   for (int j = 0; j < NJ; j++) {
     const __m512 b = _mm512_load_ps (bias + (size_t) j * VW);
 #pragma GCC unroll 6
-    for (int p = 0; p < M; p++)
-      _mm512_store_ps (out[j] + (size_t) p * VW,
-          simd_act_avx512 (bf_round (_mm512_add_ps (acc[p][j], b)), act));
+    for (int p = 0; p < M; p++) {
+      __m512 v = _mm512_add_ps (acc[p][j], b);
+      if (BF)
+        v = bf_round (v);
+      _mm512_store_ps (out[j] + (size_t) p * VW, simd_act_avx512 (v, act));
+    }
   }
 }
 
-#define XDW_TILE_NJ(M) \
+#define XDW_TILE_NJ(M, BF) \
   switch (nj) { \
-    case 4: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 4); break; \
-    case 3: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 3); break; \
-    case 2: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 2); break; \
-    default: xdw_tile (src, plane, npairs, w, wstride, bias, dst, act, M, 1); break; \
+    case 4: xdw_tile (src, plane, cin_p, w, wstride, bias, dst, act, M, 4, BF); break; \
+    case 3: xdw_tile (src, plane, cin_p, w, wstride, bias, dst, act, M, 3, BF); break; \
+    case 2: xdw_tile (src, plane, cin_p, w, wstride, bias, dst, act, M, 2, BF); break; \
+    default: xdw_tile (src, plane, cin_p, w, wstride, bias, dst, act, M, 1, BF); break; \
+  }
+#define XDW_TILE_M(BF) \
+  switch (m) { \
+    case 6: XDW_TILE_NJ (6, BF) break; \
+    case 5: XDW_TILE_NJ (5, BF) break; \
+    case 4: XDW_TILE_NJ (4, BF) break; \
+    case 3: XDW_TILE_NJ (3, BF) break; \
+    case 2: XDW_TILE_NJ (2, BF) break; \
+    default: XDW_TILE_NJ (1, BF) break; \
   }
 
 static void
-xdw_tile_any (const uint16_t *src, size_t plane, int npairs, const uint16_t *w,
-    size_t wstride, const float *bias, float *const *dst, int act, int m, int nj)
+xdw_tile_any (const void *src, size_t plane, int cin_p, const void *w, size_t wstride,
+    const float *bias, float *const *dst, int act, int m, int nj, int bf)
 {
-  switch (m) {
-    case 6: XDW_TILE_NJ (6) break;
-    case 5: XDW_TILE_NJ (5) break;
-    case 4: XDW_TILE_NJ (4) break;
-    case 3: XDW_TILE_NJ (3) break;
-    case 2: XDW_TILE_NJ (2) break;
-    default: XDW_TILE_NJ (1) break;
-  }
+  if (bf)
+    XDW_TILE_M (1)
+  else
+    XDW_TILE_M (0)
 }
+#undef XDW_TILE_M
 #undef XDW_TILE_NJ
 
-/* Input row `src` (its pixel 0, channel block 0) expanded for the gn channel blocks from
- * cb0 into `ring` (gn rows of cw vectors, gstride floats apart), columns pad on; the
- * columns no output reads are left alone. */
+/* Input row `src` (its pixel 0, channel block 0; bf16 or f32 as the op's input is) expanded
+ * for the gn channel blocks from cb0 into `ring` (gn rows of cw vectors, gstride floats
+ * apart), columns pad on; the columns no output reads are left alone. */
 static void
-xdw_row (const gpunet_dw *d, const uint16_t *src, float *ring, size_t gstride, int cb0,
-    int gn)
+xdw_row (const gpunet_dw *d, const char *src, float *ring, size_t gstride, int cb0, int gn)
 {
-  const int npairs = d->x.cin_p / 2, pad = d->pad;
+  const int cin_p = d->x.cin_p, pad = d->pad, bf = d->in_bf16;
+  const size_t esz = bf ? 2 : 4;
   const int x1 = d->iw < d->cw - pad ? d->iw : d->cw - pad;
-  const size_t plane = (size_t) d->ih * d->iw * VW, wstride = (size_t) npairs * 32;
-  const uint16_t *w0 = d->x.w + (size_t) cb0 * wstride;
+  const size_t plane = (size_t) d->ih * d->iw * VW, wstride = (size_t) cin_p * VW;
+  const char *w0 = (const char *) d->x.w + (size_t) cb0 * wstride * esz;
   for (int j = 0; j < gn; j += 4) {   /* a chunk's weights stay in L1 along the row */
     const int nj = gn - j < 4 ? gn - j : 4;
     for (int x = 0; x < x1; x += 6) {
@@ -298,8 +329,9 @@ xdw_row (const gpunet_dw *d, const uint16_t *src, float *ring, size_t gstride, i
       float *dst[4];
       for (int q = 0; q < nj; q++)
         dst[q] = ring + (size_t) (j + q) * gstride + (size_t) (pad + x) * VW;
-      xdw_tile_any (src + (size_t) x * VW, plane, npairs, w0 + (size_t) j * wstride, wstride,
-          d->x.bias + (size_t) (cb0 + j) * VW, dst, d->in_act, m, nj);
+      xdw_tile_any (src + (size_t) x * VW * esz, plane, cin_p,
+          w0 + (size_t) j * wstride * esz, wstride, d->x.bias + (size_t) (cb0 + j) * VW, dst,
+          d->in_act, m, nj, bf);
     }
   }
 }
@@ -321,13 +353,13 @@ gcd_int (int a, int b)
  * zero row.  The ranges of rows split a plane only as far as the threads need tasks: each
  * range expands the k - stride rows before it again. */
 static void
-bdw_run_x (const gpunet_dw *d, const uint16_t *in, void *out, int n, float *scratch, int nt)
+bdw_run_x (const gpunet_dw *d, const void *in, void *out, int n, float *scratch, int nt)
 {
   const int K = d->k, S = d->stride, pad = d->pad, cw = d->cw, ih = d->ih, oh = d->oh;
   const int nblk = d->cp / VW, G = d->x.gblk, ng = (nblk + G - 1) / G;
   const int x1 = d->iw < cw - pad ? d->iw : cw - pad;
   const size_t row = (size_t) cw * VW, slot = (size_t) G * row;
-  const size_t in_img = (size_t) d->x.cin_p * ih * d->iw;
+  const size_t in_img = (size_t) d->x.cin_p * ih * d->iw, esz = d->in_bf16 ? 2 : 4;
   const size_t out_plane = (size_t) oh * d->ow * VW, osz = d->out_bf16 ? 2 : 4;
   const bdw_row_fn row_fn = K == 3 && S == 1 ? bdw_row_3_1 : K == 3 && S == 2 ? bdw_row_3_2
       : K == 5 && S == 1 ? bdw_row_5_1 : K == 5 && S == 2 ? bdw_row_5_2 : bdw_row_any;
@@ -337,7 +369,8 @@ bdw_run_x (const gpunet_dw *d, const uint16_t *in, void *out, int n, float *scra
   if (nch > oh)
     nch = oh;
   const long tasks = (long) n * ng * nch;
-#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->oh * d->ow >= GPUNET_BLK_PARALLEL_MIN)
+  /* the expansion's work counts: its output plane, not the depthwise one's */
+#pragma omp parallel num_threads(nt) if ((long) n * d->cp * d->ih * d->iw >= GPUNET_BLK_PARALLEL_MIN)
   {
     float *ring = scratch + d->thread_stride * (size_t) omp_get_thread_num ();
     float *zrow = ring + (size_t) K * slot;
@@ -359,14 +392,14 @@ bdw_run_x (const gpunet_dw *d, const uint16_t *in, void *out, int n, float *scra
             memset (rr + (size_t) (pad + x1) * VW, 0, sizeof (float) * (size_t) (cw - pad - x1)
                 * VW);
         }
-      const uint16_t *src = in + (size_t) b * in_img;
+      const char *src = (const char *) in + (size_t) b * in_img * esz;
       int next = oy0 * S - pad;   /* the first input row not yet expanded */
       for (int oy = oy0; oy < oy1; oy++) {
         const int top = oy * S - pad;
         for (int iy = next > top ? next : top; iy < top + K; iy++)
           if (iy >= 0 && iy < ih)
-            xdw_row (d, src + (size_t) iy * d->iw * VW, ring + (size_t) (iy % K) * slot, row,
-                cb0, gn);
+            xdw_row (d, src + (size_t) iy * d->iw * VW * esz, ring + (size_t) (iy % K) * slot,
+                row, cb0, gn);
         next = top + K;
         for (int j = 0; j < gn; j++) {
           const float *rows[K];
@@ -390,7 +423,7 @@ gpunet_dw_run_bf16 (const gpunet_dw *d, const float *in, float *out, int n, floa
     int nt)
 {
   if (d->x.w) {
-    bdw_run_x (d, (const uint16_t *) in, out, n, scratch, nt);
+    bdw_run_x (d, in, out, n, scratch, nt);
     return;
   }
   const int k = d->k, s = d->stride, nblk = d->cp / VW, strips = d->strips;

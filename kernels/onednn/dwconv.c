@@ -77,8 +77,9 @@ xdw_split (gpunet_dw *d, int gmax, int nt)
           int y0 = oy0 * s - pad, y1 = (oy1 - 1) * s - pad + k;
           y0 = y0 < 0 ? 0 : y0;
           y1 = y1 > d->ih ? d->ih : y1;
-          w += (double) blocks * ((double) (y1 - y0) * d->iw * d->x.cin_p / 2.0
-              + (double) (oy1 - oy0) * d->ow * k * k);
+          /* vector instructions: vdpbf16ps does two channels a lane, an FMA one */
+          w += (double) blocks * ((double) (y1 - y0) * d->iw * d->x.cin_p
+              / (d->in_bf16 ? 2.0 : 1.0) + (double) (oy1 - oy0) * d->ow * k * k);
         }
         worst = w > worst ? w : worst;
       }
@@ -95,13 +96,15 @@ xdw_split (gpunet_dw *d, int gmax, int nt)
 int
 gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p, int nt)
 {
-  if (d->vw != 16 || !d->in_bf16 || d->in_nhwc || d->out_q8 || pe->kernel != 1
+  if (d->vw != 16 || d->in_nhwc || d->out_q8 || pe->kernel != 1
       || pe->stride != 1 || pe->pad != 0 || pe->groups != 1 || pe->cout != d->c
       || pe->ih != d->ih || pe->iw != d->iw || pe->oh != d->ih || pe->ow != d->iw
       || pe->cin < 1 || cin_p < pe->cin || cin_p % 16)
     return 0;
-  const int nblk = d->cp / 16, npairs = cin_p / 2;
-  uint16_t *w = (uint16_t *) gpunet_blk_alloc (((size_t) d->cp * cin_p + 1) / 2);
+  const int nblk = d->cp / 16, bf = d->in_bf16;
+  /* bf16: the lanes of a block hold pairs of input channels (vdpbf16ps) */
+  const size_t n_w = (size_t) d->cp * cin_p;
+  void *w = bf ? (void *) gpunet_blk_alloc ((n_w + 1) / 2) : (void *) gpunet_blk_alloc (n_w);
   float *bias = gpunet_blk_alloc ((size_t) d->cp);
   if (!w || !bias) {
     free (w);
@@ -109,11 +112,16 @@ gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p
     return 0;
   }
   for (int cb = 0; cb < nblk; cb++)
-    for (int kp = 0; kp < npairs; kp++)
-      for (int l = 0; l < 32; l++) {
-        const int oc = cb * 16 + l / 2, ic = 2 * kp + l % 2;
-        w[((size_t) cb * npairs + kp) * 32 + l] = oc < pe->cout && ic < pe->cin
-            ? gpunet_bf16_rne (pe->weight[(size_t) oc * pe->cin + ic]) : 0;
+    for (int ic = 0; ic < cin_p; ic++)
+      for (int l = 0; l < 16; l++) {
+        const int oc = cb * 16 + l;
+        const float v = oc < pe->cout && ic < pe->cin ? pe->weight[(size_t) oc * pe->cin + ic]
+            : 0.0f;
+        if (bf)
+          ((uint16_t *) w)[(((size_t) cb * cin_p + (size_t) (ic & ~1)) * 16 + (size_t) l * 2)
+              + (size_t) (ic & 1)] = gpunet_bf16_rne (v);
+        else
+          ((float *) w)[((size_t) cb * cin_p + (size_t) ic) * 16 + (size_t) l] = v;
       }
   for (int c = 0; c < d->cp; c++)
     bias[c] = c < pe->cout && pe->bias ? pe->bias[c] : 0.0f;
@@ -203,7 +211,7 @@ gpunet_dw_new (const gpunet_dwconv2d_params *p, int in_act, int cp, int blk)
 void
 gpunet_dw_run (const gpunet_dw *d, const float *in, float *out, int n, float *scratch, int nt)
 {
-  if (d->in_bf16 || d->out_bf16 || d->in_nhwc || d->out_q8)
+  if (d->in_bf16 || d->out_bf16 || d->in_nhwc || d->out_q8 || d->x.w)
     gpunet_dw_run_bf16 (d, in, out, n, scratch, nt);
   else if (d->vw == 16)
     dw_run_avx512 (d, in, out, n, scratch, nt);

@@ -46,16 +46,17 @@ void gpunet_dw_set_bf16 (gpunet_dw *d, int in_bf16, int out_bf16);
  * they are rounded to bf16 first, as storing it would.  Call after gpunet_dw_set_bf16. */
 void gpunet_dw_set_int8_io (gpunet_dw *d, int in_nhwc, int out_q8, int out_uns, float out_inv);
 
-/* bf16 sessions: the 1x1 expansion pe (over cin_p padded input channels) that writes this
- * op's input, fused in: `in` of gpunet_dw_run is then the expansion's bf16 input, whose
- * rows are expanded (vdpbf16ps: f32 sums of bf16 products; the bias; the rounding to bf16
- * the stored tensor would have had; in_act) into a per-thread ring of k rows, from which
- * the depthwise rows are computed: the expanded tensor never goes to memory.  Needs AVX-512
- * BF16, 16-channel blocks and a bf16 input (gpunet_dw_set_bf16 first); pe must be a dense
- * 1x1 stride-1 convolution to this op's channels and plane.  1 on success, 0 where it does
- * not apply or memory ran out (the op then runs unfused).  The work is split for nt
- * threads (another count at run time splits it less evenly).  Call before the thread
- * stride is set (its ring counts in gpunet_dw_thread_floats). */
+/* The 1x1 expansion pe (over cin_p padded input channels) that writes this op's input,
+ * fused in: `in` of gpunet_dw_run is then the expansion's input, bf16 or f32 as
+ * gpunet_dw_set_bf16 said this op's input is (call it first), whose rows are expanded
+ * into a per-thread ring of k rows, from which the depthwise rows are computed: the
+ * expanded tensor never goes to memory.  bf16: vdpbf16ps (f32 sums of bf16 products), the
+ * bias, the rounding to bf16 the stored tensor would have had, in_act (AVX-512 BF16); f32:
+ * one FMA an input channel, the bias, in_act (AVX-512 F, BW, VL).  16-channel blocks; pe
+ * must be a dense 1x1 stride-1 convolution to this op's channels and plane.  1 on success,
+ * 0 where it does not apply or memory ran out (the op then runs unfused).  The work is
+ * split for nt threads (another count at run time splits it less evenly).  Call before the
+ * thread stride is set (its ring counts in gpunet_dw_thread_floats). */
 int gpunet_dw_set_expansion (gpunet_dw *d, const gpunet_conv2d_params *pe, int cin_p,
     int nt);
 

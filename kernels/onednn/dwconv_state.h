@@ -30,10 +30,11 @@ struct gpunet_dw {
                         * u8 (out_uns) or s8 input, x * out_inv rounded to even and
                         * saturated, after rounding to bf16 where out_bf16 says */
   float out_inv;
-  struct {             /* bf16 sessions: the 1x1 expansion before this op, fused in
+  struct {             /* the 1x1 expansion before this op, fused in
                         * (gpunet_dw_set_expansion); w NULL where none */
-    uint16_t *w;       /* [cp / 16][cin_p / 2][16][2] bf16: per output channel block and
-                        * pair of input channels, each lane's two weights (vdpbf16ps) */
+    void *w;           /* bf16 input: [cp / 16][cin_p / 2][16][2] bf16, per output channel
+                        * block and pair of input channels each lane's two weights
+                        * (vdpbf16ps); f32 input: [cp / 16][cin_p][16] f32 */
     float *bias;       /* [cp], zero padded */
     int cin, cin_p;    /* its input channels, padded to 16 */
     int gblk;          /* channel blocks of one task (its ring within XDW_RING_BUDGET) */

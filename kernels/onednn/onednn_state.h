@@ -169,12 +169,12 @@ gpunet_onednn_conv_is_bf16 (const fast_state *s, const gpunet_op *op)
  * bf16act=auto; a no-op otherwise). */
 void gpunet_onednn_bf16_tensors (fast_state *s);
 
-/* bf16_act.c, after gpunet_onednn_bf16_tensors: where a bf16 1x1 expansion's output is
- * read only by our depthwise op right after it (an inverted residual block), the
- * expansion runs inside that op (gpunet_dw_set_expansion), its own impl becoming
- * GPUNET_ONEDNN_XDW; the
- * expanded tensor is never written.  Cpu option xdw: auto on planes of at least
- * GPUNET_CPU_XDW_MIN_HW pixels, all, off.  Before the scratch is sized. */
+/* xdw_plan.c, after gpunet_onednn_bf16_tensors: where a 1x1 expansion's output is read
+ * only by our depthwise op right after it (an inverted residual block), bf16 or f32 on
+ * 16-channel blocks, the expansion runs inside that op (gpunet_dw_set_expansion), its own
+ * impl becoming GPUNET_ONEDNN_XDW; the expanded tensor is never written.  Cpu option xdw:
+ * auto on planes of at least GPUNET_CPU_XDW_MIN_HW_BF16 or _F32 pixels, all, off.  Before the scratch
+ * is sized. */
 void gpunet_onednn_xdw_fuse (fast_state *s);
 
 /* bf16_act.c: n images of a bf16 tensor (blk-channel blocks, cp padded channels) to plain
