@@ -17,10 +17,12 @@
  * that fails while running (damaged, no video stream) is named with what went
  * wrong, in words that name no GStreamer element, and ends while the others run.
  * So does an input that hangs: one whose source does not open or that gives no
- * frame within --open-timeout, or one that stops giving frames, with no end of
- * stream or error, for --stall-timeout while the pipeline plays (each file's or
- * URI's source changes state in a thread of its own, gpunet-tool-open.h, so that
- * one blocked in open() holds up no other).
+ * frame within --open-timeout, or one whose element sees nothing come in or go
+ * out, with no end of stream or error, for --stall-timeout, whatever the
+ * pipeline's state (each file's or URI's source changes state in a thread of
+ * its own, gpunet-tool-open.h, so that one blocked in open() holds up no other).
+ * Every stream ended and still no end from the pipeline (it is not PLAYING) for
+ * --stall-timeout: the run ends, and says so.
  * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage or the run
  * could not start (a model that does not load: its error alone, no summary). */
 #include <errno.h>
@@ -55,6 +57,7 @@ typedef struct
   gint64 last_us;               /* a frame entered or left the element (monotonic) */
   GstClockTime duration;        /* the last frame's duration, or NONE */
   gboolean eos;                 /* EOS reached the element */
+  gboolean done;                /* EOS left the element: the stream ended */
   GpunetToolMissing missing;    /* main thread: decodebin's missing plug-ins */
   gboolean failed;              /* main thread: an input error ended it */
   GpunetToolOpener *opener;     /* main thread: its source's state change, until
@@ -114,6 +117,23 @@ on_event (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
     g_mutex_lock (&sp->stats->lock);
     sp->eos = TRUE;
+    sp->last_us = g_get_monotonic_time ();
+    g_mutex_unlock (&sp->stats->lock);
+  }
+  return GST_PAD_PROBE_OK;
+}
+
+/* EOS left the element: everything of the stream went downstream. */
+static GstPadProbeReturn
+on_event_out (GstPad * pad, GstPadProbeInfo * info, gpointer user)
+{
+  StreamProbe *sp = user;
+
+  (void) pad;
+  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
+    g_mutex_lock (&sp->stats->lock);
+    sp->done = TRUE;
+    sp->last_us = g_get_monotonic_time ();
     g_mutex_unlock (&sp->stats->lock);
   }
   return GST_PAD_PROBE_OK;
@@ -252,6 +272,22 @@ detach_source (GstElement * pipe, StreamProbe * sp, gint k)
   }
 }
 
+/* The pipeline's change to PLAYING, asked again after an input's error.  A bin
+ * marks its state change failed on every ERROR posted inside it (before the
+ * message reaches this bus) and from then on ignores its children's ASYNC_DONE:
+ * a change to PLAYING still waiting for a source that prerolls (one joining
+ * while the error comes) is abandoned, the pipeline stays PAUSED and its EOS,
+ * posted only in PLAYING, never comes.  Asking again clears the mark.  So after
+ * every input's error, its first (end_stream) and any later one: a failed
+ * input's further errors, and one a streaming thread of a source already out of
+ * the pipeline posts there (it took the bus before the source left).  Main
+ * thread. */
+static void
+play_again (GstElement * pipe)
+{
+  gst_element_set_state (pipe, GST_STATE_PLAYING);
+}
+
 /* Ends stream `k` after its input failed or hung, so that the pipeline's EOS
  * still comes once the other streams end: its source leaves, and an EOS into the
  * stream's element drains what it holds and ends its sink.  Main thread. */
@@ -260,8 +296,7 @@ end_stream (GstElement * pipe, StreamProbe * sp, gint k)
 {
   detach_source (pipe, sp, k);
   gst_element_call_async (pipe, send_eos, g_strdup_printf ("c%d", k), g_free);
-  /* an error during the pipeline's change to PLAYING aborted it: again */
-  gst_element_set_state (pipe, GST_STATE_PLAYING);
+  play_again (pipe);
 }
 
 /* Stream `k`'s source, opened in a thread of its own (`sp->opener`) with its
@@ -299,14 +334,15 @@ typedef struct
   gdouble open_timeout;         /* seconds to the first frame (and to open) */
   gdouble stall_timeout;        /* seconds without a frame; 0: no check */
   gint64 t0;                    /* PLAYING asked (monotonic us) */
-  gint64 playing_since;         /* the pipeline reached PLAYING; 0 while not */
+  gint64 hold_us;               /* the pipeline last waited for a source still
+                                 * opening (monotonic us): the stall clock's start */
+  gint64 ended_us;              /* every stream had ended (0: not yet) */
   gint ended;                   /* streams ended by their input */
   gboolean failed;              /* the engine's or the pipeline's error: the end */
   gboolean eos;                 /* every stream ended */
 } Run;
 
-#define RUN_MESSAGES (GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT \
-    | GST_MESSAGE_STATE_CHANGED)
+#define RUN_MESSAGES (GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_ELEMENT)
 
 static void print_stats (gint k, const gchar * label, const GstStructure * s);
 
@@ -327,7 +363,6 @@ handle_message (Run * r, GstMessage * msg)
   gint k = -1;
   gboolean stream;
 
-  /* only the pipeline's own state changes count (its elements' are many) */
   if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ERROR
       || GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT)
     k = stream_index (GST_MESSAGE_SRC (msg));
@@ -337,7 +372,9 @@ handle_message (Run * r, GstMessage * msg)
 
     if ((input && r->probes[k].failed)
         || !in_pipeline (GST_MESSAGE_SRC (msg), r->pipe)) {
-      ;                         /* a failed input's later errors: said once */
+      /* a failed input's later errors: said once, but they too abort the
+       * pipeline's change to PLAYING */
+      play_again (r->pipe);
     } else if (input) {
       /* an input's failure ends its stream only: the others run on */
       fail_stream (r, k, stream_error_text (msg, &r->probes[k]));
@@ -362,33 +399,70 @@ handle_message (Run * r, GstMessage * msg)
       printf ("t=%.1fs ", (g_get_monotonic_time () - r->t0) / 1e6);
       print_stats (k, r->labels[k], st);
     }
-  } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_STATE_CHANGED) {
-    GstState state;
-
-    if (GST_MESSAGE_SRC (msg) == GST_OBJECT (r->pipe)) {
-      gst_message_parse_state_changed (msg, NULL, &state, NULL);
-      if (state != GST_STATE_PLAYING)
-        r->playing_since = 0;
-      else if (r->playing_since == 0)
-        r->playing_since = g_get_monotonic_time ();
-    }
   } else if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_EOS) {
     r->eos = TRUE;
   }
 }
 
+/* Where the pipeline stands, for a sentence: "PAUSED (PLAYING pending)". */
+static gchar *
+pipeline_state_text (GstElement * pipe, gboolean * playing)
+{
+  GstState cur = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING;
+
+  gst_element_get_state (pipe, &cur, &pending, 0);
+  *playing = cur == GST_STATE_PLAYING;
+  if (pending == GST_STATE_VOID_PENDING || pending == cur)
+    return g_strdup (gst_element_state_get_name (cur));
+  return g_strdup_printf ("%s (%s pending)", gst_element_state_get_name (cur),
+      gst_element_state_get_name (pending));
+}
+
+/* The sentence for a stream without progress for `limit` s after `in` frames
+ * entered its element and `out` left (g_free): the input's stall while the
+ * pipeline plays, else what holds it (the classifier, the pipeline's state).
+ * The pipeline's graph goes to GST_DEBUG_DUMP_DOT_DIR when that is set. */
+static gchar *
+stall_text (Run * r, gdouble limit, guint64 in, guint64 out)
+{
+  gboolean playing;
+  gchar *state = pipeline_state_text (r->pipe, &playing), *text;
+
+  GST_DEBUG_BIN_TO_DOT_FILE_WITH_TS (GST_BIN (r->pipe),
+      GST_DEBUG_GRAPH_SHOW_ALL, "gpunet-streams-stall");
+  if (!playing)
+    text = g_strdup_printf ("no frame for %g s after %" G_GUINT64_FORMAT
+        " frames, the pipeline stuck in %s instead of PLAYING (set "
+        "GST_DEBUG_DUMP_DOT_DIR for a graph of its state, and report it)", limit,
+        in, state);
+  else if (in > out)
+    text = g_strdup_printf ("no frame left the classifier for %g s, %"
+        G_GUINT64_FORMAT " of the %" G_GUINT64_FORMAT " frames that entered "
+        "are still in it (the engine made no progress); raise --stall-timeout "
+        "if it is only slow", limit, in - out, in);
+  else
+    text = gpunet_tool_stall_text (limit, in);
+  g_free (state);
+  return text;
+}
+
 /* Joins the sources whose state change returned, and ends the streams whose
  * input hangs: no frame into the element within --open-timeout of the start
- * (its source not even open, or open and silent), or, while the pipeline plays
- * (not while a source's decoder is being set up: GStreamer holds the pipeline
- * in PAUSED then) and the element holds none of its frames (a stream waiting
- * for the engine is not stalled), none for --stall-timeout or three frame
- * durations, the longer (a slow live source).  Main thread. */
+ * (its source not even open, or open and silent), or nothing into or out of
+ * the element (frames, its EOS) for --stall-timeout or three frame durations,
+ * the longer (a slow live source), until its EOS left the element: whatever
+ * the pipeline's state, except that the stall clock restarts while the
+ * pipeline is not PLAYING and a source is still opening (GStreamer holds the
+ * pipeline in PAUSED while a source's decoder is being set up; --open-timeout
+ * bounds that).  Every stream ended and no EOS from the pipeline for as long:
+ * the run ends, said on stderr.  Main thread. */
 static void
 watch_streams (Run * r)
 {
   gint64 now = g_get_monotonic_time ();
   GstMessage *msg;
+  GstState cur = GST_STATE_VOID_PENDING;
+  gboolean opening = FALSE, ended = TRUE;
   gint k;
 
   for (k = 0; k < r->n; k++) {
@@ -412,12 +486,11 @@ watch_streams (Run * r)
     handle_message (r, msg);
     gst_message_unref (msg);
   }
+  /* the open timeouts; which streams still open, which ended */
   for (k = 0; k < r->n && !r->failed && !r->eos; k++) {
     StreamProbe *sp = &r->probes[k];
-    guint64 in, out;
-    gint64 last;
-    GstClockTime dur;
-    gboolean eos;
+    guint64 in;
+    gboolean eos, done;
 
     if (sp->failed)
       continue;
@@ -427,26 +500,71 @@ watch_streams (Run * r)
     }
     g_mutex_lock (&sp->stats->lock);
     in = sp->in;
-    out = sp->out;
-    last = sp->last_us;
-    dur = sp->duration;
     eos = sp->eos;
+    done = sp->done;
     g_mutex_unlock (&sp->stats->lock);
-    if (eos)
-      continue;
-    if (in == 0) {
+    if (in == 0 && !eos) {
       if (now - r->t0 > (gint64) (r->open_timeout * 1e6))
         fail_stream (r, k, sp->opener ?
             gpunet_tool_open_timeout_text (r->open_timeout) :
             gpunet_tool_no_frame_text (r->open_timeout));
-    } else if (r->stall_timeout > 0 && r->playing_since > 0 && in == out) {
-      gdouble limit = r->stall_timeout;
-
-      if (GST_CLOCK_TIME_IS_VALID (dur))
-        limit = MAX (limit, 3.0 * dur / GST_SECOND);
-      if (now - MAX (last, r->playing_since) > (gint64) (limit * 1e6))
-        fail_stream (r, k, gpunet_tool_stall_text (limit, in));
+      else
+        opening = TRUE;
     }
+    if (!sp->failed && !done)
+      ended = FALSE;
+  }
+  if (r->failed || r->eos)
+    return;
+  gst_element_get_state (r->pipe, &cur, NULL, 0);
+  if (opening && cur != GST_STATE_PLAYING)
+    r->hold_us = now;
+  if (r->stall_timeout <= 0)
+    return;
+  /* the stalls: streams that gave frames (or their EOS) and then nothing */
+  for (k = 0; k < r->n && !r->failed && !r->eos; k++) {
+    StreamProbe *sp = &r->probes[k];
+    guint64 in, out;
+    gint64 last;
+    GstClockTime dur;
+    gboolean eos, done;
+    gdouble limit = r->stall_timeout;
+
+    if (sp->failed)
+      continue;
+    g_mutex_lock (&sp->stats->lock);
+    in = sp->in;
+    out = sp->out;
+    last = sp->last_us;
+    dur = sp->duration;
+    eos = sp->eos;
+    done = sp->done;
+    g_mutex_unlock (&sp->stats->lock);
+    if (done || (in == 0 && !eos))
+      continue;
+    if (GST_CLOCK_TIME_IS_VALID (dur))
+      limit = MAX (limit, 3.0 * dur / GST_SECOND);
+    if (now - MAX (last, r->hold_us) > (gint64) (limit * 1e6)) {
+      fail_stream (r, k, stall_text (r, limit, in, out));
+      ended = FALSE;            /* its EOS is still to leave */
+    }
+  }
+  /* every stream ended, the pipeline's EOS never came (it is not PLAYING) */
+  if (!ended) {
+    r->ended_us = 0;
+  } else if (r->ended_us == 0) {
+    r->ended_us = now;
+  } else if (now - r->ended_us > (gint64) (r->stall_timeout * 1e6)) {
+    gboolean playing;
+    gchar *state = pipeline_state_text (r->pipe, &playing);
+
+    GST_DEBUG_BIN_TO_DOT_FILE_WITH_TS (GST_BIN (r->pipe),
+        GST_DEBUG_GRAPH_SHOW_ALL, "gpunet-streams-stall");
+    g_printerr ("gpunet-streams: every stream ended, but the pipeline did not "
+        "for %g s (it is %s; set GST_DEBUG_DUMP_DOT_DIR for a graph of its "
+        "state, and report it): the run ends here\n", r->stall_timeout, state);
+    g_free (state);
+    r->eos = TRUE;
   }
 }
 
@@ -728,6 +846,8 @@ main (int argc, char **argv)
     pad = gst_element_get_static_pad (c, "src");
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_leave, &probes[i],
         NULL);
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_event_out,
+        &probes[i], NULL);
     gst_object_unref (pad);
     gst_object_unref (c);
   }
@@ -783,7 +903,7 @@ main (int argc, char **argv)
   run.n = n;
   run.open_timeout = open_timeout;
   run.stall_timeout = stall_timeout;
-  run.t0 = t0 = g_get_monotonic_time ();
+  run.t0 = run.hold_us = t0 = g_get_monotonic_time ();
   run.failed = failed;
   if (!failed) {
     gst_element_set_state (pipe, GST_STATE_PLAYING);
