@@ -549,8 +549,10 @@ watch_streams (Run * r)
       ended = FALSE;            /* its EOS is still to leave */
     }
   }
-  /* every stream ended, the pipeline's EOS never came (it is not PLAYING) */
-  if (!ended) {
+  /* every stream ended, the pipeline's EOS never came and it is not PLAYING (in
+   * PLAYING its sinks may still wait on the clock for their last frames: a live
+   * source's, a frame duration or more) */
+  if (!ended || cur == GST_STATE_PLAYING) {
     r->ended_us = 0;
   } else if (r->ended_us == 0) {
     r->ended_us = now;

@@ -110,8 +110,10 @@ r = subprocess.run([tool] + model + ["--streams", "1", "--frames", "3", "--width
                                      "--height", "48", "--live", "--fps", "4",
                                      "--stall-timeout", "0.2"],
                    capture_output=True, text=True, timeout=60)
-check(r.returncode == 0 and "stream 0: 3 frames" in r.stdout.splitlines(),
-      f"--live --fps 4 --stall-timeout 0.2: no stall: {r.returncode} {r.stderr.strip()}")
+check(r.returncode == 0 and "stream 0: 3 frames" in r.stdout.splitlines()
+      and "gpunet-streams:" not in r.stderr,
+      f"--live --fps 4 --stall-timeout 0.2: no stall, nothing said: {r.returncode} "
+      f"{r.stderr.strip()}")
 for bad in (["--open-timeout", "0"], ["--stall-timeout", "-1"]):
     r = subprocess.run([tool] + model + bad, capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "--open-timeout must be more than 0 seconds" in r.stderr,
