@@ -638,6 +638,12 @@ detach_source (TagRunner * r)
   gst_bin_remove (GST_BIN (r->pipeline), r->src);
   r->src = NULL;
   gst_pad_send_event (r->entry, gst_event_new_flush_stop (TRUE));
+  /* an input's error marks the pipeline's state change failed (GstBin does so
+   * on every ERROR) and it then ignores the next source's preroll: left in the
+   * PAUSED its source's preroll put it in, the next input would be synced to
+   * PAUSED, where a live source (RTSP) gives nothing until --stall-timeout.
+   * PLAYING again clears the mark. */
+  gst_element_set_state (r->pipeline, GST_STATE_PLAYING);
 }
 
 static gint

@@ -13,6 +13,8 @@
  *   preroll-ms=M    post ASYNC_START when starting and ASYNC_DONE M ms later,
  *                   before the first frame: the pipeline waits that long for it
  *                   to preroll (a source whose decoder is slow to set up)
+ *   live=1          a live source: it gives frames only while PLAYING
+ *   error=early     post an error instead of the first frame
  *   error=late      post an error instead of a frame; once the source's outermost
  *                   bin below the pipeline has left it, post a second one on the
  *                   bus that bin had: what a streaming thread that took the bus
@@ -35,7 +37,7 @@ typedef struct
 
   gchar *uri;
   gint frames;
-  gboolean block, lose_state, late_error;
+  gboolean block, lose_state, early_error, late_error, live;
   gint preroll_ms;
 
   GMutex lock;
@@ -94,7 +96,10 @@ set_uri (GpunetTestSrc * self, const gchar * uri, GError ** error)
   self->lose_state = query_int (u, "lose-state", 0) != 0;
   self->preroll_ms = query_int (u, "preroll-ms", 0);
   err = gst_uri_get_query_value (u, "error");
+  self->early_error = g_strcmp0 (err, "early") == 0;
   self->late_error = g_strcmp0 (err, "late") == 0;
+  self->live = query_int (u, "live", 0) != 0;
+  gst_base_src_set_live (GST_BASE_SRC (self), self->live);
   gst_uri_unref (u);
   g_free (self->uri);
   self->uri = g_strdup (uri);
@@ -176,6 +181,10 @@ gpunet_test_src_create (GstPushSrc * src, GstBuffer ** out)
   GstBuffer *buf;
   GstMapInfo map;
 
+  if (self->early_error) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("gpunet-test: an error"), (NULL));
+    return GST_FLOW_ERROR;
+  }
   if (self->late_error)
     return late_error (self);
   if (self->preroll_ms > 0 && !self->prerolled) {

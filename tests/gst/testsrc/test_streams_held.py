@@ -18,7 +18,11 @@ streams run (tests/gst/testsrc's gpunettestsrc forces each state on purpose):
     pipeline is not PLAYING, so its EOS never comes: the tool hung.  Now the run
     ends after --stall-timeout, and says why.
 
-    test_streams_held.py GPUNET_STREAMS DATA_DIR TEST_PLUGIN_DIR"""
+  - gpunet-tag: an input that fails while its source prerolls left the pipeline in
+    PAUSED, and the next input, a live one, was synced to PAUSED and gave nothing
+    until --stall-timeout (300 s by default); now it plays at once.
+
+    test_streams_held.py GPUNET_STREAMS DATA_DIR TEST_PLUGIN_DIR [GPUNET_TAG]"""
 import os
 import re
 import subprocess
@@ -27,6 +31,7 @@ import tempfile
 import time
 
 tool, data, plugin_dir = (os.path.abspath(a) for a in sys.argv[1:4])
+tag = os.path.abspath(sys.argv[4]) if len(sys.argv) > 4 else None
 model = ["--model", f"{data}/fixtures/tiny-a.json",
          "--checkpoint", f"{data}/fixtures/tiny-a/tiny-a.pth.tar", "--n-threads", "1"]
 BOUND = 20          # seconds: each case takes 1-3 s; the rest is a loaded machine's margin
@@ -93,5 +98,19 @@ with tempfile.TemporaryDirectory() as tmp:
           and "every stream ended, but the pipeline did not for 1 s (it is PAUSED" in err,
           f"held in PAUSED, ended: the run ends after --stall-timeout, and says why: "
           f"rc {rc}, {dt:.1f} s, {lines} {err.strip()}")
+    # gpunet-tag: an input that fails while its source prerolls, then a live one
+    if tag:
+        out_file = os.path.join(tmp, "tag.jsonl")
+        t0 = time.monotonic()
+        p = subprocess.run([tag, "-m", model[1], "-c", model[3], "--threads", "1",
+                            "--open-timeout", "5", "--stall-timeout", "5", "-o", out_file,
+                            "gpunet-test://?preroll-ms=100000&error=early",
+                            "gpunet-test://?frames=5&live=1"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        dt = time.monotonic() - t0
+        check(p.returncode != 0 and "[2/2] gpunet-test://?frames=5&live=1: FAILED" not in p.stderr
+              and re.search(r"2 inputs: 1 ok, 0 partial, 1 failed", p.stderr) is not None
+              and dt < 5, f"gpunet-tag: a live input after one that failed while prerolling "
+              f"plays at once: rc {p.returncode}, {dt:.1f} s, {p.stderr.strip()[-500:]}")
 print(f"{failed} failed")
 sys.exit(1 if failed else 0)
