@@ -108,31 +108,19 @@ on_leave (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   return GST_PAD_PROBE_OK;
 }
 
+/* EOS reached the element (its sink pad) or left it (its src pad: everything of
+ * the stream went downstream). */
 static GstPadProbeReturn
 on_event (GstPad * pad, GstPadProbeInfo * info, gpointer user)
 {
   StreamProbe *sp = user;
 
-  (void) pad;
   if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
     g_mutex_lock (&sp->stats->lock);
-    sp->eos = TRUE;
-    sp->last_us = g_get_monotonic_time ();
-    g_mutex_unlock (&sp->stats->lock);
-  }
-  return GST_PAD_PROBE_OK;
-}
-
-/* EOS left the element: everything of the stream went downstream. */
-static GstPadProbeReturn
-on_event_out (GstPad * pad, GstPadProbeInfo * info, gpointer user)
-{
-  StreamProbe *sp = user;
-
-  (void) pad;
-  if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS) {
-    g_mutex_lock (&sp->stats->lock);
-    sp->done = TRUE;
+    if (GST_PAD_IS_SRC (pad))
+      sp->done = TRUE;
+    else
+      sp->eos = TRUE;
     sp->last_us = g_get_monotonic_time ();
     g_mutex_unlock (&sp->stats->lock);
   }
@@ -848,7 +836,7 @@ main (int argc, char **argv)
     pad = gst_element_get_static_pad (c, "src");
     gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_BUFFER, on_leave, &probes[i],
         NULL);
-    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_event_out,
+    gst_pad_add_probe (pad, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_event,
         &probes[i], NULL);
     gst_object_unref (pad);
     gst_object_unref (c);
