@@ -97,7 +97,9 @@ typedef struct {
   gpunet_cpu_choice winograd;  /* auto: ours, F(3x3, 3x3) on the first stage's stride-1
                                 * layers (accuracy); own: F(4x4, 3x3) everywhere;
                                 * onednn: oneDNN's Winograd where it takes a shape, else
-                                * direct; off: direct convolutions only */
+                                * direct; off: direct convolutions only.  bf16 sessions:
+                                * auto / own: ours (F(4x4), bf16 in and out) on the
+                                * stride-1 3x3 layers; onednn / off: oneDNN's bf16 ones */
   gpunet_cpu_choice pw;        /* dense 1x1: auto / own: ours (AVX-512 only); onednn */
   gpunet_cpu_choice strassen;  /* our 1x1 by one level of Strassen: auto: where the rule
                                 * expects a gain; own: wherever the shape allows; off */

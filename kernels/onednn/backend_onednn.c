@@ -248,13 +248,28 @@ pw_auto_prefers_onednn (void)
 
 static gpunet_onednn_impl
 select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long first_hw,
-    const gpunet_cpu_options *o, fast_isa isa)
+    const gpunet_cpu_options *o, fast_isa isa, int bf16, int bf16_wino)
 {
   const gpunet_op *op = &g->ops[i];
   const int blocked = op->in != g->input && t[op->in].blk == blk && t[op->out].blk == blk;
   switch (op->kind) {
     case GPUNET_OP_CONV2D: {
       const gpunet_conv2d_params *p = &op->p.conv2d;
+      if (bf16) {
+        /* bf16: oneDNN's bf16 kernels, but our F(4x4, 3x3) Winograd (f32 arithmetic and
+         * weights, bf16 activations in and out) on the stride-1 3x3 layers: a quarter of
+         * the multiplies at half the rate of oneDNN's bf16 direct kernel (vdpbf16ps).
+         * Whole passes, --ab winograd=off on Zen 5: GPUNet-0, -2 1.06, GPUNet-1 1.13, the
+         * others level (their stride-1 3x3 layers are the first stage's, 32 or 33
+         * channels; F(3x3, 3x3) lost there, F(4x4) did not).  Its rounding is far below
+         * bf16's, so the first stage needs no F(3x3) here.  Stride 2 stays oneDNN's
+         * (the polyphase forms lost to bf16 direct kernels, GPUNet-1's 64 -> 256 0.47 ->
+         * 0.85 ms) */
+        if (bf16_wino && blocked && isa.own && wino_shape (p)
+            && (p->stride == 1 || p->kernel == 5))
+          return GPUNET_ONEDNN_WINO;
+        return GPUNET_ONEDNN_CONV;
+      }
       if (blocked && isa.pw && o->pw != GPUNET_CPU_ONEDNN && p->kernel == 1 && p->stride == 1
           && p->pad == 0 && p->groups == 1 && p->ih == p->oh && p->iw == p->ow)
         return GPUNET_ONEDNN_PW;
@@ -449,16 +464,17 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
   if (params->precision == GPUNET_PRECISION_BF16) {
-    /* bf16: every dense convolution but the first goes to oneDNN's bf16 kernels (our own
-     * 1x1 and Winograd kernels are f32); the first layer, the depthwise, SE and
-     * classifier ops stay f32 (docs/performance.md, "Precisions") */
+    /* bf16: the dense convolutions go to oneDNN's bf16 kernels (our own 1x1 kernel is
+     * f32 only), but the stride-1 3x3 ones to our Winograd kernel, f32 arithmetic with
+     * bf16 activations in and out, unless winograd=onednn or off (select_impl); SE, pooling
+     * and the classifier stay f32 (docs/performance.md, "Precisions") */
     if ((st = gpunet_onednn_bf16_supported (&s->opt, err)) != GPUNET_OK) {
       free (s);
       return st;
     }
     s->bf16 = 1;
     s->opt.pw = GPUNET_CPU_ONEDNN;
-    s->opt.winograd = GPUNET_CPU_OFF;
+    s->bf16_wino = s->opt.winograd == GPUNET_CPU_AUTO || s->opt.winograd == GPUNET_CPU_OWN;
   }
   if (params->precision == GPUNET_PRECISION_INT8) {
     /* int8: the dense convolutions after the first go to oneDNN's int8 kernels with the
@@ -535,7 +551,8 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   const long first_hw = first_stage_hw (graph);
   for (int i = 0; i < graph->n_ops; i++) {
     s->ops[i].op = &graph->ops[i];
-    s->ops[i].impl = select_impl (graph, i, s->t, s->blk, first_hw, &s->opt, isa);
+    s->ops[i].impl = select_impl (graph, i, s->t, s->blk, first_hw, &s->opt, isa, s->bf16,
+        s->bf16_wino);
     if (s->int8 && s->int8[i].scale > 0.0f)   /* int8: oneDNN's int8 kernels */
       s->ops[i].impl = GPUNET_ONEDNN_CONV;
   }

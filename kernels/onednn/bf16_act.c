@@ -2,7 +2,8 @@
  * as bf16.  A tensor is bf16 where everything that writes it and everything that reads it
  * takes bf16: oneDNN's bf16 convolutions (bf16 source, bf16 destination, the residual
  * added by the sum post-op in the destination's type), our depthwise kernel
- * (bf16_dwconv.c) and the reorders around an int8 convolution (bf16 blocked to u8/s8
+ * (bf16_dwconv.c), our Winograd kernel (winograd.c, its residual in its output's type)
+ * and the reorders around an int8 convolution (bf16 blocked to u8/s8
  * nhwc, f32 nhwc to bf16 blocked with the residual sum).  The network input,
  * its output, and the tensors the f32 ops touch (the first convolution's input, squeeze-
  * excite, which scales in place, pooling, the classifier) stay f32; so does a residual
@@ -26,7 +27,8 @@ gpunet_onednn_bf16_tensors (fast_state *s)
     /* int8 convolutions (int8 sessions with int8rest=auto) take bf16 in their reorders */
     const int takes = (r->impl == GPUNET_ONEDNN_CONV && (gpunet_onednn_conv_is_bf16 (s, op)
             || gpunet_onednn_conv_is_int8 (s, op)))
-        || (r->impl == GPUNET_ONEDNN_DW && op->residual < 0);
+        || (r->impl == GPUNET_ONEDNN_DW && op->residual < 0)
+        || r->impl == GPUNET_ONEDNN_WINO || r->impl == GPUNET_ONEDNN_WINO3;
     if (!takes || r->copy_residual) {
       s->t[op->in].bf = 0;
       s->t[op->out].bf = 0;
@@ -45,9 +47,12 @@ gpunet_onednn_bf16_tensors (fast_state *s)
       }
     }
   }
-  for (int i = 0; i < g->n_ops; i++)
+  for (int i = 0; i < g->n_ops; i++) {
     if (s->ops[i].impl == GPUNET_ONEDNN_DW)
       gpunet_dw_set_bf16 (s->ops[i].k.dw, s->t[g->ops[i].in].bf, s->t[g->ops[i].out].bf);
+    if (s->ops[i].impl == GPUNET_ONEDNN_WINO || s->ops[i].impl == GPUNET_ONEDNN_WINO3)
+      gpunet_wino_set_bf16 (s->ops[i].k.wino, s->t[g->ops[i].in].bf, s->t[g->ops[i].out].bf);
+  }
 }
 
 void

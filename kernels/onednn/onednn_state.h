@@ -89,8 +89,10 @@ typedef struct {
   gpunet_cpu_options opt;      /* as planned (gpunet_plan_params.cpu) */
   int max_batch, nt;
   int blk;                     /* channel block between layers: 16 or 8 (choose_block) */
-  int bf16;                    /* precision=bf16: the dense convolutions after the first
-                                * in bf16 with f32 accumulation and f32 output */
+  int bf16;                    /* precision=bf16 (or int8's bf16 rest): the dense
+                                * convolutions in bf16 with f32 accumulation */
+  int bf16_wino;               /* precision=bf16 with winograd=auto or own: our f32
+                                * Winograd, bf16 in and out, on the stride-1 3x3 layers */
   gpunet_int8_input *int8;     /* precision=int8: per op (a copy of the plan params'),
                                 * else NULL */
   void *q_src, *q_dst;         /* int8: the quantised input and the nhwc f32 output of

@@ -13,7 +13,9 @@
  * a 2x2 kernel over the phases, run as F(4x4, 2x2) (5x5 input tiles, points 0, 1, -1, 2):
  * 81 of 4 x 25 products per 4x4 tile instead of 16 x 9, 1.78x fewer.
  * The weight transform is done once in double precision; the input and output transforms
- * in float, 16 channels per vector. */
+ * in float, 16 channels per vector.  In bf16 sessions the activations it reads and writes
+ * may be bf16 (AVX-512 only): widened exactly on load, the output rounded once on store;
+ * the transforms and GEMMs stay f32, with f32 weights. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +100,8 @@ struct gpunet_wino {
   int urows;
   size_t thread_stride;  /* floats between threads' scratch: 0 (per_thread_floats) or more */
   size_t usize;      /* floats of u */
+  int in_bf, out_bf; /* the input / the output (and the residual in it) stored as bf16
+                      * (gpunet_wino_set_bf16), else f32 */
 };
 
 /* Rows of U of transform element e (its reduction channels) */
@@ -309,8 +313,18 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
 #include "winograd_simd.h"
 #include "simd_end.h"
 
+int
+gpunet_wino_set_bf16 (gpunet_wino *p, int in_bf, int out_bf)
+{
+  if ((in_bf || out_bf) && p->vw != 16)
+    return -1;
+  p->in_bf = in_bf != 0;
+  p->out_bf = out_bf != 0;
+  return 0;
+}
+
 void
-gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+gpunet_wino_run (const gpunet_wino *p, const void *in, void *out, int n, int residual_in_dst,
     float *scratch, int nt)
 {
   if (p->vw == 16)
@@ -337,8 +351,15 @@ gpunet_wino_new (const float *weight, const float *bias, int cin, int cout, int 
   return NULL;
 }
 
+int
+gpunet_wino_set_bf16 (gpunet_wino *p, int in_bf, int out_bf)
+{
+  (void) p;
+  return in_bf || out_bf ? -1 : 0;
+}
+
 void
-gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+gpunet_wino_run (const gpunet_wino *p, const void *in, void *out, int n, int residual_in_dst,
     float *scratch, int nt)
 {
   (void) p, (void) in, (void) out, (void) n, (void) residual_in_dst, (void) scratch, (void) nt;

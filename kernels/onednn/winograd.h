@@ -49,10 +49,18 @@ size_t gpunet_wino_thread_floats (const gpunet_wino *p);
  * run. */
 void gpunet_wino_set_thread_stride (gpunet_wino *p, size_t floats);
 
+/* Whether the input, and the output (with the residual already in it), are stored as bf16
+ * (16-bit, the upper half of an f32) rather than f32: a bf16 input is widened exactly, the
+ * output rounded to nearest even once, as vcvtneps2bf16 does; all arithmetic stays f32.
+ * blk 16 plans only (no BF16 instruction is used, AVX-512F does it); returns -1 for an
+ * 8-channel plan asked for bf16, else 0.  Call before the first run. */
+int gpunet_wino_set_bf16 (gpunet_wino *p, int in_bf, int out_bf);
+
 /* out = act(conv(in) + bias) (+ out, the residual already in dst, when residual_in_dst)
- * for n images; in and out are blocked as planned, with cp / ocp channels.  Padding lanes of out
- * are written as zeros.  in and out must not overlap.  scratch: 64-byte aligned. */
-void gpunet_wino_run (const gpunet_wino *p, const float *in, float *out, int n,
+ * for n images; in and out are blocked as planned, with cp / ocp channels, f32 or bf16
+ * elements (gpunet_wino_set_bf16).  Padding lanes of out are written as zeros.  in and out
+ * must not overlap.  scratch: 64-byte aligned. */
+void gpunet_wino_run (const gpunet_wino *p, const void *in, void *out, int n,
     int residual_in_dst, float *scratch, int nt);
 
 void gpunet_wino_free (gpunet_wino *p);

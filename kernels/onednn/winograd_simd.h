@@ -3,6 +3,46 @@
  * channels per GEMM micro-kernel call are the plan's ocb (WINO_OCB).  No include guard:
  * meant to be included more than once. */
 
+/* Element i of an activation tensor: VW floats, or (BF, AVX-512 only) VW bf16 values
+ * widened to f32 exactly (a 16-bit shift) */
+static inline __attribute__((always_inline)) VEC
+FN (wino_ld) (const void *base, size_t i, const int BF)
+{
+#if VW == 16
+  if (BF)
+    return _mm512_castsi512_ps (_mm512_slli_epi32 (_mm512_cvtepu16_epi32 (
+                _mm256_loadu_si256 ((const __m256i *) ((const uint16_t *) base + i))), 16));
+#else
+  (void) BF;
+#endif
+  return V_LOAD ((const float *) base + i);
+}
+
+/* Stores v at element i: VW floats, or (BF) VW bf16 values rounded as vcvtneps2bf16 does
+ * (gpunet_bf16_rne: nearest even, a subnormal to a signed zero, NaN kept quiet), in
+ * AVX-512F integer steps, so that no BF16 instruction is needed here */
+static inline __attribute__((always_inline)) void
+FN (wino_st) (void *base, size_t i, VEC v, const int BF)
+{
+#if VW == 16
+  if (BF) {
+    const __m512i u = _mm512_castps_si512 (v), hi = _mm512_srli_epi32 (u, 16);
+    __m512i r = _mm512_srli_epi32 (_mm512_add_epi32 (_mm512_add_epi32 (u,
+                _mm512_set1_epi32 (0x7fff)), _mm512_and_si512 (hi, _mm512_set1_epi32 (1))), 16);
+    const __mmask16 tiny = _mm512_testn_epi32_mask (u, _mm512_set1_epi32 (0x7f800000));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask (_mm512_and_si512 (u,
+            _mm512_set1_epi32 (0x7fffffff)), _mm512_set1_epi32 (0x7f800000));
+    r = _mm512_mask_mov_epi32 (r, tiny, _mm512_and_si512 (hi, _mm512_set1_epi32 (0x8000)));
+    r = _mm512_mask_mov_epi32 (r, nan, _mm512_or_si512 (hi, _mm512_set1_epi32 (0x40)));
+    _mm256_storeu_si256 ((__m256i *) ((uint16_t *) base + i), _mm512_cvtepi32_epi16 (r));
+    return;
+  }
+#else
+  (void) BF;
+#endif
+  V_STORE ((float *) base + i, v);
+}
+
 /* out[0..5] = B^T in[0..5] */
 static inline __attribute__((always_inline)) void
 FN (wino_bt) (const VEC *d, VEC *o)
@@ -163,38 +203,40 @@ static const FN (wino_gemm_fn) FN (wino_gemm_tab)[WINO_ROWS][4] = {
  * stride * (oy + i) + phase / 2 - pad for patch row i of the tile at output row oy
  * (stride 1: phase 0, so oy + i - pad). */
 static inline __attribute__((always_inline)) void
-FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V,
-    const int A)
+FN (wino_input_t) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V,
+    const int A, const int BF)
 {
   const int IH = p->ih, IW = p->iw, icp = p->icp, per_img = p->th * p->tw, s = p->stride;
   const int cbs = p->cp / VW;
   const size_t plane = (size_t) IH * IW * VW;
   const size_t e_stride = wino_plane_stride ((size_t) rows * icp);
+  const size_t es = BF ? 2 : 4;   /* bytes an element */
   for (int j = 0; j < cnt; j++) {
     const int t = t0 + j, b = t / per_img, r = t % per_img;
     const int oy = r / p->tw * p->m, ox = r % p->tw * p->m;
-    const float *img = in + (size_t) b * p->cp * IH * IW;
+    const size_t img = (size_t) b * p->cp * IH * IW;   /* elements of in */
     for (int CB = 0; CB < icp / VW; CB++) {
       const int ph = CB / cbs, cb = CB % cbs;
       const int y0 = s * oy + ph / 2 - p->pad, x0 = s * ox + ph % 2 - p->pad;
       const int inside = y0 >= 0 && x0 >= 0 && y0 + (A - 1) * s < IH && x0 + (A - 1) * s < IW;
-      const float *src = img + (size_t) cb * plane;
+      const size_t src = img + (size_t) cb * plane;
       VEC t6[8][8];
       if (inside) {
         /* column transforms straight from the loads; the columns the next tile of this
          * row adds are prefetched first (from the L3 at 160x160 and more: without it
          * the loads stalled the transform, GPUNet-0's 32 -> 32 at 160x160 took 20-25%
          * longer, isolated, alternating) */
-        const float *p0 = src + ((size_t) y0 * IW + x0) * VW;
+        const size_t p0 = src + ((size_t) y0 * IW + x0) * VW;
         for (int i = 0; i < A; i++) {
-          const float *q = p0 + ((size_t) (s * i) * IW + s * (A - 1)) * VW;
-          _mm_prefetch ((const char *) (q + (size_t) s * (p->m / 2) * VW), _MM_HINT_T0);
-          _mm_prefetch ((const char *) (q + (size_t) s * p->m * VW), _MM_HINT_T0);
+          const size_t q = p0 + ((size_t) (s * i) * IW + s * (A - 1)) * VW;
+          _mm_prefetch ((const char *) in + (q + (size_t) s * (p->m / 2) * VW) * es,
+              _MM_HINT_T0);
+          _mm_prefetch ((const char *) in + (q + (size_t) s * p->m * VW) * es, _MM_HINT_T0);
         }
         for (int k = 0; k < A; k++) {
           VEC col[8], o[8];
           for (int i = 0; i < A; i++)
-            col[i] = V_LOAD (p0 + ((size_t) (s * i) * IW + s * k) * VW);
+            col[i] = FN (wino_ld) (in, p0 + ((size_t) (s * i) * IW + s * k) * VW, BF);
           FN (wino_bt_any) (col, o, A);
           for (int i = 0; i < A; i++)
             t6[i][k] = o[i];
@@ -205,7 +247,7 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
           for (int k = 0; k < A; k++) {
             const int y = y0 + s * i, x = x0 + s * k;
             d[i][k] = y >= 0 && y < IH && x >= 0 && x < IW
-                ? V_LOAD (src + ((size_t) y * IW + x) * VW) : V_ZERO ();
+                ? FN (wino_ld) (in, src + ((size_t) y * IW + x) * VW, BF) : V_ZERO ();
           }
         for (int k = 0; k < A; k++) {
           VEC col[8], o[8];
@@ -228,22 +270,34 @@ FN (wino_input_t) (const gpunet_wino *p, const float *in, int t0, int cnt, int r
 }
 
 static void
-FN (wino_input6) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+FN (wino_input6) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
 {
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 6);
+#if VW == 16
+  if (p->in_bf) {
+    FN (wino_input_t) (p, in, t0, cnt, rows, V, 6, 1);
+    return;
+  }
+#endif
+  FN (wino_input_t) (p, in, t0, cnt, rows, V, 6, 0);
 }
 
 static void
-FN (wino_input5) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+FN (wino_input5) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
 {
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 5);
+#if VW == 16
+  if (p->in_bf) {
+    FN (wino_input_t) (p, in, t0, cnt, rows, V, 5, 1);
+    return;
+  }
+#endif
+  FN (wino_input_t) (p, in, t0, cnt, rows, V, 5, 0);
 }
 
 /* Output channels oc0 .. oc0 + VW nv - 1 of tiles t0 .. t0 + cnt - 1 from
  * M[e][j][VW nv] (e stride wino_plane_stride (rows * VW nv)), A x A tiles (A = alpha). */
 static inline __attribute__((always_inline)) void
 FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual, const int A, const int MT)
+    void *out, int residual, const int A, const int MT, const int BF)
 {
   const int H = p->h, W = p->w, ocp = p->ocp, per_img = p->th * p->tw, act = p->act;
   const size_t plane = (size_t) H * W * VW;
@@ -271,7 +325,7 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
           s4[i][k] = o[i];
       }
       const VEC bias = V_LOAD (p->bias + (size_t) cb * VW);
-      float *dst = out + (size_t) b * ocp * H * W + (size_t) cb * plane;
+      const size_t dst = (size_t) b * ocp * H * W + (size_t) cb * plane;   /* elements */
       for (int i = 0; i < ny; i++) {
         VEC y[6];
         if (A == 6)
@@ -281,11 +335,11 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
         else
           FN (wino_at5) (s4[i], y);
         for (int k = 0; k < nx; k++) {
-          float *q = dst + ((size_t) (oy + i) * W + ox + k) * VW;
+          const size_t q = dst + ((size_t) (oy + i) * W + ox + k) * VW;
           VEC val = FN (simd_act) (V_ADD (y[k], bias), act);
           if (residual)
-            val = V_ADD (val, V_LOAD (q));
-          V_STORE (q, val);
+            val = V_ADD (val, FN (wino_ld) (out, q, BF));
+          FN (wino_st) (out, q, val, BF);
         }
       }
     }
@@ -294,23 +348,41 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
 
 static void
 FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
+    void *out, int residual)
 {
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4);
+#if VW == 16
+  if (p->out_bf) {
+    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4, 1);
+    return;
+  }
+#endif
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4, 0);
 }
 
 static void
 FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
+    void *out, int residual)
 {
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4);
+#if VW == 16
+  if (p->out_bf) {
+    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4, 1);
+    return;
+  }
+#endif
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4, 0);
 }
 
 static void
 FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    float *out, int residual)
+    void *out, int residual)
 {
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3);
+#if VW == 16
+  if (p->out_bf) {
+    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3, 1);
+    return;
+  }
+#endif
+  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3, 0);
 }
 
 /* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
@@ -366,7 +438,7 @@ FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const floa
 }
 
 static void
-FN (wino_input) (const gpunet_wino *p, const float *in, int t0, int cnt, int rows, float *V)
+FN (wino_input) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
 {
   if (p->alpha == 6)
     FN (wino_input6) (p, in, t0, cnt, rows, V);
@@ -376,7 +448,7 @@ FN (wino_input) (const gpunet_wino *p, const float *in, int t0, int cnt, int row
 
 static void
 FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0,
-    int nv, float *out, int residual)
+    int nv, void *out, int residual)
 {
   if (p->alpha == 6)
     FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
@@ -389,7 +461,7 @@ FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cn
 /* Input transform of tiles t0 .. t0 + cnt - 1 (cnt <= p->rows_max) into V (one thread's
  * scratch, per_thread_floats) */
 static void
-FN (wino_block_in) (const gpunet_wino *p, const float *in, int t0, int cnt, float *V)
+FN (wino_block_in) (const gpunet_wino *p, const void *in, int t0, int cnt, float *V)
 {
   FN (wino_input) (p, in, t0, cnt, wino_block_rows (cnt), V);
 }
@@ -397,7 +469,7 @@ FN (wino_block_in) (const gpunet_wino *p, const float *in, int t0, int cnt, floa
 /* Output channels oc0 .. oc0 + ocb - 1 (clipped to ocp) of tiles t0 .. t0 + cnt - 1 from
  * their V: the GEMMs into M (after V in the scratch) and the output transform into out. */
 static void
-FN (wino_block_out) (const gpunet_wino *p, float *out, int t0, int cnt, int residual_in_dst,
+FN (wino_block_out) (const gpunet_wino *p, void *out, int t0, int cnt, int residual_in_dst,
     float *V, int oc0)
 {
   float *M = V + (size_t) p->ne * wino_plane_stride ((size_t) p->rows_max * p->icp);
@@ -425,7 +497,7 @@ FN (wino_block_out) (const gpunet_wino *p, float *out, int t0, int cnt, int resi
  * once for the consecutive items of that block it takes, and a slower core hands the
  * items it has not reached to the others. */
 static void
-FN (wino_run) (const gpunet_wino *p, const float *in, float *out, int n, int residual_in_dst,
+FN (wino_run) (const gpunet_wino *p, const void *in, void *out, int n, int residual_in_dst,
     float *scratch, int nt)
 {
   if (nt < 1)
