@@ -135,12 +135,22 @@ typedef struct {
                                 * reads runs inside that op (its rows never stored) on the
                                 * planes of at least GPUNET_CPU_XDW_MIN_HW_BF16 or _F32
                                 * pixels; 1 (off): never; 2 (all): on every plane */
+  gpunet_cpu_choice bf16pw;    /* precision=bf16, 1x1 convolutions with a bf16 input:
+                                * auto: ours (bf16_pwconv.c) on planes of
+                                * GPUNET_CPU_PWB_MIN_HW to _MAX_HW pixels; own: ours on
+                                * every one;
+                                * onednn: oneDNN's bf16 kernel */
 } gpunet_cpu_options;
 
 /* gpunet_cpu_options.xdw's rule: the smallest expanded plane fused, in bf16 and in f32
  * sessions (docs/performance.md, "Options") */
 #define GPUNET_CPU_XDW_MIN_HW_BF16 2048
 #define GPUNET_CPU_XDW_MIN_HW_F32 784
+
+/* gpunet_cpu_options.bf16pw's rule: the planes (pixels) whose 1x1 convolutions run on our
+ * bf16 kernel (docs/performance.md, "Options") */
+#define GPUNET_CPU_PWB_MIN_HW 32
+#define GPUNET_CPU_PWB_MAX_HW 64
 
 /* gpunet_cpu_options.int8_min_macs's default (docs/performance.md, "Options"). */
 #define GPUNET_CPU_INT8_MIN_MACS 64

@@ -59,6 +59,8 @@ static const cpu_key cpu_keys[] = {
     "auto or off" },
   { "xdw", offsetof (gpunet_cpu_options, xdw), { "auto", "off", "all" }, { 0, 1, 2 },
     "auto, off or all" },
+  { "bf16pw", offsetof (gpunet_cpu_options, bf16pw), { "auto", "own", "onednn" },
+    { GPUNET_CPU_AUTO, GPUNET_CPU_OWN, GPUNET_CPU_ONEDNN }, "auto, own or onednn" },
 };
 
 gpunet_status
@@ -83,7 +85,7 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
         k = &cpu_keys[i];
     if (len == 0 || !k || !eq)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not a "
-          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min, int8rest, int8layout, int8fuse and xdw "
+          "key=value pair with a known key; the keys are winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min, int8rest, int8layout, int8fuse, xdw and bf16pw "
           "(for example %s=winograd=off,strassen=off)", source, (int) len, item,
           source);
     const char *val = eq + 1;

@@ -1016,7 +1016,7 @@ test_cpu_options (void)
       && o.wait == GPUNET_CPU_WAIT_AUTO);
   static const struct { const char *spec, *says[2]; } bad[] = {
     { "winograd=fast", { "'fast' is not a value of winograd", "auto, own, onednn or off" } },
-    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min, int8rest, int8layout, int8fuse and xdw" } },
+    { "pw=own,wino=off", { "'wino=off'", "winograd, pw, strassen, block, simd, wait, bf16, bf16act, int8_min, int8rest, int8layout, int8fuse, xdw and bf16pw" } },
     { "simd=avx512", { "'avx512' is not a value of simd", "auto, avx2 or portable" } },
     { "wait=sleep", { "'sleep' is not a value of wait", "auto, spin or passive" } },
     { "strassen", { "'strassen'", "key=value" } },

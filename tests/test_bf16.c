@@ -37,6 +37,7 @@
 #include "registry.h"
 #include "common/cpu_paths.h"
 #include "onednn/backend_onednn.h"
+#include "onednn/bf16_pwconv.h"
 
 static const char *
 data_dir (void)
@@ -177,9 +178,14 @@ out:
   return rc;
 }
 
-/* Returns 0 passed, 1 failed, 77 skipped. */
+/* The same network planned two ways and run on the same input: pwb 0: the 1x1 expansions
+ * fused into the depthwise ops (xdw=all) against none (xdw=off), f32 or bf16; pwb 1: bf16,
+ * our bf16 1x1 kernel on every 1x1 convolution it takes (bf16pw=own) against oneDNN's
+ * (bf16pw=onednn).  The logits differ by the order of f32 sums, and in bf16 by a bf16 step
+ * where a sum lands on the other side of a rounding boundary.  Returns 0 passed, 1 failed,
+ * 77 skipped. */
 static int
-test_fused (const char *name, int bf16)
+test_fused (const char *name, int bf16, int pwb)
 {
   gpunet_model *m = NULL;
   if (load (name, &m))
@@ -199,13 +205,18 @@ test_fused (const char *name, int bf16)
   void *st[2] = { NULL, NULL };
   int rc = 0, fused[2] = { 0, 0 };
   char *err = NULL;
-  for (int v = 0; v < 2 && rc == 0; v++) {   /* 0: xdw=all, 1: xdw=off */
+  const char *what = pwb ? "bf16pw" : "xdw", *on = pwb ? "own" : "all";
+  const char *off = pwb ? "onednn" : "off";
+  for (int v = 0; v < 2 && rc == 0; v++) {   /* 0: xdw=all (bf16pw=own), 1: off (onednn) */
     gpunet_session_params p;
     gpunet_session_params_init (&p);
     p.max_batch = n;
     p.n_threads = 2;
     p.precision = bf16 ? GPUNET_PRECISION_BF16 : GPUNET_PRECISION_FP32;
-    p.cpu.xdw = v ? 1 : 2;
+    if (pwb)
+      p.cpu.bf16pw = v ? GPUNET_CPU_ONEDNN : GPUNET_CPU_OWN;
+    else
+      p.cpu.xdw = v ? 1 : 2;
     gpunet_status s = gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st[v], &err);
     if (s == GPUNET_ERR_UNSUPPORTED) {
       printf ("SKIP: this CPU cannot run bf16 (%s)\n", err ? err : "?");
@@ -214,13 +225,19 @@ test_fused (const char *name, int bf16)
     }
     if (s != GPUNET_OK || gpunet_backend_cpu_fast.forward (st[v], in, n, lo[v], NULL, NULL,
             &err) != GPUNET_OK) {
-      fprintf (stderr, "FAIL: %s %s xdw=%s: %s\n", name, bf16 ? "bf16" : "f32",
-          v ? "off" : "all", err ? err : "?");
+      fprintf (stderr, "FAIL: %s %s %s=%s: %s\n", name, bf16 ? "bf16" : "f32", what,
+          v ? off : on, err ? err : "?");
       rc = 1;
       break;
     }
     for (int i = 0; i < g->n_ops; i++)
-      fused[v] += gpunet_onednn_op_impl (st[v], i) == GPUNET_ONEDNN_XDW;
+      fused[v] += gpunet_onednn_op_impl (st[v], i) == (pwb ? GPUNET_ONEDNN_PWB
+          : GPUNET_ONEDNN_XDW);
+  }
+  if (rc == 0 && pwb && fused[0] == 0 && !gpunet_pwb_available ()) {
+    printf ("SKIP: our bf16 1x1 kernel needs AVX-512 BF16 (and F, BW, VL), which this CPU "
+        "lacks (its bf16 runs on AMX alone)\n");
+    rc = 77;
   }
   if (rc == 0 && !bf16 && fused[0] == 0 && (!__builtin_cpu_supports ("avx512bw")
           || !__builtin_cpu_supports ("avx512vl")
@@ -230,8 +247,8 @@ test_fused (const char *name, int bf16)
     rc = 77;
   }
   if (rc == 0 && (fused[0] < 1 || fused[1] != 0)) {
-    fprintf (stderr, "FAIL: %s: %d expansions fused with xdw=all (wanted some), %d with "
-        "xdw=off (wanted none)\n", name, fused[0], fused[1]);
+    fprintf (stderr, "FAIL: %s: %d ops planned with %s=%s (wanted some), %d with %s=%s "
+        "(wanted none)\n", name, fused[0], what, on, fused[1], what, off);
     rc = 1;
   }
   const double u = 1.0 / 256.0, tol = bf16 ? 12 * u : 1e-5;
@@ -241,12 +258,11 @@ test_fused (const char *name, int bf16)
       big = fmax (big, fabs (lo[1][b * nc + c]));
     for (int c = 0; c < nc; c++)
       worst = fmax (worst, fabs ((double) lo[0][b * nc + c] - lo[1][b * nc + c]) / big);
-    printf ("%s %s xdw=all (%d expansions fused) image %d: max |fused - unfused| / max "
-        "|logit| = %.3g (bound %.3g)\n", name, bf16 ? "bf16" : "f32", fused[0], b, worst,
-        tol);
+    printf ("%s %s %s=%s (%d ops) image %d: max |%s - %s| / max |logit| = %.3g (bound "
+        "%.3g)\n", name, bf16 ? "bf16" : "f32", what, on, fused[0], b, on, off, worst, tol);
     if (!(worst <= tol)) {
-      fprintf (stderr, "FAIL: %s image %d: fused logits off by %.3g of the largest, over "
-          "the bound %.3g\n", name, b, worst, tol);
+      fprintf (stderr, "FAIL: %s image %d: %s=%s logits off by %.3g of the largest, over "
+          "the bound %.3g\n", name, b, what, on, worst, tol);
       rc = 1;
     }
   }
@@ -271,7 +287,7 @@ main (int argc, char **argv)
       const int bf16 = i >= 2;
       if (!ran[bf16])
         continue;
-      const int r = test_fused (nets[i % 2], bf16);
+      const int r = test_fused (nets[i % 2], bf16, 0);
       if (r == 77)
         ran[bf16] = 0;
       else
@@ -282,6 +298,21 @@ main (int argc, char **argv)
         !ran[0] && !ran[1] ? "," : "", ran[1] ? "" : "avx512-bf16-vnni");
     if (!ran[0] && !ran[1])
       return 77;
+    printf ("%s\n", rc ? "FAILED" : "passed");
+    return rc;
+  }
+  if (argc > 1 && !strcmp (argv[1], "pwb")) {
+    int rc = 0;
+    const char *nets[] = { "tiny-a", "tiny-d", "tiny-dl" };
+    for (int i = 0; i < 3; i++) {
+      const int r = test_fused (nets[i], 1, 1);
+      if (r == 77) {
+        printf ("isa-paths: ran= not-run=avx512-bf16-vnni\n");
+        return 77;
+      }
+      rc |= r;
+    }
+    printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
     printf ("%s\n", rc ? "FAILED" : "passed");
     return rc;
   }

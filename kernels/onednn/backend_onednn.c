@@ -424,6 +424,9 @@ fast_destroy (void *state)
       case GPUNET_ONEDNN_PW_STRASSEN:
         gpunet_pw_free (r->k.pw);
         break;
+      case GPUNET_ONEDNN_PWB:
+        gpunet_pwb_free (r->k.pwb);
+        break;
       case GPUNET_ONEDNN_SE:
         gpunet_se_free (r->k.se);
         break;
@@ -562,6 +565,7 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     gpunet_onednn_bf16_tensors (s);
     gpunet_onednn_int8_fuse (s);
     gpunet_onednn_xdw_fuse (s);
+    gpunet_onednn_pwb_choose (s);
     st = plan_scratch (s, err);
   }
   if (st == GPUNET_OK)
@@ -619,6 +623,9 @@ run (fast_state *s, fast_plan *p, const float *input, float *logits, gpunet_trac
       case GPUNET_ONEDNN_PW:
       case GPUNET_ONEDNN_PW_STRASSEN:
         gpunet_pw_run (r->k.pw, in, out, n, op->residual >= 0, s->sums_scratch, nt);
+        break;
+      case GPUNET_ONEDNN_PWB:
+        gpunet_pwb_run (r->k.pwb, (const uint16_t *) in, out, n, op->residual >= 0, nt);
         break;
       case GPUNET_ONEDNN_SE:
         gpunet_se_run (r->k.se, out, n, nt);
@@ -714,6 +721,7 @@ gpunet_onednn_cpu_paths (const void *state)
         break;
       case GPUNET_ONEDNN_PW:
       case GPUNET_ONEDNN_PW_STRASSEN:
+      case GPUNET_ONEDNN_PWB:
         paths |= GPUNET_CPU_PATH_AVX512;
         break;
       case GPUNET_ONEDNN_SE_PLAIN:

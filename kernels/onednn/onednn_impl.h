@@ -20,6 +20,7 @@ typedef enum {
   GPUNET_ONEDNN_LINEAR_PLAIN,  /* the plain fully connected layer (blocked_ops.h) */
   GPUNET_ONEDNN_XDW,           /* a 1x1 expansion run inside our depthwise op after it
                                 * (gpunet_dw_set_expansion): nothing runs in its place */
+  GPUNET_ONEDNN_PWB,           /* our bf16 1x1 convolution (bf16_pwconv.h; pwb_plan.c) */
   GPUNET_ONEDNN_IMPLS
 } gpunet_onednn_impl;
 

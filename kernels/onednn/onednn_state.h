@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "onednn_impl.h"
+#include "bf16_pwconv.h"
 #include "dwconv.h"
 #include "pwconv.h"
 #include "se.h"
@@ -80,6 +81,7 @@ typedef struct {
     gpunet_dw *dw;
     gpunet_pw *pw;
     gpunet_se *se;
+    gpunet_pwb *pwb;
   } k;                         /* our kernel's plan, by impl */
   weights_variant *weights;    /* GPUNET_ONEDNN_CONV: the reordered weights */
 } fast_op;
@@ -178,6 +180,11 @@ void gpunet_onednn_bf16_tensors (fast_state *s);
  * auto on planes of at least GPUNET_CPU_XDW_MIN_HW_BF16 or _F32 pixels, all, off.  Before the scratch
  * is sized. */
 void gpunet_onednn_xdw_fuse (fast_state *s);
+
+/* pwb_plan.c, after gpunet_onednn_xdw_fuse: which of the bf16 session's 1x1 convolutions
+ * that oneDNN would run with a bf16 input run on our bf16 1x1 kernel instead (cpu option
+ * bf16pw), their impl becoming GPUNET_ONEDNN_PWB.  Before the scratch is sized. */
+void gpunet_onednn_pwb_choose (fast_state *s);
 
 /* bf16_act.c: n images of a bf16 tensor (blk-channel blocks, cp padded channels) to plain
  * NCHW f32 with c channels (trace callbacks). */
