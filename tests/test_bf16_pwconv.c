@@ -21,25 +21,8 @@
 #include "activation.h"
 #include "bf16_pwconv.h"
 #include "blocked_ops.h"
+#include "bf16_values.h"
 #include "cpu_bf16.h"
-
-static uint32_t rng = 777u;
-
-static float
-frand (void)
-{
-  rng = rng * 1664525u + 1013904223u;
-  return (float) ((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static float
-bf16_f32 (uint16_t h)
-{
-  const uint32_t u = (uint32_t) h << 16;
-  float x;
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
 
 static double
 act_d (double v, int act)
@@ -144,6 +127,7 @@ check (int cin, int cout, long hw, int act, int residual, int obf)
 int
 main (void)
 {
+  test_rng = 777u;
   if (!gpunet_pwb_available ()) {
     printf ("SKIP: this CPU lacks AVX-512 BF16 (avx512_bf16: vdpbf16ps) or AVX-512 F, BW, "
         "VL, which the bf16 1x1 kernel uses\n");

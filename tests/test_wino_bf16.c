@@ -18,26 +18,9 @@
 
 #include "activation.h"
 #include "blocked_ops.h"
+#include "bf16_values.h"
 #include "cpu_bf16.h"
 #include "winograd.h"
-
-static uint32_t rng = 2024u;
-
-static float
-frand (void)
-{
-  rng = rng * 1664525u + 1013904223u;
-  return (float) ((rng >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
-
-static float
-bf16_f32 (uint16_t h)
-{
-  const uint32_t u = (uint32_t) h << 16;
-  float x;
-  memcpy (&x, &u, sizeof x);
-  return x;
-}
 
 /* one shape: returns the number of mismatches */
 static int
@@ -178,6 +161,7 @@ check_rounding (void)
 int
 main (void)
 {
+  test_rng = 2024u;
   if (!gpunet_wino_available (16)) {
     printf ("SKIP: this CPU lacks AVX-512F, which the Winograd kernel's bf16 forms (16-channel "
         "blocks) need\n");

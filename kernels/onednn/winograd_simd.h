@@ -269,29 +269,20 @@ FN (wino_input_t) (const gpunet_wino *p, const void *in, int t0, int cnt, int ro
   }
 }
 
-static void
-FN (wino_input6) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
-{
-#if VW == 16
-  if (p->in_bf) {
-    FN (wino_input_t) (p, in, t0, cnt, rows, V, 6, 1);
-    return;
+/* FN (wino_inputA_BF): one function per input tile (A = alpha) and storage type (BF 1:
+ * bf16, AVX-512 only) */
+#define WINO_IN_DEF(A, BF) \
+  static void \
+  FN (wino_input##A##_##BF) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, \
+      float *V) \
+  { \
+    FN (wino_input_t) (p, in, t0, cnt, rows, V, A, BF); \
   }
-#endif
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 6, 0);
-}
-
-static void
-FN (wino_input5) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
-{
+WINO_IN_DEF (6, 0) WINO_IN_DEF (5, 0)
 #if VW == 16
-  if (p->in_bf) {
-    FN (wino_input_t) (p, in, t0, cnt, rows, V, 5, 1);
-    return;
-  }
+WINO_IN_DEF (6, 1) WINO_IN_DEF (5, 1)
 #endif
-  FN (wino_input_t) (p, in, t0, cnt, rows, V, 5, 0);
-}
+#undef WINO_IN_DEF
 
 /* Output channels oc0 .. oc0 + VW nv - 1 of tiles t0 .. t0 + cnt - 1 from
  * M[e][j][VW nv] (e stride wino_plane_stride (rows * VW nv)), A x A tiles (A = alpha). */
@@ -346,44 +337,20 @@ FN (wino_output_t) (const gpunet_wino *p, const float *M, int rows, int t0, int 
   }
 }
 
-static void
-FN (wino_output6) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    void *out, int residual)
-{
-#if VW == 16
-  if (p->out_bf) {
-    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4, 1);
-    return;
+/* FN (wino_outputA_MT_BF): one function per input tile (A), output tile (MT) and storage
+ * type (BF 1: bf16, AVX-512 only) */
+#define WINO_OUT_DEF(A, MT, BF) \
+  static void \
+  FN (wino_output##A##_##MT##_##BF) (const gpunet_wino *p, const float *M, int rows, int t0, \
+      int cnt, int oc0, int nv, void *out, int residual) \
+  { \
+    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, A, MT, BF); \
   }
-#endif
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 6, 4, 0);
-}
-
-static void
-FN (wino_output5) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    void *out, int residual)
-{
+WINO_OUT_DEF (6, 4, 0) WINO_OUT_DEF (5, 4, 0) WINO_OUT_DEF (5, 3, 0)
 #if VW == 16
-  if (p->out_bf) {
-    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4, 1);
-    return;
-  }
+WINO_OUT_DEF (6, 4, 1) WINO_OUT_DEF (5, 4, 1) WINO_OUT_DEF (5, 3, 1)
 #endif
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 4, 0);
-}
-
-static void
-FN (wino_output53) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0, int nv,
-    void *out, int residual)
-{
-#if VW == 16
-  if (p->out_bf) {
-    FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3, 1);
-    return;
-  }
-#endif
-  FN (wino_output_t) (p, M, rows, t0, cnt, oc0, nv, out, residual, 5, 3, 0);
-}
+#undef WINO_OUT_DEF
 
 /* M rows 0 .. cnt - 1 (stride VW nv) = V rows 0 .. cnt - 1 (stride icp) x U slice u (ku
  * rows): in calls of WINO_ROWS rows (4 with AVX2's blocks of 3 vectors), the rest in at
@@ -440,22 +407,42 @@ FN (wino_gemm_rows) (const float *v, int icp, const int *rng, int nr, const floa
 static void
 FN (wino_input) (const gpunet_wino *p, const void *in, int t0, int cnt, int rows, float *V)
 {
+#if VW == 16
+  if (p->in_bf) {
+    if (p->alpha == 6)
+      FN (wino_input6_1) (p, in, t0, cnt, rows, V);
+    else
+      FN (wino_input5_1) (p, in, t0, cnt, rows, V);
+    return;
+  }
+#endif
   if (p->alpha == 6)
-    FN (wino_input6) (p, in, t0, cnt, rows, V);
+    FN (wino_input6_0) (p, in, t0, cnt, rows, V);
   else
-    FN (wino_input5) (p, in, t0, cnt, rows, V);
+    FN (wino_input5_0) (p, in, t0, cnt, rows, V);
 }
 
 static void
 FN (wino_output) (const gpunet_wino *p, const float *M, int rows, int t0, int cnt, int oc0,
     int nv, void *out, int residual)
 {
+#if VW == 16
+  if (p->out_bf) {
+    if (p->alpha == 6)
+      FN (wino_output6_4_1) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    else if (p->m == 3)
+      FN (wino_output5_3_1) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    else
+      FN (wino_output5_4_1) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    return;
+  }
+#endif
   if (p->alpha == 6)
-    FN (wino_output6) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    FN (wino_output6_4_0) (p, M, rows, t0, cnt, oc0, nv, out, residual);
   else if (p->m == 3)
-    FN (wino_output53) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    FN (wino_output5_3_0) (p, M, rows, t0, cnt, oc0, nv, out, residual);
   else
-    FN (wino_output5) (p, M, rows, t0, cnt, oc0, nv, out, residual);
+    FN (wino_output5_4_0) (p, M, rows, t0, cnt, oc0, nv, out, residual);
 }
 
 /* Input transform of tiles t0 .. t0 + cnt - 1 (cnt <= p->rows_max) into V (one thread's
