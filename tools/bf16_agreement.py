@@ -9,14 +9,16 @@ decoded by GStreamer into a 640x480 RGB frame and preprocessed by our engine
 Ours runs them in fp32 and bf16 (gpunet-run --input --output), OpenVINO (PyPI, the venv
 of tools/runtime_venv.py) with INFERENCE_PRECISION_HINT=f32 and with its default (bf16 on
 CPUs with AVX-512 BF16 or AMX).  Prints per model and engine the top-1 and top-5
-agreement of the low precision with its own f32 (top-5: the same five ids, order aside)
-and the mean of |low - f32| / max|f32 logit| per image.  With --flip every photo is also
-given mirrored (GStreamer's videoflip): twice the inputs.  Also prints how many inputs are
-near ties: their two largest f32 logits (ours) lie closer than the larger of the two
-engines' mean movement times 5, where a flip of top-1 says more about chance than about
-the arithmetic.
+agreement of the low precision with its own f32 (top-5: the same five ids, order aside),
+the mean of |low - f32| / max|f32 logit| per image, and which inputs changed top-1.
+With --flip every photo is also given mirrored (GStreamer's videoflip): twice the inputs;
+with --crops also its four corners, each a 640x480 crop of the photo scaled to 800x600
+(GStreamer's videocrop): five times the inputs (ten with --flip).  Also prints how many
+inputs are near ties: their two largest f32 logits (ours) lie closer than the larger of
+the two engines' mean movement times 5, where a flip of top-1 says more about chance
+than about the arithmetic.
 
-  python3 tools/bf16_agreement.py --build build [--models all] [--flip] PHOTO...
+  python3 tools/bf16_agreement.py --build build [--models all] [--flip] [--crops] PHOTO...
 """
 import argparse
 import os
@@ -58,6 +60,7 @@ t1 = int(sum(ref[i].argmax() == low[i].argmax() for i in range(n)))
 t5 = int(sum(set(np.argsort(-ref[i])[:5]) == set(np.argsort(-low[i])[:5]) for i in range(n)))
 rel = np.mean([np.abs(low[i] - ref[i]).mean() / np.abs(ref[i]).max() for i in range(n)])
 print("top1_agree=%d/%d top5_agree=%d/%d mean_rel_logit_diff=%.3g" % (t1, n, t5, n, rel))
+print("changed=" + ",".join(str(i) for i in range(n) if ref[i].argmax() != low[i].argmax()))
 if len(sys.argv) > 6:
     # near ties: the two largest logits of sys.argv[5] (ours f32) closer than the level
     # sys.argv[6] (relative to the largest |logit|)
@@ -79,6 +82,9 @@ def main():
     ap.add_argument("--models", default="all")
     ap.add_argument("--flip", action="store_true",
                     help="also every photo mirrored left to right (twice the inputs)")
+    ap.add_argument("--crops", action="store_true",
+                    help="also the four corners of every photo scaled to 125 %% (five times "
+                    "the inputs)")
     ap.add_argument("photos", nargs="+")
     a = ap.parse_args()
     models = MODELS if a.models == "all" else a.models.split(",")
@@ -87,16 +93,24 @@ def main():
     tool = lambda name: os.path.join(a.build, "tools", name)
     w, h = 640, 480
     with tempfile.TemporaryDirectory() as tmp:
-        frames = []
-        views = [[]] + ([["videoflip", "method=horizontal-flip", "!"]] if a.flip else [])
+        frames, names = [], []
+        flips = [[]] + ([["videoflip", "method=horizontal-flip", "!"]] if a.flip else [])
+        # the whole photo, then (--crops) a 640x480 corner of it scaled to 800x600
+        cw, ch = w * 5 // 4, h * 5 // 4
+        crops = [[]] + ([["video/x-raw,width=%d,height=%d" % (cw, ch), "!", "videocrop",
+                          "left=%d" % x, "right=%d" % (cw - w - x), "top=%d" % y,
+                          "bottom=%d" % (ch - h - y), "!", "videoscale", "!"]
+                         for y in (0, ch - h) for x in (0, cw - w)] if a.crops else [])
         for i, p in enumerate(a.photos):
-            for v, flip in enumerate(views):
+            for v, (crop, flip) in enumerate((c, f) for c in crops for f in flips):
                 f = os.path.join(tmp, "%d-%d.rgb" % (i, v))
                 run(["gst-launch-1.0", "-q", "filesrc", "location=" + p, "!", "decodebin", "!",
-                     "videoconvert", "!", "videoscale", "!"] + flip +
+                     "videoconvert", "!", "videoscale", "!"] + crop + flip +
                     ["video/x-raw,format=RGB,width=%d,height=%d" % (w, h), "!", "filesink",
                      "location=" + f])
                 frames.append(f)
+                names.append("%s%s%s" % (os.path.basename(p), "" if not crop else
+                                         " corner %d" % crops.index(crop), " flipped" if flip else ""))
         ov_py, agree_py = os.path.join(tmp, "ov.py"), os.path.join(tmp, "agree.py")
         with open(ov_py, "w") as f:
             f.write(OV)
@@ -145,8 +159,14 @@ def main():
                             for t in (ours, theirs))
             ties = run([py, agree_py, str(n), str(k), logits["fp32"], logits["bf16"],
                         logits["fp32"], "%g" % level]).stdout.strip().splitlines()[-1]
-            print("%s ours-bf16-vs-f32 %s" % (m, ours.strip()))
-            print("%s openvino-default-vs-f32 %s (%s)" % (m, theirs.strip(), note))
+            def split(out):
+                lines = out.strip().splitlines()
+                changed = [int(i) for i in lines[1].split("=")[1].split(",") if i]
+                return lines[0], ", ".join(names[i] for i in changed)
+            (o_line, o_changed), (t_line, t_changed) = split(ours), split(theirs)
+            print("%s ours-bf16-vs-f32 %s" % (m, o_line))
+            print("%s openvino-default-vs-f32 %s (%s)" % (m, t_line, note))
+            print("%s top-1 changed: ours [%s], openvino [%s]" % (m, o_changed, t_changed))
             print("%s %s" % (m, ties))
             sys.stdout.flush()
 
