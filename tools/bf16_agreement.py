@@ -2,8 +2,9 @@
 """bf16_agreement.py: how often bf16 keeps f32's answer, ours against OpenVINO's, on the
 same input tensors and the same weights.
 
-For each model: seeded random weights (gpunet-convert --random, seed 1) exported to ONNX
-from our own graph (gpunet-convert --onnx, as tools/compare_runtimes.py does); each photo
+For each model: seeded random weights (gpunet-convert --random, seed --seed, 1 by
+default) exported to ONNX from our own graph (gpunet-convert --onnx, as
+tools/compare_runtimes.py does); each photo
 decoded by GStreamer into a 640x480 RGB frame and preprocessed by our engine
 (gpunet-run --frame ... --dump-input), so both engines read the same normalised tensors.
 Ours runs them in fp32 and bf16 (gpunet-run --input --output), OpenVINO (PyPI, the venv
@@ -18,7 +19,8 @@ inputs are near ties: their two largest f32 logits (ours) lie closer than the la
 the two engines' mean movement times 5, where a flip of top-1 says more about chance
 than about the arithmetic.
 
-  python3 tools/bf16_agreement.py --build build [--models all] [--flip] [--crops] PHOTO...
+  python3 tools/bf16_agreement.py --build build [--models all] [--seed N] [--flip] [--crops]
+      PHOTO...
 """
 import argparse
 import os
@@ -85,6 +87,8 @@ def main():
     ap.add_argument("--crops", action="store_true",
                     help="also the four corners of every photo scaled to 125 %% (five times "
                     "the inputs)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="the random weights' seed (gpunet-convert --random --seed)")
     ap.add_argument("photos", nargs="+")
     a = ap.parse_args()
     models = MODELS if a.models == "all" else a.models.split(",")
@@ -119,7 +123,7 @@ def main():
         n = len(frames)
         for m in models:
             ck, onnx = os.path.join(tmp, m + ".safetensors"), os.path.join(tmp, m + ".onnx")
-            run([tool("gpunet-convert"), "--random", m, "--output", ck])
+            run([tool("gpunet-convert"), "--random", m, "--seed", str(a.seed), "--output", ck])
             run([tool("gpunet-convert"), "--onnx", onnx, "--model", m, "--checkpoint", ck])
             batch = os.path.join(tmp, m + ".bin")
             with open(batch, "wb") as out:
