@@ -477,7 +477,10 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     }
     s->bf16 = 1;
     s->opt.pw = GPUNET_CPU_ONEDNN;
-    s->bf16_wino = s->opt.winograd == GPUNET_CPU_AUTO || s->opt.winograd == GPUNET_CPU_OWN;
+    /* auto: not where oneDNN's bf16 convolutions run on AMX (unmeasured there, and AMX's
+     * rate is several times vdpbf16ps's); own: there too */
+    s->bf16_wino = s->opt.winograd == GPUNET_CPU_OWN
+        || (s->opt.winograd == GPUNET_CPU_AUTO && !gpunet_onednn_bf16_amx ());
   }
   if (params->precision == GPUNET_PRECISION_INT8) {
     /* int8: the dense convolutions after the first go to oneDNN's int8 kernels with the

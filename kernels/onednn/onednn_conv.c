@@ -633,6 +633,14 @@ out:
   return st;
 }
 
+int
+gpunet_onednn_bf16_amx (void)
+{
+  const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
+  const unsigned amx = (unsigned) dnnl_cpu_isa_avx512_core_amx;
+  return gpunet_cpu_amx_bf16 () && (isa & amx) == amx;
+}
+
 gpunet_status
 gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err)
 {

@@ -10,8 +10,9 @@ gpunet_onednn_pwb_choose (fast_state *s)
 {
   const gpunet_graph *g = s->g;
   if (!s->bf16 || s->int8 || s->blk != 16 || s->opt.bf16pw == GPUNET_CPU_ONEDNN
-      || s->opt.simd != GPUNET_CPU_SIMD_AUTO || !gpunet_pwb_available ())
-    return;
+      || s->opt.simd != GPUNET_CPU_SIMD_AUTO || !gpunet_pwb_available ()
+      || (s->opt.bf16pw == GPUNET_CPU_AUTO && gpunet_onednn_bf16_amx ()))
+    return;   /* auto on an AMX host: oneDNN's AMX kernels (unmeasured against ours) */
   for (int i = 0; i < g->n_ops; i++) {
     fast_op *r = &s->ops[i];
     const gpunet_op *op = r->op;
