@@ -275,6 +275,49 @@ test_fused (const char *name, int bf16, int pwb)
   return rc;
 }
 
+/* Where oneDNN's bf16 convolutions run on AMX, a default bf16 plan gives none of them to
+ * our Winograd or bf16 1x1 kernels (measured against its AVX-512 BF16 kernels only). */
+static int
+test_amx_rule (void)
+{
+  const char *nets[] = { "tiny-a", "tiny-d", "tiny-dl" };
+  int rc = 0;
+  for (int k = 0; k < 3; k++) {
+    gpunet_model *m = NULL;
+    if (load (nets[k], &m))
+      return 1;
+    gpunet_session_params p;
+    gpunet_session_params_init (&p);
+    p.n_threads = 2;
+    p.precision = GPUNET_PRECISION_BF16;
+    void *st = NULL;
+    char *err = NULL;
+    const gpunet_graph *g = gpunet_model_graph (m);
+    if (gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st, &err) != GPUNET_OK) {
+      fprintf (stderr, "FAIL: %s bf16 on AMX: %s\n", nets[k], err ? err : "?");
+      rc = 1;
+    } else {
+      int ours = 0;
+      for (int i = 0; i < g->n_ops; i++) {
+        const int impl = gpunet_onednn_op_impl (st, i);
+        ours += impl == GPUNET_ONEDNN_PWB || impl == GPUNET_ONEDNN_WINO
+            || impl == GPUNET_ONEDNN_WINO3;
+      }
+      printf ("%s bf16 on AMX: %d convolutions on our Winograd or bf16 1x1 kernels (want 0)\n",
+          nets[k], ours);
+      if (ours) {
+        fprintf (stderr, "FAIL: %s: bf16 on an AMX host planned %d convolutions on our "
+            "kernels\n", nets[k], ours);
+        rc = 1;
+      }
+      gpunet_backend_cpu_fast.destroy (st);
+    }
+    free (err);
+    gpunet_model_unref (m);
+  }
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -307,12 +350,19 @@ main (int argc, char **argv)
     for (int i = 0; i < 3; i++) {
       const int r = test_fused (nets[i], 1, 1);
       if (r == 77) {
-        printf ("isa-paths: ran= not-run=avx512-bf16-vnni\n");
+        printf ("isa-paths: ran= not-run=avx512-bf16-vnni,amx\n");
         return 77;
       }
       rc |= r;
     }
-    printf ("isa-paths: ran=avx512-bf16-vnni not-run=\n");
+    const int amx = gpunet_onednn_bf16_amx ();
+    if (amx)
+      rc |= test_amx_rule ();
+    else
+      printf ("AMX: oneDNN's bf16 convolutions do not run on AMX here; the rule that leaves "
+          "them to it there is not checked\n");
+    printf ("isa-paths: ran=avx512-bf16-vnni%s not-run=%s\n", amx ? ",amx" : "",
+        amx ? "" : "amx");
     printf ("%s\n", rc ? "FAILED" : "passed");
     return rc;
   }

@@ -20,6 +20,7 @@
 #include "cpu_paths.h"
 #include "blocked_ops.h"
 #include "linear.h"
+#include "backend_onednn.h"
 #include "onednn_state.h"
 
 /* Process-wide core budget: a forward takes min(n_threads, cores) cores and waits while

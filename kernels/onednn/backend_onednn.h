@@ -18,6 +18,12 @@ extern const gpunet_backend gpunet_backend_cpu_fast;
  * gpunet_backend_cpu_fast.plan gave); -1 for an op index out of range. */
 int gpunet_onednn_op_impl (const void *state, int op);
 
+/* 1 where oneDNN's bf16 convolutions run on AMX tiles: the CPU has AMX-BF16 and oneDNN is
+ * not capped below it.  Our bf16-session kernels that stand in for oneDNN's convolutions
+ * (the Winograd and 1x1 ones) were measured against its AVX-512 BF16 kernels only, so
+ * there (option auto) they leave the convolutions to oneDNN. */
+int gpunet_onednn_bf16_amx (void);
+
 /* Tests: the CPU code paths (cpu_paths.h bits) our kernels in a planned state run: the
  * vector forms of the channel block (AVX-512 for 16, AVX2 for 8; the 1x1 AVX-512 only),
  * PORTABLE where the plain form of a kernel that has vector ones was planned instead.

@@ -13,6 +13,7 @@
 #include "blocked_ops.h"
 #include "cpu_bf16.h"
 #include "int8_layout.h"
+#include "backend_onednn.h"
 #include "onednn_state.h"
 
 /* oneDNN 2.x (Debian 12) and 3.x (Debian 13) differ here in three ways, all kept in the

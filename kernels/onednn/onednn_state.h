@@ -131,12 +131,6 @@ void gpunet_onednn_free_convs (fast_state *s);
  * o->no_bf16 is 0; else GPUNET_ERR_UNSUPPORTED with one sentence naming what is missing. */
 gpunet_status gpunet_onednn_bf16_supported (const gpunet_cpu_options *o, char **err);
 
-/* 1 where oneDNN's bf16 convolutions run on AMX tiles: the CPU has AMX-BF16 and oneDNN is
- * not capped below it.  Our bf16-session kernels that stand in for oneDNN's convolutions
- * (the Winograd and 1x1 ones) were measured against its AVX-512 BF16 kernels only, so
- * there they leave the convolutions to oneDNN. */
-int gpunet_onednn_bf16_amx (void);
-
 /* The ops that read tensor t, as input (an op writing t in place is no reader) or as
  * residual; *first gets the first of them (-1: none).  The plan's passes that move work
  * across a tensor (defer_activations, gpunet_onednn_int8_fuse) need t read once. */

@@ -3,6 +3,7 @@
  * tensors are chosen (bf16_act.c), both kernels taking the same tensors (bf16 input, the
  * output and its residual in the output's type), so the choice changes no tensor's type;
  * and after the expansions fused into depthwise ops (xdw_plan.c) have been taken. */
+#include "backend_onednn.h"
 #include "onednn_state.h"
 
 void
