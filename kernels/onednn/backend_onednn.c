@@ -258,14 +258,15 @@ select_impl (const gpunet_graph *g, int i, const fast_tensor *t, int blk, long f
       const gpunet_conv2d_params *p = &op->p.conv2d;
       if (bf16) {
         /* bf16: oneDNN's bf16 kernels, but our F(4x4, 3x3) Winograd (f32 arithmetic and
-         * weights, bf16 activations in and out) on the stride-1 3x3 layers: a quarter of
-         * the multiplies at half the rate of oneDNN's bf16 direct kernel (vdpbf16ps).
-         * Whole passes, --ab winograd=off on Zen 5: GPUNet-0, -2 1.06, GPUNet-1 1.13, the
-         * others level (their stride-1 3x3 layers are the first stage's, 32 or 33
-         * channels; F(3x3, 3x3) lost there, F(4x4) did not).  Its rounding is far below
-         * bf16's, so the first stage needs no F(3x3) here.  Stride 2 stays oneDNN's
-         * (the polyphase forms lost to bf16 direct kernels, GPUNet-1's 64 -> 256 0.47 ->
-         * 0.85 ms) */
+         * weights, bf16 activations in and out) on the stride-1 3x3 layers, a quarter of
+         * the multiplies at half the rate of oneDNN's bf16 direct kernel (vdpbf16ps), and
+         * on the 5x5 stride-2 ones (polyphase: 0.3 of the multiplies; GPUNet-2's 32 -> 192
+         * 2.9 -> 2.2 ms).  Whole passes, --ab winograd=off on Zen 5: GPUNet-0 1.07,
+         * GPUNet-1 1.09, GPUNet-2 1.10, D2 1.03, the others level (their stride-1 3x3
+         * layers are the first stage's, 32 or 33 channels; F(3x3, 3x3) lost there, F(4x4)
+         * did not).  Its rounding is far below bf16's, so the first stage needs no F(3x3)
+         * here.  The 3x3 stride-2 ones stay oneDNN's (their polyphase form, 0.56 of the
+         * multiplies, lost on three of four layers: GPUNet-1's 64 -> 256 0.45 -> 0.71 ms) */
         if (bf16_wino && blocked && isa.own && wino_shape (p)
             && (p->stride == 1 || p->kernel == 5))
           return GPUNET_ONEDNN_WINO;
@@ -468,10 +469,12 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
   s->max_batch = params->max_batch > 0 ? params->max_batch : 1;
   s->nt = params->n_threads > 0 ? params->n_threads : omp_get_num_procs ();
   if (params->precision == GPUNET_PRECISION_BF16) {
-    /* bf16: the dense convolutions go to oneDNN's bf16 kernels (our own 1x1 kernel is
-     * f32 only), but the stride-1 3x3 ones to our Winograd kernel, f32 arithmetic with
-     * bf16 activations in and out, unless winograd=onednn or off (select_impl); SE, pooling
-     * and the classifier stay f32 (docs/performance.md, "Precisions") */
+    /* bf16: the dense convolutions go to oneDNN's bf16 kernels (our own f32 1x1 kernel is
+     * not used), but the 3x3 stride-1 and 5x5 stride-2 ones to our Winograd kernel, f32
+     * arithmetic with bf16 activations in and out, unless winograd=onednn or off
+     * (select_impl), and the 1x1 ones on small planes to our bf16 1x1 kernel (option
+     * bf16pw, pwb_plan.c); SE, pooling and the classifier stay f32 (docs/performance.md,
+     * "Precisions") */
     if ((st = gpunet_onednn_bf16_supported (&s->opt, err)) != GPUNET_OK) {
       free (s);
       return st;
