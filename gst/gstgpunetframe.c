@@ -358,6 +358,34 @@ check_geometry (const GstVideoFrame * vf)
   return NULL;
 }
 
+/* Why gst_video_frame_map refused `buf`, when the buffer shows it: a GstVideoMeta
+ * plane outside the buffer, or a buffer smaller than a frame of the caps; else NULL
+ * (the caller says only that the frame could not be mapped). */
+static gchar *
+map_failure_text (GstBuffer * buf, const GstVideoInfo * info)
+{
+  GstVideoMeta *vm = gst_buffer_get_video_meta (buf);
+  gsize size = gst_buffer_get_size (buf);
+  guint i;
+
+  if (vm != NULL) {
+    for (i = 0; i < vm->n_planes && i < GST_VIDEO_MAX_PLANES; i++)
+      if (vm->offset[i] >= size)
+        return g_strdup_printf ("The buffer's video layout reaches past its memory "
+            "(its GstVideoMeta puts plane %u at byte %" G_GSIZE_FORMAT " of a %"
+            G_GSIZE_FORMAT "-byte buffer): the upstream element attached a "
+            "GstVideoMeta that does not fit the buffer", i, vm->offset[i], size);
+    return NULL;
+  }
+  if (size < GST_VIDEO_INFO_SIZE (info))
+    return g_strdup_printf ("The buffer holds %" G_GSIZE_FORMAT " bytes, but a "
+        "%dx%d %s frame of the negotiated caps needs %" G_GSIZE_FORMAT ": the "
+        "upstream element sends buffers that do not match its caps", size,
+        GST_VIDEO_INFO_WIDTH (info), GST_VIDEO_INFO_HEIGHT (info),
+        GST_VIDEO_INFO_NAME (info), (gsize) GST_VIDEO_INFO_SIZE (info));
+  return NULL;
+}
+
 gpunet_image *
 gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
     const GstVideoInfo * info, GstGpunetFrame * f, gchar ** error)
@@ -368,8 +396,10 @@ gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
 
   *error = NULL;
   if (!gst_gpunet_cuda_map_frame (cuda, p->element, f->buf, info, &f->vframe,
-          &frame_img))
+          &frame_img)) {
+    *error = map_failure_text (f->buf, info);
     return NULL;
+  }
   f->mapped = TRUE;
   if ((why = check_geometry (&f->vframe)) != NULL) {
     *error = g_strdup_printf ("The buffer's video layout reaches past its memory "

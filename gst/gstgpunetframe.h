@@ -113,8 +113,9 @@ void gst_gpunet_planner_plan (GstGpunetPlanner * p, GstGpunetFrame * f,
 void gst_gpunet_planner_retry (GstGpunetPlanner * p, GstGpunetFrame * f);
 
 /* Maps f->buf (`info`: its caps) through `cuda`: its n_images images (the frame,
- * then the crops; g_free), or NULL when it cannot be mapped, or (*error, g_free) when
- * its video meta describes planes beyond its memory. */
+ * then the crops; g_free), or NULL when it cannot be mapped, with *error (g_free)
+ * saying why when the buffer shows it: its video meta describes planes beyond its
+ * memory, or it is smaller than a frame of the caps. */
 gpunet_image *gst_gpunet_planner_map (GstGpunetPlanner * p,
     GstGpunetCuda * cuda, const GstVideoInfo * info, GstGpunetFrame * f,
     gchar ** error);

@@ -77,7 +77,8 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
           rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_PRECISION,
       g_param_spec_enum ("precision", "Precision",
-          "Arithmetic of the CUDA backend (the CPU backends always run fp32)",
+          "Arithmetic: CUDA fp32 or fp16; on the fast CPU backend fp32, bf16 or int8 "
+          "(auto is fp32 there)",
           GST_TYPE_GPUNET_PRECISION, DEFAULT_PRECISION,
           rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_INT8_SCALES,

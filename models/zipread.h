@@ -15,6 +15,7 @@ typedef struct {
   uint64_t header_offset; /* local header position */
   uint64_t data_offset;  /* first byte of the entry's data */
   uint64_t comp_size, size;
+  uint32_t crc32;        /* CRC-32 of the data, from the central directory */
   int method;            /* 0 stored, 8 deflate, ... */
   int encrypted;
 } gpunet_zip_entry;
@@ -35,8 +36,9 @@ const gpunet_zip_entry *gpunet_zip_entry_at (const gpunet_zip *zip, size_t i);
 /* The entry with exactly this name, or NULL (the last one when names repeat). */
 const gpunet_zip_entry *gpunet_zip_find (const gpunet_zip *zip, const char *name);
 
-/* The bytes of a stored entry; a compressed or encrypted entry gives GPUNET_ERR_FORMAT
- * with a sentence naming the entry. */
+/* The bytes of a stored entry; a compressed or encrypted entry, or one whose bytes do not
+ * match its CRC-32 (checked on the first call for each entry), gives GPUNET_ERR_FORMAT
+ * with a sentence naming the entry.  Not thread-safe for one zip (the check's mark). */
 gpunet_status gpunet_zip_entry_data (const gpunet_zip *zip, const gpunet_zip_entry *entry,
     const uint8_t **data, size_t *size, char **error_text);
 

@@ -14,6 +14,7 @@
 #include "check.h"
 #include "checkpoint.h"
 #include "safetensors.h"
+#include "zipread.h"
 #include "gpunet.h"
 
 static const char *fixtures[] = { "tiny-a", "tiny-d", "tiny-dl" };
@@ -64,7 +65,51 @@ typedef struct {
   int method;
 } zentry;
 
-/* A zip archive of `n` entries (no CRCs, which the reader does not check); `zip64`
+/* CRC-32 as zip stores it, one bit at a time (the reader's own is table-driven). */
+static uint32_t
+test_crc32 (const void *data, size_t n)
+{
+  const uint8_t *p = data;
+  uint32_t c = 0xffffffffu;
+  while (n--) {
+    c ^= *p++;
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+  }
+  return c ^ 0xffffffffu;
+}
+
+/* Writes the CRC-32 of entry `name`'s bytes into its central and local headers, after
+ * a test changed those bytes in place (sizes and offsets from the central directory,
+ * as the reader takes them; no ZIP64 entries). */
+static void
+refresh_crc (uint8_t *d, size_t size, const char *name)
+{
+  size_t nl = strlen (name);
+  int done = 0;
+  for (size_t i = 46; i + nl <= size; i++) {
+    if (memcmp (d + i, name, nl) != 0 || d[i - 46] != 'P' || d[i - 45] != 'K'
+        || d[i - 44] != 1 || d[i - 43] != 2)
+      continue;
+    uint8_t *c = d + i - 46;
+    uint32_t len = (uint32_t) c[24] | ((uint32_t) c[25] << 8) | ((uint32_t) c[26] << 16)
+        | ((uint32_t) c[27] << 24);
+    size_t local = (size_t) c[42] | ((size_t) c[43] << 8) | ((size_t) c[44] << 16)
+        | ((size_t) c[45] << 24);
+    size_t start = local + 30 + (size_t) (d[local + 26] | (d[local + 27] << 8))
+        + (size_t) (d[local + 28] | (d[local + 29] << 8));
+    CHECK (start + len <= size);
+    if (start + len > size)
+      return;
+    uint32_t crc = test_crc32 (d + start, len);
+    for (int k = 0; k < 4; k++)
+      c[16 + k] = d[local + 14 + k] = (uint8_t) (crc >> (8 * k));
+    done = 1;
+  }
+  CHECK (done);
+}
+
+/* A zip archive of `n` entries (with the CRC-32s the reader checks); `zip64`
  * writes ZIP64 extra fields and end records; `pad` puts one byte before each entry's
  * data so storages land on odd addresses. */
 static uint8_t *
@@ -80,7 +125,7 @@ make_zip (const zentry *e, size_t n, int zip64, int pad, const char *comment, si
     b_le (&b, 0, 2);
     b_le (&b, (uint64_t) e[i].method, 2);
     b_le (&b, 0, 4);
-    b_le (&b, 0, 4);   /* crc */
+    b_le (&b, test_crc32 (e[i].data, e[i].size), 4);   /* crc */
     b_le (&b, e[i].size, 4);
     b_le (&b, e[i].size, 4);
     b_le (&b, nl, 2);
@@ -99,7 +144,7 @@ make_zip (const zentry *e, size_t n, int zip64, int pad, const char *comment, si
     b_le (&b, 0, 2);
     b_le (&b, (uint64_t) e[i].method, 2);
     b_le (&b, 0, 4);
-    b_le (&b, 0, 4);
+    b_le (&b, test_crc32 (e[i].data, e[i].size), 4);
     b_le (&b, zip64 ? 0xffffffffu : e[i].size, 4);
     b_le (&b, zip64 ? 0xffffffffu : e[i].size, 4);
     b_le (&b, nl, 2);
@@ -403,6 +448,7 @@ test_ema_fallback (void)
       hits++;
     }
   CHECK (hits == 1);
+  refresh_crc (d, size, "tiny-a.pth/data.pkl");
   gpunet_checkpoint *decoy = NULL, *ema = open_ok (path);
   char *err = NULL;
   CHECK (gpunet_checkpoint_open_memory (d, size, "patched", &decoy, &err) == GPUNET_OK);
@@ -1031,6 +1077,41 @@ xorshift (uint64_t *s)
 #define FLIP_TRIALS 600
 #endif
 
+/* A damaged file whose zip structure survived (a bad disk, a bad copy): one bit
+ * flipped in the middle of every tensor storage, or in the pickle, must not load as
+ * other weights.  Before the reader checked CRC-32s it loaded such a file silently
+ * and the element's scores changed. */
+static void
+test_crc_damage (void)
+{
+  size_t size;
+  uint8_t *orig = check_read_file (fixture_path ("tiny-a", ".pth.tar"), &size);
+  CHECK (orig != NULL);
+  if (!orig)
+    return;
+  uint8_t *d = malloc (size);
+  gpunet_zip *z = NULL;
+  CHECK (gpunet_zip_open (orig, size, &z, NULL) == GPUNET_OK);
+  for (int pickle = 0; z && pickle < 2; pickle++) {
+    memcpy (d, orig, size);
+    for (size_t i = 0; i < gpunet_zip_n_entries (z); i++) {
+      const gpunet_zip_entry *e = gpunet_zip_entry_at (z, i);
+      if (e->size >= 4 && strstr (e->name, pickle ? "/data.pkl" : "/data/"))
+        d[e->data_offset + e->size / 2] ^= 0x40;
+    }
+    EXPECT_ERROR (d, size, GPUNET_ERR_FORMAT, "fails its CRC-32 check");
+    EXPECT_ERROR (d, size, GPUNET_ERR_FORMAT, pickle ? "zip entry 'tiny-a.pth/data.pkl'"
+        : "the file is damaged; download or copy it again");
+  }
+  /* the undamaged bytes still load */
+  gpunet_checkpoint *ck = NULL;
+  CHECK (gpunet_checkpoint_open_memory (orig, size, "orig", &ck, NULL) == GPUNET_OK);
+  gpunet_checkpoint_free (ck);
+  gpunet_zip_free (z);
+  free (d);
+  free (orig);
+}
+
 static void
 test_bit_flips (void)
 {
@@ -1091,5 +1172,6 @@ main (void)
   test_non_regular ();
   test_truncation ();
   test_bit_flips ();
+  test_crc_damage ();
   return check_report ();
 }

@@ -65,7 +65,7 @@ usage (FILE *f)
       "                (int8 convolutions with the scales of --scales FILE, written by\n"
       "                gpunet-convert --calibrate for the same model and weights; --scales\n"
       "                without --precision int8 is refused) or f32;\n"
-      "                the CPU backends always run fp32\n"
+      "                otherwise (auto, fp32, fp16) the CPU backends run fp32\n"
       "  --no-peak     skip the oneDNN sgemm reference line (1-2 s a run; quick checks)\n"
       "  --graph-nodes CUDA: captures one forward pass and one network pass as CUDA graphs\n"
       "                (not run) and prints their nodes by type: graph_nodes= lines and\n"

@@ -629,13 +629,22 @@ tag_runner_wedged (TagRunner * r)
 
 /* Detaches the current source: flush-start unblocks any streaming thread
  * waiting downstream, the source goes to NULL and away, and flush-stop leaves
- * the persistent part (not EOS any more) ready for the next input. */
+ * the persistent part (not EOS any more) ready for the next input.  Stopping and
+ * removing happen under the pipeline's state lock: the pipeline's own state
+ * change in GStreamer's thread pool (the one that follows an async-done, or a
+ * child with a pending async-start leaving) holds that lock while it sets every
+ * child's state, and could otherwise take the source just before it is stopped
+ * and set it PLAYING again just after; the source then runs on outside the
+ * pipeline and is disposed, still PLAYING, by that thread (use after free, seen
+ * as GStreamer-CRITICALs and crashes after inputs that fail while prerolling). */
 static void
 detach_source (TagRunner * r)
 {
   gst_pad_send_event (r->entry, gst_event_new_flush_start ());
+  GST_STATE_LOCK (r->pipeline);
   gst_element_set_state (r->src, GST_STATE_NULL);
   gst_bin_remove (GST_BIN (r->pipeline), r->src);
+  GST_STATE_UNLOCK (r->pipeline);
   r->src = NULL;
   gst_pad_send_event (r->entry, gst_event_new_flush_stop (TRUE));
   /* an input's error marks the pipeline's state change failed (GstBin does so

@@ -2,8 +2,10 @@
 server of camera `flaky` is killed and restarted 5 times; each time the camera
 reconnects within reconnect-max + 2 s of the server being back, and its records
 resume; a server that stops answering (SIGSTOP) makes it `stalled`, and it comes
-back after SIGCONT; camera `steady`, on a second server, never leaves `up` and its records
-are complete (frame numbers without a gap).  After the last kill the server stays
+back after SIGCONT; a pause shorter than stall-timeout leaves it `up`, and the delay
+from a frame's timestamp to its record comes back to what it was; camera `steady`, on
+a second server, never leaves `up`, its records are complete (frame numbers without a
+gap) and their delay does not grow.  After the last kill the server stays
 away and `flaky` ends `down`.
 
     test_cameras_restart.py TOOL DATA_DIR"""
@@ -55,6 +57,17 @@ def t_of(r):
     return datetime.datetime.fromisoformat(r["time"].replace("Z", "+00:00")).timestamp()
 
 
+def delays(recs, t0, t1):
+    """time - pts (s) of the records written between t0 and t1: within one pipeline,
+    how long after its timestamp a frame's record came out, plus a constant"""
+    return [t_of(r) - r["pts"] / 1e9 for r in recs if t0 <= t_of(r) <= t1
+            and r.get("pts") is not None]
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
 try:
     check(wait_for(lambda: all("up" in states(J(c)) for c in ("flaky", "steady")),
                    20), "both up")
@@ -84,6 +97,28 @@ try:
     n_up = states(J("flaky")).count("up")
     check(wait_for(lambda: states(J("flaky")).count("up") > n_up, 10),
           f"after SIGCONT: up again: {states(J('flaky'))[-3:]}")
+    # a pause shorter than stall-timeout: flaky stays up, and the delay from a
+    # frame's timestamp to its record (time - pts, one pipeline) is what it was
+    # before once the backlog is through: latency stays bounded
+    time.sleep(2)
+    n_states = len(states(J("flaky")))
+    paused = time.time()
+    os.kill(flaky_srv.p.pid, signal.SIGSTOP)
+    time.sleep(1.5)
+    os.kill(flaky_srv.p.pid, signal.SIGCONT)
+    resumed = time.time()
+    time.sleep(3)
+    check(len(states(J("flaky"))) == n_states,
+          f"1.5 s pause: flaky stays up: {states(J('flaky'))[n_states - 1:]}")
+    cls = [r for r in J("flaky") if r["event"] == "class"]
+    before = delays(cls, paused - 1.5, paused)
+    after = delays(cls, resumed + 1.5, resumed + 3)
+    if before and after:
+        print(f"1.5 s pause: the delay moved by {median(after) - median(before):+.3f} s",
+              flush=True)
+    check(before and after and abs(median(after) - median(before)) < 0.5,
+          f"1.5 s pause: delay {median(before) if before else None} s before, "
+          f"{median(after) if after else None} s after (within 0.5 s)")
     flaky_srv.kill()
     check(wait_for(lambda: states(J("flaky"))[-1:] == ["down"], 40),
           f"flaky ends down: {states(J('flaky'))[-4:]}")
@@ -92,6 +127,12 @@ try:
 finally:
     rc = stop(p)
 check(rc == 0, f"SIGTERM exit {rc}")
+steady = [r for r in J("steady") if r["event"] == "class"]
+if len(steady) > 40:
+    d_first, d_last = (median([t_of(r) - r["pts"] / 1e9 for r in rs])
+                       for rs in (steady[:20], steady[-20:]))
+    check(abs(d_last - d_first) < 0.5, f"steady's delay did not grow through flaky's "
+          f"restarts: {d_first:.3f} then {d_last:.3f} (+ a constant)")
 frames = [r["frame"] for r in J("steady") if r["event"] == "class"]
 # when-busy=auto skips on live sources: a frame skipped before the stream's first
 # result has no record to carry, so the records may start a few frames in

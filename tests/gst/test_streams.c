@@ -318,6 +318,15 @@ GST_START_TEST (test_one_stream_fails)
   msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
   fail_unless (msg != NULL, "the bad stream posted no error");
   fail_unless_equals_string (GST_OBJECT_NAME (GST_MESSAGE_SRC (msg)), "b");
+  {
+    GError *e = NULL;
+
+    /* what is wrong, not only that the frame could not be mapped */
+    gst_message_parse_error (msg, &e, NULL);
+    fail_unless (strstr (e->message, "holds 5 bytes, but a 32x24 RGB frame of "
+            "the negotiated caps needs 2304") != NULL, "%s", e->message);
+    g_clear_error (&e);
+  }
   gst_message_unref (msg);
   while ((sample = gst_app_sink_try_pull_sample (GST_APP_SINK (sa),
               5 * GST_SECOND)) != NULL) {
