@@ -150,6 +150,10 @@ gst_gpunet_classification_to_json (const GstGpunetClassification * c,
   g_string_append_printf (out, ",\"frame\":%" G_GUINT64_FORMAT
       ",\"roi-id\":%d,\"model\":", frame, c->roi_id);
   gpunet_json_write_string (out, c->model);
+  if (c->precision) {
+    g_string_append (out, ",\"precision\":");
+    gpunet_json_write_string (out, c->precision);
+  }
   g_string_append (out, ",\"label\":");
   gpunet_json_write_string (out, c->best_label);
   g_string_append_printf (out, ",\"label-id\":%d,\"confidence\":",

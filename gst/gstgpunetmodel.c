@@ -14,7 +14,7 @@
 
 #include "gstgpunetmodel.h"
 
-/* The records' `precision`: the nick of the precision property's value. */
+/* The precision property's nick. */
 static const gchar *
 precision_nick (gint precision)
 {
@@ -240,6 +240,11 @@ gst_gpunet_model_ctx_open (GstElement * element, GstGpunetModelArgs * a)
   }
 
   backend = gpunet_engine_backend_name (c->shared->engine);
+  /* the records' precision: what the engine runs, not what was asked for, so that no
+   * record of a reduced precision reads as an exact one: auto is fp16 on CUDA (every GPU
+   * the build supports has tensor cores) and fp32 on the CPU backends */
+  if (a->req.precision == GPUNET_PRECISION_AUTO)
+    c->precision = g_strcmp0 (backend, "cuda") == 0 ? "fp16" : "fp32";
   if (a->req.backend == GPUNET_BACKEND_AUTO && g_strcmp0 (backend, "cuda") != 0) {
     /* gst-launch prints an INFO message's debug string: the sentence goes in both */
     GST_ELEMENT_INFO (element, RESOURCE, SETTINGS,

@@ -122,8 +122,9 @@ check_record_roi (const GstStructure * s, gboolean inferred, gint roi_id)
   fail_unless (s != NULL);
   model = gst_structure_get_string (s, "model");
   fail_unless (model != NULL && *model != '\0');
-  /* the precision asked for, so a bf16/fp16 record never passes for an exact one */
-  fail_unless (g_strv_contains ((const gchar *[]) { "auto", "fp32", "fp16", "bf16", NULL },
+  /* the precision the engine runs (auto resolved), so that a bf16/fp16/int8 record never
+   * passes for an exact one */
+  fail_unless (g_strv_contains ((const gchar *[]) { "fp32", "fp16", "bf16", "int8", NULL },
           gst_structure_get_string (s, "precision") ?
           gst_structure_get_string (s, "precision") : ""));
   fail_unless (gst_structure_get_int (s, "num-classes", &num_classes));
@@ -1693,7 +1694,7 @@ check_json_record (JsonNode * j, const GstStructure * s,
   guint i, n = gpunet_meta_n_results (s);
 
   fail_unless (j != NULL && JSON_NODE_HOLDS_OBJECT (j));
-  fail_unless_equals_int (json_object_get_size (json_node_get_object (j)), 11);
+  fail_unless_equals_int (json_object_get_size (json_node_get_object (j)), 12);
   v = gpunet_json_get (j, "pts");
   if (GST_CLOCK_TIME_IS_VALID (pts)) {
     fail_unless (gpunet_json_value_type (v) == G_TYPE_INT64);
@@ -1711,6 +1712,10 @@ check_json_record (JsonNode * j, const GstStructure * s,
   fail_unless (gpunet_json_value_type (v) == G_TYPE_STRING);
   fail_unless_equals_string (json_node_get_string (v),
       gst_structure_get_string (s, "model"));
+  v = gpunet_json_get (j, "precision");
+  fail_unless (gpunet_json_value_type (v) == G_TYPE_STRING);
+  fail_unless_equals_string (json_node_get_string (v),
+      gst_structure_get_string (s, "precision"));
   v = gpunet_json_get (j, "label");
   fail_unless (gpunet_json_value_type (v) == G_TYPE_STRING);
   fail_unless_equals_string (json_node_get_string (v), gpunet_meta_label (s));

@@ -81,12 +81,13 @@ with tempfile.TemporaryDirectory() as tmp:
         check("json-output parses", False, str(e))
     check("json-output: one line per frame", len(records) == len(results) == 6,
           "%d lines" % len(lines))
-    keys = ["pts", "frame", "roi-id", "model", "label", "label-id", "confidence", "ids",
-            "labels", "scores", "inferred"]
+    keys = ["pts", "frame", "roi-id", "model", "precision", "label", "label-id", "confidence",
+            "ids", "labels", "scores", "inferred"]
     check("json-output fields", all(list(r) == keys for r in records),
           repr(records[:1]))
     check("json-output matches the meta", all(
         r["frame"] == i and r["roi-id"] == -1 and r["label"] == m["label"]
+        and r["precision"] == "fp32"
         and r["ids"] == m["ids"] and r["labels"] == m["labels"]
         and r["inferred"] == m["inferred"] and isinstance(r["pts"], int)
         and all(abs(a - b) < 1e-7 for a, b in zip(r["scores"], m["scores"]))
