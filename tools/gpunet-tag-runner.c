@@ -58,6 +58,7 @@ struct TagRunner {
   gchar *message;
   gchar *caps;                  /* gpunetclassify's input caps for this input */
   gchar *decoder;               /* the video decoder's factory name, or NULL */
+  gboolean other_streams;       /* the demuxer gave a stream other than video */
 
   gboolean wedged;              /* an opener never returned: the runner is lost */
 };
@@ -248,6 +249,34 @@ decoder_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   return GST_PAD_PROBE_OK;
 }
 
+/* A demuxer's stream: one that is not video (audio, subtitles) may run past
+ * the video's end, so the container's duration is then no measure of the
+ * video's (the truncation rule in tag_runner_process). The caps decide where the
+ * demuxer set them before adding the pad, else the pad's name ("audio_0"). */
+static void
+on_demux_pad_added (GstElement * demux, GstPad * pad, gpointer user)
+{
+  TagRunner *r = user;
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  const gchar *kind = NULL;
+  gchar *name = gst_pad_get_name (pad);
+  gboolean video;
+
+  (void) demux;
+  if (caps && gst_caps_get_size (caps) > 0)
+    kind = gst_structure_get_name (gst_caps_get_structure (caps, 0));
+  video = kind ? g_str_has_prefix (kind, "video/")
+      || g_str_has_prefix (kind, "image/") : g_str_has_prefix (name, "video");
+  g_free (name);
+  if (caps)
+    gst_caps_unref (caps);
+  if (!video) {
+    g_mutex_lock (&r->lock);
+    r->other_streams = TRUE;
+    g_mutex_unlock (&r->lock);
+  }
+}
+
 static void
 on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
     gpointer user)
@@ -261,6 +290,10 @@ on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
   if (f == NULL)
     return;
   klass = gst_element_factory_get_metadata (f, GST_ELEMENT_METADATA_KLASS);
+  if (klass && strstr (klass, "Demux")) {
+    g_signal_connect (e, "pad-added", G_CALLBACK (on_demux_pad_added), user);
+    return;
+  }
   if (klass == NULL || !strstr (klass, "Decoder") || !strstr (klass, "Video"))
     return;
   {
@@ -670,6 +703,7 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
 {
   g_mutex_lock (&r->lock);
   r->linked = FALSE;
+  r->other_streams = FALSE;
   r->name = in->name;
   r->out = out;
   r->decoded = r->classified = 0;
@@ -894,8 +928,11 @@ summary:
     r->message = g_strdup ("no video frames decoded");
     res = TAG_RESULT_FAILED;
   } else if (res == TAG_RESULT_OK && container > 0 && end >= 0
-      && end < container - MAX (1.0, 0.05 * container)) {
-    /* the container announced more than was decoded */
+      && end < container - (r->other_streams ? MAX (1.0, 0.05 * container)
+          : MAX (0.5, 0.02 * container))) {
+    /* the container announced more than was decoded: by more than half a
+     * second (2 % of a long input) where video is its only stream; where it
+     * has others (audio may outlast the video), by more than 1 s (5 %) */
     r->message = g_strdup_printf ("truncated: the stream ends at %.3f s, the "
         "container says %.3f s", end, container);
     res = TAG_RESULT_FAILED;

@@ -38,11 +38,14 @@ def launch(desc):
 
 
 def make_clip(path, encoder, n, fps, pattern, mux, audio=False):
+    """n frames at fps; audio=True adds an audio track as long as the video, a
+    number one of that many seconds."""
     v = (f"videotestsrc num-buffers={n} pattern={pattern} ! "
          f"video/x-raw,width=320,height=240,framerate={fps}/1 ! {encoder} ! "
          f"h264parse ! {mux} name=mux ! filesink location={path}")
     if audio:
-        v += (f" audiotestsrc num-buffers={n * 48000 // fps // 1024} "
+        seconds = n / fps if audio is True else audio
+        v += (f" audiotestsrc num-buffers={int(seconds * 48000) // 1024} "
               "samplesperbuffer=1024 ! audio/x-raw,rate=48000,channels=1 ! "
               "audioconvert ! mux.")
     launch(v)
@@ -158,6 +161,28 @@ def main():
         if r["type"] == "summary":
             seen_done.add(r["input"])
     check(ok_order, "each input's records form one block")
+
+    # --- truncation: a video-only input that lost its last 0.8 s of 10 s fails; video
+    # with audio that outlasts it by 0.8 s is ok (the container's duration is the
+    # audio's there) ---
+    make_clip(f"{tmp}/ten.mkv", enc, 100, 10, "smpte", "matroskamux")
+    make_clip(f"{tmp}/ten-audio.mkv", enc, 100, 10, "ball", "matroskamux", audio=10.8)
+    data = open("ten.mkv", "rb").read()
+    with open("ten-cut.mkv", "wb") as f:      # the header still says 10 s
+        f.write(data[:len(data) * 92 // 100])
+    n_cut = decoded_frames(f"{tmp}/ten-cut.mkv")
+    check(88 <= n_cut <= 94, f"the cut clip keeps 8.8-9.4 s of 10 s: {n_cut} frames")
+    p = run_tag(tag, base, ["ten-cut.mkv", "ten-audio.mkv", "ten.mkv"])
+    sums = by_input(jsonl(p.stdout), "summary")
+    s = sums.get("ten-cut.mkv", [{}])[0]
+    check(s.get("status") == "error" and "truncated" in (s.get("message") or ""),
+          f"a video-only clip missing its last 0.8 s is truncated: {s}")
+    s = sums.get("ten-audio.mkv", [{}])[0]
+    check(s.get("status") == "ok" and s.get("frames") == 100
+          and s.get("container_duration", 0) > 10.5,
+          f"video with a longer audio track is ok: {s}")
+    s = sums.get("ten.mkv", [{}])[0]
+    check(s.get("status") == "ok" and s.get("frames") == 100, f"the whole clip is ok: {s}")
 
     # --- CSV with segments and frames ---
     p = run_tag(tag, base, ["--format", "csv", "--segments", "--frames", "media"])
