@@ -192,8 +192,9 @@ test_batching (gpunet_model *m)
     t[r].id = r;
     CHECK (gpunet_engine_submit (e, &f.img, 1, NULL, K, NULL, on_done, &t[r], NULL) == GPUNET_OK);
   }
-  /* wait for all 8 (the pass starts once 8 images wait) */
-  for (int i = 0; i < 2000; i++) {
+  /* wait for all 8 (the pass starts once 8 images wait); up to 2 minutes, as a
+   * pass under an emulator or valgrind can take seconds */
+  for (int i = 0; i < 120000; i++) {
     pthread_mutex_lock (&sk.lock);
     int d = sk.n_done;
     pthread_mutex_unlock (&sk.lock);
