@@ -87,15 +87,22 @@ check_sum (const GstStructure * s)
   fail_unless_equals_uint64 (u64 (s, "frames-in"), outcomes (s));
 }
 
-/* A message posted mid-stream: the frames in flight (entered, no outcome yet, at
- * most max-in-flight, 8 here at most) are counted in frames-in only. */
+/* A message posted mid-stream: the frames that entered and have no outcome yet
+ * are counted in frames-in only.  Their number has no fixed bound on a live
+ * stream: when-busy skip frames leave after the frames still in the engine, so
+ * they queue behind a slow pass (seen under an emulated CPU). The engine side
+ * has one: this element's frames in the engine, queue-depth, are at most
+ * max-in-flight (the default, 4, here). */
 static void
 check_sum_in_flight (const GstStructure * s)
 {
   const guint64 in = u64 (s, "frames-in"), out = outcomes (s);
+  guint depth = G_MAXUINT;
 
-  fail_unless (out <= in && in - out <= 8, "frames-in %" G_GUINT64_FORMAT
-      ", outcomes %" G_GUINT64_FORMAT, in, out);
+  fail_unless (out <= in, "frames-in %" G_GUINT64_FORMAT ", outcomes %"
+      G_GUINT64_FORMAT, in, out);
+  fail_unless (gst_structure_get_uint (s, "queue-depth", &depth));
+  fail_unless (depth <= 4, "queue-depth %u, max-in-flight 4", depth);
 }
 
 typedef struct
