@@ -198,7 +198,12 @@ seed labels "$dir/seeds/labels16.txt" "$dir/seeds/labels3.txt"
   printf 'summary,a.mp4,,,,,,,,,,,1,1,0.04,0.04,0.1,10,10,cat:1,ok,,0,0\n'
   printf 'summary,"b,""x"".mp4",,,,,,,,,,,0,0,,,0.1,,,,error,"no video\nstream",0,0\n'
   printf 'frame,c.mp4,0'; } > "$dir/seeds/resume.csv"
-seed resume "$dir/seeds/resume.jsonl" "$dir/seeds/resume.csv"
+{ printf '\x01'
+  printf 'type,input,frame,end_frame,pts,end,label_id,label,score,ids,labels,scores,frames,classified,duration,container_duration,wall_s,decode_fps,classify_fps,top_labels,status,message,decode_errors,frames_missing,model,precision\n'
+  printf 'frame,a.mp4,0,,0.000,,3,cat,0.5,3,cat,0.5,,,,,,,,,,,,,,\n'
+  printf 'summary,a.mp4,,,,,,,,,,,1,1,0.04,0.04,0.1,10,10,cat:1,ok,,0,0,gpunet-0,fp16\n'
+  printf 'frame,c.mp4,0'; } > "$dir/seeds/resume26.csv"
+seed resume "$dir/seeds/resume.jsonl" "$dir/seeds/resume.csv" "$dir/seeds/resume26.csv"
 # scales: an int8 scales file of two entries (models/scales.c's format)
 python3 - "$dir/seeds/two.scales" <<'EOF' 2>/dev/null
 import struct, sys

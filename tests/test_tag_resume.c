@@ -63,10 +63,33 @@ main (void)
   g_string_append (csv, "frame,c.mp4,0");
   s = scan_text (csv->str, TAG_FORMAT_CSV, TRUE);
   CHECK (s.header_len == strlen (TAG_CSV_HEADER));
+  CHECK (s.columns == 26);
   CHECK (s.blocks->len == 1);
   CHECK_MSG (strcmp (block_input (&s, 0), "b,\"x\".mp4") == 0, "%s", block_input (&s, 0));
   tag_resume_scan_clear (&s);
   g_string_free (csv, TRUE);
+
+  /* each layout's header is known, and its summary rows read: 26 columns (model,
+   * precision), 24 and 22 (before decode_errors, frames_missing) */
+  static const struct {
+    const char *header, *summary;
+    guint columns;
+  } layouts[] = {
+    {TAG_CSV_HEADER, "summary,a.mp4,,,,,,,,,,,3,3,,,0.1,,,,ok,,0,0,gpunet-0,fp16\n", 26},
+    {TAG_CSV_HEADER_24 "\n", "summary,a.mp4,,,,,,,,,,,3,3,,,0.1,,,,ok,,0,0\n", 24},
+    {TAG_CSV_HEADER_22 "\n", "summary,a.mp4,,,,,,,,,,,3,3,,,0.1,,,,ok,\n", 22},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS (layouts); i++) {
+    gchar *text = g_strconcat (layouts[i].header, layouts[i].summary, NULL);
+
+    s = scan_text (text, TAG_FORMAT_CSV, TRUE);
+    CHECK_MSG (s.columns == layouts[i].columns && s.header_len == strlen (layouts[i].header),
+        "layout %u: %u columns, header %zu bytes", layouts[i].columns, s.columns, s.header_len);
+    CHECK_MSG (s.blocks->len == 1 && strcmp (block_input (&s, 0), "a.mp4") == 0,
+        "layout %u: the summary row is read", layouts[i].columns);
+    tag_resume_scan_clear (&s);
+    g_free (text);
+  }
 
   /* the fuzzer's regression inputs (first byte: 0 JSON lines, 1 CSV) */
   const char *dir = GPUNET_SOURCE_ROOT "/tests/fuzz/regressions/resume";

@@ -48,6 +48,8 @@ typedef struct {
   const gchar *message;         /* NULL when ok and nothing to say */
   const gchar *caps;            /* gpunetclassify's input caps, NULL if none */
   const gchar *decoder;         /* the video decoder's factory name, NULL if none */
+  const gchar *model;           /* the records' model and the precision the engine */
+  const gchar *precision;       /* ran (fp32, fp16, ...); NULL before a record */
   guint64 decoded, classified;
   guint64 decode_errors;        /* frames a decoder took in and never gave out */
   guint64 frames_missing;       /* frames absent from the timestamps' sequence */

@@ -54,6 +54,33 @@ csv_str (GString * out, const gchar * s)
   g_string_append_c (out, '"');
 }
 
+/* The columns CSV rows are written in: the newest layout, or with --resume the
+ * layout of the file's header (tag_resume_prepare). Set before any row is
+ * written, read only after. */
+static guint csv_columns = TAG_CSV_COLUMNS;
+
+/* The cells of a CSV row after `message`, as many as the layout has:
+ * decode_errors and frames_missing (24 columns), model and precision (26);
+ * empty but for a summary `s`. Ends the row. */
+static void
+csv_tail (GString * out, const TagSummary * s)
+{
+  if (csv_columns >= 24) {
+    if (s)
+      g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT,
+          s->decode_errors, s->frames_missing);
+    else
+      g_string_append (out, ",,");
+  }
+  if (csv_columns >= 26) {
+    g_string_append_c (out, ',');
+    csv_str (out, s ? s->model : NULL);
+    g_string_append_c (out, ',');
+    csv_str (out, s ? s->precision : NULL);
+  }
+  g_string_append_c (out, '\n');
+}
+
 /* The input's name as records carry it: valid UTF-8 (JSON needs it). */
 gchar *
 tag_record_key (const gchar * name)
@@ -134,7 +161,8 @@ tag_write_frame (GString * out, TagFormat fmt, const gchar * input,
         g_string_append_c (out, '|');
       num (out, fmt, scores[i], "%.6f", FALSE);
     }
-    g_string_append (out, ",,,,,,,,,,,,\n");
+    g_string_append (out, ",,,,,,,,,,");
+    csv_tail (out, NULL);
     g_string_free (l, TRUE);
   }
   g_free (key);
@@ -176,8 +204,9 @@ segment_write (const TagSegment * seg, GString * out, TagFormat fmt,
     csv_str (out, seg->label);
     g_string_append_c (out, ',');
     num (out, fmt, mean, "%.6f", FALSE);
-    g_string_append_printf (out, ",,,,,%" G_GUINT64_FORMAT ",,,,,,,,,,\n",
+    g_string_append_printf (out, ",,,,,%" G_GUINT64_FORMAT ",,,,,,,,",
         seg->count);
+    csv_tail (out, NULL);
   }
   g_free (key);
 }
@@ -245,6 +274,16 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
   if (fmt == TAG_FORMAT_JSONL) {
     g_string_append (out, "{\"type\":\"summary\",\"input\":");
     gpunet_json_write_string (out, key);
+    g_string_append (out, ",\"model\":");
+    if (s->model)
+      gpunet_json_write_string (out, s->model);
+    else
+      g_string_append (out, "null");
+    g_string_append (out, ",\"precision\":");
+    if (s->precision)
+      gpunet_json_write_string (out, s->precision);
+    else
+      g_string_append (out, "null");
     g_string_append_printf (out, ",\"status\":\"%s\",\"message\":",
         tag_summary_status (s));
     if (s->message)
@@ -298,8 +337,7 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
     csv_str (out, t->str);
     g_string_append_printf (out, ",%s,", tag_summary_status (s));
     csv_str (out, s->message);
-    g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-        "\n", s->decode_errors, s->frames_missing);
+    csv_tail (out, s);
     g_string_free (t, TRUE);
   }
   g_free (key);
@@ -358,6 +396,9 @@ tag_resume_prepare (const gchar * path, TagFormat fmt, gboolean retry_failed,
     goto fail;
   if (scan.header_len > 0)
     *need_header = FALSE;
+  /* rows continue in the layout the file's header names */
+  if (scan.columns > 0)
+    csv_columns = scan.columns;
   dropped = g_new0 (gboolean, scan.blocks->len + 1);
   for (guint i = 0; i < scan.blocks->len; i++) {
     TagResumeBlock *b = &g_array_index (scan.blocks, TagResumeBlock, i);

@@ -37,7 +37,7 @@ csv_split (const gchar * rec, gsize len)
   }
   g_ptr_array_add (f, g_string_free (cur, FALSE));
   g_ptr_array_add (f, NULL);
-  if (q || (f->len - 1 != TAG_CSV_COLUMNS && f->len - 1 != TAG_CSV_COLUMNS_OLD)) {
+  if (q || (f->len - 1 != 26 && f->len - 1 != 24 && f->len - 1 != 22)) {
     g_strfreev ((gchar **) g_ptr_array_free (f, FALSE));
     return NULL;
   }
@@ -354,13 +354,28 @@ gboolean
 tag_resume_scan (const gchar * data, gsize len, TagFormat fmt,
     const gchar * path, TagResumeScan * scan, GError ** error)
 {
+  static const struct {
+    const gchar *text;
+    guint columns;
+  } headers[] = {
+    {TAG_CSV_HEADER, TAG_CSV_COLUMNS},
+    {TAG_CSV_HEADER_24 "\n", 24},
+    {TAG_CSV_HEADER_22 "\n", 22},
+  };
   gsize pos, block_start;
-  const gsize hl = strlen (TAG_CSV_HEADER);
 
   scan->header_len = 0;
+  scan->columns = 0;
   scan->blocks = g_array_new (FALSE, FALSE, sizeof (TagResumeBlock));
-  if (fmt == TAG_FORMAT_CSV && len >= hl && strncmp (data, TAG_CSV_HEADER, hl) == 0)
-    scan->header_len = hl;
+  for (guint i = 0; fmt == TAG_FORMAT_CSV && i < G_N_ELEMENTS (headers); i++) {
+    const gsize hl = strlen (headers[i].text);
+
+    if (len >= hl && strncmp (data, headers[i].text, hl) == 0) {
+      scan->header_len = hl;
+      scan->columns = headers[i].columns;
+      break;
+    }
+  }
   pos = block_start = scan->keep_end = scan->header_len;
   while (pos < len) {
     gsize n = next_record (data + pos, len - pos, fmt);

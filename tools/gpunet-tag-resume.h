@@ -11,11 +11,14 @@ G_BEGIN_DECLS
 
 typedef enum { TAG_FORMAT_JSONL = 0, TAG_FORMAT_CSV } TagFormat;
 
-#define TAG_CSV_HEADER "type,input,frame,end_frame,pts,end,label_id,label,score," \
+/* The CSV layouts, newest first: each adds columns at the end of the one before.
+ * --resume appends to a file in the layout its header names. */
+#define TAG_CSV_HEADER_22 "type,input,frame,end_frame,pts,end,label_id,label,score," \
   "ids,labels,scores,frames,classified,duration,container_duration,wall_s," \
-  "decode_fps,classify_fps,top_labels,status,message,decode_errors,frames_missing\n"
-#define TAG_CSV_COLUMNS 24
-#define TAG_CSV_COLUMNS_OLD 22  /* files written before decode_errors,frames_missing */
+  "decode_fps,classify_fps,top_labels,status,message"
+#define TAG_CSV_HEADER_24 TAG_CSV_HEADER_22 ",decode_errors,frames_missing"
+#define TAG_CSV_HEADER TAG_CSV_HEADER_24 ",model,precision\n"
+#define TAG_CSV_COLUMNS 26
 
 /* One input's block: its records, [start, end) in bytes, ending with its summary. */
 typedef struct {
@@ -27,6 +30,7 @@ typedef struct {
 /* What tag_resume_scan found in an earlier output. */
 typedef struct {
   gsize header_len;             /* a CSV header's length at the start, else 0 */
+  guint columns;                /* its layout (22, 24 or 26 columns), else 0 */
   gsize keep_end;               /* end of the last summary: what follows is partial */
   GArray *blocks;               /* of TagResumeBlock, in file order */
 } TagResumeScan;

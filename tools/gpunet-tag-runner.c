@@ -59,6 +59,7 @@ struct TagRunner {
   gchar *caps;                  /* gpunetclassify's input caps for this input */
   gchar *decoder;               /* the video decoder's factory name, or NULL */
   gboolean other_streams;       /* the demuxer gave a stream other than video */
+  gchar *model, *precision;     /* of the first record */
 
   gboolean wedged;              /* an opener never returned: the runner is lost */
 };
@@ -187,6 +188,10 @@ on_new_sample (GstAppSink * sink, gpointer user)
     goto done;
   }
   r->classified++;
+  if (r->model == NULL) {
+    r->model = g_strdup (gst_structure_get_string (s, "model"));
+    r->precision = g_strdup (gst_structure_get_string (s, "precision"));
+  }
   n = MIN (gpunet_meta_n_results (s), MAX_K);
   for (i = 0; i < n; i++) {
     ids[i] = gpunet_meta_nth_id (s, i);
@@ -648,6 +653,8 @@ tag_runner_free (TagRunner * r)
   g_free (r->message);
   g_free (r->caps);
   g_free (r->decoder);
+  g_free (r->model);
+  g_free (r->precision);
   g_free (r->note);
   g_free (r->seg.label);
   g_mutex_clear (&r->lock);
@@ -721,6 +728,8 @@ reset_input (TagRunner * r, const TagInput * in, GString * out)
   g_clear_pointer (&r->message, g_free);
   g_clear_pointer (&r->caps, g_free);
   g_clear_pointer (&r->decoder, g_free);
+  g_clear_pointer (&r->model, g_free);
+  g_clear_pointer (&r->precision, g_free);
   g_mutex_unlock (&r->lock);
 }
 
@@ -970,6 +979,8 @@ summary:
   result->message = r->message;
   result->caps = r->caps;
   result->decoder = r->decoder;
+  result->model = r->model;
+  result->precision = r->precision;
   result->duration = (r->first_pts >= 0 && end >= 0) ? end - r->first_pts : -1;
   result->container_duration = container;
   result->classify_s = r->classify_us / 1e6;

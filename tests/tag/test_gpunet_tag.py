@@ -148,9 +148,14 @@ def main():
               f"{name}: summary {s}")
         check(s.get("decode_fps", 0) > 0 and s.get("classify_fps", 0) > 0
               and s.get("top_labels"), f"{name}: throughput and top labels")
+        check(s.get("model") == "tiny-a" and s.get("precision") == "fp32",
+              f"{name}: the model and the precision the CPU ran: {s}")
     for name in bad:
         s = sums.get(name, [{}])[0]
         check(s.get("status") == "error" and s.get("message"), f"{name}: reported {s}")
+    s = sums.get("missing.mp4", [{}])[0]
+    check("model" in s and s["model"] is None and s.get("precision", "") is None,
+          f"no record, no model or precision: {s}")
     check("truncated" in sums.get("trunc.mkv", [{}])[0].get("message", ""),
           "trunc.mkv reported as truncated")
     # order: records of an input come as one block ending with its summary
@@ -188,7 +193,7 @@ def main():
     p = run_tag(tag, base, ["--format", "csv", "--segments", "--frames", "media"])
     check(p.returncode == 0, f"csv run exit 0, got {p.returncode}: {p.stderr}")
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
-    check(len(rows) > 0 and all(len(r) == 24 for r in rows), "csv rows have 24 columns")
+    check(len(rows) > 0 and all(len(r) == 26 for r in rows), "csv rows have 26 columns")
     for name, n in good.items():
         fr = [r for r in rows if r["input"] == name and r["type"] == "frame"]
         seg = [r for r in rows if r["input"] == name and r["type"] == "segment"]
@@ -215,6 +220,9 @@ def main():
                 break
         ids = fr[0]["ids"].split("|")
         check(len(ids) == 3 and len(fr[0]["scores"].split("|")) == 3, "csv top-k lists")
+        check((s[0]["model"], s[0]["precision"]) == ("tiny-a", "fp32")
+              and fr[0]["model"] == "" and seg[0]["precision"] == "",
+              f"csv {name}: model and precision in the summary row only")
 
     # --- --every / --fps (segments only) ---
     p = run_tag(tag, base, ["--every", "4", "media/a.mp4"])
@@ -320,6 +328,27 @@ def main():
     check(len([r for r in recs if r["type"] == "frame"]) ==
           5 * decoded_frames(f"{tmp}/small.mkv"), "resume: no duplicated frame records")
     check(len(recs) == len(jsonl(open("full.jsonl").read())), "resume: same record count as one run")
+
+    # --- resume of a CSV file in an older layout (24 columns, no model and
+    # precision) continues in that layout ---
+    old_header = ("type,input,frame,end_frame,pts,end,label_id,label,score,ids,labels,"
+                  "scores,frames,classified,duration,container_duration,wall_s,"
+                  "decode_fps,classify_fps,top_labels,status,message,decode_errors,"
+                  "frames_missing\n")
+    run_tag(tag, base, ["--format", "csv", "--segments", "-o", "new.csv"] + many[:2])
+    rows = list(csv.reader(open("new.csv")))
+    check(len(rows[0]) == 26, f"a new CSV file has 26 columns: {rows[0]}")
+    with open("old.csv", "w") as f:
+        f.write(old_header)
+        f.writelines(",".join(r[:24]) + "\n" for r in rows[1:]
+                     if r[1] == rows[1][1])     # the first input's rows
+    p = run_tag(tag, base, ["--resume", "--format", "csv", "--segments", "-o", "old.csv"]
+                + many[:2])
+    rows = list(csv.reader(open("old.csv")))
+    check(p.returncode == 0 and all(len(r) == 24 for r in rows)
+          and sorted(r[1] for r in rows if r[0] == "summary") == sorted(many[:2]),
+          f"resume of a 24-column file: {p.returncode} {p.stderr} "
+          f"{sorted(set(len(r) for r in rows))}")
 
     # --- --resume --retry-failed redoes failed inputs, keeps one summary each ---
     run_tag(tag, base, ["-o", "mixed.jsonl", "media/a.mp4", "missing.mp4"])
