@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include "gpunet.h"
 #include "backend.h"
@@ -318,6 +319,50 @@ test_amx_rule (void)
   return rc;
 }
 
+/* The bf16pw=auto rule on GPUNet-P1 (seeded random weights), whose 7x7 stage has the
+ * planes of 32-64 pixels auto gives our kernel: some of its 1x1 convolutions with
+ * oneDNN 2.x off AMX, none with oneDNN 3.x (its bf16 1x1 kernel was the faster there)
+ * or where oneDNN's bf16 convolutions run on AMX. */
+static int
+test_pwb_auto_rule (void)
+{
+  gpunet_model *m = NULL;
+  char *err = NULL;
+  if (gpunet_model_new_random ("gpunet-p1", 1, &m, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: gpunet-p1 with random weights: %s\n", err ? err : "?");
+    free (err);
+    return 1;
+  }
+  gpunet_session_params p;
+  gpunet_session_params_init (&p);
+  p.n_threads = 2;
+  p.precision = GPUNET_PRECISION_BF16;
+  void *st = NULL;
+  const gpunet_graph *g = gpunet_model_graph (m);
+  int rc = 0, ours = 0;
+  if (gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: gpunet-p1 bf16: %s\n", err ? err : "?");
+    rc = 1;
+  } else {
+    for (int i = 0; i < g->n_ops; i++)
+      ours += gpunet_onednn_op_impl (st, i) == GPUNET_ONEDNN_PWB;
+    const dnnl_version_t *v = dnnl_version ();
+    const int want = v->major < 3 && !gpunet_onednn_bf16_amx ();
+    printf ("gpunet-p1 bf16, bf16pw=auto, oneDNN %d.%d%s: %d convolutions on our bf16 1x1 "
+        "kernel (want %s)\n", v->major, v->minor, gpunet_onednn_bf16_amx () ? " on AMX" : "",
+        ours, want ? "some" : "none");
+    if (want ? ours == 0 : ours != 0) {
+      fprintf (stderr, "FAIL: bf16pw=auto planned %d convolutions on our kernel, wanted %s\n",
+          ours, want ? "some" : "none");
+      rc = 1;
+    }
+    gpunet_backend_cpu_fast.destroy (st);
+  }
+  free (err);
+  gpunet_model_unref (m);
+  return rc;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -355,6 +400,7 @@ main (int argc, char **argv)
       }
       rc |= r;
     }
+    rc |= test_pwb_auto_rule ();
     const int amx = gpunet_onednn_bf16_amx ();
     if (amx)
       rc |= test_amx_rule ();

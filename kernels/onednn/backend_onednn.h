@@ -24,6 +24,10 @@ int gpunet_onednn_op_impl (const void *state, int op);
  * there (option auto) they leave the convolutions to oneDNN. */
 int gpunet_onednn_bf16_amx (void);
 
+/* 1 where the bf16pw=auto rule gives layers to our bf16 1x1 kernel (pwb_plan.c): with
+ * oneDNN 2.x off AMX; tests check the rule with it. */
+int gpunet_onednn_pwb_auto (void);
+
 /* Tests: the CPU code paths (cpu_paths.h bits) our kernels in a planned state run: the
  * vector forms of the channel block (AVX-512 for 16, AVX2 for 8; the 1x1 AVX-512 only),
  * PORTABLE where the plain form of a kernel that has vector ones was planned instead.

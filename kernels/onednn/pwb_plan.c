@@ -6,14 +6,28 @@
 #include "backend_onednn.h"
 #include "onednn_state.h"
 
+/* Whether bf16pw=auto gives any layer to our kernel: with oneDNN 2.x on AVX-512 BF16.
+ * Not with oneDNN 3.x, whose bf16 1x1 convolutions ran GPUNet-P0 and -P1 in 0.968-0.979
+ * of the time with ours (Debian 13's 3.7, Zen 5), nor where oneDNN's bf16 convolutions
+ * run on AMX (unmeasured against ours). */
+int
+gpunet_onednn_pwb_auto (void)
+{
+#if DNNL_VERSION_MAJOR >= 3
+  return 0;
+#else
+  return !gpunet_onednn_bf16_amx ();
+#endif
+}
+
 void
 gpunet_onednn_pwb_choose (fast_state *s)
 {
   const gpunet_graph *g = s->g;
   if (!s->bf16 || s->int8 || s->blk != 16 || s->opt.bf16pw == GPUNET_CPU_ONEDNN
       || s->opt.simd != GPUNET_CPU_SIMD_AUTO || !gpunet_pwb_available ()
-      || (s->opt.bf16pw == GPUNET_CPU_AUTO && gpunet_onednn_bf16_amx ()))
-    return;   /* auto on an AMX host: oneDNN's AMX kernels (unmeasured against ours) */
+      || (s->opt.bf16pw == GPUNET_CPU_AUTO && !gpunet_onednn_pwb_auto ()))
+    return;
   for (int i = 0; i < g->n_ops; i++) {
     fast_op *r = &s->ops[i];
     const gpunet_op *op = r->op;
