@@ -32,6 +32,7 @@
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include "cpu_has.h"
 #include "gpunet.h"
 #include "backend.h"
 #include "model_private.h"
@@ -240,8 +241,8 @@ test_fused (const char *name, int bf16, int pwb)
         "lacks (its bf16 runs on AMX alone)\n");
     rc = 77;
   }
-  if (rc == 0 && !bf16 && fused[0] == 0 && (!__builtin_cpu_supports ("avx512bw")
-          || !__builtin_cpu_supports ("avx512vl")
+  if (rc == 0 && !bf16 && fused[0] == 0 && (!CPU_HAS ("avx512bw")
+          || !CPU_HAS ("avx512vl")
           || !(gpunet_onednn_cpu_paths (st[0]) & GPUNET_CPU_PATH_AVX512))) {
     printf ("SKIP: no f32 expansion is fused here: it needs AVX-512 (F, BW and VL) and the "
         "16-channel block (an AVX2 cap plans the 8-channel one)\n");

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "activation.h"
+#include "cpu_has.h"
 #include "blocked_ops.h"
 #include "bf16_values.h"
 #include "cpu_bf16.h"
@@ -258,8 +259,8 @@ check_fused (int ibf, int cin, int c, int k, int s, int ih, int iw, int act, int
 int
 main (void)
 {
-  if (!__builtin_cpu_supports ("avx512f") || !__builtin_cpu_supports ("avx512bw")
-      || !__builtin_cpu_supports ("avx512vl")) {
+  if (!CPU_HAS ("avx512f") || !CPU_HAS ("avx512bw")
+      || !CPU_HAS ("avx512vl")) {
     printf ("SKIP: this CPU lacks AVX-512 (F, BW and VL), which the fused f32 expansion "
         "and the bf16 depthwise kernel use\n");
     printf ("isa-paths: ran= not-run=avx512,avx512-bf16-vnni\n");

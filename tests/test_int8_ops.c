@@ -25,6 +25,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cpu_has.h"
 #include "gpunet-internal.h"
 #include "calib.h"
 #include "registry.h"
@@ -63,7 +64,7 @@ weight_levels (int uns)
   if (cap && *cap && strcasecmp (cap, "ALL") && !strcasestr (cap, "VNNI")
       && !strcasestr (cap, "BF16") && !strcasestr (cap, "AMX") && !strcasestr (cap, "FP16"))
     return plain;
-  return __builtin_cpu_supports ("avx512vnni") || __builtin_cpu_supports ("avxvnni")
+  return CPU_HAS ("avx512vnni") || CPU_HAS ("avxvnni")
       ? 127.0 : plain;
 }
 
@@ -224,7 +225,7 @@ main (void)
   unlink (path);
   /* oneDNN's int8 kernels: VNNI (the AVX-512 form here) where the CPU has it and oneDNN
    * is not capped below it, else the AVX2 ones (weight_levels tells which) */
-  const int vnni512 = weight_levels (1) == 127.0 && __builtin_cpu_supports ("avx512vnni");
+  const int vnni512 = weight_levels (1) == 127.0 && CPU_HAS ("avx512vnni");
   printf ("isa-paths: ran=%s not-run=%s\n%s\n", vnni512 ? "avx512-bf16-vnni" : "avx2",
       vnni512 ? "" : "avx512-bf16-vnni", rc ? "FAILED" : "passed");
   return rc;
