@@ -23,6 +23,10 @@ typedef struct {
 } fake_state;
 
 static atomic_int in_call, most_in_call, calls;
+/* Passes the first pass of a test waits for (0: none): it waits, up to 5 s, until that
+ * many run at once, so that a slow machine (an emulated CPU, a loaded host) still sees
+ * the pipeline fill, where the engine lets that many run. */
+static atomic_int meet;
 
 static gpunet_status
 fake_plan (const gpunet_graph *g, const gpunet_plan_params *params, void **state,
@@ -56,6 +60,12 @@ fake_forward (void *state, const float *input, int n, float *logits, gpunet_trac
   int most = atomic_load (&most_in_call);
   while (now > most && !atomic_compare_exchange_weak (&most_in_call, &most, now));
   atomic_fetch_add (&calls, 1);
+  if (atomic_load (&meet) > 1) {
+    const struct timespec ms = { 0, 1000000L };
+    for (int i = 0; i < 5000 && atomic_load (&in_call) < atomic_load (&meet); i++)
+      nanosleep (&ms, NULL);
+    atomic_store (&meet, 0);
+  }
   const struct timespec ts = { 0, 2000000L * (fake_class (input[0], 4) % 4) };
   nanosleep (&ts, NULL);
   for (int j = 0; j < n; j++) {
@@ -199,6 +209,7 @@ test_order_and_flush (gpunet_model *m, int in_flight, int max_batch)
   ticket t[N_REQ];
   atomic_store (&most_in_call, 0);
   atomic_store (&calls, 0);
+  atomic_store (&meet, in_flight);
   gpunet_engine *e = make_engine (m, in_flight, max_batch);
   if (!e)
     return;
