@@ -11,17 +11,25 @@
 #                                 against float64, the op tests in both channel blocks, the
 #                                 fuzzers, and under the sanitizers the CUDA arithmetic and
 #                                 those op tests (CI runs this: .ci/run)
+#   scripts/run-tests.sh --emulated  for a CPU that QEMU emulates (scripts/test-distro.sh
+#                                 bookworm-arm64), where code runs 10-100 times slower:
+#                                 the normal build, then the suite `engine` and the
+#                                 element's own tests (EMULATED_GST below) with 10 times
+#                                 the time limits; not the tools' and streams' tests,
+#                                 whose stall and open timeouts assume a real CPU's
+#                                 speed, nor the CUDA arithmetic sweeps; no sanitizer build
 #
 # env GPU_ARCHS narrows the CUDA build (default 75); BUILD_DIR / ASAN_BUILD_DIR move the
 # build directories.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-slow=0
+slow=0 emulated=0
 case "${1:-}" in
   "") ;;
   --slow) slow=1 ;;
-  *) echo "usage: scripts/run-tests.sh [--slow]" >&2; exit 2 ;;
+  --emulated) emulated=1 ;;
+  *) echo "usage: scripts/run-tests.sh [--slow | --emulated]" >&2; exit 2 ;;
 esac
 
 t0=$(date +%s)
@@ -42,12 +50,25 @@ setup () {
 
 # the test logs of this run only: meson appends to nothing, but an earlier run's logs of
 # the other kind must not be counted
-rm -f "$BUILD"/meson-logs/testlog-{fast,slow}.json "$ASAN_BUILD"/meson-logs/testlog-{fast,slow}.json
+rm -f "$BUILD"/meson-logs/testlog-{fast,slow,gst}.json "$ASAN_BUILD"/meson-logs/testlog-{fast,slow}.json
 
 t1=$(date +%s)
 setup "$BUILD" -Dgpu_archs="$GPU_ARCHS"
 ninja -C "$BUILD"
 echo "CPU backends built: $(cat "$BUILD/cpu-backends.txt")"
+if [ $emulated = 1 ]; then
+  EMULATED_GST="gst-element gst-regions gst-track-cache element-check-regions
+    element-check-cycles gst-example-app"
+  status=0
+  meson test -C "$BUILD" --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
+    --suite engine --no-suite slow --no-suite cuda --logbase testlog-fast || status=1
+  meson test -C "$BUILD" --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
+    --logbase testlog-gst $EMULATED_GST || status=1
+  echo "run-tests.sh: emulated: $(($(date +%s) - t0)) s in all"
+  python3 scripts/test-summary.py "$BUILD/meson-logs/testlog-fast.json" \
+    "$BUILD/meson-logs/testlog-gst.json" || status=1
+  exit $status
+fi
 # the sanitizer build: CPU backends; of the GStreamer side the plugin and its element test
 # only (tests/gst/meson.build says why); -O1 (the sanitizers' usual level) runs the
 # numeric tests about a fifth faster than -O0 and keeps the stacks readable

@@ -2,12 +2,19 @@
 # Builds gst-gpunet from this working tree inside another Debian release and runs the fast
 # suite there (scripts/run-tests.sh: the normal build, CUDA included when the host has a
 # CUDA toolkit, and the sanitizer build), so a change is tried on that release's
-# GStreamer and oneDNN too.  Today's release: trixie (Debian 13: GStreamer 1.26, oneDNN 3.7).
+# GStreamer and oneDNN too.  The roots:
+#   trixie          Debian 13: GStreamer 1.26, oneDNN 3.7
+#   bookworm-arm64  Debian 12 for 64-bit ARM (the CPU of Jetson and Grace hosts), its
+#                   programs run by QEMU's user-mode emulator through the kernel's
+#                   binfmt_misc (Debian's qemu-user-static): our portable paths, oneDNN's
+#                   ARM kernels, no CUDA.  The root takes about 7 minutes (90 s of
+#                   debootstrap, 5 of packages), the build and run-tests.sh --emulated
+#                   about 13 (2026-11-28, two cores)
 #
-#   scripts/test-distro.sh trixie             make the root if needed, build, test
-#   scripts/test-distro.sh trixie --prepare   only make (or bring up to date) the root
-#   scripts/test-distro.sh trixie --run CMD.. run one command in the root, from the
-#                                             working tree (build-trixie/tools/gpunet-bench)
+#   scripts/test-distro.sh ROOT             make the root if needed, build, test
+#   scripts/test-distro.sh ROOT --prepare   only make (or bring up to date) the root
+#   scripts/test-distro.sh ROOT --run CMD.. run one command in the root, from the
+#                                           working tree (build-trixie/tools/gpunet-bench)
 #
 # The root (a debootstrap of the release from the Debian archive apt on this host uses,
 # with the build dependencies of scripts/install-deps.sh) is made once and kept outside
@@ -32,11 +39,12 @@ src=$(pwd -P)
 skip () { echo "test-distro.sh: skipped: $*"; exit 77; }
 die () { echo "test-distro.sh: $*" >&2; exit 1; }
 
-usage () { echo "usage: scripts/test-distro.sh trixie [--prepare | --run COMMAND [ARG...]]" >&2; exit 2; }
+usage () { echo "usage: scripts/test-distro.sh trixie|bookworm-arm64 [--prepare | --run COMMAND [ARG...]]" >&2; exit 2; }
 release=${1:-}
 mode=${2:-}
 case "$release" in
-  trixie) ;;
+  trixie) codename=trixie arch="" ;;
+  bookworm-arm64) codename=bookworm arch=arm64 ;;
   *) usage ;;
 esac
 case "$mode" in
@@ -48,6 +56,24 @@ esac
 PATH=$PATH:/usr/sbin:/sbin   # debootstrap and chroot, where sudo's PATH lacks them
 [ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, mount, chroot); run it with sudo"
 command -v chroot >/dev/null || skip "no chroot on this host"
+
+# A root of another architecture: its programs run through binfmt_misc and QEMU (the
+# handler needs the F flag, so that it works inside the chroot: Debian registers it so).
+if [ -n "$arch" ]; then
+  qarch=aarch64
+  handler=/proc/sys/fs/binfmt_misc/qemu-$qarch
+  if ! grep -qs '^enabled' "$handler"; then
+    [ -e /proc/sys/fs/binfmt_misc/register ] || \
+      mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null || true
+    if ! command -v update-binfmts >/dev/null || [ ! -x /usr/bin/qemu-$qarch-static ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+        --no-install-recommends qemu-user-static binfmt-support >/dev/null 2>&1 || true
+    fi
+    update-binfmts --enable qemu-$qarch >/dev/null 2>&1 || true
+  fi
+  grep -qs '^enabled' "$handler" || skip "this host cannot run $arch programs: it needs \
+the kernel's binfmt_misc and Debian's qemu-user-static and binfmt-support"
+fi
 
 cache=${GPUNET_DISTRO_CACHE:-${XDG_CACHE_HOME:-/var/cache}/gst-gpunet}
 root=$cache/$release-root
@@ -155,7 +181,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want_stamp" ]; then
     skip "no debootstrap to make the $release root (apt-get install debootstrap)"
   mirror=$(host_mirror)
   [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-  python3 - "$mirror/dists/$release/Release" 2>/dev/null <<'EOF' || \
+  python3 - "$mirror/dists/$codename/Release" 2>/dev/null <<'EOF' || \
     skip "no network to the Debian archive ($mirror)"
 import sys, urllib.request
 urllib.request.urlopen(sys.argv[1], timeout=30).read(1)
@@ -166,8 +192,9 @@ EOF
       skip "the disk under $cache has $(free_mib "$cache") MiB free, a $release root needs $need"
     echo "test-distro.sh: making the $release root in $root from $mirror (a few minutes)"
     rm -rf "$root.partial"
-    if ! debootstrap --variant=minbase --include=ca-certificates,pkg-config \
-        "$release" "$root.partial" "$mirror" > "$cache/$release-debootstrap.log" 2>&1; then
+    if ! debootstrap ${arch:+--arch=$arch} --variant=minbase \
+        --include=ca-certificates,pkg-config \
+        "$codename" "$root.partial" "$mirror" > "$cache/$release-debootstrap.log" 2>&1; then
       [ "$(free_mib "$cache")" -ge 200 ] || skip "the disk under $cache is full"
       tail -n 5 "$cache/$release-debootstrap.log" >&2
       die "debootstrap failed (log: $cache/$release-debootstrap.log)"
@@ -193,7 +220,7 @@ fi
 mount_system "$root"
 bind_in "$root" "$src" /src
 cuda=$(readlink -f /usr/local/cuda 2>/dev/null || true)
-if [ -n "$cuda" ] && [ -x "$cuda/bin/nvcc" ]; then
+if [ -z "$arch" ] && [ -n "$cuda" ] && [ -x "$cuda/bin/nvcc" ]; then
   bind_in "$root" "$cuda" /usr/local/cuda ro
 fi
 # NVIDIA's DeepStream wheel for the NVMM tests (tests/gst/nvds-libs.sh): the host's
@@ -217,8 +244,9 @@ fi
 
 t1=$(date +%s)
 set +e
+# on an emulated CPU: run-tests.sh --emulated (no sanitizer build, no CUDA arithmetic)
 in_root "$root" sh -c "cd /src && BUILD_DIR=build-$release ASAN_BUILD_DIR=build-$release-asan \
-  scripts/run-tests.sh" 2>&1 | tee "$cache/$release-last.log"
+  scripts/run-tests.sh ${arch:+--emulated}" 2>&1 | tee "$cache/$release-last.log"
 status=${PIPESTATUS[0]}
 set -e
 t2=$(date +%s)

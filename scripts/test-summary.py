@@ -13,6 +13,7 @@ beside a reference it is compared with); for one not run, the reason comes from 
 CPU's flags (/proc/cpuinfo, or FILE) and from the tests that reported it not run."""
 import json
 import os
+import platform
 import re
 import sys
 
@@ -47,7 +48,10 @@ def names(tests, most=3):
 
 
 def paths_lines(ran, not_run, cpuinfo):
-    flags = cpu_flags(cpuinfo)
+    # /proc/cpuinfo under an emulator is the host's: off x86 no x86 path can run
+    machine = platform.machine()
+    x86 = machine in ("x86_64", "AMD64", "i386", "i686")
+    flags = cpu_flags(cpuinfo) if x86 else set()
     lines = []
     for key, name, need in PATHS:
         if ran.get(key):
@@ -58,6 +62,8 @@ def paths_lines(ran, not_run, cpuinfo):
             why = ["this CPU's flags unknown"]
         elif not need:
             why = []
+        elif not x86:
+            why = [f"an {machine} CPU, not x86"]
         elif all(f in flags for f in need):
             why = [f"the CPU has it ({' '.join(need)})"]
         else:
