@@ -48,9 +48,10 @@ def names(tests, most=3):
 
 
 def paths_lines(ran, not_run, cpuinfo):
-    # /proc/cpuinfo under an emulator is the host's: off x86 no x86 path can run
+    # /proc/cpuinfo under an emulator is the host's: off x86 no x86 path can run (a
+    # cpuinfo file given with --cpuinfo is taken as it is)
     machine = platform.machine()
-    x86 = machine in ("x86_64", "AMD64", "i386", "i686")
+    x86 = machine in ("x86_64", "AMD64", "i386", "i686") or cpuinfo != "/proc/cpuinfo"
     flags = cpu_flags(cpuinfo) if x86 else set()
     lines = []
     for key, name, need in PATHS:
