@@ -277,6 +277,35 @@ test_fused (const char *name, int bf16, int pwb)
   return rc;
 }
 
+/* Plans model `m` (named `name`) in bf16 with the default options on 2 threads and
+ * counts the ops that run on our Winograd kernels (`wino`) and on our bf16 1x1 kernel.
+ * Returns 1, having said why, when it cannot be planned. */
+static int
+count_ours (gpunet_model *m, const char *name, int wino, int *ours)
+{
+  gpunet_session_params p;
+  gpunet_session_params_init (&p);
+  p.n_threads = 2;
+  p.precision = GPUNET_PRECISION_BF16;
+  void *st = NULL;
+  char *err = NULL;
+  const gpunet_graph *g = gpunet_model_graph (m);
+  *ours = 0;
+  if (gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st, &err) != GPUNET_OK) {
+    fprintf (stderr, "FAIL: %s bf16: %s\n", name, err ? err : "?");
+    free (err);
+    return 1;
+  }
+  for (int i = 0; i < g->n_ops; i++) {
+    const int impl = gpunet_onednn_op_impl (st, i);
+    *ours += impl == GPUNET_ONEDNN_PWB
+        || (wino && (impl == GPUNET_ONEDNN_WINO || impl == GPUNET_ONEDNN_WINO3));
+  }
+  gpunet_backend_cpu_fast.destroy (st);
+  free (err);
+  return 0;
+}
+
 /* Where oneDNN's bf16 convolutions run on AMX, a default bf16 plan gives none of them to
  * our Winograd or bf16 1x1 kernels (measured against its AVX-512 BF16 kernels only). */
 static int
@@ -286,25 +315,12 @@ test_amx_rule (void)
   int rc = 0;
   for (int k = 0; k < 3; k++) {
     gpunet_model *m = NULL;
+    int ours = 0;
     if (load (nets[k], &m))
       return 1;
-    gpunet_session_params p;
-    gpunet_session_params_init (&p);
-    p.n_threads = 2;
-    p.precision = GPUNET_PRECISION_BF16;
-    void *st = NULL;
-    char *err = NULL;
-    const gpunet_graph *g = gpunet_model_graph (m);
-    if (gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st, &err) != GPUNET_OK) {
-      fprintf (stderr, "FAIL: %s bf16 on AMX: %s\n", nets[k], err ? err : "?");
+    if (count_ours (m, nets[k], 1, &ours)) {
       rc = 1;
     } else {
-      int ours = 0;
-      for (int i = 0; i < g->n_ops; i++) {
-        const int impl = gpunet_onednn_op_impl (st, i);
-        ours += impl == GPUNET_ONEDNN_PWB || impl == GPUNET_ONEDNN_WINO
-            || impl == GPUNET_ONEDNN_WINO3;
-      }
       printf ("%s bf16 on AMX: %d convolutions on our Winograd or bf16 1x1 kernels (want 0)\n",
           nets[k], ours);
       if (ours) {
@@ -312,9 +328,7 @@ test_amx_rule (void)
             "kernels\n", nets[k], ours);
         rc = 1;
       }
-      gpunet_backend_cpu_fast.destroy (st);
     }
-    free (err);
     gpunet_model_unref (m);
   }
   return rc;
@@ -334,19 +348,10 @@ test_pwb_auto_rule (void)
     free (err);
     return 1;
   }
-  gpunet_session_params p;
-  gpunet_session_params_init (&p);
-  p.n_threads = 2;
-  p.precision = GPUNET_PRECISION_BF16;
-  void *st = NULL;
-  const gpunet_graph *g = gpunet_model_graph (m);
   int rc = 0, ours = 0;
-  if (gpunet_backend_plan (&gpunet_backend_cpu_fast, g, &p, &st, &err) != GPUNET_OK) {
-    fprintf (stderr, "FAIL: gpunet-p1 bf16: %s\n", err ? err : "?");
+  if (count_ours (m, "gpunet-p1", 0, &ours)) {
     rc = 1;
   } else {
-    for (int i = 0; i < g->n_ops; i++)
-      ours += gpunet_onednn_op_impl (st, i) == GPUNET_ONEDNN_PWB;
     const dnnl_version_t *v = dnnl_version ();
     const int want = v->major < 3 && !gpunet_onednn_bf16_amx ();
     printf ("gpunet-p1 bf16, bf16pw=auto, oneDNN %d.%d%s: %d convolutions on our bf16 1x1 "
@@ -357,9 +362,7 @@ test_pwb_auto_rule (void)
           ours, want ? "some" : "none");
       rc = 1;
     }
-    gpunet_backend_cpu_fast.destroy (st);
   }
-  free (err);
   gpunet_model_unref (m);
   return rc;
 }
