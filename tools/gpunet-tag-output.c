@@ -65,20 +65,30 @@ static guint csv_columns = TAG_CSV_COLUMNS;
 static void
 csv_tail (GString * out, const TagSummary * s)
 {
-  if (csv_columns >= 24) {
+  if (csv_columns >= TAG_CSV_COLUMNS_24) {
     if (s)
       g_string_append_printf (out, ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT,
           s->decode_errors, s->frames_missing);
     else
       g_string_append (out, ",,");
   }
-  if (csv_columns >= 26) {
+  if (csv_columns >= TAG_CSV_COLUMNS) {
     g_string_append_c (out, ',');
     csv_str (out, s ? s->model : NULL);
     g_string_append_c (out, ',');
     csv_str (out, s ? s->precision : NULL);
   }
   g_string_append_c (out, '\n');
+}
+
+/* A JSON string, or null for NULL. */
+static void
+json_str_or_null (GString * out, const gchar * s)
+{
+  if (s)
+    gpunet_json_write_string (out, s);
+  else
+    g_string_append (out, "null");
 }
 
 /* The input's name as records carry it: valid UTF-8 (JSON needs it). */
@@ -275,21 +285,12 @@ tag_write_summary (GString * out, TagFormat fmt, const TagSummary * s)
     g_string_append (out, "{\"type\":\"summary\",\"input\":");
     gpunet_json_write_string (out, key);
     g_string_append (out, ",\"model\":");
-    if (s->model)
-      gpunet_json_write_string (out, s->model);
-    else
-      g_string_append (out, "null");
+    json_str_or_null (out, s->model);
     g_string_append (out, ",\"precision\":");
-    if (s->precision)
-      gpunet_json_write_string (out, s->precision);
-    else
-      g_string_append (out, "null");
+    json_str_or_null (out, s->precision);
     g_string_append_printf (out, ",\"status\":\"%s\",\"message\":",
         tag_summary_status (s));
-    if (s->message)
-      gpunet_json_write_string (out, s->message);
-    else
-      g_string_append (out, "null");
+    json_str_or_null (out, s->message);
     g_string_append_printf (out, ",\"frames\":%" G_GUINT64_FORMAT
         ",\"frames_decoded\":%" G_GUINT64_FORMAT ",\"decode_errors\":%"
         G_GUINT64_FORMAT ",\"frames_missing\":%" G_GUINT64_FORMAT

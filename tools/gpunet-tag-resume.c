@@ -37,7 +37,8 @@ csv_split (const gchar * rec, gsize len)
   }
   g_ptr_array_add (f, g_string_free (cur, FALSE));
   g_ptr_array_add (f, NULL);
-  if (q || (f->len - 1 != 26 && f->len - 1 != 24 && f->len - 1 != 22)) {
+  if (q || (f->len - 1 != TAG_CSV_COLUMNS && f->len - 1 != TAG_CSV_COLUMNS_24
+          && f->len - 1 != TAG_CSV_COLUMNS_22)) {
     g_strfreev ((gchar **) g_ptr_array_free (f, FALSE));
     return NULL;
   }
@@ -359,8 +360,8 @@ tag_resume_scan (const gchar * data, gsize len, TagFormat fmt,
     guint columns;
   } headers[] = {
     {TAG_CSV_HEADER, TAG_CSV_COLUMNS},
-    {TAG_CSV_HEADER_24 "\n", 24},
-    {TAG_CSV_HEADER_22 "\n", 22},
+    {TAG_CSV_HEADER_24 "\n", TAG_CSV_COLUMNS_24},
+    {TAG_CSV_HEADER_22 "\n", TAG_CSV_COLUMNS_22},
   };
   gsize pos, block_start;
 

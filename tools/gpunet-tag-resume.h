@@ -19,6 +19,8 @@ typedef enum { TAG_FORMAT_JSONL = 0, TAG_FORMAT_CSV } TagFormat;
 #define TAG_CSV_HEADER_24 TAG_CSV_HEADER_22 ",decode_errors,frames_missing"
 #define TAG_CSV_HEADER TAG_CSV_HEADER_24 ",model,precision\n"
 #define TAG_CSV_COLUMNS 26
+#define TAG_CSV_COLUMNS_24 24
+#define TAG_CSV_COLUMNS_22 22
 
 /* One input's block: its records, [start, end) in bytes, ending with its summary. */
 typedef struct {
