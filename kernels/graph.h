@@ -36,6 +36,10 @@ typedef struct {
   double macs;         /* per image (likewise) */
 } gpunet_built_graph;
 
+#ifdef __cplusplus
+extern "C" {   /* the CUDA module calls the builder (gpunet_graph_pad_channels) */
+#endif
+
 /* A new tensor c x h x w (block -1): its id, or -1 when out of memory. */
 int gpunet_graph_add_tensor (gpunet_built_graph *bg, int c, int h, int w);
 
@@ -47,7 +51,24 @@ gpunet_op *gpunet_graph_add_op (gpunet_built_graph *bg, gpunet_op_kind kind, int
 /* n zeroed floats (weights) owned by the graph, or NULL when out of memory. */
 float *gpunet_graph_alloc (gpunet_built_graph *bg, size_t n);
 
+/* Builds into *out (overwritten; the caller clears it) the same network with the
+ * channel count of every tensor rounded up to a multiple of `multiple`, but for the
+ * input, the output, a grouped convolution's tensors and those tied to any of these
+ * channel for channel (depthwise, SE, pool, residual add), which keep theirs.  The added
+ * channels' weights and biases are zero, so they hold act(0) = 0 throughout and every real
+ * channel computes the same sums in the same order (cuDNN's tensor-core kernels want
+ * channel counts that are multiples of 8: the CUDA NHWC network's nhwcpad).  Op and tensor
+ * ids, blocks, other dimensions and SE's reduced width stay; the copy owns its weights.
+ * 0: done; 1: `multiple` below 1 (*why says so, *out is empty); -1: out of memory.  why
+ * may be NULL. */
+int gpunet_graph_pad_channels (const gpunet_graph *g, int multiple, gpunet_built_graph *out,
+    const char **why);
+
 /* Frees what the graph owns and zeroes it. */
 void gpunet_graph_clear (gpunet_built_graph *bg);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
