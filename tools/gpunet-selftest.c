@@ -54,6 +54,9 @@ static const char *kind_names[] = { "conv2d", "dwconv2d", "se", "avgpool", "line
 enum { N_KINDS = 5 };
 
 static int verbose;
+/* GPUNET_CUDA as parsed in main: the whole-network checks plan the backend directly (no
+ * session reads the environment for them), so they get the options from here */
+static gpunet_cuda_options cuda_opts;
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 
 static float
@@ -278,6 +281,7 @@ check_network (const gpunet_backend *cuda, const char *model, const gpunet_graph
   }
   params.precision = tol->precision;
   params.cuda_fused = fused;
+  params.cuda = cuda_opts;
   st = gpunet_backend_plan (cuda, g, &params, &cuda_state, &err);
   if (st == GPUNET_OK)
     st = cuda->forward (cuda_state, input, n, got, trace_compare, &ts, &err);
@@ -790,7 +794,7 @@ main (int argc, char **argv)
   printf ("gpunet-selftest: CUDA device %d: %s; %s, batch %d, seed %llu\n", device, dev,
       n_tols == 2 ? "fp32 and fp16" : tols[0]->name, batch, seed);
   /* the options that change which kernels run: the sessions read GPUNET_CUDA themselves,
-   * the op runner gets them here */
+   * the op runner and the whole-network checks (cuda_opts) get them here */
   gpunet_cuda_options copts = { 0 };
   const char *cuda_env = getenv ("GPUNET_CUDA");
   if (gpunet_cuda_options_parse (&copts, cuda_env, "environment variable GPUNET_CUDA", &err)
@@ -800,6 +804,7 @@ main (int argc, char **argv)
     api->runner_free (runner);
     return 1;
   }
+  cuda_opts = copts;
   if (cuda_env && *cuda_env)
     printf ("gpunet-selftest: GPUNET_CUDA=%s\n", cuda_env);
 
