@@ -34,10 +34,15 @@ gpunet_cuda_module_open (const char *path, void **handle_out, char **error_text)
   void *h = dlopen (path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *why = dlerror ();
+    /* a symbol of our own missing is a broken or mismatched build, not a missing library */
+    const int own = why && strstr (why, "undefined symbol") && strstr (why, "gpunet");
     gpunet_fail (error_text, GPUNET_ERR_BACKEND_UNAVAILABLE,
-        "cannot load the CUDA backend module %s: %s (the module needs the CUDA runtime and "
-        "cuDNN 9 libraries; install them or add their directory to LD_LIBRARY_PATH, or use "
-        "the CPU backend)", path, why ? why : "unknown dlopen error");
+        "cannot load the CUDA backend module %s: %s (%s)", path,
+        why ? why : "unknown dlopen error", own
+        ? "the module does not match this build of gst-gpunet: rebuild and reinstall both, "
+          "or use the CPU backend"
+        : "the module needs the CUDA runtime and cuDNN 9 libraries; install them or add "
+          "their directory to LD_LIBRARY_PATH, or use the CPU backend");
     return NULL;
   }
   void *sym = dlsym (h, GPUNET_CUDA_ENTRY_SYMBOL);

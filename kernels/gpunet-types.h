@@ -162,11 +162,15 @@ enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUS
  * default. */
 enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
 enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
+enum { GPUNET_CUDA_NHWC_PAD_OFF = 0, GPUNET_CUDA_NHWC_PAD_ON = 1 };
 typedef struct {
   int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
                  * _OFF: plain launches */
   int dwconv;   /* GPUNET_CUDA_DW_AUTO: the tiled depthwise kernel where it applies;
                  * _DIRECT: the one-thread-per-output kernel for every shape */
+  int nhwc_pad; /* the NHWC network (cuda_fused level 2): GPUNET_CUDA_NHWC_PAD_ON plans
+                 * every tensor's channels padded to a multiple of 8 with zeros
+                 * (gpunet_graph_pad_channels); _OFF: as the model has them */
 } gpunet_cuda_options;
 
 /* What a backend's plan() receives (kernels/backend.h): the engine's

@@ -8,12 +8,15 @@
 #   selftest-quick   (QUICK=1) every model at batch 4, graphs on, and GPUNet-0 at batch 1 with
 #                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
+#   selftest-nhwcpad    the self-test (fp16, batch 4) with the NHWC network's channels
+#                    padded to multiples of 8 (GPUNET_CUDA=nhwcpad=on)
 #   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
 #                    cpu-ref (what of the self-test it covers: docs/cuda.md)
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
-#   bench-fused      the opt-in fused path against the default (GPUNet-0, -2, P0, fp16)
+#   bench-fused      every model fp16: the NHWC network against the default, and with its
+#                    channels padded to 8 against without (alternating pairs, --ab)
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
@@ -68,7 +71,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct memcheck racecheck synccheck bench bench-fused
+ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwcpad memcheck racecheck synccheck bench bench-fused
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -77,7 +80,7 @@ ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct memcheck racecheck
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="backend-ops selftest-quick bench bench-fused pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops selftest-quick selftest-nhwcpad bench bench-fused pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
@@ -312,16 +315,21 @@ bench () {
   [ $bad -eq 0 ]
 }
 # the opt-in fused path (issue 33) against the default, same build and run
+# the NHWC network against the default path, and its padded channels against none: in
+# one process each, alternating pairs of the network alone (gpunet-bench --ab)
 bench_fused () {
-  local m a b out=""
-  for m in gpunet-0 gpunet-2 gpunet-p0; do
-    a=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak 2>&1 | gpu_median)
-    b=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 --runs 300 --warmup 30 --no-peak --cuda-fused 2>&1 | gpu_median)
-    [ -n "$a" ] && [ -n "$b" ] || { echo "detail: FAIL: $m: no gpu_median_ms (plain '$a', fused '$b')"; return 1; }
-    echo "$m fp16: plain $a ms, fused $b ms"
-    out="$out $m $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')"
+  local m r1 r2 sum="" bad=0
+  for m in $MODELS; do
+    r1=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
+      --runs 20 --warmup 2 --net-groups 0 --no-peak --ab fused=2 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
+    r2=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
+      --runs 20 --warmup 2 --net-groups 0 --no-peak --cuda-fused --ab nhwcpad=on 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
+    [ -n "$r1" ] && [ -n "$r2" ] || { echo "FAILED: $m: no b_over_a= line (NHWC '$r1', padded '$r2'; $W/ab.txt)"; bad=1; continue; }
+    echo "$m fp16 batch 1: NHWC / default $r1, padded / unpadded NHWC $r2"
+    sum="$sum $m $r1 $r2;"
   done
-  echo "detail: fused / plain GPU median, fp16 batch 1:$out"
+  echo "detail: network-alone time ratios, median of 20 alternating pairs, NHWC/default then nhwcpad on/off:$sum"
+  [ $bad = 0 ]
 }
 export -f selftest sanitize gpu_median bench bench_fused
 step selftest 1800 selftest
@@ -330,6 +338,8 @@ step selftest 1800 selftest
 step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
+# the NHWC network with its channels padded to multiples of 8 (nhwcpad=on), every model
+step selftest-nhwcpad 300 'GPUNET_CUDA=nhwcpad=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 4 --fused 2 && echo "detail: every model, fp16 + NHWC with channels padded to 8, batch 4: passed"'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'

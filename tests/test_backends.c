@@ -124,6 +124,15 @@ test_cuda_options (void)
       && o.graphs == GPUNET_CUDA_GRAPHS_OFF && o.dwconv == GPUNET_CUDA_DW_AUTO);
   CHECK (gpunet_cuda_options_parse (&o, "graphs=on", "--x", &err) == GPUNET_OK
       && o.graphs == GPUNET_CUDA_GRAPHS_ON);
+  CHECK (o.nhwc_pad == GPUNET_CUDA_NHWC_PAD_OFF);
+  CHECK (gpunet_cuda_options_parse (&o, "nhwcpad=on", "--x", &err) == GPUNET_OK
+      && o.nhwc_pad == GPUNET_CUDA_NHWC_PAD_ON && o.graphs == GPUNET_CUDA_GRAPHS_ON);
+  CHECK (gpunet_cuda_options_parse (&o, "nhwcpad=off", "--x", &err) == GPUNET_OK
+      && o.nhwc_pad == GPUNET_CUDA_NHWC_PAD_OFF);
+  CHECK (gpunet_cuda_options_parse (&o, "nhwcpad=8", "--x", &err) == GPUNET_ERR_INVALID_ARGUMENT);
+  CHECK_CONTAINS (err, "nhwcpad=on");
+  free (err);
+  err = NULL;
   CHECK (gpunet_cuda_options_parse (&o, NULL, "--x", &err) == GPUNET_OK
       && gpunet_cuda_options_parse (&o, "", "--x", &err) == GPUNET_OK && o.graphs == 0);
   /* a bad pair: a sentence naming it, the options unchanged */

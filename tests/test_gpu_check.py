@@ -70,9 +70,11 @@ stub = os.path.join(tmp, "stub")
 os.makedirs(os.path.join(stub, "build", "tools"))
 os.makedirs(os.path.join(stub, "bin"))
 stubs = {
-    # a latency line for bench and bench-fused, thread lines for cpu-threads
+    # a latency line for bench, an A/B line for bench-fused, thread lines for cpu-threads
     "build/tools/gpunet-bench": "case \"$*\" in *--threads*) for t in 1 2 4 8 16; do "
     "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
+    "*--ab*) echo 'ab_pairs=20 spec=stub timing=gpu_net a_median_ms=0.4 b_median_ms=0.3 "
+    "b_over_a=0.750 q25=0.700 q75=0.800' ;; "
     "*) echo 'gpu_median_ms=0.400 (stub)' ;; esac",
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
     # the op harness: passes for its CUDA run only

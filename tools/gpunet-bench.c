@@ -33,8 +33,8 @@ usage (FILE *f)
       "                    [--runs R] [--warmup W] [--per-layer] [--backend cpu|cpu-ref|cuda]\n"
       "                    [--precision auto|fp32|fp16|bf16|int8] [--scales FILE] [--batch-sweep]\n"
       "                    [--preprocess-runs P]\n"
-      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--ab SPEC] [--no-peak]\n"
-      "                    [--graph-nodes] [--net-groups G] [--net-replays R]\n"
+      "                    [--stdin-runs] [--cuda-fused] [--cpu SPEC] [--cuda SPEC] [--ab SPEC]\n"
+      "                    [--no-peak] [--graph-nodes] [--net-groups G] [--net-replays R]\n"
       "\n"
       "  --model       built-in name (gpunet-0 ... gpunet-d2) or an architecture JSON\n"
       "  --checkpoint  weights; without it, seeded random weights of realistic scale\n"
@@ -84,12 +84,17 @@ usage (FILE *f)
       "                pw=auto|own|onednn, strassen=auto|own|off, block=auto|8|16,\n"
       "                wait=auto|spin|passive (--ab cannot change wait: one per process)\n"
       "                (docs/performance.md, Options)\n"
-      "  --ab SPEC     fast CPU backend: also plans the options of --cpu with SPEC applied over\n"
-      "                them (B) and times --runs pairs of passes, A and B in turn (AB, BA, AB,\n"
-      "                ...), in this one process, so a shared machine's slow phases hit both\n"
-      "                alike; prints ab_pairs= a_median_ms= b_median_ms= and the median and\n"
-      "                quartiles of the per-pair ratios B / A (b_over_a=, q25=, q75=); the\n"
-      "                other lines are A's\n"
+      "  --cuda SPEC   CUDA backend options, key=value,... as in the environment variable\n"
+      "                GPUNET_CUDA (which sessions read; this tool reads only --cuda):\n"
+      "                graphs=on|off, dwconv=auto|direct, nhwcpad=off|on (docs/cuda.md, Options)\n"
+      "  --ab SPEC     also plans a second state B, SPEC applied over A's options, and times\n"
+      "                --runs pairs, A and B in turn (AB, BA, AB, ...), in this one process, so\n"
+      "                a shared machine's slow phases hit both alike; prints ab_pairs=\n"
+      "                a_median_ms= b_median_ms= and the median and quartiles of the per-pair\n"
+      "                ratios B / A (b_over_a=, q25=, q75=); the other lines are A's.  Fast CPU\n"
+      "                backend: SPEC as --cpu's, whole passes timed.  CUDA: SPEC as --cuda's\n"
+      "                plus fused=0|1|2 (B's --cuda-fused level); each side of a pair is the\n"
+      "                network alone, one group of --net-replays graph replays (timing=gpu_net)\n"
       "  Where more than one thread runs, cross_core_write_ns_per_line= is what writing a cache\n"
       "  line another core has just read costs (own_write_ns_per_line=: no reader), which tells\n"
       "  a VM's cores sharing an L2 (about 1 ns) or an L3 (about 7) from far apart ones (28).\n"
@@ -361,6 +366,66 @@ run_ab (const gpunet_backend *be, void *a, void *b, const char *spec, const floa
   return st;
 }
 
+/* --ab with --backend cuda: SPEC's fused=0|1|2 sets the fused level (cuda_fused), its
+ * other pairs the CUDA options (gpunet_cuda_options_parse), over *p. */
+static gpunet_status
+cuda_ab_apply (gpunet_session_params *p, const char *spec, char **err)
+{
+  char rest[256] = "";
+  for (const char *item = spec; item && *item;) {
+    const char *end = strchr (item, ',');
+    const size_t len = end ? (size_t) (end - item) : strlen (item);
+    if (len == 7 && !strncmp (item, "fused=", 6) && item[6] >= '0' && item[6] <= '2')
+      p->cuda_fused = item[6] - '0';
+    else if (!strncmp (item, "fused=", 6)) {
+      if (err)
+        *err = strdup ("--ab: fused= takes 0, 1 or 2 (the --cuda-fused levels)");
+      return GPUNET_ERR_INVALID_ARGUMENT;
+    } else if (strlen (rest) + len + 2 < sizeof rest) {
+      if (*rest)
+        strcat (rest, ",");
+      strncat (rest, item, len);
+    } else {
+      if (err)
+        *err = strdup ("--ab: too long a list of CUDA options");
+      return GPUNET_ERR_INVALID_ARGUMENT;
+    }
+    item = end ? end + 1 : NULL;
+  }
+  return gpunet_cuda_options_parse (&p->cuda, rest, "--ab", err);
+}
+
+/* --ab on CUDA: `runs` pairs of the network alone timed as graph replays (net_time: one
+ * group of `replays`, each call capturing its graph anew), A then B in even pairs and B
+ * then A in odd ones.  Prints the ab_ line (timing=gpu_net). */
+static gpunet_status
+run_ab_cuda (void *a, void *b, const char *spec, int n, int runs, int replays, char **err)
+{
+  double *at = malloc (sizeof (double) * (size_t) runs);
+  double *bt = malloc (sizeof (double) * (size_t) runs);
+  double *ratio = malloc (sizeof (double) * (size_t) runs);
+  gpunet_status st = at && bt && ratio ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
+  if (st != GPUNET_OK)
+    fprintf (stderr, "gpunet-bench: out of memory\n");
+  for (int r = 0; r < runs && st == GPUNET_OK; r++)
+    for (int k = 0; k < 2 && st == GPUNET_OK; k++) {
+      const int is_b = (r + k) % 2;   /* AB, BA, AB, ... */
+      st = cuda_bench->net_time (is_b ? b : a, n, 1, replays, is_b ? &bt[r] : &at[r], err);
+    }
+  if (st == GPUNET_OK) {
+    for (int r = 0; r < runs; r++)
+      ratio[r] = bt[r] / at[r];
+    const double rm = median (ratio, runs);
+    printf ("ab_pairs=%d spec=%s timing=gpu_net a_median_ms=%.4f b_median_ms=%.4f "
+        "b_over_a=%.3f q25=%.3f q75=%.3f\n", runs, spec, median (at, runs), median (bt, runs),
+        rm, ratio[runs / 4], ratio[(3 * runs) / 4]);
+  }
+  free (at);
+  free (bt);
+  free (ratio);
+  return st;
+}
+
 /* Batches 1, 2, 4, ... 64, each on a state planned for exactly that batch; one line each.
  * Stops (with a line saying why) at the first batch that cannot be planned or run. */
 static void
@@ -545,7 +610,7 @@ main (int argc, char **argv)
   int stdin_runs = 0;
   gpunet_precision precision = GPUNET_PRECISION_AUTO;
   int cuda_fused = 0, graph_nodes = 0, net_groups = 10, net_replays = 50;
-  const char *cpu_spec = NULL, *ab_spec = NULL, *scales = NULL;
+  const char *cpu_spec = NULL, *cuda_spec = NULL, *ab_spec = NULL, *scales = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int bad = 0;
@@ -585,6 +650,8 @@ main (int argc, char **argv)
       no_peak = 1;
     else if (!strcmp (a, "--cpu") && v)
       cpu_spec = argv[++i];
+    else if (!strcmp (a, "--cuda") && v)
+      cuda_spec = argv[++i];
     else if (!strcmp (a, "--ab") && v)
       ab_spec = argv[++i];
     else if (!strcmp (a, "--scales") && v)
@@ -666,13 +733,16 @@ main (int argc, char **argv)
     const int fast = 0;
 #endif
     gpunet_cpu_options probe = { 0 };
+    gpunet_session_params probe_cuda;
+    gpunet_session_params_init (&probe_cuda);
     char *why_ab = NULL;
-    if (!fast) {
+    if (!fast && !is_cuda) {
       fprintf (stderr, "gpunet-bench: --ab compares two option sets of the fast CPU backend "
-          "(--backend cpu, built with oneDNN), not of %s\n", be->name);
+          "(--backend cpu, built with oneDNN) or of the CUDA backend, not of %s\n", be->name);
       return 2;
     }
-    if (gpunet_cpu_options_parse (&probe, ab_spec, "--ab", &why_ab) != GPUNET_OK) {
+    if (is_cuda ? cuda_ab_apply (&probe_cuda, ab_spec, &why_ab) != GPUNET_OK
+        : gpunet_cpu_options_parse (&probe, ab_spec, "--ab", &why_ab) != GPUNET_OK) {
       fprintf (stderr, "gpunet-bench: %s\n", why_ab ? why_ab : "bad --ab options");
       free (why_ab);
       return 2;
@@ -719,9 +789,16 @@ main (int argc, char **argv)
     free (err);
     return 2;
   }
+  if ((st = gpunet_cuda_options_parse (&params.cuda, cuda_spec, "--cuda", &err)) != GPUNET_OK) {
+    fprintf (stderr, "gpunet-bench: %s\n", err ? err : gpunet_status_string (st));
+    free (err);
+    return 2;
+  }
   /* B: --ab's options over A's (checked before anything was allocated) */
   gpunet_session_params params_b = params;
-  if (ab_spec)
+  if (ab_spec && is_cuda)
+    cuda_ab_apply (&params_b, ab_spec, NULL);
+  else if (ab_spec)
     gpunet_cpu_options_parse (&params_b.cpu, ab_spec, "--ab", NULL);
   void *state = NULL, *state_b = NULL;
   if (ab_spec && (st = gpunet_backend_plan (be, g, &params_b, &state_b, &err)) != GPUNET_OK) {
@@ -747,6 +824,11 @@ main (int argc, char **argv)
       exit_code = 2;
       goto done;
     }
+  } else if (state_b && is_cuda) {
+    st = run_ab_cuda (state, state_b, ab_spec, batch, runs, net_replays, &err);
+    if (st == GPUNET_OK)   /* A's whole passes for the lines below */
+      st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
+    be->destroy (state_b);
   } else if (state_b) {
     st = run_ab (be, state, state_b, ab_spec, input, batch, logits, warmup, runs, times, &err);
     be->destroy (state_b);

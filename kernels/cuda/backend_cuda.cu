@@ -85,6 +85,7 @@ destroy_in_context (cuda_state *s)
   free (s->img_tables);
   gpunet_memplan_clear (&s->plan);
   gpunet_cuda_ctx_clear (&s->ctx);
+  gpunet_graph_clear (&s->padded);
   free (s);
 }
 
@@ -297,7 +298,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
   cuda_state *s = (cuda_state *) calloc (1, sizeof *s);
   if (!s)
     return gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY, "out of memory planning the CUDA backend");
-  s->g = graph;
+  s->g = s->user_g = graph;
   s->max_batch = params->max_batch;
   s->graphs = params->cuda.graphs != GPUNET_CUDA_GRAPHS_OFF;
   s->fused = params->cuda_fused;
@@ -316,15 +317,29 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
     /* the NHWC network: fp16 only (fp32 keeps the verified NCHW path, which matches the
      * CPU's arithmetic), and only where every SE's excite fits its shared memory */
     s->nhwc = s->fused >= GPUNET_CUDA_FUSED_NHWC && s->dtype == GPUNET_CUDA_F16;
-    for (int i = 0; s->nhwc && i < graph->n_ops; i++)
-      if (graph->ops[i].kind == GPUNET_OP_SE
-          && !gpunet_cuda_excite_fits (graph->ops[i].p.se.c, graph->ops[i].p.se.rd)) {
+    if (s->nhwc && params->cuda.nhwc_pad == GPUNET_CUDA_NHWC_PAD_ON) {
+      /* tensor cores want channel counts that are multiples of 8: plan the same network
+       * with zero channels added (graph.h), traces still report the model's channels */
+      const char *why = NULL;
+      const int r = gpunet_graph_pad_channels (graph, 8, &s->padded, &why);
+      if (r < 0)
+        st = gpunet_cuda_fail (error_text, GPUNET_ERR_NO_MEMORY,
+            "out of memory padding the network's channels to multiples of 8");
+      else if (r == 0)
+        s->g = &s->padded.graph;
+    }
+    const gpunet_graph *g = s->g;
+    for (int i = 0; st == GPUNET_OK && s->nhwc && i < g->n_ops; i++)
+      if (g->ops[i].kind == GPUNET_OP_SE
+          && !gpunet_cuda_excite_fits (g->ops[i].p.se.c, g->ops[i].p.se.rd)) {
         fprintf (stderr, "gpunet-cuda: SE of %d channels is too wide for the NHWC network's "
-            "excite kernel; this session runs the NCHW path\n", graph->ops[i].p.se.c);
+            "excite kernel; this session runs the NCHW path\n", g->ops[i].p.se.c);
         s->nhwc = 0;
+        s->g = graph;
       }
     s->ctx.nhwc = s->nhwc;
-    st = plan_buffers (s, error_text);
+    if (st == GPUNET_OK)
+      st = plan_buffers (s, error_text);
   }
   if (st != GPUNET_OK) {
     destroy_in_context (s);
@@ -379,6 +394,18 @@ trace_tensor (cuda_state *s, int t, int n, gpunet_trace_func trace, void *user, 
         (long long) d->h * d->w, 0, s->ctx.stream), error_text,
         "relayout kernel (NHWC trace of block %d)", d->block);
     src = s->d_trace32;
+    const int c = s->user_g->tensors[t].c;
+    if (c != d->c) {
+      /* padded channels (nhwcpad): each image's first c planes, as the model has them */
+      const size_t plane_bytes = (size_t) d->h * d->w * sizeof (float);
+      GPUNET_CU_TRY (cudaMemcpy2DAsync (s->h_trace, c * plane_bytes, src, d->c * plane_bytes,
+          c * plane_bytes, (size_t) n, cudaMemcpyDeviceToHost, s->ctx.stream), error_text,
+          "cudaMemcpy2DAsync (trace of block %d, padded channels left out)", d->block);
+      GPUNET_CU_TRY (cudaStreamSynchronize (s->ctx.stream), error_text,
+          "cudaStreamSynchronize (trace of block %d)", d->block);
+      trace (user, d->block, s->h_trace, n, c, d->h, d->w);
+      return GPUNET_OK;
+    }
   } else if (s->dtype == GPUNET_CUDA_F16) {
     GPUNET_CU_TRY (gpunet_cuda_convert (GPUNET_CUDA_F16, src, GPUNET_CUDA_F32, s->d_trace32,
         (long long) count, s->ctx.stream), error_text, "conversion kernel (trace of block %d)", d->block);

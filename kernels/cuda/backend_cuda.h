@@ -6,11 +6,14 @@
 
 #include "cuda_internal.h"
 extern "C" {
+#include "graph.h"
 #include "memplan.h"
 }
 
 typedef struct {
-  const gpunet_graph *g;
+  const gpunet_graph *g;     /* what runs: the caller's graph, or `padded` */
+  const gpunet_graph *user_g; /* the caller's graph (traces report its channels) */
+  gpunet_built_graph padded; /* nhwcpad=on on the NHWC network: channels padded to 8 */
   int max_batch, cur_n;
   gpunet_cuda_dtype dtype;   /* activations and weights */
   size_t esize;              /* bytes per activation element */
