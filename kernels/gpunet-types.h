@@ -163,6 +163,7 @@ enum { GPUNET_CUDA_FUSED_OFF = 0, GPUNET_CUDA_FUSED_KERNELS = 1, GPUNET_CUDA_FUS
 enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
 enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
 enum { GPUNET_CUDA_NHWC_PAD_OFF = 0, GPUNET_CUDA_NHWC_PAD_ON = 1 };
+enum { GPUNET_CUDA_NHWC_STRIP_64 = 0, GPUNET_CUDA_NHWC_STRIP_FILL = 1 };
 typedef struct {
   int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
                  * _OFF: plain launches */
@@ -171,6 +172,10 @@ typedef struct {
   int nhwc_pad; /* the NHWC network (cuda_fused level 2): GPUNET_CUDA_NHWC_PAD_ON plans
                  * every tensor's channels padded to a multiple of 8 with zeros
                  * (gpunet_graph_pad_channels); _OFF: as the model has them */
+  int nhwc_strip; /* the NHWC network's depthwise layers with no SE after them:
+                   * GPUNET_CUDA_NHWC_STRIP_FILL: strips of 64 down to 8 positions, the
+                   * longest whose grid has 4 blocks per SM (gpunet_nhwc_fill_strip);
+                   * _64: strips of 64 positions */
 } gpunet_cuda_options;
 
 /* What a backend's plan() receives (kernels/backend.h): the engine's

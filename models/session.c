@@ -121,8 +121,8 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
     char pair[64];
     if (len >= sizeof pair)
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is too long "
-          "for a key=value pair (graphs=on|off, dwconv=auto|direct, nhwcpad=off|on)", source,
-          (int) len, item);
+          "for a key=value pair (graphs=on|off, dwconv=auto|direct, nhwcpad=off|on, "
+          "nhwcstrip=64|fill)", source, (int) len, item);
     memcpy (pair, item, len);
     pair[len] = '\0';
     if (!strcmp (pair, "graphs=on"))
@@ -137,10 +137,14 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
       o.nhwc_pad = GPUNET_CUDA_NHWC_PAD_OFF;
     else if (!strcmp (pair, "nhwcpad=on"))
       o.nhwc_pad = GPUNET_CUDA_NHWC_PAD_ON;
+    else if (!strcmp (pair, "nhwcstrip=64"))
+      o.nhwc_strip = GPUNET_CUDA_NHWC_STRIP_64;
+    else if (!strcmp (pair, "nhwcstrip=fill"))
+      o.nhwc_strip = GPUNET_CUDA_NHWC_STRIP_FILL;
     else
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%s' is not one of "
-          "graphs=on, graphs=off, dwconv=auto, dwconv=direct, nhwcpad=off, nhwcpad=on (for "
-          "example %s%sgraphs=off)", source, pair, source, source[0] == '-' ? " " : "=");
+          "graphs=on, graphs=off, dwconv=auto, dwconv=direct, nhwcpad=off, nhwcpad=on, "
+          "nhwcstrip=64, nhwcstrip=fill (for example %s%sgraphs=off)", source, pair, source, source[0] == '-' ? " " : "=");
     item = end ? end + 1 : NULL;
   }
   *options = o;

@@ -8,15 +8,15 @@
 #   selftest-quick   (QUICK=1) every model at batch 4, graphs on, and GPUNet-0 at batch 1 with
 #                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
-#   selftest-nhwcpad    the self-test (fp16, batch 4) with the NHWC network's channels
-#                    padded to multiples of 8 (GPUNET_CUDA=nhwcpad=on)
+#   selftest-nhwc-options  the self-test of the NHWC network (fp16) with its options on:
+#                    channels padded to 8 and depthwise strips that fill the GPU
 #   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
 #                    cpu-ref (what of the self-test it covers: docs/cuda.md)
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
-#   bench-fused      every model fp16: the NHWC network against the default, and with its
-#                    channels padded to 8 against without (alternating pairs, --ab)
+#   bench-fused      every model fp16: the NHWC network against the default, and each of
+#                    its options (nhwcpad, nhwcstrip) against without (alternating pairs, --ab)
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
@@ -71,7 +71,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwcpad memcheck racecheck synccheck bench bench-fused
+ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwc-options memcheck racecheck synccheck bench bench-fused
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -80,7 +80,7 @@ ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwcpad m
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="backend-ops selftest-quick selftest-nhwcpad bench bench-fused pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops selftest-quick selftest-nhwc-options bench bench-fused pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
@@ -318,17 +318,19 @@ bench () {
 # the NHWC network against the default path, and its padded channels against none: in
 # one process each, alternating pairs of the network alone (gpunet-bench --ab)
 bench_fused () {
-  local m r1 r2 sum="" bad=0
+  local m r1 r2 r3 sum="" bad=0
   for m in $MODELS; do
     r1=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
       --runs 20 --warmup 2 --net-groups 0 --no-peak --ab fused=2 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
     r2=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
       --runs 20 --warmup 2 --net-groups 0 --no-peak --cuda-fused --ab nhwcpad=on 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
-    [ -n "$r1" ] && [ -n "$r2" ] || { echo "FAILED: $m: no b_over_a= line (NHWC '$r1', padded '$r2'; $W/ab.txt)"; bad=1; continue; }
-    echo "$m fp16 batch 1: NHWC / default $r1, padded / unpadded NHWC $r2"
-    sum="$sum $m $r1 $r2;"
+    r3=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
+      --runs 20 --warmup 2 --net-groups 0 --no-peak --cuda-fused --ab nhwcstrip=fill 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
+    [ -n "$r1" ] && [ -n "$r2" ] && [ -n "$r3" ] || { echo "FAILED: $m: no b_over_a= line (NHWC '$r1', padded '$r2', filling strips '$r3'; $W/ab.txt)"; bad=1; continue; }
+    echo "$m fp16 batch 1: NHWC / default $r1, padded / unpadded NHWC $r2, filling / 64-position strips $r3"
+    sum="$sum $m $r1 $r2 $r3;"
   done
-  echo "detail: network-alone time ratios, median of 20 alternating pairs, NHWC/default then nhwcpad on/off:$sum"
+  echo "detail: network-alone time ratios, median of 20 alternating pairs: NHWC/default, nhwcpad on/off, nhwcstrip fill/64:$sum"
   [ $bad = 0 ]
 }
 export -f selftest sanitize gpu_median bench bench_fused
@@ -338,8 +340,9 @@ step selftest 1800 selftest
 step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
-# the NHWC network with its channels padded to multiples of 8 (nhwcpad=on), every model
-step selftest-nhwcpad 300 'GPUNET_CUDA=nhwcpad=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 4 --fused 2 && echo "detail: every model, fp16 + NHWC with channels padded to 8, batch 4: passed"'
+# the NHWC network's options: channels padded to multiples of 8, depthwise strips that fill
+# the GPU (GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill), every model
+step selftest-nhwc-options 300 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill "$TOOLS/gpunet-selftest" --precision fp16 --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp16 + NHWC with padded channels and filling strips (batch 4), filling strips alone (batch 1): passed"'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'

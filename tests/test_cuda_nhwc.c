@@ -298,9 +298,55 @@ test_pool (void)
   free (x), free (xh);
 }
 
+/* nhwcstrip=fill: the strip lengths chosen, and every length's thread mapping (strip
+ * `strip` of `slen` positions, thread row ty at positions ty, ty + TY, ... of it, as the
+ * depthwise kernels loop) covering each position of a plane exactly once. */
+static void
+test_fill_strip (void)
+{
+  /* GPUNet-P1's 5632 x 7 x 7 at batch 1 in fp16 pairs: 88 channel groups; on 132 SMs
+   * (528 blocks wanted) 64 gives 88 blocks, 8 gives 616 */
+  CHECK (gpunet_nhwc_fill_strip (49, 88, 1, 528) == 8);
+  CHECK (gpunet_nhwc_fill_strip (49, 88, 4, 528) == 32);    /* batch 4: 352, then 704 */
+  CHECK (gpunet_nhwc_fill_strip (49, 88, 8, 528) == 64);    /* batch 8: 704 */
+  CHECK (gpunet_nhwc_fill_strip (49, 88, 1, 0) == 64);
+  /* GPUNet-D1's 33 x 228 x 228: 1 group x 813 strips of 64 */
+  CHECK (gpunet_nhwc_fill_strip (228 * 228, 1, 1, 528) == 64);
+  /* too few channels for any length: the shortest */
+  CHECK (gpunet_nhwc_fill_strip (16, 1, 1, 528) == GPUNET_NHWC_TY);
+  for (long long positions = 1; positions <= 300; positions += 7)
+    for (int groups = 1; groups <= 200; groups += 33) {
+      const int slen = gpunet_nhwc_fill_strip (positions, groups, 1, 528);
+      CHECK_MSG (slen == 8 || slen == 16 || slen == 32 || slen == 64, "length %d", slen);
+      /* the longest that fills, or the shortest */
+      const long long blocks = groups * ((positions + slen - 1) / slen);
+      const long long longer = slen < 64 ? groups * ((positions + 2 * slen - 1) / (2 * slen)) : 0;
+      CHECK_MSG ((blocks >= 528 || slen == 8) && (slen == 64 || longer < 528),
+          "positions %lld groups %d: length %d", positions, groups, slen);
+    }
+  for (int slen = GPUNET_NHWC_TY; slen <= GPUNET_NHWC_STRIP; slen *= 2)
+    for (long long positions = 1; positions <= 200; positions += 13) {
+      int seen[200] = { 0 }, bad = 0;
+      const long long strips = (positions + slen - 1) / slen;
+      for (long long strip = 0; strip < strips; strip++)
+        for (int ty = 0; ty < GPUNET_NHWC_TY; ty++)
+          for (int i = ty; i < slen; i += GPUNET_NHWC_TY) {
+            const long long pos = strip * slen + i;
+            if (pos >= positions)
+              break;
+            seen[pos]++;
+          }
+      for (long long p = 0; p < positions; p++)
+        bad += seen[p] != 1;
+      CHECK_MSG (bad == 0, "strips of %d over %lld positions: %d positions not covered once",
+          slen, positions, bad);
+    }
+}
+
 int
 main (void)
 {
+  test_fill_strip ();
   test_index_maps ();
   test_krsc_conv ();
   /* GPUNet's depthwise shapes: k 3/5, stride 1/2, odd and even sizes, planes of one

@@ -338,6 +338,16 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
         s->g = graph;
       }
     s->ctx.nhwc = s->nhwc;
+    int sms = 0;
+    if (st == GPUNET_OK && s->nhwc && params->cuda.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_FILL) {
+      /* not GPUNET_CU_TRY: a failure here still goes through the cleanup below */
+      const cudaError_t e = cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount,
+          s->ctx.device);
+      if (e != cudaSuccess)
+        st = gpunet_cuda_fail_rt (error_text, e, "cudaDeviceGetAttribute (multiprocessor count)");
+      else
+        s->ctx.nhwc_fill_blocks = 4 * sms;
+    }
     if (st == GPUNET_OK)
       st = plan_buffers (s, error_text);
   }

@@ -129,10 +129,12 @@ cudaError_t gpunet_cuda_epilogue_nhwc (gpunet_cuda_dtype t, void *y, const float
 /* Squeeze strips per channel of an oh x ow NHWC tensor (gpunet_nhwc_strips of oh * ow). */
 int gpunet_cuda_nhwc_strips (int oh, int ow);
 /* Depthwise convolution with act(acc + bias) over NHWC tensors (filters c x k x k); with
- * squeeze != NULL also the strip sums of its output, n * c * strips floats.  (nhwc.cu) */
+ * squeeze != NULL also the strip sums of its output, n * c * strips floats.  Without a
+ * squeeze and with fill_blocks > 0 (nhwcstrip=fill), strips as short as 8 positions until
+ * the grid has fill_blocks blocks (gpunet_nhwc_fill_strip); else 64.  (nhwc.cu) */
 cudaError_t gpunet_cuda_dwconv2d_nhwc (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
     const void *w, const float *b, const void *in, void *out, int n, float *squeeze,
-    cudaStream_t stream);
+    int fill_blocks, cudaStream_t stream);
 /* The strip sums of an NHWC tensor, as the depthwise kernel writes them.  (nhwc.cu) */
 cudaError_t gpunet_cuda_squeeze_nhwc (gpunet_cuda_dtype t, const void *x, int n, int c, int h,
     int w, float *sums, cudaStream_t stream);
@@ -244,6 +246,8 @@ typedef struct {
   size_t scratch_floats;
   int nhwc;                 /* the NHWC network: layers plan NHWC (set before planning) */
   int dw_direct;            /* the option dwconv=direct: the direct depthwise kernel */
+  int nhwc_fill_blocks;     /* nhwcstrip=fill: the NHWC depthwise grids' target (4 blocks
+                             * per SM), else 0 */
 } gpunet_cuda_ctx;
 
 typedef struct {

@@ -98,6 +98,22 @@ gpunet_nhwc_strips (long long positions)
   return (int) ((positions + GPUNET_NHWC_STRIP - 1) / GPUNET_NHWC_STRIP);
 }
 
+/* The strip length (positions) of an NHWC depthwise launch that writes no squeeze, with
+ * nhwcstrip=fill: the longest of 64, 32, 16 and 8 whose grid (channel_groups x strips x n
+ * blocks) has at least min_blocks blocks, else 8 (each thread row then computes one
+ * position).  At batch 1 GPUNet-P1's 7x7 layers have 88 blocks of 64-position strips on an
+ * H100's 132 SMs.  The outputs do not depend on it: each is its own window sum. */
+GPUNET_HD int
+gpunet_nhwc_fill_strip (long long positions, int channel_groups, int n, int min_blocks)
+{
+  for (int len = GPUNET_NHWC_STRIP; len > GPUNET_NHWC_TY; len /= 2) {
+    const long long blocks = (long long) channel_groups * n * ((positions + len - 1) / len);
+    if (blocks >= min_blocks)
+      return len;
+  }
+  return GPUNET_NHWC_TY;
+}
+
 /* The squeeze partial of one strip from its values v[0 .. count) in position order, in the
  * kernels' order of additions. */
 GPUNET_HD float

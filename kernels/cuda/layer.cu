@@ -192,7 +192,7 @@ gpunet_cuda_layer_run (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, const void *i
     case GPUNET_OP_DWCONV2D:
       if (l->nhwc)          /* strip sums to the scratch when an SE follows (cuda_nhwc.h) */
         e = gpunet_cuda_dwconv2d_nhwc (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
-            l->fused_tiles ? ctx->scratch : NULL, ctx->stream);
+            l->fused_tiles ? ctx->scratch : NULL, ctx->nhwc_fill_blocks, ctx->stream);
       else if (l->fused_tiles)   /* tile sums to the scratch (cuda_fused.h) */
         e = gpunet_cuda_dwconv2d_squeeze (l->dtype, &op->p.dwconv2d, l->w, l->b, in, out, n,
             ctx->scratch, ctx->stream);

@@ -98,7 +98,7 @@ template <typename T>
 static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 nhwc_dw_kernel (const T *__restrict__ in, const T *__restrict__ w, const float *__restrict__ bias,
     T *__restrict__ out, int c, int ih, int iw, int oh, int ow, int k, int stride, int pad,
-    int act, float *__restrict__ squeeze)
+    int act, float *__restrict__ squeeze, int slen)
 {
   __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
@@ -110,8 +110,8 @@ nhwc_dw_kernel (const T *__restrict__ in, const T *__restrict__ w, const float *
     const T *x = in + img * ih * iw * (long long) c;
     const T *wc = w + (long long) ch * k * k;
     const float b = bias ? bias[ch] : 0.0f;
-    const long long p0 = (long long) strip * GPUNET_NHWC_STRIP;
-    for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+    const long long p0 = (long long) strip * slen;
+    for (int i = threadIdx.y; i < slen; i += GPUNET_NHWC_TY) {
       const long long pos = p0 + i;
       if (pos >= positions)
         break;
@@ -132,7 +132,7 @@ nhwc_dw_kernel (const T *__restrict__ in, const T *__restrict__ w, const float *
 static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 nhwc_dw_h2_kernel (const gpunet_half *__restrict__ in, const gpunet_half *__restrict__ w,
     const float *__restrict__ bias, gpunet_half *__restrict__ out, int c, int ih, int iw, int oh,
-    int ow, int k, int stride, int pad, int act, float *__restrict__ squeeze)
+    int ow, int k, int stride, int pad, int act, float *__restrict__ squeeze, int slen)
 {
   __shared__ float part[2][GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = (blockIdx.x * GPUNET_NHWC_CH + threadIdx.x) * 2;
@@ -144,8 +144,8 @@ nhwc_dw_h2_kernel (const gpunet_half *__restrict__ in, const gpunet_half *__rest
     const gpunet_half *x = in + img * ih * iw * (long long) c + ch;
     const gpunet_half *w0 = w + (long long) ch * k * k, *w1 = w0 + k * k;
     const float b0 = bias ? bias[ch] : 0.0f, b1 = bias ? bias[ch + 1] : 0.0f;
-    const long long p0 = (long long) strip * GPUNET_NHWC_STRIP;
-    for (int i = threadIdx.y; i < GPUNET_NHWC_STRIP; i += GPUNET_NHWC_TY) {
+    const long long p0 = (long long) strip * slen;
+    for (int i = threadIdx.y; i < slen; i += GPUNET_NHWC_TY) {
       const long long pos = p0 + i;
       if (pos >= positions)
         break;
@@ -195,28 +195,32 @@ gpunet_cuda_nhwc_strips (int oh, int ow)
 
 cudaError_t
 gpunet_cuda_dwconv2d_nhwc (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p, const void *w,
-    const float *b, const void *in, void *out, int n, float *squeeze, cudaStream_t stream)
+    const float *b, const void *in, void *out, int n, float *squeeze, int fill_blocks,
+    cudaStream_t stream)
 {
-  const int strips = gpunet_nhwc_strips ((long long) p->oh * p->ow);
+  const long long positions = (long long) p->oh * p->ow;
+  const int pairs = t == GPUNET_CUDA_F16 && p->c % 2 == 0;   /* two channels a thread */
+  const int groups = ((pairs ? p->c / 2 : p->c) + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH;
+  /* the squeeze's strip sums keep 64-position strips (the SE reads them so) */
+  const int slen = squeeze || fill_blocks <= 0 ? GPUNET_NHWC_STRIP
+      : gpunet_nhwc_fill_strip (positions, groups, n, fill_blocks);
+  const long long strips = (positions + slen - 1) / slen;
   if (n < 1 || n > 65535 || p->c < 1 || p->oh < 1 || p->ow < 1 || strips > 65535)
     return cudaErrorInvalidValue;
-  const dim3 grid ((unsigned) ((p->c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) strips,
-      (unsigned) n);
+  const dim3 grid ((unsigned) groups, (unsigned) strips, (unsigned) n);
   const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
-  if (t == GPUNET_CUDA_F16 && p->c % 2 == 0) {
-    const dim3 grid2 ((unsigned) ((p->c / 2 + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH),
-        (unsigned) strips, (unsigned) n);
-    nhwc_dw_h2_kernel<<<grid2, block, 0, stream>>> ((const gpunet_half *) in,
+  if (pairs)
+    nhwc_dw_h2_kernel<<<grid, block, 0, stream>>> ((const gpunet_half *) in,
         (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
-        p->kernel, p->stride, p->pad, p->act, squeeze);
-  } else if (t == GPUNET_CUDA_F16)
+        p->kernel, p->stride, p->pad, p->act, squeeze, slen);
+  else if (t == GPUNET_CUDA_F16)
     nhwc_dw_kernel<gpunet_half><<<grid, block, 0, stream>>> ((const gpunet_half *) in,
         (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
-        p->kernel, p->stride, p->pad, p->act, squeeze);
+        p->kernel, p->stride, p->pad, p->act, squeeze, slen);
   else
     nhwc_dw_kernel<float><<<grid, block, 0, stream>>> ((const float *) in, (const float *) w, b,
         (float *) out, p->c, p->ih, p->iw, p->oh, p->ow, p->kernel, p->stride, p->pad, p->act,
-        squeeze);
+        squeeze, slen);
   return cudaGetLastError ();
 }
 
