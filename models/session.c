@@ -105,6 +105,22 @@ gpunet_cpu_options_parse (gpunet_cpu_options *options, const char *spec, const c
   return GPUNET_OK;
 }
 
+/* The pairs GPUNET_CUDA takes (docs/cuda.md, Options): each sets one field. */
+static const struct {
+  const char *pair;
+  size_t field;   /* offsetof in gpunet_cuda_options */
+  int value;
+} cuda_pairs[] = {
+  { "graphs=on", offsetof (gpunet_cuda_options, graphs), GPUNET_CUDA_GRAPHS_ON },
+  { "graphs=off", offsetof (gpunet_cuda_options, graphs), GPUNET_CUDA_GRAPHS_OFF },
+  { "dwconv=auto", offsetof (gpunet_cuda_options, dwconv), GPUNET_CUDA_DW_AUTO },
+  { "dwconv=direct", offsetof (gpunet_cuda_options, dwconv), GPUNET_CUDA_DW_DIRECT },
+  { "nhwcpad=off", offsetof (gpunet_cuda_options, nhwc_pad), GPUNET_CUDA_NHWC_PAD_OFF },
+  { "nhwcpad=on", offsetof (gpunet_cuda_options, nhwc_pad), GPUNET_CUDA_NHWC_PAD_ON },
+  { "nhwcstrip=64", offsetof (gpunet_cuda_options, nhwc_strip), GPUNET_CUDA_NHWC_STRIP_64 },
+  { "nhwcstrip=fill", offsetof (gpunet_cuda_options, nhwc_strip), GPUNET_CUDA_NHWC_STRIP_FILL },
+};
+
 gpunet_status
 gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const char *source,
     char **error_text)
@@ -114,37 +130,25 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
         "gpunet_cuda_options_parse needs options to fill");
   if (!source)
     source = "CUDA options";
+  const size_t n_pairs = sizeof cuda_pairs / sizeof cuda_pairs[0];
+  char valid[256] = "";
+  for (size_t i = 0; i < n_pairs; i++) {
+    strcat (valid, i ? ", " : "");
+    strcat (valid, cuda_pairs[i].pair);
+  }
   gpunet_cuda_options o = *options;
   for (const char *item = spec; item && *item;) {
     const char *end = strchr (item, ',');
     const size_t len = end ? (size_t) (end - item) : strlen (item);
-    char pair[64];
-    if (len >= sizeof pair)
-      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is too long "
-          "for a key=value pair (graphs=on|off, dwconv=auto|direct, nhwcpad=off|on, "
-          "nhwcstrip=64|fill)", source, (int) len, item);
-    memcpy (pair, item, len);
-    pair[len] = '\0';
-    if (!strcmp (pair, "graphs=on"))
-      o.graphs = GPUNET_CUDA_GRAPHS_ON;
-    else if (!strcmp (pair, "graphs=off"))
-      o.graphs = GPUNET_CUDA_GRAPHS_OFF;
-    else if (!strcmp (pair, "dwconv=auto"))
-      o.dwconv = GPUNET_CUDA_DW_AUTO;
-    else if (!strcmp (pair, "dwconv=direct"))
-      o.dwconv = GPUNET_CUDA_DW_DIRECT;
-    else if (!strcmp (pair, "nhwcpad=off"))
-      o.nhwc_pad = GPUNET_CUDA_NHWC_PAD_OFF;
-    else if (!strcmp (pair, "nhwcpad=on"))
-      o.nhwc_pad = GPUNET_CUDA_NHWC_PAD_ON;
-    else if (!strcmp (pair, "nhwcstrip=64"))
-      o.nhwc_strip = GPUNET_CUDA_NHWC_STRIP_64;
-    else if (!strcmp (pair, "nhwcstrip=fill"))
-      o.nhwc_strip = GPUNET_CUDA_NHWC_STRIP_FILL;
-    else
-      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%s' is not one of "
-          "graphs=on, graphs=off, dwconv=auto, dwconv=direct, nhwcpad=off, nhwcpad=on, "
-          "nhwcstrip=64, nhwcstrip=fill (for example %s%sgraphs=off)", source, pair, source, source[0] == '-' ? " " : "=");
+    size_t i = 0;
+    while (i < n_pairs && !(strlen (cuda_pairs[i].pair) == len
+        && !strncmp (cuda_pairs[i].pair, item, len)))
+      i++;
+    if (i == n_pairs)
+      return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not one of "
+          "%s (for example %s%sgraphs=off)", source, len > 64 ? 64 : (int) len, item, valid,
+          source, source[0] == '-' ? " " : "=");
+    *(int *) ((char *) &o + cuda_pairs[i].field) = cuda_pairs[i].value;
     item = end ? end + 1 : NULL;
   }
   *options = o;

@@ -19,23 +19,12 @@
 #include "backend.h"
 #include "graph.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static float
-frand (void)   /* uniform in [-1, 1) */
-{
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (float) ((rng >> 40) * (1.0 / 8388608.0)) - 1.0f;
-}
-
 static const float *
 weights (gpunet_built_graph *bg, size_t n, float scale)
 {
   float *w = gpunet_graph_alloc (bg, n);
   for (size_t i = 0; w && i < n; i++)
-    w[i] = frand () * scale;
+    w[i] = check_frand () * scale;
   return w;
 }
 
@@ -217,7 +206,7 @@ check_padded (const char *what, const gpunet_graph *g, int multiple, int n, int 
   const size_t in_len = (size_t) n * ti->c * ti->h * ti->w, out_len = (size_t) n * to->c;
   float *input = malloc (in_len * sizeof (float));
   for (size_t i = 0; i < in_len; i++)
-    input[i] = frand ();
+    input[i] = check_frand ();
   float *want = calloc (out_len, sizeof (float)), *got = calloc (out_len, sizeof (float));
   traces ta, tb;
   memset (&ta, 0, sizeof ta);
