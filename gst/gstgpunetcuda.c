@@ -1,6 +1,8 @@
-/* gstgpunetcuda.c: the CUDA glue of gpunetclassify (see gstgpunetcuda.h), on GStreamer
- * 1.22's gstreamer-cuda-1.0 (unstable API, no stream API: upstream finishes its work
- * before it pushes, and the engine syncs its own stream before returning).  Without
+/* gstgpunetcuda.c: the CUDA glue of gpunetclassify (see gstgpunetcuda.h), on
+ * gstreamer-cuda-1.0 (unstable API).  1.22 has no stream API: upstream finishes its work
+ * before it pushes.  1.24+ hands over frames still being written on the producer's
+ * stream: an event recorded there travels with the image (gpunet_image.cuda_ready) and
+ * the engine's stream waits on it.  The engine syncs its own stream before returning.  Without
  * HAVE_GST_CUDA the functions keep the element on system memory. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -302,14 +304,79 @@ gst_gpunet_cuda_filter_caps (GstGpunetCuda * cuda, GstCaps * caps)
 #endif
 }
 
+#if defined(HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
+/* A producer's event, and the context it lives in (to destroy it). */
+typedef struct
+{
+  GstCudaContext *context;
+  CUevent event;
+} ReadyEvent;
+
+/* The frame's pending writes on the producer's stream as an event recorded there, or
+ * NULL: nothing pending, the default stream, or no event could be made, in which case
+ * the host waits as GStreamer's own consumers do. */
+static ReadyEvent *
+ready_event (GstCudaContext * context, GstCudaMemory * cmem)
+{
+  GstCudaStream *stream = gst_cuda_memory_get_stream (cmem);
+  CUevent ev = NULL;
+  ReadyEvent *r;
+
+  if (stream == NULL
+      || !GST_MEMORY_FLAG_IS_SET (cmem, GST_CUDA_MEMORY_TRANSFER_NEED_SYNC))
+    return NULL;
+  if (gst_cuda_context_push (context)) {
+    if (CuEventCreate (&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+      ev = NULL;
+    else if (CuEventRecord (ev, gst_cuda_stream_get_handle (stream)) !=
+        CUDA_SUCCESS) {
+      CuEventDestroy (ev);
+      ev = NULL;
+    }
+    gst_cuda_context_pop (NULL);
+  }
+  if (ev == NULL) {
+    gst_cuda_memory_sync (cmem);
+    return NULL;
+  }
+  r = g_new (ReadyEvent, 1);
+  r->context = gst_object_ref (context);
+  r->event = ev;
+  return r;
+}
+#endif
+
+void
+gst_gpunet_cuda_ready_free (gpointer ready)
+{
+#if defined(HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
+  ReadyEvent *r = ready;
+
+  if (r == NULL)
+    return;
+  /* a destroyed event still pending is released by the driver once it fires */
+  if (gst_cuda_context_push (r->context)) {
+    CuEventDestroy (r->event);
+    gst_cuda_context_pop (NULL);
+  }
+  gst_object_unref (r->context);
+  g_free (r);
+#else
+  (void) ready;
+#endif
+}
+
 gboolean
 gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
     GstBuffer * buf, const GstVideoInfo * info, GstVideoFrame * frame,
-    gpunet_image * img)
+    gpunet_image * img, gpointer * ready)
 {
   GstMapFlags flags = GST_MAP_READ;
   gboolean device = FALSE;
   guint p;
+
+  *ready = NULL;
+  img->cuda_ready = NULL;
 
 #ifdef HAVE_GST_CUDA
   GstMemory *mem = gst_buffer_peek_memory (buf, 0);
@@ -322,8 +389,9 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
       device = TRUE;
 #if GST_CHECK_VERSION(1, 24, 0)
       /* 1.24+: decoders and converters hand over memory that may still be
-       * written on their stream and leave the wait to the consumer */
-      gst_cuda_memory_sync (cmem);
+       * written on their stream and leave the wait to the consumer: the
+       * engine's stream waits on an event, not this thread on the host */
+      *ready = ready_event (cuda->context, cmem);
 #endif
     } else if (!cuda->warned_foreign) {
       GST_ELEMENT_WARNING (element, STREAM, FORMAT,
@@ -339,12 +407,19 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
   (void) cuda;
   (void) element;
 #endif
-  if (!gst_video_frame_map (frame, (GstVideoInfo *) info, buf, flags))
+  if (!gst_video_frame_map (frame, (GstVideoInfo *) info, buf, flags)) {
+    gst_gpunet_cuda_ready_free (*ready);
+    *ready = NULL;
     return FALSE;
+  }
   for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame) && p < 3; p++) {
     img->planes[p] = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
     img->strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
   }
   img->memory = device ? GPUNET_MEMORY_CUDA : GPUNET_MEMORY_HOST;
+#if defined(HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
+  if (*ready != NULL)
+    img->cuda_ready = ((ReadyEvent *) * ready)->event;
+#endif
   return TRUE;
 }

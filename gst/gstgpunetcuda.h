@@ -84,11 +84,17 @@ gboolean gst_gpunet_cuda_caps_are_cuda (GstCaps * caps);
 
 /* Maps `buf` read-only into `frame` and points img's planes and strides at it: device
  * pointers (img->memory = GPUNET_MEMORY_CUDA) for CUDA memory of our context when the
- * device path is on, else host memory (GstCudaMemory then downloads).  FALSE when the
- * buffer cannot be mapped. */
+ * device path is on, else host memory (GstCudaMemory then downloads).  On GStreamer
+ * 1.24+, where the producer may still be writing the frame on its CUDA stream, an event
+ * is recorded there (img->cuda_ready, for the engine's stream to wait on) instead of a
+ * host sync; *ready then holds it until gst_gpunet_cuda_ready_free, once the engine is
+ * done with the frame (else NULL).  FALSE when the buffer cannot be mapped. */
 gboolean gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
     GstBuffer * buf, const GstVideoInfo * info, GstVideoFrame * frame,
-    gpunet_image * img);
+    gpunet_image * img, gpointer * ready);
+
+/* Destroys what map_frame put in *ready (NULL is fine). */
+void gst_gpunet_cuda_ready_free (gpointer ready);
 
 G_END_DECLS
 

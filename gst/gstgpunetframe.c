@@ -36,6 +36,8 @@ gst_gpunet_frame_unmap (GstGpunetFrame * f)
     gst_video_frame_unmap (&f->vframe);
     f->mapped = FALSE;
   }
+  gst_gpunet_cuda_ready_free (f->cuda_ready);
+  f->cuda_ready = NULL;
   if (f->nvmm != NULL)
     f->nvmm_unmap (f->nvmm);
 }
@@ -396,7 +398,7 @@ gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
 
   *error = NULL;
   if (!gst_gpunet_cuda_map_frame (cuda, p->element, f->buf, info, &f->vframe,
-          &frame_img)) {
+          &frame_img, &f->cuda_ready)) {
     *error = map_failure_text (f->buf, info);
     return NULL;
   }
@@ -408,6 +410,8 @@ gst_gpunet_planner_map (GstGpunetPlanner * p, GstGpunetCuda * cuda,
     g_free (why);
     gst_video_frame_unmap (&f->vframe);
     f->mapped = FALSE;
+    gst_gpunet_cuda_ready_free (f->cuda_ready);
+    f->cuda_ready = NULL;
     return NULL;
   }
   images = g_new (gpunet_image, f->n_images);

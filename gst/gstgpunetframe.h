@@ -43,6 +43,8 @@ typedef struct
                                  * (carried by roi-id) */
   GstVideoFrame vframe;
   gboolean mapped;
+  gpointer cuda_ready;          /* the producer's CUDA event the engine waits on
+                                 * (gst_gpunet_cuda_map_frame), freed at unmap */
   guint n_images;               /* images submitted: the frame's, then crops */
   gint64 in_us;                 /* stats: when it arrived (monotonic) */
   gboolean skipped;             /* when-busy=skip: carried, not submitted */

@@ -231,6 +231,12 @@ typedef struct {
   gpunet_color_matrix matrix;   /* YUV formats only */
   int full_range;               /* YUV formats only: 0 = limited (16-235) */
   gpunet_memory memory;         /* GPUNET_MEMORY_HOST (0) unless set */
+  void *cuda_ready;             /* GPUNET_MEMORY_CUDA: a CUevent (cudaEvent_t) recorded on
+                                 * the producer's stream after its last write to the
+                                 * planes, or NULL when they are ready; the session's
+                                 * stream waits for it on the GPU before reading, so the
+                                 * producer needs no host sync.  It must stay valid until
+                                 * the call that reads the image returns. */
 } gpunet_image;
 
 typedef struct {

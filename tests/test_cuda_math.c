@@ -645,6 +645,10 @@ static int fake_classes = 1000;
 static int fake_most_geometries = GPUNET_BACKEND_GEOMETRIES_MIN;
 static int fake_dry;          /* no forward: result j of image i is (width, height) */
 static int fake_last_n, fake_last_plans;
+/* the last classify_device call's images: first plane and cuda_ready, in order */
+static const uint8_t *fake_seen_plane[64];
+static void *fake_seen_ready[64];
+static int fake_seen_n;
 
 static gpunet_status
 fake_classify (void *state, const gpunet_image *images, int n,
@@ -726,6 +730,11 @@ fake_classify_device (void *state, const gpunet_image *images, int n,
     char **error_text)
 {
   fake_device_calls++;
+  fake_seen_n = n < 64 ? n : 64;
+  for (int i = 0; i < fake_seen_n; i++) {
+    fake_seen_plane[i] = images[i].planes[0];
+    fake_seen_ready[i] = images[i].cuda_ready;
+  }
   return fake_classify (state, images, n, plans, k, out, GPUNET_MEMORY_CUDA, error_text);
 }
 
@@ -883,6 +892,23 @@ check_one_by_one (gpunet_session *plain, const gpunet_image *images,
   free (err);
 }
 
+/* Each device image of the last classify_device call (`want` of them) came with its own
+ * producer event (cuda_ready: the CUDA backend's stream waits on it). */
+static void
+check_producer_events (const gpunet_image *dev, int n, int want)
+{
+  CHECK_MSG (fake_seen_n == want, "classify_device got %d images, expected %d", fake_seen_n,
+      want);
+  for (int j = 0; j < fake_seen_n; j++) {
+    int i = 0;
+    while (i < n && dev[i].planes[0] != fake_seen_plane[j])
+      i++;
+    CHECK_MSG (i < n && dev[i].memory == GPUNET_MEMORY_CUDA
+        && fake_seen_ready[j] == dev[i].cuda_ready, "image %d of the call: producer event "
+        "%p, expected %p", j, fake_seen_ready[j], i < n ? dev[i].cuda_ready : NULL);
+  }
+}
+
 /* One request mixing frame sizes, formats, resize modes and crops (and frames sharing a
  * geometry): one slot call with a plan per image, results as one by one; on device
  * frames, one classify_device call; host and device frames mixed: one call of each. */
@@ -927,9 +953,11 @@ test_classify_mixed (void)
     /* the same frames as device frames (the fake reads them in place): one
      * classify_device call */
     gpunet_image dev[N];
+    static char producer_event[N];   /* stand-ins: the fake only reads the pointers */
     for (int i = 0; i < N; i++) {
       dev[i] = f[i];
       dev[i].memory = GPUNET_MEMORY_CUDA;
+      dev[i].cuda_ready = i % 2 ? &producer_event[i] : NULL;
     }
     memset (got, 0, sizeof got);
     CHECK (gpunet_session_classify_each (staged, dev, pres, N, K, got, &err) == GPUNET_OK);
@@ -937,13 +965,14 @@ test_classify_mixed (void)
         && fake_last_plans == 5, "device: %d call(s), last of %d images and %d plans",
         fake_device_calls, fake_last_n, fake_last_plans);
     CHECK (memcmp (want, got, sizeof want) == 0);
-
+    check_producer_events (dev, N, N);
     /* host and device frames in one request: one call of each, results in order */
     dev[1].memory = dev[3].memory = GPUNET_MEMORY_HOST;
     memset (got, 0, sizeof got);
     CHECK (gpunet_session_classify_each (staged, dev, pres, N, K, got, &err) == GPUNET_OK);
     CHECK (fake_calls == 2 && fake_device_calls == 2);
     check_one_by_one (plain, f, pres, N, K, got, "host and device frames");
+    check_producer_events (dev, N, N - 2);
   } else {
     CHECK_MSG (0, "out of memory");
   }

@@ -313,7 +313,7 @@ test_hand_example (void)
   CHECK (gpunet_resample_ksize (4, 2) == 9);
 
   const uint8_t row[12] = { 0, 0, 0, 255, 255, 255, 0, 0, 0, 255, 255, 255 };
-  gpunet_image img = { GPUNET_FORMAT_RGB, 4, 1, { row }, { 12 }, 0, 0, GPUNET_MEMORY_HOST };
+  gpunet_image img = { GPUNET_FORMAT_RGB, 4, 1, { row }, { 12 }, 0, 0, GPUNET_MEMORY_HOST, NULL };
   float out[3 * 2 * 2];
   for (int round8 = 0; round8 < 2; round8++) {
     CHECK (kernel_run_r (&img, 2, GPUNET_RESIZE_STRETCH, 1.0f, round8, out) == 0);
@@ -543,7 +543,7 @@ test_byte_order (void)
   /* RGBA and RGBx ignore the 4th byte, BGRA reads B first */
   uint8_t px[8] = { 10, 20, 30, 99, 10, 20, 30, 7 };
   float o4[3];
-  gpunet_image one = { GPUNET_FORMAT_BGRA, 1, 1, { px }, { 4 }, 0, 0, GPUNET_MEMORY_HOST };
+  gpunet_image one = { GPUNET_FORMAT_BGRA, 1, 1, { px }, { 4 }, 0, 0, GPUNET_MEMORY_HOST, NULL };
   kernel_run (&one, 1, GPUNET_RESIZE_STRETCH, 1.0f, o4);
   CHECK (fabsf (o4[0] - gpunet_normalize (30, 0)) < 1e-6f && fabsf (o4[2] - gpunet_normalize (10, 2)) < 1e-6f);
   one.format = GPUNET_FORMAT_RGBX;
@@ -613,7 +613,7 @@ test_errors (gpunet_model *model)
   float out[3 * 96 * 96];
   char *err = NULL;
   uint8_t px[64] = { 0 };
-  gpunet_image img = { GPUNET_FORMAT_RGB, 4, 4, { px }, { 12 }, 0, 0, GPUNET_MEMORY_HOST };
+  gpunet_image img = { GPUNET_FORMAT_RGB, 4, 4, { px }, { 12 }, 0, 0, GPUNET_MEMORY_HOST, NULL };
   CHECK (gpunet_preprocess_image (model, &img, NULL, out, &err) == GPUNET_OK);
   img.strides[0] = 11;
   CHECK (gpunet_preprocess_image (model, &img, NULL, out, &err) == GPUNET_ERR_INVALID_ARGUMENT);
@@ -626,12 +626,12 @@ test_errors (gpunet_model *model)
   img.planes[0] = NULL;
   CHECK (gpunet_preprocess_image (model, &img, NULL, out, &err) == GPUNET_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS (err, "no plane 0");
-  gpunet_image nv = { GPUNET_FORMAT_NV12, 5, 3, { px, px }, { 5, 5 }, 0, 0, GPUNET_MEMORY_HOST };
+  gpunet_image nv = { GPUNET_FORMAT_NV12, 5, 3, { px, px }, { 5, 5 }, 0, 0, GPUNET_MEMORY_HOST, NULL };
   CHECK (gpunet_preprocess_image (model, &nv, NULL, out, &err) == GPUNET_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS (err, "at least 6");
   nv.strides[1] = 6;
   CHECK (gpunet_preprocess_image (model, &nv, NULL, out, &err) == GPUNET_OK);
-  gpunet_image i420 = { GPUNET_FORMAT_I420, 5, 3, { px, px, NULL }, { 5, 3, 3 }, 0, 0, GPUNET_MEMORY_HOST };
+  gpunet_image i420 = { GPUNET_FORMAT_I420, 5, 3, { px, px, NULL }, { 5, 3, 3 }, 0, 0, GPUNET_MEMORY_HOST, NULL };
   CHECK (gpunet_preprocess_image (model, &i420, NULL, out, &err) == GPUNET_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS (err, "no plane 2");
   i420.planes[2] = px;
@@ -679,7 +679,7 @@ test_fixture (const char *dir)
   if (u8 && golden && n_u8 == 2 * per && n_f == 2 * per * sizeof (float)) {
     float *out = malloc (sizeof (float) * per);
     for (int i = 0; i < 2; i++) {
-      gpunet_image img = { GPUNET_FORMAT_RGB, R, R, { u8 + i * per }, { 3 * R }, 0, 0, GPUNET_MEMORY_HOST };
+      gpunet_image img = { GPUNET_FORMAT_RGB, R, R, { u8 + i * per }, { 3 * R }, 0, 0, GPUNET_MEMORY_HOST, NULL };
       for (int mode = 0; mode < 2; mode++) {
         gpunet_preprocess_params pre = { mode, 1.0f };
         CHECK (gpunet_preprocess_image (model, &img, &pre, out, &err) == GPUNET_OK);

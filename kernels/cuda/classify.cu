@@ -179,6 +179,13 @@ classify_device_in_context (cuda_state *s, const gpunet_image *images, int n,
     st = check_device_planes (&images[i], i, s->ctx.device, error_text);
   if (st != GPUNET_OK)
     return st;
+  /* frames a producer may still be writing: the stream waits for their events on the
+   * GPU, before the classification's graph is launched or captured (an event recorded
+   * outside a capture cannot be waited on inside it) */
+  for (int i = 0; i < n; i++)
+    if (images[i].cuda_ready && (i == 0 || images[i].cuda_ready != images[i - 1].cuda_ready))
+      GPUNET_CU_TRY (cudaStreamWaitEvent (s->ctx.stream, (cudaEvent_t) images[i].cuda_ready, 0),
+          error_text, "cudaStreamWaitEvent (image %d's producer event)", i);
   /* the previous call synchronised, so the pinned descriptors are free to rewrite */
   for (int i = 0; i < n; i++)
     set_desc (s, i, plans[i], &images[i]);
