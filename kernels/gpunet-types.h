@@ -164,6 +164,7 @@ enum { GPUNET_CUDA_GRAPHS_ON = 0, GPUNET_CUDA_GRAPHS_OFF = 1 };
 enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
 enum { GPUNET_CUDA_NHWC_PAD_OFF = 0, GPUNET_CUDA_NHWC_PAD_ON = 1 };
 enum { GPUNET_CUDA_NHWC_STRIP_64 = 0, GPUNET_CUDA_NHWC_STRIP_FILL = 1 };
+enum { GPUNET_CUDA_PDL_OFF = 0, GPUNET_CUDA_PDL_ON = 1 };
 typedef struct {
   int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
                  * _OFF: plain launches */
@@ -176,6 +177,9 @@ typedef struct {
                    * GPUNET_CUDA_NHWC_STRIP_FILL: strips of 64 down to 8 positions, the
                    * longest whose grid has 4 blocks per SM (gpunet_nhwc_fill_strip);
                    * _64: strips of 64 positions */
+  int pdl;      /* GPUNET_CUDA_PDL_ON: on sm_90+ our kernels in the network launch with
+                 * programmatic dependent launch (each may be scheduled while the one
+                 * before it finishes); _OFF: plain launches */
 } gpunet_cuda_options;
 
 /* What a backend's plan() receives (kernels/backend.h): the engine's

@@ -119,6 +119,8 @@ static const struct {
   { "nhwcpad=on", offsetof (gpunet_cuda_options, nhwc_pad), GPUNET_CUDA_NHWC_PAD_ON },
   { "nhwcstrip=64", offsetof (gpunet_cuda_options, nhwc_strip), GPUNET_CUDA_NHWC_STRIP_64 },
   { "nhwcstrip=fill", offsetof (gpunet_cuda_options, nhwc_strip), GPUNET_CUDA_NHWC_STRIP_FILL },
+  { "pdl=off", offsetof (gpunet_cuda_options, pdl), GPUNET_CUDA_PDL_OFF },
+  { "pdl=on", offsetof (gpunet_cuda_options, pdl), GPUNET_CUDA_PDL_ON },
 };
 
 gpunet_status

@@ -8,15 +8,16 @@
 #   selftest-quick   (QUICK=1) every model at batch 4, graphs on, and GPUNet-0 at batch 1 with
 #                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
-#   selftest-nhwc-options  the self-test of the NHWC network (fp16) with its options on:
-#                    channels padded to 8 and depthwise strips that fill the GPU
+#   selftest-options    the self-test with the options that await a measurement on:
+#                    nhwcpad, nhwcstrip, pdl (both paths, fp32 and fp16)
 #   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
 #                    cpu-ref (what of the self-test it covers: docs/cuda.md)
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
-#   bench-fused      every model fp16: the NHWC network against the default, and each of
-#                    its options (nhwcpad, nhwcstrip) against without (alternating pairs, --ab)
+#   bench-ab         every model fp16: the NHWC network against the default, each of its
+#                    options (nhwcpad, nhwcstrip) and pdl=on against without (--ab pairs;
+#                    AB_SPECS lists them)
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
@@ -71,7 +72,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwc-options memcheck racecheck synccheck bench bench-fused
+ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options memcheck racecheck synccheck bench bench-ab
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -80,7 +81,7 @@ ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-nhwc-opti
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="backend-ops selftest-quick selftest-nhwc-options bench bench-fused pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops selftest-quick selftest-options bench bench-ab pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
@@ -315,39 +316,43 @@ bench () {
   [ $bad -eq 0 ]
 }
 # the opt-in fused path (issue 33) against the default, same build and run
-# the NHWC network against the default path, and its padded channels against none: in
-# one process each, alternating pairs of the network alone (gpunet-bench --ab)
-bench_fused () {
-  local m r1 r2 r3 sum="" bad=0
+# the mechanisms that stay only on a measured gain, each against its absence in one
+# process, alternating pairs of the network alone (gpunet-bench --ab): the NHWC network
+# against the default path, its options (nhwcpad, nhwcstrip) against the NHWC network
+# without them, pdl=on on both paths
+AB_SPECS=${AB_SPECS:-"fused=2|:nhwcpad=on|:nhwcstrip=fill|pdl=on|:pdl=on"}
+bench_ab () {
+  local m spec base r row sum="" bad=0
   for m in $MODELS; do
-    r1=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
-      --runs 20 --warmup 2 --net-groups 0 --no-peak --ab fused=2 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
-    r2=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
-      --runs 20 --warmup 2 --net-groups 0 --no-peak --cuda-fused --ab nhwcpad=on 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
-    r3=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
-      --runs 20 --warmup 2 --net-groups 0 --no-peak --cuda-fused --ab nhwcstrip=fill 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
-    [ -n "$r1" ] && [ -n "$r2" ] && [ -n "$r3" ] || { echo "FAILED: $m: no b_over_a= line (NHWC '$r1', padded '$r2', filling strips '$r3'; $W/ab.txt)"; bad=1; continue; }
-    echo "$m fp16 batch 1: NHWC / default $r1, padded / unpadded NHWC $r2, filling / 64-position strips $r3"
-    sum="$sum $m $r1 $r2 $r3;"
+    row=""
+    for spec in $(echo "$AB_SPECS" | tr '|' ' '); do
+      base=""; case $spec in :*) base="--cuda-fused"; spec=${spec#:} ;; esac
+      r=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
+        --runs 20 --warmup 2 --net-groups 0 --no-peak $base --ab $spec 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
+      [ -n "$r" ] || { echo "FAILED: $m ${base:+$base }--ab $spec: no b_over_a= line ($W/ab.txt)"; bad=1; r="-"; }
+      row="$row ${base:+nhwc+}$spec $r"
+    done
+    echo "$m fp16 batch 1:$row"
+    sum="$sum $m:$row;"
   done
-  echo "detail: network-alone time ratios, median of 20 alternating pairs: NHWC/default, nhwcpad on/off, nhwcstrip fill/64:$sum"
+  echo "detail: B / A network-alone time, median of 20 alternating pairs (nhwc+X: on the NHWC network):$sum"
   [ $bad = 0 ]
 }
-export -f selftest sanitize gpu_median bench bench_fused
+export -f selftest sanitize gpu_median bench bench_ab
 step selftest 1800 selftest
 # the op harness on CUDA (a few seconds of host time): its pass on a GPU is what lets
 # the self-test's single-op checks it covers be trimmed (docs/cuda.md)
 step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
-# the NHWC network's options: channels padded to multiples of 8, depthwise strips that fill
-# the GPU (GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill), every model
-step selftest-nhwc-options 300 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill "$TOOLS/gpunet-selftest" --precision fp16 --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp16 + NHWC with padded channels and filling strips (batch 4), filling strips alone (batch 1): passed"'
+# the options that wait on a measurement, all on: the NHWC network's padded channels and
+# filling strips, programmatic dependent launch (GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,pdl=on)
+step selftest-options 600 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision all --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp32 and fp16, default and NHWC paths with pdl, padded channels and filling strips (batch 4); NHWC with filling strips and pdl at batch 1: passed"'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'
 step bench 600 bench
-step bench-fused 300 bench_fused
+step bench-ab 900 bench_ab
 step bench-sweep 300 'for p in fp16 fp32; do "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --batch-sweep --runs 50 --warmup 5 && "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --per-layer --runs 100 --warmup 10 || exit 1; done'
 
 # --- the element on nvh264dec's CUDA memory (fp32 so results compare with the CPU's)

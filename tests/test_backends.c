@@ -134,6 +134,11 @@ test_cuda_options (void)
       && o.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_FILL && o.nhwc_pad == GPUNET_CUDA_NHWC_PAD_ON);
   CHECK (gpunet_cuda_options_parse (&o, "nhwcstrip=64,nhwcpad=off", "--x", &err) == GPUNET_OK
       && o.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_64 && o.nhwc_pad == GPUNET_CUDA_NHWC_PAD_OFF);
+  CHECK (o.pdl == GPUNET_CUDA_PDL_OFF);
+  CHECK (gpunet_cuda_options_parse (&o, "pdl=on", "--x", &err) == GPUNET_OK
+      && o.pdl == GPUNET_CUDA_PDL_ON && o.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_64);
+  CHECK (gpunet_cuda_options_parse (&o, "pdl=off", "--x", &err) == GPUNET_OK
+      && o.pdl == GPUNET_CUDA_PDL_OFF);
   CHECK (gpunet_cuda_options_parse (&o, "nhwcpad=8", "--x", &err) == GPUNET_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS (err, "nhwcpad=on");
   free (err);

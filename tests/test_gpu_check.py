@@ -70,7 +70,7 @@ stub = os.path.join(tmp, "stub")
 os.makedirs(os.path.join(stub, "build", "tools"))
 os.makedirs(os.path.join(stub, "bin"))
 stubs = {
-    # a latency line for bench, an A/B line for bench-fused, thread lines for cpu-threads
+    # a latency line for bench, an A/B line for bench-ab, thread lines for cpu-threads
     "build/tools/gpunet-bench": "case \"$*\" in *--threads*) for t in 1 2 4 8 16; do "
     "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
     "*--ab*) echo 'ab_pairs=20 spec=stub timing=gpu_net a_median_ms=0.4 b_median_ms=0.3 "
@@ -93,7 +93,7 @@ for name, body in stubs.items():
     os.chmod(path, 0o755)
 quick = subprocess.run(["bash", "-c", "source <(sed -n '/^QUICK_STEPS=/,/\"$/p' \"$0\"); "
                         "echo $QUICK_STEPS", script], capture_output=True, text=True).stdout.split()
-check(len(quick) >= 10 and "selftest-quick" in quick and "bench-fused" in quick,
+check(len(quick) >= 10 and "selftest-quick" in quick and "bench-ab" in quick,
       f"QUICK_STEPS read from the script: {quick}")
 p = subprocess.run(["bash", script, os.path.join(stub, "build"), os.path.join(stub, "logs")],
                    capture_output=True, text=True,
@@ -106,7 +106,7 @@ if os.path.exists(rows_path):
         step, result = line.split("\t")[:2]
         rows[step] = result
 check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
-      and rows.get("selftest-quick") == "ok" and rows.get("bench-fused") == "ok"
+      and rows.get("selftest-quick") == "ok" and rows.get("bench-ab") == "ok"
       and rows.get("backend-ops") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "

@@ -348,6 +348,16 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
       else
         s->ctx.nhwc_fill_blocks = 4 * sms;
     }
+    int major = 0;
+    if (st == GPUNET_OK && params->cuda.pdl == GPUNET_CUDA_PDL_ON) {
+      /* programmatic dependent launch needs sm_90; elsewhere the option does nothing */
+      const cudaError_t e = cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor,
+          s->ctx.device);
+      if (e != cudaSuccess)
+        st = gpunet_cuda_fail_rt (error_text, e, "cudaDeviceGetAttribute (compute capability)");
+      else
+        s->ctx.pdl = major >= 9;
+    }
     if (st == GPUNET_OK)
       st = plan_buffers (s, error_text);
   }
@@ -486,9 +496,9 @@ run_head (cuda_state *s, int n, int k, char **error_text)
 /* Enqueues every layer on d_input (n images); trace (may be NULL) gets block outputs.
  * head_k >= 0: the fused head runs in place of the last two ops (with top-k when > 0),
  * and the float logits are final; -1: every op as planned. */
-gpunet_status
-run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *trace_user,
-    char **error_text)
+static gpunet_status
+run_layers_in_order (cuda_state *s, int n, int head_k, gpunet_trace_func trace,
+    void *trace_user, char **error_text)
 {
   const gpunet_graph *g = s->g;
   for (int i = 0; i < g->n_ops; i++) {
@@ -536,6 +546,18 @@ run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *tra
     }
   }
   return GPUNET_OK;
+}
+
+gpunet_status
+run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *trace_user,
+    char **error_text)
+{
+  /* pdl=on: our kernels among the layers launch with programmatic serialization */
+  const int outer = gpunet_cuda_pdl;
+  gpunet_cuda_pdl = s->ctx.pdl;
+  const gpunet_status st = run_layers_in_order (s, n, head_k, trace, trace_user, error_text);
+  gpunet_cuda_pdl = outer;
+  return st;
 }
 
 /* The input upload of forward: pinned h_input to d_input (through d_input32 for fp16). */

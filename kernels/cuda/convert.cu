@@ -8,6 +8,7 @@ template <typename TI, typename TO>
 static __global__ void
 convert_kernel (const TI *__restrict__ in, TO *__restrict__ out, long long total)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (out, i, gpunet_ld (in, i));
@@ -24,10 +25,10 @@ gpunet_cuda_convert (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to,
         cudaMemcpyDeviceToDevice, stream);
   const unsigned blocks = (unsigned) gpunet_grid_blocks (count, GPUNET_CUDA_THREADS, 1 << 20);
   if (ti == GPUNET_CUDA_F32)
-    convert_kernel<float, gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (convert_kernel<float, gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const float *) in, (gpunet_half *) out, count);
   else
-    convert_kernel<gpunet_half, float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (convert_kernel<gpunet_half, float>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const gpunet_half *) in, (float *) out, count);
   return cudaGetLastError ();
 }

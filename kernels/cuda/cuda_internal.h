@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <utility>
+
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -49,6 +51,48 @@ gpunet_status gpunet_cuda_fail_dnn (char **error_text, cudnnStatus_t st, const c
       return gpunet_cuda_fail_dnn ((err_text), s_, w_); \
     } \
   } while (0)
+
+/* ---- programmatic dependent launch (the option pdl=on, sm_90+) --------------------- */
+
+/* Set on the calling thread while a session with pdl=on enqueues its layers (run_layers):
+ * gpunet_launch then launches with programmatic stream serialization, so a kernel may be
+ * scheduled while the kernel before it in the stream finishes.  Defined in layer.cu. */
+extern thread_local int gpunet_cuda_pdl;
+
+/* First statement of every kernel launched through gpunet_launch: nothing of the kernel
+ * before it in the stream is read or overwritten until that kernel is done (a no-op
+ * without a programmatic dependency, and before sm_90). */
+static __device__ __forceinline__ void
+gpunet_pdl_wait (void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize ();
+#endif
+}
+
+/* kernel<<<grid, block, shared, stream>>> (args...), with the PDL attribute while
+ * gpunet_cuda_pdl is set; errors come back through cudaGetLastError () as before. */
+template <typename... P, typename... A>
+static inline void
+gpunet_launch (void (*kernel) (P...), dim3 grid, dim3 block, size_t shared,
+    cudaStream_t stream, A &&... args)
+{
+  if (!gpunet_cuda_pdl) {
+    kernel<<<grid, block, shared, stream>>> (std::forward<A> (args)...);
+    return;
+  }
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = shared;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  cudaLaunchKernelEx (&cfg, kernel, std::forward<A> (args)...);
+}
 
 /* ---- launchers (one .cu each); NCHW on `stream`, storage float32 or fp16 ----------- */
 
@@ -248,6 +292,7 @@ typedef struct {
   int dw_direct;            /* the option dwconv=direct: the direct depthwise kernel */
   int nhwc_fill_blocks;     /* nhwcstrip=fill: the NHWC depthwise grids' target (4 blocks
                              * per SM), else 0 */
+  int pdl;                  /* pdl=on on an sm_90+ device: run_layers sets gpunet_cuda_pdl */
 } gpunet_cuda_ctx;
 
 typedef struct {

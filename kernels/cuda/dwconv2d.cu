@@ -18,6 +18,7 @@ dwconv2d_kernel (const T *__restrict__ in, const T *__restrict__ w,
     const float *__restrict__ b, T *__restrict__ out, long long total, int c, int ih,
     int iw, int oh, int ow, int k, int stride, int pad, int act)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (out, i, gpunet_dwconv_out_at_t (in, w, b, i, c, ih, iw, oh, ow, k, stride, pad, act));
@@ -41,6 +42,7 @@ dwconv2d_tiled_kernel (const T *__restrict__ in, const T *__restrict__ w,
     const float *__restrict__ b, T *__restrict__ out, gpunet_dw_tiling t, int c, int ih, int iw,
     int oh, int ow, int pad, int act, float *__restrict__ squeeze)
 {
+  gpunet_pdl_wait ();
   extern __shared__ __align__ (16) float shared[];
   float *tile = shared, *wk = shared + t.in_rows * t.in_stride;   /* both 16-byte aligned */
   const unsigned tiles = (unsigned) (t.tiles_x * t.tiles_y);
@@ -113,13 +115,13 @@ launch_tiled (const gpunet_dwconv2d_params *p, const gpunet_dw_tiling *t, const 
     float *squeeze)
 {
   if (squeeze)
-    dwconv2d_tiled_kernel<T, K, S, true><<<blocks, DW_TILE_THREADS, shared, stream>>> (
+    gpunet_launch (dwconv2d_tiled_kernel<T, K, S, true>, blocks, DW_TILE_THREADS, shared, stream,
         (const T *) in, (const T *) w, b, (T *) out, *t, p->c, p->ih, p->iw, p->oh, p->ow, p->pad,
         p->act, squeeze);
   else
-    dwconv2d_tiled_kernel<T, K, S, false><<<blocks, DW_TILE_THREADS, shared, stream>>> (
+    gpunet_launch (dwconv2d_tiled_kernel<T, K, S, false>, blocks, DW_TILE_THREADS, shared, stream,
         (const T *) in, (const T *) w, b, (T *) out, *t, p->c, p->ih, p->iw, p->oh, p->ow, p->pad,
-        p->act, NULL);
+        p->act, (float *) NULL);
   return cudaGetLastError ();
 }
 
@@ -171,7 +173,7 @@ launch (const gpunet_dwconv2d_params *p, const void *w, const float *b, const vo
       &nb))
     return launch_tiled_ks<T> (p, &t, w, b, in, out, nb, shared, stream, NULL);
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
-  dwconv2d_kernel<T><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((const T *) in, (const T *) w,
+  gpunet_launch (dwconv2d_kernel<T>, blocks, GPUNET_CUDA_THREADS, 0, stream, (const T *) in, (const T *) w,
       b, (T *) out, total, p->c, p->ih, p->iw, p->oh, p->ow, p->kernel, p->stride, p->pad, p->act);
   return cudaGetLastError ();
 }

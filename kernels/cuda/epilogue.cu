@@ -9,6 +9,7 @@ static __global__ void
 epilogue_kernel (T *y, const float *bias, const T *residual, long long total, int c,
     long long plane, int act)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (y, i, gpunet_epilogue_at_t (y, bias, residual, i, c, plane, act));
@@ -25,10 +26,10 @@ gpunet_cuda_epilogue (gpunet_cuda_dtype t, void *y, const float *bias, const voi
     return cudaSuccess;
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
   if (t == GPUNET_CUDA_F16)
-    epilogue_kernel<gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((gpunet_half *) y,
+    gpunet_launch (epilogue_kernel<gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream, (gpunet_half *) y,
         bias, (const gpunet_half *) residual, total, c, plane, act);
   else
-    epilogue_kernel<float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((float *) y, bias,
+    gpunet_launch (epilogue_kernel<float>, blocks, GPUNET_CUDA_THREADS, 0, stream, (float *) y, bias,
         (const float *) residual, total, c, plane, act);
   return cudaGetLastError ();
 }

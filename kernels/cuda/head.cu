@@ -33,6 +33,7 @@ head_kernel (const T *__restrict__ in, int c, long long plane, const T *__restri
     const float *__restrict__ b, int classes, int act, int n_pow2, int k, int split,
     float *logits, gpunet_class_score *__restrict__ out, unsigned *__restrict__ tickets)
 {
+  gpunet_pdl_wait ();
   extern __shared__ __align__ (16) double head_shared[];
   double *part = head_shared;
   float *val = (float *) (part + GPUNET_HEAD_THREADS);
@@ -124,11 +125,11 @@ gpunet_cuda_head (gpunet_cuda_dtype t, const void *in, int c, long long plane, c
   if (blocks > 0x7fffffffll)
     return cudaErrorInvalidValue;
   if (t == GPUNET_CUDA_F16)
-    head_kernel<gpunet_half><<<(unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream>>> (
+    gpunet_launch (head_kernel<gpunet_half>, (unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream,
         (const gpunet_half *) in, c, plane, (const gpunet_half *) w, b, classes, act, n_pow2, k,
         split, logits, out, tickets);
   else
-    head_kernel<float><<<(unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream>>> (
+    gpunet_launch (head_kernel<float>, (unsigned) blocks, GPUNET_HEAD_THREADS, shared, stream,
         (const float *) in, c, plane, (const float *) w, b, classes, act, n_pow2, k, split,
         logits, out, tickets);
   return cudaGetLastError ();

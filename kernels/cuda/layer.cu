@@ -13,6 +13,8 @@
 #include "cuda_nhwc.h"
 #include "half.h"
 
+thread_local int gpunet_cuda_pdl = 0;
+
 /* Bytes rounded up to a 256-byte boundary, so every weight piece stays aligned. */
 static size_t
 padded (size_t bytes)

@@ -13,6 +13,7 @@ linear_kernel (const TW *__restrict__ w, const float *__restrict__ b,
     const TI *__restrict__ in, TO *__restrict__ out, int cin, int cout, long long total,
     int act)
 {
+  gpunet_pdl_wait ();
   const int lane = threadIdx.x & 31;
   const long long step = (long long) gridDim.x * WARPS_PER_BLOCK;
   for (long long o = (long long) blockIdx.x * WARPS_PER_BLOCK + (threadIdx.x >> 5); o < total;
@@ -33,7 +34,7 @@ launch (int cin, int cout, int act, const void *w, const float *b, const void *i
     long long total, cudaStream_t stream)
 {
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, WARPS_PER_BLOCK, 1 << 20);
-  linear_kernel<TW, TI, TO><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((const TW *) w, b,
+  gpunet_launch (linear_kernel<TW, TI, TO>, blocks, GPUNET_CUDA_THREADS, 0, stream, (const TW *) w, b,
       (const TI *) in, (TO *) out, cin, cout, total, act);
   return cudaGetLastError ();
 }

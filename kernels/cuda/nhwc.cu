@@ -52,6 +52,7 @@ template <typename T>
 static __global__ void
 nhwc_epilogue_kernel (T *y, const float *bias, const T *residual, long long total, int c, int act)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (y, i, nhwc_epi_t (y, bias, residual, i, c, act));
@@ -66,10 +67,10 @@ gpunet_cuda_epilogue_nhwc (gpunet_cuda_dtype t, void *y, const float *bias, cons
     return cudaSuccess;
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
   if (t == GPUNET_CUDA_F16)
-    nhwc_epilogue_kernel<gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (nhwc_epilogue_kernel<gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (gpunet_half *) y, bias, (const gpunet_half *) residual, total, c, act);
   else
-    nhwc_epilogue_kernel<float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((float *) y, bias,
+    gpunet_launch (nhwc_epilogue_kernel<float>, blocks, GPUNET_CUDA_THREADS, 0, stream, (float *) y, bias,
         (const float *) residual, total, c, act);
   return cudaGetLastError ();
 }
@@ -100,6 +101,7 @@ nhwc_dw_kernel (const T *__restrict__ in, const T *__restrict__ w, const float *
     T *__restrict__ out, int c, int ih, int iw, int oh, int ow, int k, int stride, int pad,
     int act, float *__restrict__ squeeze, int slen)
 {
+  gpunet_pdl_wait ();
   __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.z;
@@ -134,6 +136,7 @@ nhwc_dw_h2_kernel (const gpunet_half *__restrict__ in, const gpunet_half *__rest
     const float *__restrict__ bias, gpunet_half *__restrict__ out, int c, int ih, int iw, int oh,
     int ow, int k, int stride, int pad, int act, float *__restrict__ squeeze, int slen)
 {
+  gpunet_pdl_wait ();
   __shared__ float part[2][GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = (blockIdx.x * GPUNET_NHWC_CH + threadIdx.x) * 2;
   const long long img = blockIdx.z;
@@ -210,15 +213,15 @@ gpunet_cuda_dwconv2d_nhwc (gpunet_cuda_dtype t, const gpunet_dwconv2d_params *p,
   const dim3 grid ((unsigned) groups, (unsigned) strips, (unsigned) n);
   const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
   if (pairs)
-    nhwc_dw_h2_kernel<<<grid, block, 0, stream>>> ((const gpunet_half *) in,
+    gpunet_launch (nhwc_dw_h2_kernel, grid, block, 0, stream, (const gpunet_half *) in,
         (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
         p->kernel, p->stride, p->pad, p->act, squeeze, slen);
   else if (t == GPUNET_CUDA_F16)
-    nhwc_dw_kernel<gpunet_half><<<grid, block, 0, stream>>> ((const gpunet_half *) in,
+    gpunet_launch (nhwc_dw_kernel<gpunet_half>, grid, block, 0, stream, (const gpunet_half *) in,
         (const gpunet_half *) w, b, (gpunet_half *) out, p->c, p->ih, p->iw, p->oh, p->ow,
         p->kernel, p->stride, p->pad, p->act, squeeze, slen);
   else
-    nhwc_dw_kernel<float><<<grid, block, 0, stream>>> ((const float *) in, (const float *) w, b,
+    gpunet_launch (nhwc_dw_kernel<float>, grid, block, 0, stream, (const float *) in, (const float *) w, b,
         (float *) out, p->c, p->ih, p->iw, p->oh, p->ow, p->kernel, p->stride, p->pad, p->act,
         squeeze, slen);
   return cudaGetLastError ();
@@ -230,6 +233,7 @@ template <typename T>
 static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 nhwc_squeeze_kernel (const T *__restrict__ x, int c, long long positions, float *__restrict__ sums)
 {
+  gpunet_pdl_wait ();
   __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.z;
@@ -259,10 +263,10 @@ gpunet_cuda_squeeze_nhwc (gpunet_cuda_dtype t, const void *x, int n, int c, int 
       (unsigned) n);
   const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
   if (t == GPUNET_CUDA_F16)
-    nhwc_squeeze_kernel<gpunet_half><<<grid, block, 0, stream>>> ((const gpunet_half *) x, c,
+    gpunet_launch (nhwc_squeeze_kernel<gpunet_half>, grid, block, 0, stream, (const gpunet_half *) x, c,
         positions, sums);
   else
-    nhwc_squeeze_kernel<float><<<grid, block, 0, stream>>> ((const float *) x, c, positions, sums);
+    gpunet_launch (nhwc_squeeze_kernel<float>, grid, block, 0, stream, (const float *) x, c, positions, sums);
   return cudaGetLastError ();
 }
 
@@ -272,6 +276,7 @@ template <typename TI, typename TO>
 static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 nhwc_pool_kernel (const TI *__restrict__ in, TO *__restrict__ out, int c, long long plane)
 {
+  gpunet_pdl_wait ();
   __shared__ float part[GPUNET_NHWC_TY][GPUNET_NHWC_CH];
   const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.y;
@@ -300,16 +305,16 @@ gpunet_cuda_pool_nhwc (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype t
   const dim3 grid ((unsigned) ((c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) n);
   const dim3 block (GPUNET_NHWC_CH, GPUNET_NHWC_TY);
   if (ti == GPUNET_CUDA_F16 && to == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<gpunet_half, gpunet_half><<<grid, block, 0, stream>>> (
+    gpunet_launch (nhwc_pool_kernel<gpunet_half, gpunet_half>, grid, block, 0, stream,
         (const gpunet_half *) in, (gpunet_half *) out, c, plane);
   else if (ti == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<gpunet_half, float><<<grid, block, 0, stream>>> (
+    gpunet_launch (nhwc_pool_kernel<gpunet_half, float>, grid, block, 0, stream,
         (const gpunet_half *) in, (float *) out, c, plane);
   else if (to == GPUNET_CUDA_F16)
-    nhwc_pool_kernel<float, gpunet_half><<<grid, block, 0, stream>>> (
+    gpunet_launch (nhwc_pool_kernel<float, gpunet_half>, grid, block, 0, stream,
         (const float *) in, (gpunet_half *) out, c, plane);
   else
-    nhwc_pool_kernel<float, float><<<grid, block, 0, stream>>> ((const float *) in, (float *) out,
+    gpunet_launch (nhwc_pool_kernel<float, float>, grid, block, 0, stream, (const float *) in, (float *) out,
         c, plane);
   return cudaGetLastError ();
 }
@@ -320,6 +325,7 @@ static __global__ void
 nhwc_relayout_kernel (const TI *__restrict__ in, TO *__restrict__ out, long long total, int c,
     long long plane, int to_nhwc)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step) {
     const long long src = to_nhwc ? gpunet_nhwc_to_nchw (i, c, plane) : gpunet_nchw_to_nhwc (i, c, plane);
@@ -336,16 +342,16 @@ gpunet_cuda_relayout (gpunet_cuda_dtype ti, const void *in, gpunet_cuda_dtype to
     return cudaSuccess;
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
   if (ti == GPUNET_CUDA_F32 && to == GPUNET_CUDA_F16)
-    nhwc_relayout_kernel<float, gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (nhwc_relayout_kernel<float, gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const float *) in, (gpunet_half *) out, total, c, plane, to_nhwc);
   else if (ti == GPUNET_CUDA_F16 && to == GPUNET_CUDA_F32)
-    nhwc_relayout_kernel<gpunet_half, float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (nhwc_relayout_kernel<gpunet_half, float>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const gpunet_half *) in, (float *) out, total, c, plane, to_nhwc);
   else if (ti == GPUNET_CUDA_F16)
-    nhwc_relayout_kernel<gpunet_half, gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (nhwc_relayout_kernel<gpunet_half, gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const gpunet_half *) in, (gpunet_half *) out, total, c, plane, to_nhwc);
   else
-    nhwc_relayout_kernel<float, float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> (
+    gpunet_launch (nhwc_relayout_kernel<float, float>, blocks, GPUNET_CUDA_THREADS, 0, stream,
         (const float *) in, (float *) out, total, c, plane, to_nhwc);
   return cudaGetLastError ();
 }

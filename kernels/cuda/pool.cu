@@ -8,6 +8,7 @@ template <typename TI, typename TO>
 static __global__ void
 row_mean_kernel (const TI *__restrict__ in, TO *__restrict__ out, long long plane)
 {
+  gpunet_pdl_wait ();
   __shared__ float part[GPUNET_CUDA_THREADS];
   const TI *row = in + (long long) blockIdx.x * plane;
   float acc = 0.0f;
@@ -28,7 +29,7 @@ template <typename TI, typename TO>
 static cudaError_t
 launch (const void *in, void *out, long long rows, long long plane, cudaStream_t stream)
 {
-  row_mean_kernel<TI, TO><<<(unsigned) rows, GPUNET_CUDA_THREADS, 0, stream>>> ((const TI *) in,
+  gpunet_launch (row_mean_kernel<TI, TO>, (unsigned) rows, GPUNET_CUDA_THREADS, 0, stream, (const TI *) in,
       (TO *) out, plane);
   return cudaGetLastError ();
 }

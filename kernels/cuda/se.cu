@@ -15,6 +15,7 @@ template <typename T>
 static __global__ void
 scale_kernel (T *x, const float *__restrict__ gate, long long total, long long plane)
 {
+  gpunet_pdl_wait ();
   const long long step = (long long) gridDim.x * blockDim.x;
   for (long long i = (long long) blockIdx.x * blockDim.x + threadIdx.x; i < total; i += step)
     gpunet_st (x, i, gpunet_ld (x, i) * gate[i / plane]);
@@ -29,6 +30,7 @@ reduce_kernel (const float *__restrict__ tile_sums, int tiles, long long plane, 
     int act, int split, const T *__restrict__ w1, const float *__restrict__ b1,
     float *__restrict__ mid)
 {
+  gpunet_pdl_wait ();
   extern __shared__ __align__ (16) float ex_shared[];
   float *mean = ex_shared;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5, warps = GPUNET_EXCITE_THREADS / 32;
@@ -53,6 +55,7 @@ static __global__ void __launch_bounds__ (GPUNET_GATE_THREADS)
 gate_scale_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
     const T *__restrict__ w2, const float *__restrict__ b2)
 {
+  gpunet_pdl_wait ();
   __shared__ float gate;
   const long long row = blockIdx.x;   /* image * c + channel */
   const long long img = row / c;
@@ -84,8 +87,8 @@ launch_reduce (const gpunet_se_params *p, const void *w1, const float *b1,
   const int split = gpunet_se_split (p->rd);
   if ((long long) n * split > 0x7fffffffll)
     return cudaErrorInvalidValue;
-  reduce_kernel<T><<<(unsigned) (n * split), GPUNET_EXCITE_THREADS,
-      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream>>> (tile_sums, tiles,
+  gpunet_launch (reduce_kernel<T>, (unsigned) (n * split), GPUNET_EXCITE_THREADS,
+      (size_t) gpunet_excite_shared_bytes (p->c, p->rd), stream, tile_sums, tiles,
       (long long) p->h * p->w, p->c, p->rd, p->act, split, (const T *) w1, b1, mid);
   return cudaGetLastError ();
 }
@@ -102,7 +105,7 @@ launch_fused (const gpunet_se_params *p, const void *w1, const float *b1, const 
   cudaError_t e = launch_reduce<T> (p, w1, b1, tile_sums, tiles, mid, n, stream);
   if (e != cudaSuccess)
     return e;
-  gate_scale_kernel<T><<<(unsigned) rows, GPUNET_GATE_THREADS, 0, stream>>> ((T *) x, mid, p->c,
+  gpunet_launch (gate_scale_kernel<T>, (unsigned) rows, GPUNET_GATE_THREADS, 0, stream, (T *) x, mid, p->c,
       p->rd, plane, (const T *) w2, b2);
   return cudaGetLastError ();
 }
@@ -140,10 +143,10 @@ gpunet_cuda_se (gpunet_cuda_dtype t, const gpunet_se_params *p, const void *w1,
     return cudaSuccess;
   const unsigned blocks = (unsigned) gpunet_grid_blocks (total, GPUNET_CUDA_THREADS, 1 << 20);
   if (t == GPUNET_CUDA_F16)
-    scale_kernel<gpunet_half><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((gpunet_half *) x,
+    gpunet_launch (scale_kernel<gpunet_half>, blocks, GPUNET_CUDA_THREADS, 0, stream, (gpunet_half *) x,
         gate, total, plane);
   else
-    scale_kernel<float><<<blocks, GPUNET_CUDA_THREADS, 0, stream>>> ((float *) x, gate, total,
+    gpunet_launch (scale_kernel<float>, blocks, GPUNET_CUDA_THREADS, 0, stream, (float *) x, gate, total,
         plane);
   return cudaGetLastError ();
 }
@@ -168,6 +171,7 @@ static __global__ void __launch_bounds__ (GPUNET_NHWC_CH * GPUNET_NHWC_TY)
 gate_scale_nhwc_kernel (T *x, const float *__restrict__ mid, int c, int rd, long long plane,
     const T *__restrict__ w2, const float *__restrict__ b2)
 {
+  gpunet_pdl_wait ();
   __shared__ float gates[GPUNET_NHWC_CH];
   const int ch = blockIdx.x * GPUNET_NHWC_CH + threadIdx.x;
   const long long img = blockIdx.z;
@@ -205,7 +209,7 @@ launch_nhwc (const gpunet_se_params *p, const void *w1, const float *b1, const v
     return cudaErrorInvalidValue;
   const dim3 grid ((unsigned) ((p->c + GPUNET_NHWC_CH - 1) / GPUNET_NHWC_CH), (unsigned) strips,
       (unsigned) n);
-  gate_scale_nhwc_kernel<T><<<grid, dim3 (GPUNET_NHWC_CH, GPUNET_NHWC_TY), 0, stream>>> ((T *) x,
+  gpunet_launch (gate_scale_nhwc_kernel<T>, grid, dim3 (GPUNET_NHWC_CH, GPUNET_NHWC_TY), 0, stream, (T *) x,
       mid, p->c, p->rd, plane, (const T *) w2, b2);
   return cudaGetLastError ();
 }
