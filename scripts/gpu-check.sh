@@ -18,6 +18,8 @@
 #   bench-ab         every model fp16: the NHWC network against the default, each of its
 #                    options (nhwcpad, nhwcstrip) and pdl=on against without (--ab pairs;
 #                    AB_SPECS lists them)
+#   layers-nhwc      per-op GPU times of LAYER_MODELS (GPUNet-2, P1, D1): the default path
+#                    against the NHWC network, and that against it with nhwcpad and nhwcstrip
 #   bench-sweep      batch sweep and per-op times of gpunet-0
 #   pipeline         seconds from PLAYING to EOS of nvh264dec alone and with gpunetclassify
 #   streams          8 x 1080p nvh264dec streams: one shared engine at batch 8 against 8
@@ -72,7 +74,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options memcheck racecheck synccheck bench bench-ab
+ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options memcheck racecheck synccheck bench bench-ab layers-nhwc
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -81,7 +83,7 @@ ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options m
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="backend-ops selftest-quick selftest-options bench bench-ab pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops selftest-quick selftest-options bench bench-ab layers-nhwc pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
@@ -89,6 +91,10 @@ QUICK_STEPS="backend-ops selftest-quick selftest-options bench bench-ab pipeline
 PROFILE_STEPS="graph-nodes throughput latency backend-ops selftest-quick streams"
 PROFILE_BUDGET_S=${PROFILE_BUDGET_S:-480}
 MODELS=${MODELS:-$ALL_MODELS}
+# bench-ab: one --ab pair per mechanism that waits on a measurement (":X": on the NHWC
+# network); layers-nhwc: the models whose NHWC network is slower than the default path
+AB_SPECS=${AB_SPECS:-"fused=2|:nhwcpad=on|:nhwcstrip=fill|pdl=on|:pdl=on"}
+LAYER_MODELS=${LAYER_MODELS:-"gpunet-2 gpunet-p1 gpunet-d1"}
 if [ -n "$PROFILE" ]; then STEPS=${STEPS:-$PROFILE_STEPS}
 elif [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
 SOAK_MIN=${SOAK_MIN:-10}
@@ -161,7 +167,7 @@ step () {
   echo "    $result: $detail"
 }
 export TOOLS W LOGS LIB PYTHON ROOT MODELS SOAK_MIN SOAK_EVERY NVIDIA_SMI PROF TORCH_BASELINE \
-  BENCH_EXTRA BENCH_ALT ROUNDS PROFILE
+  BENCH_EXTRA BENCH_ALT ROUNDS PROFILE AB_SPECS LAYER_MODELS
 
 # --- inputs: random gpunet-0 weights, a 1080p H.264 MP4 (300 frames), and a byte-stream
 # that switches from 640x360 to 1280x720 after 60 frames
@@ -320,7 +326,6 @@ bench () {
 # process, alternating pairs of the network alone (gpunet-bench --ab): the NHWC network
 # against the default path, its options (nhwcpad, nhwcstrip) against the NHWC network
 # without them, pdl=on on both paths
-AB_SPECS=${AB_SPECS:-"fused=2|:nhwcpad=on|:nhwcstrip=fill|pdl=on|:pdl=on"}
 bench_ab () {
   local m spec base r row sum="" bad=0
   for m in $MODELS; do
@@ -335,10 +340,32 @@ bench_ab () {
     echo "$m fp16 batch 1:$row"
     sum="$sum $m:$row;"
   done
+  [ -n "$sum" ] && [ -n "$AB_SPECS" ] || { echo "detail: FAIL: nothing measured (MODELS '$MODELS', AB_SPECS '$AB_SPECS')"; return 1; }
   echo "detail: B / A network-alone time, median of 20 alternating pairs (nhwc+X: on the NHWC network):$sum"
   [ $bad = 0 ]
 }
-export -f selftest sanitize gpu_median bench bench_ab
+# where the NHWC network loses: per-op GPU times of the default path and of the NHWC
+# network (and with its options on), joined op by op (gpu_check_lib.py layers)
+layers_nhwc () {
+  local m v out sum="" bad=0
+  for m in $LAYER_MODELS; do
+    for v in default nhwc nhwc-options; do
+      case $v in default) opts="" ;; nhwc) opts="--cuda-fused" ;;
+        *) opts="--cuda-fused --cuda nhwcpad=on,nhwcstrip=fill" ;; esac
+      "$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
+        --per-layer --runs 50 --warmup 5 --net-groups 0 --no-peak $opts > "$W/layers-$m-$v.txt" 2>&1 \
+        || { echo "FAILED: $m $v: $(tail -n 1 "$W/layers-$m-$v.txt")"; bad=1; }
+    done
+    echo "--- $m: default (A) against the NHWC network (B)"
+    $LIB layers "$W/layers-$m-default.txt" "$W/layers-$m-nhwc.txt" || bad=1
+    echo "--- $m: the NHWC network (A) against it with nhwcpad=on,nhwcstrip=fill (B)"
+    $LIB layers "$W/layers-$m-nhwc.txt" "$W/layers-$m-nhwc-options.txt" || bad=1
+    sum="$sum $m $($LIB layers "$W/layers-$m-default.txt" "$W/layers-$m-nhwc.txt" 2>/dev/null | sed -n 's/^total: .*(\(.*\))$/\1/p')"
+  done
+  echo "detail: NHWC over default, sum of per-op GPU medians:$sum (the ops in the log)"
+  [ $bad = 0 ]
+}
+export -f selftest sanitize gpu_median bench bench_ab layers_nhwc
 step selftest 1800 selftest
 # the op harness on CUDA (a few seconds of host time): its pass on a GPU is what lets
 # the self-test's single-op checks it covers be trimmed (docs/cuda.md)
@@ -353,6 +380,7 @@ step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'
 step bench 600 bench
 step bench-ab 900 bench_ab
+step layers-nhwc 300 layers_nhwc
 step bench-sweep 300 'for p in fp16 fp32; do "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --batch-sweep --runs 50 --warmup 5 && "$TOOLS/gpunet-bench" --model gpunet-0 --backend cuda --precision $p --preprocess-runs 0 --per-layer --runs 100 --warmup 10 || exit 1; done'
 
 # --- the element on nvh264dec's CUDA memory (fp32 so results compare with the CPU's)

@@ -17,6 +17,10 @@
                                may exceed the median of the second quarter by at most R MiB
                                of host memory (default 16) and G MiB of GPU memory (4).
   summary ROWS                 ROWS lines "step<TAB>status<TAB>detail" as one table.
+  layers A B [--top N]         two `gpunet-bench --per-layer` outputs of one model (A the
+                               default path, B another, e.g. --cuda-fused): the ops joined
+                               by index, the N (10) where B loses most, and the time of
+                               each op kind in both; exit 2 when the tables do not match.
   profile DATA --out MD [--rows ROWS] [--commit C] [--gpu G] [--date D] [--opts O]
           [--alt-opts A]       the gates of `gpu-check.sh --profile short` over DATA (lines
                                written by the script, below): prints one PASS/FAIL line per
@@ -350,7 +354,60 @@ def profile_main(argv):
     return 0 if all(g[3] for g in gates) else 1
 
 
+LAYER_ROW = re.compile(r"^(\d+)\s+(\d+)\s+(\w+)\s+(\S+ -> \S+)\s+([0-9.]+)\s")
+
+
+def read_layers(text):
+    """op index -> (kind, shape, ms) from a --per-layer table"""
+    rows = {}
+    for line in text.splitlines():
+        m = LAYER_ROW.match(line)
+        if m:
+            rows[int(m.group(1))] = (m.group(3), m.group(4), float(m.group(5)))
+    return rows
+
+
+def compare_layers(a, b, top):
+    """lines: the ops where b is slowest against a, then per kind; None when the
+    tables are not of one network"""
+    if not a or sorted(a) != sorted(b) or any(a[i][:2] != b[i][:2] for i in a):
+        return None
+    delta = sorted(a, key=lambda i: a[i][2] - b[i][2])
+    lines = [f"{'op':>4} {'kind':<8} {'shape':<26} {'A ms':>8} {'B ms':>8} {'B - A':>8}"]
+    for i in delta[:top]:
+        kind, shape, ms_a = a[i]
+        lines.append(f"{i:>4} {kind:<8} {shape:<26} {ms_a:8.4f} {b[i][2]:8.4f} "
+                     f"{b[i][2] - ms_a:+8.4f}")
+    kinds = {}
+    for i in a:
+        k = kinds.setdefault(a[i][0], [0, 0.0, 0.0])
+        k[0] += 1
+        k[1] += a[i][2]
+        k[2] += b[i][2]
+    for kind, (n, ms_a, ms_b) in sorted(kinds.items()):
+        lines.append(f"kind {kind:<8} {n:3d} ops: A {ms_a:.4f} ms, B {ms_b:.4f} ms, "
+                     f"B - A {ms_b - ms_a:+.4f}")
+    tot_a, tot_b = sum(v[2] for v in a.values()), sum(v[2] for v in b.values())
+    lines.append(f"total: A {tot_a:.4f} ms, B {tot_b:.4f} ms ({tot_b / tot_a if tot_a else 0:.3f}x)")
+    return lines
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[0] == "layers":
+        top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 10
+        try:
+            a = read_layers(open(argv[1], encoding="utf-8").read())
+            b = read_layers(open(argv[2], encoding="utf-8").read())
+        except OSError as e:
+            print(f"layers: {e}")
+            return 2
+        lines = compare_layers(a, b, top)
+        if lines is None:
+            print(f"layers: {argv[1]} and {argv[2]} are not per-layer tables of one network "
+                  f"({len(a)} and {len(b)} ops)")
+            return 2
+        print("\n".join(lines))
+        return 0
     if len(argv) >= 2 and argv[0] == "profile":
         return profile_main(argv)
     if len(argv) >= 3 and argv[0] == "records":

@@ -75,6 +75,9 @@ stubs = {
     "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
     "*--ab*) echo 'ab_pairs=20 spec=stub timing=gpu_net a_median_ms=0.4 b_median_ms=0.3 "
     "b_over_a=0.750 q25=0.700 q75=0.800' ;; "
+    "*--per-layer*) echo 'op   block kind     shape (in -> out)    ms  GFLOP/s  MB'; "
+    "echo '0    0     conv2d   3x8x8 -> 8x4x4    0.0100  1.0  0.100'; "
+    "echo '1    0     dwconv2d 8x4x4 -> 8x4x4    0.0050  1.0  0.100' ;; "
     "*) echo 'gpu_median_ms=0.400 (stub)' ;; esac",
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
     # the op harness: passes for its CUDA run only
@@ -107,6 +110,9 @@ if os.path.exists(rows_path):
         rows[step] = result
 check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
       and rows.get("selftest-quick") == "ok" and rows.get("bench-ab") == "ok"
+      and "fused=2 0.750" in open(os.path.join(stub, "logs", "bench-ab.log")).read()
+      and rows.get("layers-nhwc") == "ok"
+      and "(1.000x)" in open(os.path.join(stub, "logs", "layers-nhwc.log")).read()
       and rows.get("backend-ops") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "

@@ -41,6 +41,16 @@ check(p.returncode == 0, f"--per-layer: exit {p.returncode}: {p.stderr}")
 rows = [l for l in p.stdout.splitlines() if re.match(r"^\d+\s+\d+\s+\w+\s+\d+x\d+x\d+ -> ", l)]
 check(len(rows) >= 3, f"--per-layer: {len(rows)} op rows")
 check("sum of per-op medians:" in p.stdout, "--per-layer: sum line")
+# gpu-check's `layers` comparison reads this table: every op row, joined with itself
+table = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"per-layer-{os.getpid()}.txt")
+with open(table, "w") as f:
+    f.write(p.stdout)
+lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "gpu_check_lib.py")
+q = subprocess.run([sys.executable, lib, "layers", table, table], capture_output=True, text=True)
+os.unlink(table)
+check(q.returncode == 0 and "(1.000x)" in q.stdout
+      and sum(int(m) for m in re.findall(r"^kind \w+ +(\d+) ops", q.stdout, re.M)) == len(rows),
+      f"gpu_check_lib.py layers reads the table's {len(rows)} ops: {q.returncode} {q.stdout[-300:]!r}")
 # two threads with oneDNN built: the cross-core write probe's line, two non-negative numbers
 if "(built without oneDNN)" not in p.stdout:
     xc = re.search(r"^cross_core_write_ns_per_line=([\d.]+) own_write_ns_per_line=([\d.]+)$",

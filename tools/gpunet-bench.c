@@ -179,7 +179,8 @@ print_op_table (const gpunet_graph *g, int batch, const double *op_ms, int stora
     char shape[64];
     snprintf (shape, sizeof shape, "%dx%dx%d -> %dx%dx%d", ti->c, ti->h, ti->w, to->c, to->h,
         to->w);
-    printf ("%-4d %-5d %-8s %-26s %9.3f %9.1f %9.3f\n", i, op->block, op_name (op->kind), shape, ms,
+    /* 0.1 us steps: a GPU op takes a few microseconds */
+    printf ("%-4d %-5d %-8s %-26s %9.4f %9.1f %9.3f\n", i, op->block, op_name (op->kind), shape, ms,
         ms > 0 ? 2.0 * gpunet_op_macs (op) * batch / (ms * 1e-3) / 1e9 : 0.0,
         gpunet_op_min_bytes (op, batch, storage) / 1e6);
     total += ms;
