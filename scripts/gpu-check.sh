@@ -12,6 +12,7 @@
 #                    nhwcpad, nhwcstrip, pdl (both paths, fp32 and fp16)
 #   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
 #                    cpu-ref (what of the self-test it covers: docs/cuda.md)
+#   backend-ops-all  the same with `cuda-all`: also fp16, the NHWC network, its options
 #   memcheck, racecheck, synccheck   compute-sanitizer on the self-test (gpunet-0)
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
@@ -74,7 +75,7 @@ ROOT=$(dirname "$HERE")
 BUILD=${1:-build}
 LOGS=${2:-gpu-logs}
 ALL_MODELS="gpunet-0 gpunet-1 gpunet-2 gpunet-p0 gpunet-p1 gpunet-d1 gpunet-d2"
-ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options memcheck racecheck synccheck bench bench-ab layers-nhwc
+ALL_STEPS="meson-test selftest backend-ops backend-ops-all selftest-dw-direct selftest-options memcheck racecheck synccheck bench bench-ab layers-nhwc
   bench-sweep
   pipeline streams element-batch
   element-regions element-interval element-resolution element-two element-nvmm element-cycles
@@ -83,7 +84,7 @@ ALL_STEPS="meson-test selftest backend-ops selftest-dw-direct selftest-options m
 # every model at batch 4 (graphs) and GPUNet-0's at batch 1 (plain launches) instead of
 # the 12 runs of selftest; memcheck (18 s on an H200) and synccheck (under 10 s there for
 # GPUNet-0 fp16), not racecheck (over 225 s for that alone), no soak or meson-test
-QUICK_STEPS="backend-ops selftest-quick selftest-options bench bench-ab layers-nhwc pipeline streams element-batch element-regions
+QUICK_STEPS="backend-ops backend-ops-all selftest-quick selftest-options bench bench-ab layers-nhwc pipeline streams element-batch element-regions
   element-interval element-resolution element-two element-nvmm element-cycles tag memcheck
   synccheck
   pytorch cpu-threads"
@@ -370,6 +371,8 @@ step selftest 1800 selftest
 # the op harness on CUDA (a few seconds of host time): its pass on a GPU is what lets
 # the self-test's single-op checks it covers be trimmed (docs/cuda.md)
 step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
+# the same in fp16, on the NHWC network and with nhwcpad, nhwcstrip and pdl on
+step backend-ops-all 600 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built"; exit 77; }; "$ops" cuda-all && echo "detail: the op harness in fp32, fp32+pdl, fp16, fp16 NHWC and fp16 NHWC with its options, against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
 # the options that wait on a measurement, all on: the NHWC network's padded channels and

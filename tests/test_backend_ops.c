@@ -3,7 +3,9 @@
  * stride 2, k 5/7, residual in place and copied, SE, pool, linear), random GPUNets and the
  * golden fixtures, batch 1 and 3 (and 2 on a batch-3 plan); logits within relative 1e-4.
  * With the argument `cuda`, the same graphs on the CUDA backend in fp32 (logits within
- * 1e-3, the self-test's network bound); exit 77 where no CUDA backend runs. */
+ * 1e-3, the self-test's network bound); `cuda-all` also in fp16 (1e-2), on the NHWC network
+ * and with the options that await a measurement (run_cuda); exit 77 where no CUDA
+ * backend runs. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +163,26 @@ static int expect_impl = -1;
 static const gpunet_backend *under_test = &gpunet_backend_cpu_fast;
 static int cuda_mode;
 static double tol = 1e-4;
+/* CUDA: the pass's precision, fused level and options (run_cuda) */
+static gpunet_precision cuda_precision = GPUNET_PRECISION_FP32;
+static int cuda_fused;
+static gpunet_cuda_options cuda_opts;
+
+/* The session parameters both backends are planned with. */
+static void
+test_params (gpunet_session_params *params, int max_batch)
+{
+  gpunet_session_params_init (params);
+  params->max_batch = max_batch;
+  params->n_threads = 2;
+  params->cpu = opts;
+  params->precision = GPUNET_PRECISION_FP32;
+  if (cuda_mode) {
+    params->precision = cuda_precision;
+    params->cuda_fused = cuda_fused;
+    params->cuda = cuda_opts;
+  }
+}
 static int expect_count = -1;
 /* expect_count holds only where the plan has the 16-channel AVX-512 block (our 1x1
  * kernels): elsewhere no op may be planned on expect_impl */
@@ -214,11 +236,7 @@ static double
 compare (const char *what, const gpunet_graph *g, int max_batch, int n, int traced)
 {
   gpunet_session_params params;
-  gpunet_session_params_init (&params);
-  params.max_batch = max_batch;
-  params.n_threads = 2;
-  params.cpu = opts;
-  params.precision = GPUNET_PRECISION_FP32;
+  test_params (&params, max_batch);
   const gpunet_tensor_desc *ti = &g->tensors[g->input], *to = &g->tensors[g->output];
   const size_t in_len = (size_t) n * ti->c * ti->h * ti->w, out_len = (size_t) n * to->c * to->h * to->w;
   float *input = rand_floats (in_len, 1.0f);
@@ -458,11 +476,7 @@ static gpunet_status
 plan_fast (const gpunet_graph *g, int max_batch, void **sf, char **err)
 {
   gpunet_session_params params;
-  gpunet_session_params_init (&params);
-  params.max_batch = max_batch;
-  params.n_threads = 2;
-  params.cpu = opts;
-  params.precision = GPUNET_PRECISION_FP32;
+  test_params (&params, max_batch);
   return gpunet_backend_plan (under_test, g, &params, sf, err);
 }
 
@@ -1106,10 +1120,12 @@ static void random_networks (void) { for (unsigned seed = 1; seed <= 3; seed++) 
 static void se_direct (void) { test_se_direct (cur_blk); }
 static void linear_direct (void) { test_linear_direct (cur_blk); }
 
-/* The tests that are not about the CPU backend's own kernels, on the CUDA backend in
- * fp32; 77 (a skip) where it cannot run here. */
+/* The tests that are not about the CPU backend's own kernels, on the CUDA backend: fp32;
+ * with `all`, also fp32 with pdl=on, fp16 (bound 1e-2, the self-test's), the NHWC network
+ * in fp16 (cuda_fused 2), and that with nhwcpad, nhwcstrip and pdl on.  77 (a skip) where
+ * it cannot run here. */
 static int
-run_cuda (void)
+run_cuda (int all)
 {
   char *err = NULL;
   under_test = gpunet_backend_find (GPUNET_BACKEND_CUDA, &err);
@@ -1130,16 +1146,37 @@ run_cuda (void)
     return 77;
   }
   free (err);
-  tol = 1e-3;
-  printf ("# op tests on %s (fp32) against the reference\n", under_test->name);
-  run ("conv2d", test_conv2d);
-  run ("dwconv2d", test_dwconv2d);
-  run ("residual", test_residual);
-  run ("se", test_se);
-  run ("pool_linear", test_pool_linear);
-  run ("random_network", random_networks);
-  run ("golden", test_golden);
-  run ("models", test_models);
+  static const struct {
+    const char *name;
+    gpunet_precision precision;
+    int fused;
+    const char *options;   /* GPUNET_CUDA's syntax */
+    double tol;
+  } passes[] = {
+    { "fp32", GPUNET_PRECISION_FP32, 0, "", 1e-3 },
+    { "fp32, pdl=on", GPUNET_PRECISION_FP32, 0, "pdl=on", 1e-3 },
+    { "fp16", GPUNET_PRECISION_FP16, 0, "", 1e-2 },
+    { "fp16, the NHWC network", GPUNET_PRECISION_FP16, GPUNET_CUDA_FUSED_NHWC, "", 1e-2 },
+    { "fp16, the NHWC network, nhwcpad=on, nhwcstrip=fill, pdl=on", GPUNET_PRECISION_FP16,
+      GPUNET_CUDA_FUSED_NHWC, "nhwcpad=on,nhwcstrip=fill,pdl=on", 1e-2 },
+  };
+  for (size_t p = 0; p < (all ? sizeof passes / sizeof passes[0] : 1); p++) {
+    cuda_precision = passes[p].precision;
+    cuda_fused = passes[p].fused;
+    memset (&cuda_opts, 0, sizeof cuda_opts);
+    CHECK (gpunet_cuda_options_parse (&cuda_opts, passes[p].options, "pass", NULL) == GPUNET_OK);
+    tol = passes[p].tol;
+    printf ("# op tests on %s (%s) against the reference, bound %g\n", under_test->name,
+        passes[p].name, tol);
+    run ("conv2d", test_conv2d);
+    run ("dwconv2d", test_dwconv2d);
+    run ("residual", test_residual);
+    run ("se", test_se);
+    run ("pool_linear", test_pool_linear);
+    run ("random_network", random_networks);
+    run ("golden", test_golden);
+    run ("models", test_models);
+  }
   for (int i = 0; i < n_pool; i++)
     free (pool[i]);
   return check_report ();
@@ -1164,11 +1201,13 @@ main (int argc, char **argv)
       all_blocks = 1;
     else if (!strcmp (argv[i], "cuda"))
       cuda_mode = 1;
+    else if (!strcmp (argv[i], "cuda-all"))
+      cuda_mode = 2;
     else
       only[n_only++] = argv[i];
   }
   if (cuda_mode)
-    return run_cuda ();
+    return run_cuda (cuda_mode == 2);
   const char *blocks[] = { "16", "8" };
   const int native = gpunet_wino_available (16) ? 16 : 8;
   for (int i = 0; i < 2; i++) {

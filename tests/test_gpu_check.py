@@ -81,7 +81,8 @@ stubs = {
     "*) echo 'gpu_median_ms=0.400 (stub)' ;; esac",
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
     # the op harness: passes for its CUDA run only
-    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; [ \"$1\" = cuda ]",
+    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; "
+    "case \"$1\" in cuda|cuda-all) ;; *) exit 1 ;; esac",
     "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
     "build/tools/gpunet-element-check": "echo 'detail: ok: stub'",
     # no GStreamer element exists: no clip is made, the decoder steps skip
@@ -113,7 +114,7 @@ check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in
       and "fused=2 0.750" in open(os.path.join(stub, "logs", "bench-ab.log")).read()
       and rows.get("layers-nhwc") == "ok"
       and "(1.000x)" in open(os.path.join(stub, "logs", "layers-nhwc.log")).read()
-      and rows.get("backend-ops") == "ok"
+      and rows.get("backend-ops") == "ok" and rows.get("backend-ops-all") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "
       f"{p.returncode} {rows} {p.stdout[-400:]!r}")
@@ -137,7 +138,8 @@ case "$*" in *--graph-nodes*) echo "graph_nodes=forward batch=1 kernels=${STUB_K
 echo "model=stub batch=$b threads=2 median_ms=0.5 min_ms=0.5 gflops=1 achieved_gflops_s=1" """,
     "build/tools/gpunet-selftest": "echo 'stub self-test: PASS'",
     # the op harness: passes for its CUDA run only
-    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; [ \"$1\" = cuda ]",
+    "build/tests/test_backend_ops": "echo \"stub op harness: $1\"; "
+    "case \"$1\" in cuda|cuda-all) ;; *) exit 1 ;; esac",
     "build/tools/gpunet-convert": "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && : > \"$2\"; shift; done",
     # PyTorch: 0.3 ms everywhere (ours 0.2 is ahead), D2 fp16 STUB_TORCH_D2
     "bin/torch-stub": """echo "# stub torch"
