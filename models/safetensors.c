@@ -1,18 +1,23 @@
 /* safetensors.c: the safetensors format: reading the index of a mapped file (8-byte
- * little-endian header length, JSON header, checked data offsets) for checkpoint.c,
- * and gpunet_safetensors_write (keys sorted, data 8-byte aligned and without holes). */
+ * little-endian header length, JSON header, checked data offsets, the data's CRC-32
+ * where the header records one) for checkpoint.c, and gpunet_safetensors_write (keys
+ * sorted, data 8-byte aligned and without holes, the CRC-32 in __metadata__). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "crc32.h"
 #include "error.h"
 #include "json.h"
 #include "safetensors.h"
 #include "shape.h"
 
 #define MAX_HEADER ((uint64_t) 100 << 20)
+/* The __metadata__ key of the CRC-32 of the data section, written by
+ * gpunet_safetensors_write as eight lowercase hex digits. */
+#define CRC_KEY "gpunet_data_crc32"
 
 static const char *const st_names[] = {
   [GPUNET_DTYPE_F32] = "F32", [GPUNET_DTYPE_F16] = "F16", [GPUNET_DTYPE_BF16] = "BF16",
@@ -53,6 +58,34 @@ json_uint (JsonNode *v, uint64_t *out)
   return 1;
 }
 
+/* Where __metadata__ records the data's CRC-32 (files gpunet writes), the data section
+ * must have it: a flipped or lost byte is an error, not wrong weights. */
+static gpunet_status
+check_crc (JsonNode *meta, const uint8_t *data, uint64_t size, char **error_text)
+{
+  JsonNode *v = meta && JSON_NODE_HOLDS_OBJECT (meta) ? gpunet_json_get (meta, CRC_KEY) : NULL;
+  if (!v)
+    return GPUNET_OK;   /* none recorded (files of other writers) */
+  const char *hex = gpunet_json_value_type (v) == G_TYPE_STRING ? json_node_get_string (v) : "";
+  uint32_t want = 0;
+  int ok = strlen (hex) == 8;
+  for (int i = 0; ok && i < 8; i++) {
+    const char c = hex[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    ok = d >= 0;
+    want = want << 4 | (uint32_t) (d < 0 ? 0 : d);
+  }
+  if (!ok)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT, "invalid safetensors header: "
+        "__metadata__." CRC_KEY " must be eight lowercase hex digits");
+  const uint32_t got = gpunet_crc32 (0, data, (size_t) size);
+  if (got != want)
+    return gpunet_fail (error_text, GPUNET_ERR_FORMAT, "the data is damaged: its "
+        "%llu bytes have the CRC-32 %08x, but the header records %08x; copy the file again, "
+        "or convert it again with gpunet-convert", (unsigned long long) size, got, want);
+  return GPUNET_OK;
+}
+
 gpunet_status
 gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_sink sink,
     void *ctx, char **error_text)
@@ -83,9 +116,12 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
   }
   const uint8_t *base = data + 8 + hlen;
   uint64_t dsize = (uint64_t) size - 8 - hlen;
-  /* members in file order (a repeated name keeps its first place and its last value) */
+  /* members in file order (a repeated name keeps its first place and its last value):
+   * every entry checked first, then the data's CRC-32 where the header records one,
+   * and only then the tensors handed to the sink */
   JsonObject *index = json_node_get_object (root);
   GList *names = json_object_get_members (index);
+  GArray *found = g_array_new (FALSE, FALSE, sizeof (gpunet_tensor));
   for (GList *it = names; it && st == GPUNET_OK; it = it->next) {
     const char *name = it->data;
     JsonNode *e = json_object_get_member (index, name);
@@ -154,8 +190,15 @@ gpunet_safetensors_read (const uint8_t *data, size_t size, gpunet_safetensors_si
     t.nbytes = (size_t) (e2 - b);
     t.data = base + b;
     t.name = name;
-    st = sink (ctx, name, &t, error_text);
+    g_array_append_val (found, t);
   }
+  if (st == GPUNET_OK)
+    st = check_crc (gpunet_json_get (root, "__metadata__"), base, dsize, error_text);
+  for (guint i = 0; i < found->len && st == GPUNET_OK; i++) {
+    const gpunet_tensor *t = &g_array_index (found, gpunet_tensor, i);
+    st = sink (ctx, t->name, t, error_text);
+  }
+  g_array_free (found, TRUE);
   g_list_free (names);
   json_node_unref (root);
   return st;
@@ -235,9 +278,22 @@ gpunet_safetensors_write (const char *path, const gpunet_tensor *tensors, size_t
     off += layout[i]->nbytes;
   }
 
-  /* the header through json-glib: {"name":{"dtype":..,"shape":[..],"data_offsets":[b,e]},..} */
+  /* the data section's CRC-32, in layout order, goes into __metadata__ */
+  uint32_t crc = 0;
+  for (size_t i = 0; i < n; i++)
+    crc = gpunet_crc32 (crc, layout[i]->data, layout[i]->nbytes);
+  char crc_hex[9];
+  snprintf (crc_hex, sizeof crc_hex, "%08x", crc);
+
+  /* the header through json-glib: {"__metadata__":{..},"name":{"dtype":..,"shape":[..],
+   * "data_offsets":[b,e]},..} */
   JsonBuilder *jb = json_builder_new ();
   json_builder_begin_object (jb);
+  json_builder_set_member_name (jb, "__metadata__");
+  json_builder_begin_object (jb);
+  json_builder_set_member_name (jb, CRC_KEY);
+  json_builder_add_string_value (jb, crc_hex);
+  json_builder_end_object (jb);
   for (size_t i = 0; i < n; i++) {
     const gpunet_tensor *t = byname[i].t;
     json_builder_set_member_name (jb, t->name);

@@ -5,10 +5,10 @@
  * and compressed entries are reported as unsupported. */
 #include "zipread.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32.h"
 #include "error.h"
 
 #define SIG_LOCAL 0x04034b50u
@@ -25,46 +25,6 @@ struct gpunet_zip {
   const gpunet_zip_entry **sorted;   /* entries sorted by (name, position) */
   unsigned char *crc_ok;             /* per entry: its CRC-32 was checked and matched */
 };
-
-/* CRC-32 (ISO 3309, the zip polynomial 0xEDB88320 reflected), eight bytes per step
- * with eight tables ("slicing-by-8"): about 1 GB/s on one core, so checking the
- * tensors a model reads costs a few tens of milliseconds for GPUNet-sized files. */
-static uint32_t crc_table[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void
-crc_init (void)
-{
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
-    crc_table[0][i] = c;
-  }
-  for (uint32_t i = 0; i < 256; i++)
-    for (int t = 1; t < 8; t++)
-      crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
-static uint32_t
-crc32_of (const uint8_t *p, size_t n)
-{
-  pthread_once (&crc_once, crc_init);
-  uint32_t c = 0xffffffffu;
-  for (; n >= 8; n -= 8, p += 8) {
-    uint32_t lo = c ^ ((uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16)
-        | ((uint32_t) p[3] << 24));
-    uint32_t hi = (uint32_t) p[4] | ((uint32_t) p[5] << 8) | ((uint32_t) p[6] << 16)
-        | ((uint32_t) p[7] << 24);
-    c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff]
-        ^ crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24]
-        ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff]
-        ^ crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-  }
-  while (n--)
-    c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-  return c ^ 0xffffffffu;
-}
 
 static uint16_t
 rd16 (const uint8_t *p)
@@ -359,7 +319,7 @@ gpunet_zip_entry_data (const gpunet_zip *zip, const gpunet_zip_entry *entry,
    * not load as different weights */
   size_t idx = (size_t) (entry - zip->entries);
   if (idx < zip->n && !zip->crc_ok[idx]) {
-    uint32_t crc = crc32_of (zip->data + entry->data_offset, (size_t) entry->size);
+    uint32_t crc = gpunet_crc32 (0, zip->data + entry->data_offset, (size_t) entry->size);
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
     /* (fuzzers, scripts/fuzz.sh, skip the check to reach the parsers behind it) */
     if (crc != entry->crc32)

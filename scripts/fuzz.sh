@@ -68,7 +68,7 @@ fi
 # The readers are plain C; json-glib is added when the sources need it and it is there.
 # A symbol none of them defines (a helper file added to models/ later) is looked up in
 # models/*.c, and the file defining it is compiled too.  gpunet_fail lives in kernels/.
-reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c zipread.c pickle.c safetensors.c checkpoint.c scales.c"
+reader_srcs="../kernels/kernel_error.c error.c json.c arch.c zoo.c labels.c crc32.c zipread.c pickle.c safetensors.c checkpoint.c scales.c"
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: the zip reader skips its CRC-32 check, so
 # mutated archives reach the pickle and tensor parsers behind it
 cflags="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -I$root/models -I$root/kernels"

@@ -516,6 +516,26 @@ test_safetensors_roundtrip (void)
       EXPECT_ERROR (raw, size * (size_t) k / 32, GPUNET_ERR_FORMAT, NULL);
     if (raw)
       EXPECT_ERROR (raw, size - 1, GPUNET_ERR_FORMAT, "data_offsets");
+    /* the data's CRC-32 is in the header: one flipped bit anywhere in the data, or a
+     * byte appended, is refused with a sentence; a malformed CRC field is too */
+    const char *crc = raw ? memmem (raw, size, "\"gpunet_data_crc32\":\"", 21) : NULL;
+    CHECK_MSG (crc != NULL, "no gpunet_data_crc32 in the header of %s", path);
+    if (raw && crc) {
+      const size_t data0 = 8 + (size_t) raw[0] + ((size_t) raw[1] << 8) + ((size_t) raw[2] << 16);
+      uint8_t *bad = malloc (size + 1);
+      for (int k = 0; k < 4; k++) {
+        memcpy (bad, raw, size);
+        bad[data0 + (size - data0) * (size_t) k / 4] ^= (uint8_t) (1u << k);
+        EXPECT_ERROR (bad, size, GPUNET_ERR_FORMAT, "data is damaged");
+      }
+      memcpy (bad, raw, size);
+      bad[size] = 0;
+      EXPECT_ERROR (bad, size + 1, GPUNET_ERR_FORMAT, "CRC-32");
+      memcpy (bad, raw, size);
+      bad[(const uint8_t *) crc - raw + 21] = 'G';
+      EXPECT_ERROR (bad, size, GPUNET_ERR_FORMAT, "eight lowercase hex digits");
+      free (bad);
+    }
     free (raw);
   }
   /* a duplicate name is refused */

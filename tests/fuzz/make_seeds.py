@@ -17,6 +17,7 @@ import struct
 import sys
 import types
 import zipfile
+import zlib
 
 torch = types.ModuleType("torch")
 torch_utils = types.ModuleType("torch._utils")
@@ -121,14 +122,16 @@ def training_dict(storages):
             "flag": True, "big": 1 << 70, "neg": -5}
 
 
-def safetensors(path, tensors, metadata=None):
+def safetensors(path, tensors, metadata=None, crc=False):
     header, data = {}, b""
     if metadata is not None:
-        header["__metadata__"] = metadata
+        header["__metadata__"] = dict(metadata)
     for name, dtype, shape, raw in tensors:
         header[name] = {"dtype": dtype, "shape": shape,
                         "data_offsets": [len(data), len(data) + len(raw)]}
         data += raw
+    if crc:   # as gpunet_safetensors_write records it
+        header.setdefault("__metadata__", {})["gpunet_data_crc32"] = "%08x" % zlib.crc32(data)
     h = json.dumps(header).encode()
     h += b" " * (-len(h) % 8)
     with open(path, "wb") as f:
@@ -150,6 +153,10 @@ def main():
         ("bn.num_batches_tracked", "I64", [], struct.pack("<q", 1)),
         ("empty", "BF16", [0, 4], b""),
     ], metadata={"format": "pt"})
+    safetensors(os.path.join(out, "small-crc.safetensors"), [
+        ("conv.weight", "F32", [2, 3, 1, 1], struct.pack("<6f", *range(6))),
+        ("conv.bias", "F16", [2], struct.pack("<2H", 0x3C00, 0x4000)),
+    ], crc=True)
 
 
 if __name__ == "__main__":
