@@ -165,6 +165,7 @@ enum { GPUNET_CUDA_DW_AUTO = 0, GPUNET_CUDA_DW_DIRECT = 1 };
 enum { GPUNET_CUDA_NHWC_PAD_OFF = 0, GPUNET_CUDA_NHWC_PAD_ON = 1 };
 enum { GPUNET_CUDA_NHWC_STRIP_64 = 0, GPUNET_CUDA_NHWC_STRIP_FILL = 1 };
 enum { GPUNET_CUDA_PDL_OFF = 0, GPUNET_CUDA_PDL_ON = 1 };
+enum { GPUNET_CUDA_NHWC_TUNE_OFF = 0, GPUNET_CUDA_NHWC_TUNE_ON = 1 };
 typedef struct {
   int graphs;   /* GPUNET_CUDA_GRAPHS_ON: capture the per-frame work in CUDA graphs;
                  * _OFF: plain launches */
@@ -180,6 +181,9 @@ typedef struct {
   int pdl;      /* GPUNET_CUDA_PDL_ON: on sm_90+ our kernels in the network launch with
                  * programmatic dependent launch (each may be scheduled while the one
                  * before it finishes); _OFF: plain launches */
+  int nhwc_tune; /* the NHWC network's cuDNN graphs: GPUNET_CUDA_NHWC_TUNE_ON times the
+                  * heuristics' first four plans of each convolution at planning and keeps
+                  * the fastest; _OFF: the first that fits the workspace */
 } gpunet_cuda_options;
 
 /* What a backend's plan() receives (kernels/backend.h): the engine's

@@ -121,6 +121,8 @@ static const struct {
   { "nhwcstrip=fill", offsetof (gpunet_cuda_options, nhwc_strip), GPUNET_CUDA_NHWC_STRIP_FILL },
   { "pdl=off", offsetof (gpunet_cuda_options, pdl), GPUNET_CUDA_PDL_OFF },
   { "pdl=on", offsetof (gpunet_cuda_options, pdl), GPUNET_CUDA_PDL_ON },
+  { "nhwctune=off", offsetof (gpunet_cuda_options, nhwc_tune), GPUNET_CUDA_NHWC_TUNE_OFF },
+  { "nhwctune=on", offsetof (gpunet_cuda_options, nhwc_tune), GPUNET_CUDA_NHWC_TUNE_ON },
 };
 
 gpunet_status

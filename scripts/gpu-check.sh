@@ -9,7 +9,7 @@
 #                    plain launches, fp32 and fp16 each
 #   selftest-dw-direct  the self-test with the direct depthwise kernel for every shape
 #   selftest-options    the self-test with the options that await a measurement on:
-#                    nhwcpad, nhwcstrip, pdl (both paths, fp32 and fp16)
+#                    nhwcpad, nhwcstrip, nhwctune, pdl (both paths, fp32 and fp16)
 #   backend-ops      tests/test_backend_ops cuda: the op harness on the CUDA backend against
 #                    cpu-ref (what of the self-test it covers: docs/cuda.md)
 #   backend-ops-all  the same with `cuda-all`: also fp16, the NHWC network, its options
@@ -94,7 +94,7 @@ PROFILE_BUDGET_S=${PROFILE_BUDGET_S:-480}
 MODELS=${MODELS:-$ALL_MODELS}
 # bench-ab: one --ab pair per mechanism that waits on a measurement (":X": on the NHWC
 # network); layers-nhwc: the models whose NHWC network is slower than the default path
-AB_SPECS=${AB_SPECS:-"fused=2|:nhwcpad=on|:nhwcstrip=fill|pdl=on|:pdl=on"}
+AB_SPECS=${AB_SPECS:-"fused=2|:nhwcpad=on|:nhwcstrip=fill|:nhwctune=on|pdl=on|:pdl=on"}
 LAYER_MODELS=${LAYER_MODELS:-"gpunet-2 gpunet-p1 gpunet-d1"}
 if [ -n "$PROFILE" ]; then STEPS=${STEPS:-$PROFILE_STEPS}
 elif [ "${QUICK:-0}" = 1 ]; then STEPS=${STEPS:-$QUICK_STEPS}; else STEPS=${STEPS:-$ALL_STEPS}; fi
@@ -375,9 +375,9 @@ step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { ec
 step backend-ops-all 600 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built"; exit 77; }; "$ops" cuda-all && echo "detail: the op harness in fp32, fp32+pdl, fp16, fp16 NHWC and fp16 NHWC with its options, against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
-# the options that wait on a measurement, all on: the NHWC network's padded channels and
-# filling strips, programmatic dependent launch (GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,pdl=on)
-step selftest-options 600 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision all --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp32 and fp16, default and NHWC paths with pdl, padded channels and filling strips (batch 4); NHWC with filling strips and pdl at batch 1: passed"'
+# the options that wait on a measurement, all on: the NHWC network's padded channels,
+# filling strips and tuned plans, programmatic dependent launch
+step selftest-options 600 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,nhwctune=on,pdl=on "$TOOLS/gpunet-selftest" --precision all --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp32 and fp16, default and NHWC paths with pdl, padded channels and filling strips (batch 4); NHWC with filling strips and pdl at batch 1: passed"'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'

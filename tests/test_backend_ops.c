@@ -1122,8 +1122,8 @@ static void linear_direct (void) { test_linear_direct (cur_blk); }
 
 /* The tests that are not about the CPU backend's own kernels, on the CUDA backend: fp32;
  * with `all`, also fp32 with pdl=on, fp16 (bound 1e-2, the self-test's), the NHWC network
- * in fp16 (cuda_fused 2), and that with nhwcpad, nhwcstrip and pdl on.  77 (a skip) where
- * it cannot run here. */
+ * in fp16 (cuda_fused 2), and that with nhwcpad, nhwcstrip, nhwctune and pdl on.  77 (a
+ * skip) where it cannot run here. */
 static int
 run_cuda (int all)
 {
@@ -1157,8 +1157,9 @@ run_cuda (int all)
     { "fp32, pdl=on", GPUNET_PRECISION_FP32, 0, "pdl=on", 1e-3 },
     { "fp16", GPUNET_PRECISION_FP16, 0, "", 1e-2 },
     { "fp16, the NHWC network", GPUNET_PRECISION_FP16, GPUNET_CUDA_FUSED_NHWC, "", 1e-2 },
-    { "fp16, the NHWC network, nhwcpad=on, nhwcstrip=fill, pdl=on", GPUNET_PRECISION_FP16,
-      GPUNET_CUDA_FUSED_NHWC, "nhwcpad=on,nhwcstrip=fill,pdl=on", 1e-2 },
+    { "fp16, the NHWC network, nhwcpad=on, nhwcstrip=fill, nhwctune=on, pdl=on",
+      GPUNET_PRECISION_FP16, GPUNET_CUDA_FUSED_NHWC, "nhwcpad=on,nhwcstrip=fill,nhwctune=on,pdl=on",
+      1e-2 },
   };
   for (size_t p = 0; p < (all ? sizeof passes / sizeof passes[0] : 1); p++) {
     cuda_precision = passes[p].precision;

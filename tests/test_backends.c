@@ -139,6 +139,11 @@ test_cuda_options (void)
       && o.pdl == GPUNET_CUDA_PDL_ON && o.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_64);
   CHECK (gpunet_cuda_options_parse (&o, "pdl=off", "--x", &err) == GPUNET_OK
       && o.pdl == GPUNET_CUDA_PDL_OFF);
+  CHECK (o.nhwc_tune == GPUNET_CUDA_NHWC_TUNE_OFF);
+  CHECK (gpunet_cuda_options_parse (&o, "nhwctune=on", "--x", &err) == GPUNET_OK
+      && o.nhwc_tune == GPUNET_CUDA_NHWC_TUNE_ON && o.pdl == GPUNET_CUDA_PDL_OFF);
+  CHECK (gpunet_cuda_options_parse (&o, "nhwctune=off", "--x", &err) == GPUNET_OK
+      && o.nhwc_tune == GPUNET_CUDA_NHWC_TUNE_OFF);
   CHECK (gpunet_cuda_options_parse (&o, "nhwcpad=8", "--x", &err) == GPUNET_ERR_INVALID_ARGUMENT);
   CHECK_CONTAINS (err, "nhwcpad=on");
   free (err);

@@ -338,6 +338,7 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
         s->g = graph;
       }
     s->ctx.nhwc = s->nhwc;
+    s->ctx.nhwc_tune = s->nhwc && params->cuda.nhwc_tune == GPUNET_CUDA_NHWC_TUNE_ON;
     int sms = 0;
     if (st == GPUNET_OK && s->nhwc && params->cuda.nhwc_strip == GPUNET_CUDA_NHWC_STRIP_FILL) {
       /* not GPUNET_CU_TRY: a failure here still goes through the cleanup below */

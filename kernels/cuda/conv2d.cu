@@ -42,6 +42,79 @@ describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
   return GPUNET_OK;
 }
 
+/* nhwctune=on: the fastest of the candidate plans for layer l at n images, each run
+ * GPUNET_CG_TUNE_RUNS times after one untimed run on scratch tensors of the layer's shapes
+ * (the layer's own weights); the kernels' time does not depend on the values.  Returns
+ * its index, 0 (the heuristics' first) when timing fails, with `why` saying so. */
+enum { GPUNET_CG_TUNE_PLANS = 4, GPUNET_CG_TUNE_RUNS = 5 };
+
+static int
+tune_pick (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, cudnnBackendDescriptor_t *plans,
+    const size_t *ws, int n_plans, char *why, size_t why_len)
+{
+  const gpunet_conv2d_params *p = &l->op->p.conv2d;
+  const size_t es = gpunet_cuda_dtype_size (l->dtype);
+  const size_t xb = (size_t) n * p->ih * p->iw * p->cin * es;
+  const size_t yb = (size_t) n * p->oh * p->ow * p->cout * es;
+  size_t wsb = 0;
+  for (int i = 0; i < n_plans; i++)
+    wsb = ws[i] > wsb ? ws[i] : wsb;
+  void *x = NULL, *y = NULL, *z = NULL, *work = NULL;
+  cudaEvent_t ev[2] = { NULL, NULL };
+  int best = 0;
+  float best_ms = 0.0f;
+  cudaError_t e = cudaMalloc (&x, xb);
+  if (e == cudaSuccess)
+    e = cudaMalloc (&y, yb);
+  if (e == cudaSuccess && l->op->residual >= 0)
+    e = cudaMalloc (&z, yb);
+  if (e == cudaSuccess && wsb)
+    e = cudaMalloc (&work, wsb);
+  if (e == cudaSuccess)
+    e = cudaMemsetAsync (x, 0, xb, ctx->stream);
+  if (e == cudaSuccess && z)
+    e = cudaMemsetAsync (z, 0, yb, ctx->stream);
+  for (int i = 0; i < 2 && e == cudaSuccess; i++)
+    e = cudaEventCreate (&ev[i]);
+  for (int i = 0; i < n_plans && e == cudaSuccess; i++) {
+    cudnnStatus_t ds = gpunet_cg_execute (ctx->dnn, plans[i], x, l->w, l->b, z, y, work);
+    if (ds == CUDNN_STATUS_SUCCESS)
+      e = cudaEventRecord (ev[0], ctx->stream);
+    for (int r = 0; r < GPUNET_CG_TUNE_RUNS && ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess; r++)
+      ds = gpunet_cg_execute (ctx->dnn, plans[i], x, l->w, l->b, z, y, work);
+    if (ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess)
+      e = cudaEventRecord (ev[1], ctx->stream);
+    if (ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess)
+      e = cudaEventSynchronize (ev[1]);
+    float ms = 0.0f;
+    if (ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess)
+      e = cudaEventElapsedTime (&ms, ev[0], ev[1]);
+    if (ds != CUDNN_STATUS_SUCCESS) {
+      snprintf (why, why_len, "tuning: candidate %d failed (%s)", i, cudnnGetErrorString (ds));
+      continue;   /* that candidate is out; the others are still timed */
+    }
+    if (e == cudaSuccess && (i == 0 || ms < best_ms)) {
+      best = i;
+      best_ms = ms;
+    }
+  }
+  if (e != cudaSuccess) {
+    snprintf (why, why_len, "tuning failed (%s): the heuristics' first plan is kept",
+        cudaGetErrorString (e));
+    best = 0;
+    cudaGetLastError ();   /* not sticky: the session goes on */
+  }
+  cudaStreamSynchronize (ctx->stream);
+  for (int i = 0; i < 2; i++)
+    if (ev[i])
+      cudaEventDestroy (ev[i]);
+  void *bufs[] = { x, y, z, work };
+  for (int i = 0; i < 4; i++)
+    if (bufs[i])
+      cudaFree (bufs[i]);
+  return best;
+}
+
 /* The NHWC network: tries the cuDNN graph of layer l for n images within ws_limit bytes
  * of workspace (once per batch size); on success gplan[n] is set and *ws its workspace.
  * A refusal is not an error: `why` says what cuDNN refused, and the layer runs the legacy
@@ -70,19 +143,33 @@ graph_try (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, size_t ws_limit, s
   sh.has_residual = l->op->residual >= 0;
   sh.half = l->dtype == GPUNET_CUDA_F16;
   gpunet_cg_desc g;
-  cudnnBackendDescriptor_t plan = NULL;
-  int engine = -1;
+  cudnnBackendDescriptor_t plans[GPUNET_CG_TUNE_PLANS] = { NULL };
+  size_t pws[GPUNET_CG_TUNE_PLANS] = { 0 };
+  int engines[GPUNET_CG_TUNE_PLANS] = { -1 }, n_plans = 0;
   cudnnStatus_t st = gpunet_cg_desc_build (&g, &sh, why, why_len);
   if (st == CUDNN_STATUS_SUCCESS)
     st = gpunet_cg_graph_finalize (&g, ctx->dnn, why, why_len);
   if (st == CUDNN_STATUS_SUCCESS)
-    st = gpunet_cg_plan (&g, ctx->dnn, ws_limit, &plan, ws, &engine, why, why_len);
+    st = gpunet_cg_plans (&g, ctx->dnn, ws_limit, ctx->nhwc_tune ? GPUNET_CG_TUNE_PLANS : 1,
+        plans, pws, engines, &n_plans, why, why_len);
   gpunet_cg_desc_destroy (&g);
-  if (st != CUDNN_STATUS_SUCCESS || !plan)
+  if (st != CUDNN_STATUS_SUCCESS || n_plans < 1)
     return 0;
-  l->gplan[n] = plan;
+  char tune_why[160] = "";
+  const int pick = n_plans > 1 ? tune_pick (ctx, l, n, plans, pws, n_plans, tune_why,
+      sizeof tune_why) : 0;
+  if (tune_why[0]) {
+    char name[128];
+    gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
+    fprintf (stderr, "gpunet-cuda: %s at batch %d: %s\n", name, n, tune_why);
+  }
+  for (int i = 0; i < n_plans; i++)
+    if (i != pick)
+      cudnnBackendDestroyDescriptor (plans[i]);
+  l->gplan[n] = plans[pick];
+  *ws = pws[pick];
   if (n == l->max_n)
-    l->gengine = engine;
+    l->gengine = engines[pick];
   return 1;
 }
 

@@ -229,12 +229,11 @@ gpunet_cg_graph_finalize (gpunet_cg_desc *g, cudnnHandle_t handle, char *why, si
 /* Execution plans of the heuristics' ranked configurations, the first that finalizes
  * with at most ws_limit bytes of workspace.  *plan stays NULL when none does. */
 cudnnStatus_t
-gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
-    cudnnBackendDescriptor_t *plan, size_t *ws, int *engine, char *why, size_t why_len)
+gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit, int max_plans,
+    cudnnBackendDescriptor_t *plans, size_t *ws, int *engines, int *n_plans, char *why,
+    size_t why_len)
 {
-  *plan = NULL;
-  *ws = 0;
-  *engine = -1;
+  *n_plans = 0;
   cudnnBackendDescriptor_t heur = NULL;
   cudnnStatus_t st = cudnnBackendCreateDescriptor (CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur);
   if (st != CUDNN_STATUS_SUCCESS) {
@@ -271,7 +270,7 @@ gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
   if (st == CUDNN_STATUS_SUCCESS && n_cfg == 0)
     cg_why (why, why_len, CUDNN_STATUS_NOT_SUPPORTED,
         "engine heuristics: no engine configuration for this graph");
-  for (int64_t i = 0; st == CUDNN_STATUS_SUCCESS && i < n_cfg && !*plan; i++) {
+  for (int64_t i = 0; st == CUDNN_STATUS_SUCCESS && i < n_cfg && *n_plans < max_plans; i++) {
     cudnnBackendDescriptor_t p = NULL;
     int64_t need = 0, got = 0;
     cudnnStatus_t ps = cudnnBackendCreateDescriptor (CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &p);
@@ -286,8 +285,10 @@ gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
       ps = cudnnBackendGetAttribute (p, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
           CUDNN_TYPE_INT64, 1, &got, &need);
     if (ps == CUDNN_STATUS_SUCCESS && need >= 0 && (size_t) need <= ws_limit) {
-      *plan = p;
-      *ws = (size_t) need;
+      const int k = (*n_plans)++;
+      plans[k] = p;
+      ws[k] = (size_t) need;
+      engines[k] = -1;
       /* the engine's global index, for the log */
       cudnnBackendDescriptor_t eng = NULL;
       int64_t idx = -1, cnt = 0;
@@ -296,10 +297,10 @@ gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
             CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cnt, &eng) == CUDNN_STATUS_SUCCESS
             && cudnnBackendGetAttribute (eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
                 &cnt, &idx) == CUDNN_STATUS_SUCCESS)
-          *engine = (int) idx;
+          engines[k] = (int) idx;
         cudnnBackendDestroyDescriptor (eng);
       }
-      break;
+      continue;
     }
     if (ps == CUDNN_STATUS_SUCCESS)
       snprintf (why, why_len, "every engine configuration needs more than %zu bytes of workspace",
@@ -313,9 +314,24 @@ gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
     if (cfg[i])
       cudnnBackendDestroyDescriptor (cfg[i]);
   cudnnBackendDestroyDescriptor (heur);
-  if (st != CUDNN_STATUS_SUCCESS)
+  if (st != CUDNN_STATUS_SUCCESS) {
+    for (int k = 0; k < *n_plans; k++)
+      cudnnBackendDestroyDescriptor (plans[k]);
+    *n_plans = 0;
     return st;
-  return *plan ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+  }
+  return *n_plans ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
+}
+
+cudnnStatus_t
+gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
+    cudnnBackendDescriptor_t *plan, size_t *ws, int *engine, char *why, size_t why_len)
+{
+  int n = 0;
+  *plan = NULL;
+  *ws = 0;
+  *engine = -1;
+  return gpunet_cg_plans (g, handle, ws_limit, 1, plan, ws, engine, &n, why, why_len);
 }
 
 cudnnStatus_t

@@ -51,6 +51,11 @@ cudnnStatus_t gpunet_cg_graph_finalize (gpunet_cg_desc *g, cudnnHandle_t handle,
  * CUDNN_STATUS_NOT_SUPPORTED with a sentence in `why` when none does. */
 cudnnStatus_t gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
     cudnnBackendDescriptor_t *plan, size_t *ws, int *engine, char *why, size_t why_len);
+/* Up to max_plans such plans, in the heuristics' order (*n_plans of them in plans, ws,
+ * engines): the candidates nhwctune=on times. */
+cudnnStatus_t gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
+    int max_plans, cudnnBackendDescriptor_t *plans, size_t *ws, int *engines, int *n_plans,
+    char *why, size_t why_len);
 /* Runs the plan on the handle's stream: b and z NULL when the graph has no bias or
  * residual.  Builds a variant pack per call (host only; nothing blocks). */
 cudnnStatus_t gpunet_cg_execute (cudnnHandle_t handle, cudnnBackendDescriptor_t plan,

@@ -293,6 +293,7 @@ typedef struct {
   int nhwc_fill_blocks;     /* nhwcstrip=fill: the NHWC depthwise grids' target (4 blocks
                              * per SM), else 0 */
   int pdl;                  /* pdl=on on an sm_90+ device: run_layers sets gpunet_cuda_pdl */
+  int nhwc_tune;            /* nhwctune=on: time the first plans of each fused convolution */
 } gpunet_cuda_ctx;
 
 typedef struct {

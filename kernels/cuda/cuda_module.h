@@ -17,7 +17,7 @@ extern "C" {
 
 /* Bump when gpunet-types.h, backend.h, graph.h, ops.h or this header change
  * incompatibly; the public gpunet.h is not part of the module's ABI. */
-#define GPUNET_CUDA_ABI_VERSION 17  /* 2: backend.h gained classify_device; 3: set_precision;
+#define GPUNET_CUDA_ABI_VERSION 18  /* 2: backend.h gained classify_device; 3: set_precision;
                                      * 4: classify_host and the bench API;
                                      * 5: the bench API's forward_time;
                                      * 6: classify_device/_host take one plan per image;
@@ -34,7 +34,8 @@ extern "C" {
                                      * 14: gpunet_cuda_options.nhwc_pad;
                                      * 15: gpunet_cuda_options.nhwc_strip;
                                      * 16: gpunet_image.cuda_ready;
-                                     * 17: gpunet_cuda_options.pdl */
+                                     * 17: gpunet_cuda_options.pdl;
+                                     * 18: gpunet_cuda_options.nhwc_tune */
 
 /* The module's main entry: the backend table, or NULL with a sentence.  The engine passes
  * its ABI version and sizeof (gpunet_op) so a stale module is refused, not run. */
