@@ -97,7 +97,7 @@ for name, body in stubs.items():
     os.chmod(path, 0o755)
 quick = subprocess.run(["bash", "-c", "source <(sed -n '/^QUICK_STEPS=/,/\"$/p' \"$0\"); "
                         "echo $QUICK_STEPS", script], capture_output=True, text=True).stdout.split()
-check(len(quick) >= 10 and "selftest-quick" in quick and "bench-ab" in quick,
+check(len(quick) >= 10 and "selftest-quick" in quick,
       f"QUICK_STEPS read from the script: {quick}")
 p = subprocess.run(["bash", script, os.path.join(stub, "build"), os.path.join(stub, "logs")],
                    capture_output=True, text=True,
@@ -110,14 +110,33 @@ if os.path.exists(rows_path):
         step, result = line.split("\t")[:2]
         rows[step] = result
 check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
-      and rows.get("selftest-quick") == "ok" and rows.get("bench-ab") == "ok"
-      and "fused=2 0.750" in open(os.path.join(stub, "logs", "bench-ab.log")).read()
-      and rows.get("layers-nhwc") == "ok"
-      and "(1.000x)" in open(os.path.join(stub, "logs", "layers-nhwc.log")).read()
-      and rows.get("backend-ops") == "ok" and rows.get("backend-ops-all") == "ok"
+      and rows.get("selftest-quick") == "ok" and rows.get("backend-ops") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
       f"QUICK=1 with stubs: exit 0 and a row for each of its steps, no other: "
       f"{p.returncode} {rows} {p.stdout[-400:]!r}")
+
+# --- --profile options with the same stubs: the four steps, their measurements, no gates ---
+p = subprocess.run(["bash", script, "--profile", "options", os.path.join(stub, "build"),
+                    os.path.join(stub, "logs-options")], capture_output=True, text=True,
+                   env=dict(os.environ, NVIDIA_SMI=fake,
+                            PATH=os.path.join(stub, "bin") + os.pathsep + os.environ["PATH"]))
+rows = {}
+rows_path = os.path.join(stub, "logs-options", "rows.tsv")
+if os.path.exists(rows_path):
+    for line in open(rows_path):
+        step, result = line.split("\t")[:2]
+        rows[step] = result
+log = lambda name: open(os.path.join(stub, "logs-options", name + ".log")).read() \
+    if os.path.exists(os.path.join(stub, "logs-options", name + ".log")) else ""
+check(p.returncode == 0
+      and set(rows) == {"selftest-options", "bench-ab", "layers-nhwc", "backend-ops-all",
+                        "graph-capture"}
+      and all(r == "ok" for r in rows.values())
+      and "fused=2 0.750" in log("bench-ab") and "nhwc+nhwctune=on 0.750" in log("bench-ab")
+      and "(1.000x)" in log("layers-nhwc") and "cuda-all" in log("backend-ops-all")
+      and "gate-" not in p.stdout,
+      f"--profile options with stubs: its four steps ok, ratios and joins in their logs, "
+      f"no gates: {p.returncode} {rows} {p.stdout[-400:]!r}")
 
 # --- --profile short with stub tools: measurements, gates, the table, the budget ---
 pstub = os.path.join(tmp, "pstub")
