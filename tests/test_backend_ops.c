@@ -1120,6 +1120,18 @@ static void random_networks (void) { for (unsigned seed = 1; seed <= 3; seed++) 
 static void se_direct (void) { test_se_direct (cur_blk); }
 static void linear_direct (void) { test_linear_direct (cur_blk); }
 
+/* The op tests every backend runs: each op kind on its shapes, random networks. */
+static void
+run_backend_neutral (void)
+{
+  run ("conv2d", test_conv2d);
+  run ("dwconv2d", test_dwconv2d);
+  run ("residual", test_residual);
+  run ("se", test_se);
+  run ("pool_linear", test_pool_linear);
+  run ("random_network", random_networks);
+}
+
 /* The tests that are not about the CPU backend's own kernels, on the CUDA backend: fp32;
  * with `all`, also fp32 with pdl=on, fp16 (bound 1e-2, the self-test's), the NHWC network
  * in fp16 (cuda_fused 2), and that with nhwcpad, nhwcstrip, nhwctune and pdl on.  77 (a
@@ -1169,12 +1181,7 @@ run_cuda (int all)
     tol = passes[p].tol;
     printf ("# op tests on %s (%s) against the reference, bound %g\n", under_test->name,
         passes[p].name, tol);
-    run ("conv2d", test_conv2d);
-    run ("dwconv2d", test_dwconv2d);
-    run ("residual", test_residual);
-    run ("se", test_se);
-    run ("pool_linear", test_pool_linear);
-    run ("random_network", random_networks);
+    run_backend_neutral ();
     run ("golden", test_golden);
     run ("models", test_models);
   }
@@ -1224,12 +1231,7 @@ main (int argc, char **argv)
     }
     printf ("# op tests with block=%s%s\n", blocks[i],
         batch1_only ? " (no vector kernels for it on this CPU: batch 1 only)" : "");
-    run ("conv2d", test_conv2d);
-    run ("dwconv2d", test_dwconv2d);
-    run ("residual", test_residual);
-    run ("se", test_se);
-    run ("pool_linear", test_pool_linear);
-    run ("random_network", random_networks);
+    run_backend_neutral ();
     /* ours in both too: AVX-512 kernels on nChw16c, AVX2 ones on nChw8c */
     if (gpunet_wino_available (cur_blk)) {
       run ("own_winograd", test_own_winograd);

@@ -95,6 +95,14 @@ for name, body in stubs.items():
     with open(path, "w") as f:
         f.write("#!/bin/sh\n" + body + "\n")
     os.chmod(path, 0o755)
+def read_rows(logs):
+    """step -> result from a run's rows.tsv (empty when the run wrote none)"""
+    path = os.path.join(logs, "rows.tsv")
+    if not os.path.exists(path):
+        return {}
+    return {line.split("\t")[0]: line.split("\t")[1] for line in open(path) if "\t" in line}
+
+
 quick = subprocess.run(["bash", "-c", "source <(sed -n '/^QUICK_STEPS=/,/\"$/p' \"$0\"); "
                         "echo $QUICK_STEPS", script], capture_output=True, text=True).stdout.split()
 check(len(quick) >= 10 and "selftest-quick" in quick,
@@ -103,12 +111,7 @@ p = subprocess.run(["bash", script, os.path.join(stub, "build"), os.path.join(st
                    capture_output=True, text=True,
                    env=dict(os.environ, NVIDIA_SMI=fake, QUICK="1",
                             PATH=os.path.join(stub, "bin") + os.pathsep + os.environ["PATH"]))
-rows = {}
-rows_path = os.path.join(stub, "logs", "rows.tsv")
-if os.path.exists(rows_path):
-    for line in open(rows_path):
-        step, result = line.split("\t")[:2]
-        rows[step] = result
+rows = read_rows(os.path.join(stub, "logs"))
 check(p.returncode == 0 and all(q in rows for q in quick) and "graph-capture" in rows
       and rows.get("selftest-quick") == "ok" and rows.get("backend-ops") == "ok"
       and rows.get("streams") == "skip" and set(rows) - set(quick) == {"graph-capture"},
@@ -120,12 +123,7 @@ p = subprocess.run(["bash", script, "--profile", "options", os.path.join(stub, "
                     os.path.join(stub, "logs-options")], capture_output=True, text=True,
                    env=dict(os.environ, NVIDIA_SMI=fake,
                             PATH=os.path.join(stub, "bin") + os.pathsep + os.environ["PATH"]))
-rows = {}
-rows_path = os.path.join(stub, "logs-options", "rows.tsv")
-if os.path.exists(rows_path):
-    for line in open(rows_path):
-        step, result = line.split("\t")[:2]
-        rows[step] = result
+rows = read_rows(os.path.join(stub, "logs-options"))
 log = lambda name: open(os.path.join(stub, "logs-options", name + ".log")).read() \
     if os.path.exists(os.path.join(stub, "logs-options", name + ".log")) else ""
 check(p.returncode == 0
