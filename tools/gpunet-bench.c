@@ -330,37 +330,69 @@ cuda_hook (void *state, double *op_seconds, char **err)
   return cuda_bench->profile (state, op_seconds, err);
 }
 
-/* --ab: warmup passes of each state, then `runs` pairs, A then B in even pairs and B then A
- * in odd ones; a_times gets A's wall seconds.  Prints the ab_ line. */
+/* One side of an --ab pair: `state`'s time in seconds. */
+typedef struct {
+  const gpunet_backend *be;
+  const float *input;
+  float *logits;
+  int n, replays;
+} ab_ctx;
+
+/* Fast CPU backend: a whole forward pass, wall time. */
 static gpunet_status
-run_ab (const gpunet_backend *be, void *a, void *b, const char *spec, const float *input,
-    int n, float *logits, int warmup, int runs, double *a_times, char **err)
+ab_forward (const ab_ctx *c, void *state, double *s, char **err)
+{
+  const double t0 = now_s ();
+  gpunet_status st = c->be->forward (state, c->input, c->n, c->logits, NULL, NULL, err);
+  *s = now_s () - t0;
+  return st;
+}
+
+/* CUDA: the network alone, one group of `replays` graph replays (net_time, each call
+ * capturing its graph anew). */
+static gpunet_status
+ab_net (const ab_ctx *c, void *state, double *s, char **err)
+{
+  double ms = 0.0;
+  gpunet_status st = cuda_bench->net_time (state, c->n, 1, c->replays, &ms, err);
+  *s = 1e-3 * ms;
+  return st;
+}
+
+/* --ab: warmup passes of each state (none with a side that warms up itself), then `runs`
+ * pairs, A then B in even pairs and B then A in odd ones; a_times gets A's seconds.
+ * Prints the ab_ line (`timing` names the side when it is not wall time). */
+static gpunet_status
+run_ab (gpunet_status (*side) (const ab_ctx *, void *, double *, char **), const ab_ctx *c,
+    void *a, void *b, const char *spec, const char *timing, int warmup, int runs,
+    double *a_times, char **err)
 {
   double *bt = malloc (sizeof (double) * (size_t) runs);
   double *ratio = malloc (sizeof (double) * (size_t) runs);
   gpunet_status st = bt && ratio ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
   if (st != GPUNET_OK)
     fprintf (stderr, "gpunet-bench: out of memory\n");
+  double unused;
   for (int i = 0; i < warmup && st == GPUNET_OK; i++) {
-    st = be->forward (a, input, n, logits, NULL, NULL, err);
+    st = side (c, a, &unused, err);
     if (st == GPUNET_OK)
-      st = be->forward (b, input, n, logits, NULL, NULL, err);
+      st = side (c, b, &unused, err);
   }
   for (int r = 0; r < runs && st == GPUNET_OK; r++)
     for (int k = 0; k < 2 && st == GPUNET_OK; k++) {
       const int is_b = (r + k) % 2;   /* AB, BA, AB, ... */
-      const double t0 = now_s ();
-      st = be->forward (is_b ? b : a, input, n, logits, NULL, NULL, err);
-      (is_b ? bt : a_times)[r] = now_s () - t0;
+      st = side (c, is_b ? b : a, is_b ? &bt[r] : &a_times[r], err);
     }
   if (st == GPUNET_OK) {
     for (int r = 0; r < runs; r++)
       ratio[r] = bt[r] / a_times[r];
     /* median () sorts: the caller's summary reads a_times in any order */
     const double rm = median (ratio, runs);
-    printf ("ab_pairs=%d spec=%s a_median_ms=%.3f b_median_ms=%.3f b_over_a=%.3f q25=%.3f "
-        "q75=%.3f\n", runs, spec, 1e3 * median (a_times, runs), 1e3 * median (bt, runs),
-        rm, ratio[runs / 4], ratio[(3 * runs) / 4]);
+    const int digits = timing ? 4 : 3;   /* GPU network times: tenths of microseconds */
+    printf ("ab_pairs=%d spec=%s%s%s a_median_ms=%.*f b_median_ms=%.*f b_over_a=%.3f q25=%.3f "
+        "q75=%.3f\n", runs, spec, timing ? " timing=" : "", timing ? timing : "", digits,
+        1e3 * median (a_times, runs), digits, 1e3 * median (bt, runs), rm, ratio[runs / 4],
+        ratio[(3 * runs) / 4]);
   }
   free (bt);
   free (ratio);
@@ -394,37 +426,6 @@ cuda_ab_apply (gpunet_session_params *p, const char *spec, char **err)
     item = end ? end + 1 : NULL;
   }
   return gpunet_cuda_options_parse (&p->cuda, rest, "--ab", err);
-}
-
-/* --ab on CUDA: `runs` pairs of the network alone timed as graph replays (net_time: one
- * group of `replays`, each call capturing its graph anew), A then B in even pairs and B
- * then A in odd ones.  Prints the ab_ line (timing=gpu_net). */
-static gpunet_status
-run_ab_cuda (void *a, void *b, const char *spec, int n, int runs, int replays, char **err)
-{
-  double *at = malloc (sizeof (double) * (size_t) runs);
-  double *bt = malloc (sizeof (double) * (size_t) runs);
-  double *ratio = malloc (sizeof (double) * (size_t) runs);
-  gpunet_status st = at && bt && ratio ? GPUNET_OK : GPUNET_ERR_NO_MEMORY;
-  if (st != GPUNET_OK)
-    fprintf (stderr, "gpunet-bench: out of memory\n");
-  for (int r = 0; r < runs && st == GPUNET_OK; r++)
-    for (int k = 0; k < 2 && st == GPUNET_OK; k++) {
-      const int is_b = (r + k) % 2;   /* AB, BA, AB, ... */
-      st = cuda_bench->net_time (is_b ? b : a, n, 1, replays, is_b ? &bt[r] : &at[r], err);
-    }
-  if (st == GPUNET_OK) {
-    for (int r = 0; r < runs; r++)
-      ratio[r] = bt[r] / at[r];
-    const double rm = median (ratio, runs);
-    printf ("ab_pairs=%d spec=%s timing=gpu_net a_median_ms=%.4f b_median_ms=%.4f "
-        "b_over_a=%.3f q25=%.3f q75=%.3f\n", runs, spec, median (at, runs), median (bt, runs),
-        rm, ratio[runs / 4], ratio[(3 * runs) / 4]);
-  }
-  free (at);
-  free (bt);
-  free (ratio);
-  return st;
 }
 
 /* Batches 1, 2, 4, ... 64, each on a state planned for exactly that batch; one line each.
@@ -826,12 +827,14 @@ main (int argc, char **argv)
       goto done;
     }
   } else if (state_b && is_cuda) {
-    st = run_ab_cuda (state, state_b, ab_spec, batch, runs, net_replays, &err);
+    const ab_ctx c = { be, input, logits, batch, net_replays };
+    st = run_ab (ab_net, &c, state, state_b, ab_spec, "gpu_net", 0, runs, times, &err);
     if (st == GPUNET_OK)   /* A's whole passes for the lines below */
       st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
     be->destroy (state_b);
   } else if (state_b) {
-    st = run_ab (be, state, state_b, ab_spec, input, batch, logits, warmup, runs, times, &err);
+    const ab_ctx c = { be, input, logits, batch, 0 };
+    st = run_ab (ab_forward, &c, state, state_b, ab_spec, NULL, warmup, runs, times, &err);
     be->destroy (state_b);
   } else
     st = run_forward (be, state, input, batch, logits, warmup, runs, times, gpu_times, &err);
