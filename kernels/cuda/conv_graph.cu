@@ -226,8 +226,8 @@ gpunet_cg_graph_finalize (gpunet_cg_desc *g, cudnnHandle_t handle, char *why, si
   return CUDNN_STATUS_SUCCESS;
 }
 
-/* Execution plans of the heuristics' ranked configurations, the first that finalizes
- * with at most ws_limit bytes of workspace.  *plan stays NULL when none does. */
+/* Execution plans of the heuristics' ranked configurations, the first max_plans that
+ * finalize with at most ws_limit bytes of workspace.  *n_plans is 0 when none does. */
 cudnnStatus_t
 gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit, int max_plans,
     cudnnBackendDescriptor_t *plans, size_t *ws, int *engines, int *n_plans, char *why,
@@ -321,17 +321,6 @@ gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit, int m
     return st;
   }
   return *n_plans ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_NOT_SUPPORTED;
-}
-
-cudnnStatus_t
-gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
-    cudnnBackendDescriptor_t *plan, size_t *ws, int *engine, char *why, size_t why_len)
-{
-  int n = 0;
-  *plan = NULL;
-  *ws = 0;
-  *engine = -1;
-  return gpunet_cg_plans (g, handle, ws_limit, 1, plan, ws, engine, &n, why, why_len);
 }
 
 cudnnStatus_t

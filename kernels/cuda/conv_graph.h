@@ -45,14 +45,12 @@ cudnnStatus_t gpunet_cg_desc_build (gpunet_cg_desc *g, const gpunet_cg_shape *sh
 /* Creates and finalizes the operation graph on `handle`. */
 cudnnStatus_t gpunet_cg_graph_finalize (gpunet_cg_desc *g, cudnnHandle_t handle, char *why,
     size_t why_len);
-/* The first ranked engine configuration (heuristics mode A) whose execution plan
- * finalizes with at most ws_limit bytes of workspace: *plan (destroy it with
- * cudnnBackendDestroyDescriptor), its workspace and the engine's global index.
- * CUDNN_STATUS_NOT_SUPPORTED with a sentence in `why` when none does. */
-cudnnStatus_t gpunet_cg_plan (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
-    cudnnBackendDescriptor_t *plan, size_t *ws, int *engine, char *why, size_t why_len);
-/* Up to max_plans such plans, in the heuristics' order (*n_plans of them in plans, ws,
- * engines): the candidates nhwctune=on times. */
+/* The ranked engine configurations (heuristics mode A) whose execution plans finalize
+ * with at most ws_limit bytes of workspace, the first max_plans of them in order:
+ * *n_plans plans (destroy each with cudnnBackendDestroyDescriptor), their workspaces and
+ * the engines' global indices (-1 where unknown).  max_plans 1 is the plain choice,
+ * more the candidates nhwctune=on times.  CUDNN_STATUS_NOT_SUPPORTED with a sentence in
+ * `why` when none does. */
 cudnnStatus_t gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t ws_limit,
     int max_plans, cudnnBackendDescriptor_t *plans, size_t *ws, int *engines, int *n_plans,
     char *why, size_t why_len);
