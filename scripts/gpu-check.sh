@@ -17,7 +17,7 @@
 #   bench            batch-1 latency of MODELS in fp16 and fp32 (gpunet-bench), compared
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
 #   bench-ab         every model fp16: the NHWC network against the default, each of its
-#                    options (nhwcpad, nhwcstrip) and pdl=on against without (--ab pairs;
+#                    options (nhwcpad, nhwcstrip, nhwctune) and pdl=on against without (--ab pairs;
 #                    AB_SPECS lists them)
 #   layers-nhwc      per-op GPU times of LAYER_MODELS (GPUNet-2, P1, D1): the default path
 #                    against the NHWC network, and that against it with nhwcpad and nhwcstrip
@@ -334,8 +334,8 @@ bench () {
 # the opt-in fused path (issue 33) against the default, same build and run
 # the mechanisms that stay only on a measured gain, each against its absence in one
 # process, alternating pairs of the network alone (gpunet-bench --ab): the NHWC network
-# against the default path, its options (nhwcpad, nhwcstrip) against the NHWC network
-# without them, pdl=on on both paths
+# against the default path, its options (nhwcpad, nhwcstrip, nhwctune) against the NHWC
+# network without them, pdl=on on both paths
 bench_ab () {
   local m spec base r row sum="" bad=0
   for m in $MODELS; do
@@ -357,7 +357,7 @@ bench_ab () {
 # where the NHWC network loses: per-op GPU times of the default path and of the NHWC
 # network (and with its options on), joined op by op (gpu_check_lib.py layers)
 layers_nhwc () {
-  local m v out sum="" bad=0
+  local m v opts out sum="" bad=0
   for m in $LAYER_MODELS; do
     for v in default nhwc nhwc-options; do
       case $v in default) opts="" ;; nhwc) opts="--cuda-fused" ;;
@@ -367,10 +367,11 @@ layers_nhwc () {
         || { echo "FAILED: $m $v: $(tail -n 1 "$W/layers-$m-$v.txt")"; bad=1; }
     done
     echo "--- $m: default (A) against the NHWC network (B)"
-    $LIB layers "$W/layers-$m-default.txt" "$W/layers-$m-nhwc.txt" || bad=1
+    out=$($LIB layers "$W/layers-$m-default.txt" "$W/layers-$m-nhwc.txt") || bad=1
+    echo "$out"
     echo "--- $m: the NHWC network (A) against it with nhwcpad=on,nhwcstrip=fill (B)"
     $LIB layers "$W/layers-$m-nhwc.txt" "$W/layers-$m-nhwc-options.txt" || bad=1
-    sum="$sum $m $($LIB layers "$W/layers-$m-default.txt" "$W/layers-$m-nhwc.txt" 2>/dev/null | sed -n 's/^total: .*(\(.*\))$/\1/p')"
+    sum="$sum $m $(echo "$out" | sed -n 's/^total: .*(\(.*\))$/\1/p')"
   done
   echo "detail: NHWC over default, sum of per-op GPU medians:$sum (the ops in the log)"
   [ $bad = 0 ]
@@ -380,13 +381,13 @@ step selftest 1800 selftest
 # the op harness on CUDA (a few seconds of host time): its pass on a GPU is what lets
 # the self-test's single-op checks it covers be trimmed (docs/cuda.md)
 step backend-ops 90 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built (a build with -Dtests=true and oneDNN)"; exit 77; }; "$ops" cuda && echo "detail: op kinds, random networks, golden and fixture networks on CUDA (fp32) against cpu-ref: passed"'
-# the same in fp16, on the NHWC network and with nhwcpad, nhwcstrip and pdl on
+# the same in fp16, on the NHWC network and with nhwcpad, nhwcstrip, nhwctune and pdl on
 step backend-ops-all 600 'ops=$TOOLS/../tests/test_backend_ops; [ -x "$ops" ] || { echo "detail: skipped: $ops not built"; exit 77; }; "$ops" cuda-all && echo "detail: the op harness in fp32, fp32+pdl, fp16, fp16 NHWC and fp16 NHWC with its options, against cpu-ref: passed"'
 step selftest-quick 600 '"$TOOLS/gpunet-selftest" --precision all --batch 4 && GPUNET_CUDA=graphs=off "$TOOLS/gpunet-selftest" --model gpunet-0 --precision all --batch 1 && echo "detail: every model, fp32 + fp16 (+fused), batch 4 with graphs; GPUNet-0 at batch 1 plain: passed"'
 step selftest-dw-direct 300 'GPUNET_CUDA=dwconv=direct "$TOOLS/gpunet-selftest" --precision all'
 # the options that wait on a measurement, all on: the NHWC network's padded channels,
 # filling strips and tuned plans, programmatic dependent launch
-step selftest-options 600 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,nhwctune=on,pdl=on "$TOOLS/gpunet-selftest" --precision all --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp32 and fp16, default and NHWC paths with pdl, padded channels and filling strips (batch 4); NHWC with filling strips and pdl at batch 1: passed"'
+step selftest-options 600 'GPUNET_CUDA=nhwcpad=on,nhwcstrip=fill,nhwctune=on,pdl=on "$TOOLS/gpunet-selftest" --precision all --batch 4 --fused 2 && GPUNET_CUDA=nhwcstrip=fill,pdl=on "$TOOLS/gpunet-selftest" --precision fp16 --batch 1 --fused 2 && echo "detail: every model, fp32 and fp16, default and NHWC paths with pdl, padded channels, filling strips and tuned plans (batch 4); NHWC with filling strips and pdl at batch 1: passed"'
 step memcheck 1800 'sanitize memcheck'
 step racecheck 2400 'sanitize racecheck'
 step synccheck 1800 'sanitize synccheck'
