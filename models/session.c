@@ -135,11 +135,6 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
   if (!source)
     source = "CUDA options";
   const size_t n_pairs = sizeof cuda_pairs / sizeof cuda_pairs[0];
-  char valid[256] = "";
-  for (size_t i = 0; i < n_pairs; i++) {
-    strcat (valid, i ? ", " : "");
-    strcat (valid, cuda_pairs[i].pair);
-  }
   gpunet_cuda_options o = *options;
   for (const char *item = spec; item && *item;) {
     const char *end = strchr (item, ',');
@@ -148,10 +143,16 @@ gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec, const
     while (i < n_pairs && !(strlen (cuda_pairs[i].pair) == len
         && !strncmp (cuda_pairs[i].pair, item, len)))
       i++;
-    if (i == n_pairs)
+    if (i == n_pairs) {
+      char valid[256] = "";
+      for (size_t j = 0; j < n_pairs; j++) {
+        strcat (valid, j ? ", " : "");
+        strcat (valid, cuda_pairs[j].pair);
+      }
       return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT, "%s: '%.*s' is not one of "
           "%s (for example %s%sgraphs=off)", source, len > 64 ? 64 : (int) len, item, valid,
           source, source[0] == '-' ? " " : "=");
+    }
     *(int *) ((char *) &o + cuda_pairs[i].field) = cuda_pairs[i].value;
     item = end ? end + 1 : NULL;
   }
