@@ -18,7 +18,9 @@
 #                    with the "Latency, batch 1" table of docs/cuda.md: > 10 % slower fails
 #   bench-ab         every model fp16: the NHWC network against the default, each of its
 #                    options (nhwcpad, nhwcstrip, nhwctune) and pdl=on against without (--ab pairs;
-#                    AB_SPECS lists them)
+#                    AB_SPECS lists them); a run that would pass the step's limit is not
+#                    started (AB_RUN_S: the seconds assumed for the first, default 30), and
+#                    the detail says how many of the runs were measured
 #   layers-nhwc      per-op GPU times of LAYER_MODELS (GPUNet-2, P1, D1): the default path
 #                    against the NHWC network, and that against it with nhwcpad and nhwcstrip
 #   bench-sweep      batch sweep and per-op times of gpunet-0
@@ -52,8 +54,9 @@
 #   (streams runs the decoders alone and the shared engine only, 2 rounds)
 #   then one PASS/FAIL row per target (gpu_check_lib.py profile) and the markdown table
 #   for docs/cuda.md, LOG_DIR/profile.md, printed last.
-# --profile options: selftest-options, bench-ab, layers-nhwc, backend-ops-all in at most
-# 540 s (no gates: the A/B ratios and per-op tables are the result).
+# --profile options: bench-ab, selftest-options, layers-nhwc, backend-ops-all in at most
+# PROFILE_BUDGET_S = 540 s (no gates: the A/B ratios and per-op tables are the result);
+# after --profile short in a 15-minute lease, set PROFILE_BUDGET_S to what is left.
 # Usage: scripts/gpu-check.sh [--profile short|options] [BUILD_DIR [LOG_DIR]]  (defaults: build, gpu-logs)
 #   env STEPS (a subset of the names above), QUICK=1 (the short set, QUICK_STEPS below),
 #       MODELS (latency runs; default all seven),
@@ -91,10 +94,10 @@ QUICK_STEPS="backend-ops selftest-quick bench pipeline streams element-batch ele
   synccheck
   pytorch cpu-threads"
 # --profile short: the claims of docs/cuda.md in at most PROFILE_BUDGET_S (8 minutes);
-# --profile options: the mechanisms that wait on a measurement (correct with all of them
-# on, each one's A/B, where the NHWC network loses), in at most 9 minutes
+# --profile options: the mechanisms that wait on a measurement (each one's A/B first, then
+# correct with all of them on, where the NHWC network loses), in at most 9 minutes
 if [ "$PROFILE" = options ]; then
-  PROFILE_STEPS="selftest-options bench-ab layers-nhwc backend-ops-all"
+  PROFILE_STEPS="bench-ab selftest-options layers-nhwc backend-ops-all"
   PROFILE_BUDGET_S=${PROFILE_BUDGET_S:-540}
 else
   PROFILE_STEPS="graph-nodes throughput latency backend-ops selftest-quick streams"
@@ -177,7 +180,7 @@ step () {
   echo "    $result: $detail"
 }
 export TOOLS W LOGS LIB PYTHON ROOT MODELS SOAK_MIN SOAK_EVERY NVIDIA_SMI PROF TORCH_BASELINE \
-  BENCH_EXTRA BENCH_ALT ROUNDS PROFILE AB_SPECS LAYER_MODELS
+  BENCH_EXTRA BENCH_ALT ROUNDS PROFILE AB_SPECS AB_RUN_S LAYER_MODELS
 
 # --- inputs: random gpunet-0 weights, a 1080p H.264 MP4 (300 frames), and a byte-stream
 # that switches from 640x360 to 1280x720 after 60 frames
@@ -337,21 +340,28 @@ bench () {
 # against the default path, its options (nhwcpad, nhwcstrip, nhwctune) against the NHWC
 # network without them, pdl=on on both paths
 bench_ab () {
-  local m spec base r row sum="" bad=0
+  local m spec base r row sum="" bad=0 t0 longest=${AB_RUN_S:-30} done=0 cut=""
+  local total=$(( $(echo $MODELS | wc -w) * $(echo "$AB_SPECS" | tr '|' ' ' | wc -w) ))
   for m in $MODELS; do
     row=""
     for spec in $(echo "$AB_SPECS" | tr '|' ' '); do
+      # a run that would pass the step's limit is not started: what was measured stays
+      if [ $((SECONDS + longest + 5)) -gt "${STEP_LIMIT:-900}" ]; then cut=1; break 2; fi
       base=""; case $spec in :*) base="--cuda-fused"; spec=${spec#:} ;; esac
+      t0=$SECONDS
       r=$("$TOOLS/gpunet-bench" --model $m --backend cuda --precision fp16 --preprocess-runs 0 \
         --runs 20 --warmup 2 --net-groups 0 --no-peak $base --ab $spec 2>&1 | tee -a "$W/ab.txt" | bench_kv b_over_a)
+      [ $((SECONDS - t0)) -gt $longest ] && longest=$((SECONDS - t0))
+      done=$((done + 1))
       [ -n "$r" ] || { echo "FAILED: $m ${base:+$base }--ab $spec: no b_over_a= line ($W/ab.txt)"; bad=1; r="-"; }
       row="$row ${base:+nhwc+}$spec $r"
     done
     echo "$m fp16 batch 1:$row"
     sum="$sum $m:$row;"
   done
-  [ -n "$sum" ] && [ -n "$AB_SPECS" ] || { echo "detail: FAIL: nothing measured (MODELS '$MODELS', AB_SPECS '$AB_SPECS')"; return 1; }
-  echo "detail: B / A network-alone time, median of 20 alternating pairs (nhwc+X: on the NHWC network):$sum"
+  [ -n "$cut" ] && [ -n "$row" ] && echo "$m fp16 batch 1:$row (cut)" && sum="$sum $m:$row;"
+  [ $done -gt 0 ] || { echo "detail: FAIL: nothing measured (MODELS '$MODELS', AB_SPECS '$AB_SPECS', limit ${STEP_LIMIT:-900} s)"; return 1; }
+  echo "detail: B / A network-alone time, median of 20 alternating pairs (nhwc+X: on the NHWC network)${cut:+, $done of $total runs within the step limit}:$sum"
   [ $bad = 0 ]
 }
 # where the NHWC network loses: per-op GPU times of the default path and of the NHWC

@@ -73,7 +73,7 @@ stubs = {
     # a latency line for bench, an A/B line for bench-ab, thread lines for cpu-threads
     "build/tools/gpunet-bench": "case \"$*\" in *--threads*) for t in 1 2 4 8 16; do "
     "echo \"model=stub batch=1 threads=$t median_ms=1.0 min_ms=1.0\"; done ;; "
-    "*--ab*) echo 'ab_pairs=20 spec=stub timing=gpu_net a_median_ms=0.4 b_median_ms=0.3 "
+    "*--ab*) [ -n \"$STUB_AB_SLEEP\" ] && sleep $STUB_AB_SLEEP; echo 'ab_pairs=20 spec=stub timing=gpu_net a_median_ms=0.4 b_median_ms=0.3 "
     "b_over_a=0.750 q25=0.700 q75=0.800' ;; "
     "*--per-layer*) echo 'op   block kind     shape (in -> out)    ms  GFLOP/s  MB'; "
     "echo '0    0     conv2d   3x8x8 -> 8x4x4    0.0100  1.0  0.100'; "
@@ -135,6 +135,26 @@ check(p.returncode == 0
       and "gate-" not in p.stdout,
       f"--profile options with stubs: its four steps ok, ratios and joins in their logs, "
       f"no gates: {p.returncode} {rows} {p.stdout[-400:]!r}")
+
+# bench-ab under a short budget: the runs that would pass the step's limit are not started,
+# what was measured is kept and the detail says how much (4 s a run, about 24 s of limit;
+# a model cut part way shows its row marked "(cut)")
+p = subprocess.run(["bash", script, "--profile", "options", os.path.join(stub, "build"),
+                    os.path.join(stub, "logs-ab-cut")], capture_output=True, text=True,
+                   env=dict(os.environ, NVIDIA_SMI=fake, STEPS="bench-ab", PROFILE_BUDGET_S="40",
+                            AB_RUN_S="1", STUB_AB_SLEEP="4",
+                            PATH=os.path.join(stub, "bin") + os.pathsep + os.environ["PATH"]))
+rows = read_rows(os.path.join(stub, "logs-ab-cut"))
+abl = open(os.path.join(stub, "logs-ab-cut", "bench-ab.log")).read() \
+    if os.path.exists(os.path.join(stub, "logs-ab-cut", "bench-ab.log")) else ""
+abt = os.path.join(stub, "logs-ab-cut", "work", "ab.txt")
+measured = open(abt).read().count("b_over_a=") if os.path.exists(abt) else 0
+check(p.returncode == 0 and rows.get("bench-ab") == "ok" and 2 <= measured < 42
+      and f"{measured} of 42 runs within the step limit" in abl
+      and ("(cut)" in abl) == (measured % 6 != 0)
+      and "over its" not in abl,
+      f"bench-ab cut by its limit: ok with {measured} of 42 runs kept and named: "
+      f"{p.returncode} {rows} {abl[-600:]!r}")
 
 # --- --profile short with stub tools: measurements, gates, the table, the budget ---
 pstub = os.path.join(tmp, "pstub")
