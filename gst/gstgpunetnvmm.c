@@ -314,6 +314,12 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
     guint64 row, rows, pitch = p.planeParams.pitch[k];
 
     plane_extent (img->format, k, p.width, p.height, &row, &rows);
+    if (pitch > (guint64) G_MAXINT) {
+      *error = g_strdup_printf ("NvBufSurface.surfaceList[%u].planeParams.pitch"
+          "[%u] is %" G_GUINT64_FORMAT " bytes: too large (at most %d)", i, k,
+          pitch, G_MAXINT);
+      return FALSE;
+    }
     if (pitch < row) {
       *error = g_strdup_printf ("NvBufSurface.surfaceList[%u].planeParams.pitch"
           "[%u] is %" G_GUINT64_FORMAT " bytes, less than a row of the %ux%u "
@@ -334,10 +340,9 @@ read_surface (GstGpunetNvmm * nv, const guint8 * list, guint i,
         (const uint8_t *) p.dataPtr + p.planeParams.offset[k];
     img->strides[k] = (int) pitch;
   }
-  if (p.width > G_MAXINT / 4 || p.height > G_MAXINT / 4 || p.planeParams.pitch[0]
-      > (guint) G_MAXINT) {
-    *error = g_strdup_printf ("NvBufSurface.surfaceList[%u] is %ux%u, pitch %u: "
-        "too large", i, p.width, p.height, p.planeParams.pitch[0]);
+  if (p.width > G_MAXINT / 4 || p.height > G_MAXINT / 4) {
+    *error = g_strdup_printf ("NvBufSurface.surfaceList[%u] is %ux%u: too large",
+        i, p.width, p.height);
     return FALSE;
   }
   img->width = (int) p.width;

@@ -165,6 +165,7 @@ typedef struct
   gboolean null_data;
   guint num_planes;             /* 0: the format's */
   guint short_by;               /* dataSize this much too small */
+  guint chroma_pitch;           /* NV12's planeParams.pitch[1]; 0: pitch */
 } Surf;
 
 typedef struct
@@ -238,6 +239,8 @@ forge (guint stride, guint batch_size, guint n, gint mem_type, guint gpu,
     p.dataPtr = s[i].null_data ? NULL : fg->data[i];
     p.planeParams.num_planes = s[i].num_planes ? s[i].num_planes : nv12 ? 2 : 1;
     p.planeParams.pitch[0] = p.planeParams.pitch[1] = s[i].pitch;
+    if (s[i].chroma_pitch)
+      p.planeParams.pitch[1] = s[i].chroma_pitch;
     p.planeParams.offset[1] = s[i].pitch * s[i].height;
     p.planeParams.width[0] = s[i].width;
     p.planeParams.height[0] = s[i].height;
@@ -256,8 +259,8 @@ forge (guint stride, guint batch_size, guint n, gint mem_type, guint gpu,
   return buf;
 }
 
-static const Surf rgba0 = { GPUNET_NVBUF_COLOR_RGBA, W, H, W * 4 + 64, 1, FALSE, 0, 0 };
-static const Surf rgba1 = { GPUNET_NVBUF_COLOR_RGBA, W, H, W * 4, 2, FALSE, 0, 0 };
+static const Surf rgba0 = { GPUNET_NVBUF_COLOR_RGBA, W, H, W * 4 + 64, 1, FALSE, 0, 0, 0 };
+static const Surf rgba1 = { GPUNET_NVBUF_COLOR_RGBA, W, H, W * 4, 2, FALSE, 0, 0, 0 };
 
 #define NVMM_CAPS(fmt) "video/x-raw(memory:NVMM),format=" fmt \
   ",width=64,height=48,framerate=25/1"
@@ -736,7 +739,7 @@ GST_END_TEST;
 GST_START_TEST (test_primary_nv12_no_batch_meta)
 {
   GstHarness *h = harness_for (make_classify (NULL), NVMM_CAPS ("NV12"));
-  Surf s = { GPUNET_NVBUF_COLOR_NV12, W, H, 128, 3, FALSE, 0, 0 };
+  Surf s = { GPUNET_NVBUF_COLOR_NV12, W, H, 128, 3, FALSE, 0, 0, 0 };
   GstBuffer *out;
 
   load_ds ();
@@ -1287,6 +1290,14 @@ GST_START_TEST (test_bad_surfaces)
   s.num_planes = 3;
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &s, 64),
       NULL, NULL, "planeParams.num_planes", "is 3");
+  {
+    /* NV12 two rows high: its one chroma row fits dataSize whatever its pitch, so
+     * a pitch past G_MAXINT must be refused by its own check, not made a negative
+     * stride */
+    Surf nv = { GPUNET_NVBUF_COLOR_NV12, W, 2, 128, 3, FALSE, 0, 0, 0x80000000u };
+    expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &nv, 64),
+        NULL, NULL, "surfaceList[0]", "2147483648");
+  }
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 1, &rgba0,
           64), "device-id", "0", "gpuId is 1", "device 0");
   expect_surface_error (forge (416, 1, 1, GPUNET_NVBUF_MEM_CUDA_DEVICE, 0,
