@@ -74,5 +74,21 @@ main (void)
   CHECK (gpunet_cg_n_ops (0, GPUNET_CG_ACT_NONE, 0) == 1);
   CHECK (gpunet_cg_n_ops (1, GPUNET_CG_ACT_SWISH, 1) == 4);
   CHECK (gpunet_cg_n_ops (1, GPUNET_CG_ACT_NONE, 1) == 3);
+  /* nhwctune=on's pick: the fastest candidate that ran; a failed one is never kept */
+  {
+    const int all[4] = { 1, 1, 1, 1 }, first_failed[4] = { 0, 1, 1, 1 },
+        none[4] = { 0, 0, 0, 0 }, only_last[4] = { 0, 0, 0, 1 };
+    const float ms[4] = { 0.5f, 0.3f, 0.4f, 0.3f }, first_fast[4] = { 0.1f, 0.3f, 0.4f, 0.2f };
+    CHECK (gpunet_cg_tune_best (all, ms, 4) == 1);            /* the earlier of a tie */
+    CHECK (gpunet_cg_tune_best (all, first_fast, 4) == 0);
+    CHECK_MSG (gpunet_cg_tune_best (first_failed, ms, 4) == 1, "picked %d",
+        gpunet_cg_tune_best (first_failed, ms, 4));
+    CHECK_MSG (gpunet_cg_tune_best (first_failed, first_fast, 4) == 3, "picked %d",
+        gpunet_cg_tune_best (first_failed, first_fast, 4));
+    CHECK (gpunet_cg_tune_best (only_last, ms, 4) == 3);
+    CHECK_MSG (gpunet_cg_tune_best (none, ms, 4) == -1, "picked %d with none run",
+        gpunet_cg_tune_best (none, ms, 4));
+    CHECK (gpunet_cg_tune_best (all, ms, 1) == 0);
+  }
   return check_report ();
 }

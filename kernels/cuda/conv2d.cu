@@ -45,7 +45,9 @@ describe (gpunet_cuda_layer *l, int n, const char *name, char **error_text)
 /* nhwctune=on: the fastest of the candidate plans for layer l at n images, each run
  * GPUNET_CG_TUNE_RUNS times after one untimed run on scratch tensors of the layer's shapes
  * (the layer's own weights); the kernels' time does not depend on the values.  Returns
- * its index, 0 (the heuristics' first) when timing fails, with `why` saying so. */
+ * its index (gpunet_cg_tune_best: a candidate cuDNN failed to run is never kept), 0 (the
+ * heuristics' first) when the timing itself fails, -1 when no candidate ran; `why` says
+ * what failed. */
 enum { GPUNET_CG_TUNE_PLANS = 4, GPUNET_CG_TUNE_RUNS = 5 };
 
 static int
@@ -61,8 +63,10 @@ tune_pick (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, cudnnBackendDescri
     wsb = ws[i] > wsb ? ws[i] : wsb;
   void *x = NULL, *y = NULL, *z = NULL, *work = NULL;
   cudaEvent_t ev[2] = { NULL, NULL };
-  int best = 0;
-  float best_ms = 0.0f;
+  int ran[GPUNET_CG_TUNE_PLANS] = { 0 };
+  float times[GPUNET_CG_TUNE_PLANS] = { 0.0f };
+  if (n_plans > GPUNET_CG_TUNE_PLANS)
+    n_plans = GPUNET_CG_TUNE_PLANS;
   cudaError_t e = cudaMalloc (&x, xb);
   if (e == cudaSuccess)
     e = cudaMalloc (&y, yb);
@@ -86,23 +90,22 @@ tune_pick (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, cudnnBackendDescri
       e = cudaEventRecord (ev[1], ctx->stream);
     if (ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess)
       e = cudaEventSynchronize (ev[1]);
-    float ms = 0.0f;
     if (ds == CUDNN_STATUS_SUCCESS && e == cudaSuccess)
-      e = cudaEventElapsedTime (&ms, ev[0], ev[1]);
+      e = cudaEventElapsedTime (&times[i], ev[0], ev[1]);
     if (ds != CUDNN_STATUS_SUCCESS) {
       snprintf (why, why_len, "tuning: candidate %d failed (%s)", i, cudnnGetErrorString (ds));
       continue;   /* that candidate is out; the others are still timed */
     }
-    if (e == cudaSuccess && (i == 0 || ms < best_ms)) {
-      best = i;
-      best_ms = ms;
-    }
+    ran[i] = e == cudaSuccess;
   }
+  int best = gpunet_cg_tune_best (ran, times, n_plans);
   if (e != cudaSuccess) {
     snprintf (why, why_len, "tuning failed (%s): the heuristics' first plan is kept",
         cudaGetErrorString (e));
     best = 0;
     cudaGetLastError ();   /* not sticky: the session goes on */
+  } else if (best < 0) {
+    snprintf (why, why_len, "tuning: none of the %d candidate plans ran", n_plans);
   }
   cudaStreamSynchronize (ctx->stream);
   for (int i = 0; i < 2; i++)
@@ -158,7 +161,7 @@ graph_try (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, size_t ws_limit, s
   char tune_why[160] = "";
   const int pick = n_plans > 1 ? tune_pick (ctx, l, n, plans, pws, n_plans, tune_why,
       sizeof tune_why) : 0;
-  if (tune_why[0]) {
+  if (tune_why[0] && pick >= 0) {   /* else the caller reports the refusal */
     char name[128];
     gpunet_cuda_op_name (l->op, l->index, name, sizeof name);
     fprintf (stderr, "gpunet-cuda: %s at batch %d: %s\n", name, n, tune_why);
@@ -166,6 +169,11 @@ graph_try (gpunet_cuda_ctx *ctx, gpunet_cuda_layer *l, int n, size_t ws_limit, s
   for (int i = 0; i < n_plans; i++)
     if (i != pick)
       cudnnBackendDestroyDescriptor (plans[i]);
+  if (pick < 0) {
+    /* every candidate failed to run: the layer takes the legacy call at this batch */
+    snprintf (why, why_len, "%s", tune_why);
+    return 0;
+  }
   l->gplan[n] = plans[pick];
   *ws = pws[pick];
   if (n == l->max_n)

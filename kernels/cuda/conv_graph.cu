@@ -353,3 +353,13 @@ gpunet_cg_execute (cudnnHandle_t handle, cudnnBackendDescriptor_t plan, const vo
   cudnnBackendDestroyDescriptor (vp);
   return st;
 }
+
+int
+gpunet_cg_tune_best (const int *ran, const float *ms, int n)
+{
+  int best = -1;
+  for (int i = 0; i < n; i++)
+    if (ran[i] && (best < 0 || ms[i] < ms[best]))
+      best = i;
+  return best;
+}

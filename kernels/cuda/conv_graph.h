@@ -59,6 +59,9 @@ cudnnStatus_t gpunet_cg_plans (gpunet_cg_desc *g, cudnnHandle_t handle, size_t w
 cudnnStatus_t gpunet_cg_execute (cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
     const void *x, const void *w, const float *b, const void *z, void *y, void *workspace);
 void gpunet_cg_desc_destroy (gpunet_cg_desc *g);
+/* nhwctune=on's choice among n timed candidates: the index of the fastest that ran
+ * (ran[i] != 0, ms[i] its time), the earlier one on a tie; -1 when none ran. */
+int gpunet_cg_tune_best (const int *ran, const float *ms, int n);
 
 #ifdef __cplusplus
 }
