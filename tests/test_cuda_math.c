@@ -1278,6 +1278,22 @@ test_graph_state (void)
 /* cuDNN 9 statuses: both allocation failures are out of memory (the old ALLOC_FAILED is
  * only the host one), a cuDNN that cannot run here is "unavailable" (auto falls back to
  * the CPU), anything else a backend error. */
+/* pdl=on only where the kernels carry the wait: an sm_90+ device and compute_90+ code */
+static void
+test_pdl_usable (void)
+{
+  CHECK (gpunet_cuda_pdl_usable (9, 90));
+  CHECK (gpunet_cuda_pdl_usable (10, 90));    /* sm_100 JIT-compiling compute_90 PTX */
+  CHECK (gpunet_cuda_pdl_usable (10, 100));
+  CHECK (!gpunet_cuda_pdl_usable (8, 86));     /* no PDL before sm_90 */
+  CHECK (!gpunet_cuda_pdl_usable (8, 90));
+  /* gpu_archs=75 (run-tests.sh's default) or 75,80,86,89 on an H100: compute_75/89 PTX
+   * JIT-compiled, gpunet_pdl_wait compiled out */
+  CHECK_MSG (!gpunet_cuda_pdl_usable (9, 75), "PDL on with kernels of compute_75");
+  CHECK_MSG (!gpunet_cuda_pdl_usable (9, 89), "PDL on with kernels of compute_89");
+  CHECK (!gpunet_cuda_pdl_usable (9, 0));       /* the kernel's attributes unknown */
+}
+
 static void
 test_dnn_status_class (void)
 {
@@ -1402,6 +1418,7 @@ main (void)
   test_pre_cache ();
   test_op_bytes ();
   test_graph_state ();
+  test_pdl_usable ();
   test_dnn_status_class ();
   test_loader_errors ();
   test_no_gpu ();

@@ -349,15 +349,22 @@ cuda_plan (const gpunet_graph *graph, const gpunet_plan_params *params, void **s
       else
         s->ctx.nhwc_fill_blocks = 4 * sms;
     }
-    int major = 0;
+    int major = 0, ptx = 0;
     if (st == GPUNET_OK && params->cuda.pdl == GPUNET_CUDA_PDL_ON) {
-      /* programmatic dependent launch needs sm_90; elsewhere the option does nothing */
-      const cudaError_t e = cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor,
+      /* programmatic dependent launch needs sm_90 and kernels built with their wait
+       * (compute_90+); elsewhere the option does nothing */
+      cudaError_t e = cudaDeviceGetAttribute (&major, cudaDevAttrComputeCapabilityMajor,
           s->ctx.device);
       if (e != cudaSuccess)
         st = gpunet_cuda_fail_rt (error_text, e, "cudaDeviceGetAttribute (compute capability)");
+      else if (major >= 9 && (e = gpunet_cuda_kernel_ptx_version (&ptx)) != cudaSuccess)
+        st = gpunet_cuda_fail_rt (error_text, e, "cudaFuncGetAttributes (the kernels' PTX version)");
       else
-        s->ctx.pdl = major >= 9;
+        s->ctx.pdl = gpunet_cuda_pdl_usable (major, ptx);
+      if (st == GPUNET_OK && major >= 9 && !s->ctx.pdl)
+        fprintf (stderr, "gpunet-cuda: pdl=on does nothing here: the kernels run from "
+            "compute_%d code, built without the wait programmatic launches need (rebuild "
+            "with 90 in gpu_archs)\n", ptx);
     }
     if (st == GPUNET_OK)
       st = plan_buffers (s, error_text);

@@ -113,4 +113,17 @@ gpunet_graph_done (gpunet_graph_state *s, int way, gpunet_graph_action action, i
   return 0;
 }
 
+/* Whether pdl=on may launch our kernels with programmatic stream serialization: on an
+ * sm_90+ device (device_major) running kernels compiled from compute_90 or later PTX
+ * (ptx_version: cudaFuncAttributes.ptxVersion of a kernel of the module, 90 for
+ * compute_90), the only ones in which gpunet_pdl_wait is compiled in.  A module whose
+ * gpu_archs stop below 90 runs on an H100 through the JIT of its older PTX: its kernels
+ * have no wait, and a programmatic launch would let each read its input before the
+ * kernel writing it has finished. */
+static inline int
+gpunet_cuda_pdl_usable (int device_major, int ptx_version)
+{
+  return device_major >= 9 && ptx_version >= 90;
+}
+
 #endif /* GPUNET_CUDA_GRAPH_STATE_H */

@@ -58,6 +58,10 @@ gpunet_status gpunet_cuda_fail_dnn (char **error_text, cudnnStatus_t st, const c
  * gpunet_launch then launches with programmatic stream serialization, so a kernel may be
  * scheduled while the kernel before it in the stream finishes.  Defined in layer.cu. */
 extern thread_local int gpunet_cuda_pdl;
+/* The PTX version (cudaFuncAttributes.ptxVersion, e.g. 90) the module's kernels run from
+ * on the current device: below 90 gpunet_pdl_wait is compiled out, and pdl=on must stay
+ * off (gpunet_cuda_pdl_usable).  Defined in layer.cu. */
+cudaError_t gpunet_cuda_kernel_ptx_version (int *ptx_version);
 
 /* First statement of every kernel launched through gpunet_launch: nothing of the kernel
  * before it in the stream is read or overwritten until that kernel is done (a no-op

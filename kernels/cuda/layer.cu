@@ -15,6 +15,23 @@
 
 thread_local int gpunet_cuda_pdl = 0;
 
+/* Never launched: its attributes tell which PTX the module's kernels run from here. */
+static __global__ void
+pdl_probe_kernel (void)
+{
+  gpunet_pdl_wait ();
+}
+
+cudaError_t
+gpunet_cuda_kernel_ptx_version (int *ptx_version)
+{
+  cudaFuncAttributes a;
+  memset (&a, 0, sizeof a);
+  const cudaError_t e = cudaFuncGetAttributes (&a, pdl_probe_kernel);
+  *ptx_version = e == cudaSuccess ? a.ptxVersion : 0;
+  return e;
+}
+
 /* Bytes rounded up to a 256-byte boundary, so every weight piece stays aligned. */
 static size_t
 padded (size_t bytes)
