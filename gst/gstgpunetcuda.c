@@ -374,6 +374,9 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
   GstMapFlags flags = GST_MAP_READ;
   gboolean device = FALSE;
   guint p;
+#if defined(HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
+  GstCudaMemory *device_mem = NULL;
+#endif
 
   *ready = NULL;
   img->cuda_ready = NULL;
@@ -388,10 +391,7 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
       flags |= GST_MAP_CUDA;
       device = TRUE;
 #if GST_CHECK_VERSION(1, 24, 0)
-      /* 1.24+: decoders and converters hand over memory that may still be
-       * written on their stream and leave the wait to the consumer: the
-       * engine's stream waits on an event, not this thread on the host */
-      *ready = ready_event (cuda->context, cmem);
+      device_mem = cmem;
 #endif
     } else if (!cuda->warned_foreign) {
       GST_ELEMENT_WARNING (element, STREAM, FORMAT,
@@ -407,19 +407,24 @@ gst_gpunet_cuda_map_frame (GstGpunetCuda * cuda, GstElement * element,
   (void) cuda;
   (void) element;
 #endif
-  if (!gst_video_frame_map (frame, (GstVideoInfo *) info, buf, flags)) {
-    gst_gpunet_cuda_ready_free (*ready);
-    *ready = NULL;
+  if (!gst_video_frame_map (frame, (GstVideoInfo *) info, buf, flags))
     return FALSE;
-  }
   for (p = 0; p < GST_VIDEO_FRAME_N_PLANES (frame) && p < 3; p++) {
     img->planes[p] = GST_VIDEO_FRAME_PLANE_DATA (frame, p);
     img->strides[p] = GST_VIDEO_FRAME_PLANE_STRIDE (frame, p);
   }
   img->memory = device ? GPUNET_MEMORY_CUDA : GPUNET_MEMORY_HOST;
 #if defined(HAVE_GST_CUDA) && GST_CHECK_VERSION(1, 24, 0)
-  if (*ready != NULL)
-    img->cuda_ready = ((ReadyEvent *) * ready)->event;
+  /* 1.24+: decoders and converters hand over memory that may still be written
+   * on their stream and leave the wait to the consumer: the engine's stream
+   * waits on an event, not this thread on the host.  Only after the map: a
+   * GST_MAP_CUDA map of memory last written through a system map queues its
+   * upload on the memory's stream and only then marks it as needing a sync. */
+  if (device_mem != NULL) {
+    *ready = ready_event (cuda->context, device_mem);
+    if (*ready != NULL)
+      img->cuda_ready = ((ReadyEvent *) * ready)->event;
+  }
 #endif
   return TRUE;
 }
