@@ -1278,6 +1278,24 @@ test_graph_state (void)
 /* cuDNN 9 statuses: both allocation failures are out of memory (the old ALLOC_FAILED is
  * only the host one), a cuDNN that cannot run here is "unavailable" (auto falls back to
  * the CPU), anything else a backend error. */
+/* a device frame's planes: only memory the session's context can address is read */
+static void
+test_plane_access (void)
+{
+  static const char buf[16];
+  const void *addr = buf;
+  CHECK (gpunet_plane_access_of (2, 0, 0, addr) == GPUNET_PLANE_READABLE);
+  CHECK (gpunet_plane_access_of (1, 0, 0, addr) == GPUNET_PLANE_READABLE);   /* pinned */
+  CHECK (gpunet_plane_access_of (3, 0, 0, addr) == GPUNET_PLANE_READABLE);   /* managed */
+  CHECK (gpunet_plane_access_of (1, 1, 0, addr) == GPUNET_PLANE_READABLE);   /* pinned: any device */
+  CHECK (gpunet_plane_access_of (0, -2, 0, NULL) == GPUNET_PLANE_HOST);
+  CHECK (gpunet_plane_access_of (2, 1, 0, addr) == GPUNET_PLANE_OTHER_DEVICE);
+  /* device memory of another context on the session's GPU: no address here */
+  CHECK_MSG (gpunet_plane_access_of (2, 0, 0, NULL) == GPUNET_PLANE_OTHER_CONTEXT,
+      "device memory with no address in the session's context taken as readable");
+  CHECK (gpunet_plane_access_of (1, 0, 0, NULL) == GPUNET_PLANE_OTHER_CONTEXT);
+}
+
 /* pdl=on only where the kernels carry the wait: an sm_90+ device and compute_90+ code */
 static void
 test_pdl_usable (void)
@@ -1412,6 +1430,7 @@ main (void)
   test_half_variants ();
   test_upload_layout ();
   test_upload_pack ();
+  test_plane_access ();
   test_classify_host_dispatch ();
   test_classify_mixed ();
   test_classify_many_geometries ();

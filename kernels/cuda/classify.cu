@@ -21,15 +21,25 @@ check_device_planes (const gpunet_image *img, int index, int device, char **erro
     cudaPointerAttributes a;
     GPUNET_CU_TRY (cudaPointerGetAttributes (&a, img->planes[p]), error_text,
         "cudaPointerGetAttributes (image %d, plane %d)", index, p);
-    if (a.type == cudaMemoryTypeUnregistered)
-      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-          "image %d is marked as CUDA memory, but plane %d (%p) is plain host memory the GPU "
-          "cannot read", index, p, (const void *) img->planes[p]);
-    /* another GPU's memory would be an illegal address here, which ends the context */
-    if (a.type == cudaMemoryTypeDevice && a.device != device)
-      return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-          "image %d, plane %d is memory of CUDA device %d, but the session runs on device %d",
-          index, p, a.device, device);
+    /* memory the session's kernels cannot address would be an illegal address here,
+     * which ends the context (cuda_upload.h) */
+    switch (gpunet_plane_access_of ((int) a.type, a.device, device, a.devicePointer)) {
+      case GPUNET_PLANE_READABLE:
+        break;
+      case GPUNET_PLANE_HOST:
+        return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+            "image %d is marked as CUDA memory, but plane %d (%p) is plain host memory the GPU "
+            "cannot read", index, p, (const void *) img->planes[p]);
+      case GPUNET_PLANE_OTHER_DEVICE:
+        return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+            "image %d, plane %d is memory of CUDA device %d, but the session runs on device %d",
+            index, p, a.device, device);
+      case GPUNET_PLANE_OTHER_CONTEXT:
+        return gpunet_cuda_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
+            "image %d, plane %d (%p) is CUDA memory of another CUDA context than the "
+            "session's: its kernels cannot address it (share the producer's context, or "
+            "copy the frame)", index, p, (const void *) img->planes[p]);
+    }
   }
   return GPUNET_OK;
 }

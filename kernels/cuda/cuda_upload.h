@@ -115,4 +115,30 @@ gpunet_frame_view (const gpunet_frame_layout *l, const gpunet_image *img, const 
   return v;
 }
 
+/* ---- device frames: whether the session's kernels may read a plane ----------------- */
+
+typedef enum {
+  GPUNET_PLANE_READABLE,
+  GPUNET_PLANE_HOST,            /* plain host memory marked as CUDA memory */
+  GPUNET_PLANE_OTHER_DEVICE,    /* device memory of another GPU */
+  GPUNET_PLANE_OTHER_CONTEXT    /* no address the session's context can use */
+} gpunet_plane_access;
+
+/* What cudaPointerGetAttributes, asked in the session's context, says of a plane:
+ * `kind` its memory type (cudaMemoryType's values: 0 unregistered, 1 host, 2 device,
+ * 3 managed), `device` its device, `device_pointer` the address through which kernels of
+ * the current context may read it (NULL when there is none).  Device memory allocated in
+ * another CUDA context of the same GPU (DeepStream's surfaces live in the primary context,
+ * a GstCudaContext made by GStreamer is another one) has no such address: each context
+ * has its own address space, and a kernel reading it would fault and end the context. */
+static inline gpunet_plane_access
+gpunet_plane_access_of (int kind, int device, int session_device, const void *device_pointer)
+{
+  if (kind == 0)
+    return GPUNET_PLANE_HOST;
+  if (kind == 2 && device != session_device)
+    return GPUNET_PLANE_OTHER_DEVICE;
+  return device_pointer ? GPUNET_PLANE_READABLE : GPUNET_PLANE_OTHER_CONTEXT;
+}
+
 #endif /* GPUNET_CUDA_UPLOAD_H */
