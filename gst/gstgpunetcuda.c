@@ -11,6 +11,8 @@
 #include "gstgpunetcuda.h"
 
 #ifdef HAVE_GST_CUDA
+#include <dlfcn.h>
+
 #include <gst/cuda/gstcudacontext.h>
 #include <gst/cuda/gstcudaloader.h>
 #include <gst/cuda/gstcudamemory.h>
@@ -106,6 +108,123 @@ gst_gpunet_cuda_handle_query (GstGpunetCuda * cuda, GstElement * element,
   return FALSE;
 }
 
+#ifdef HAVE_GST_CUDA
+/* Asks the peers of `element`'s pads in `direction` for a CUDA context; TRUE when
+ * one answered (the answer is in `query`). */
+static gboolean
+ask_peers (GstElement * element, GstQuery * query, GstPadDirection direction)
+{
+  GstIterator *it = direction == GST_PAD_SRC ?
+      gst_element_iterate_src_pads (element) :
+      gst_element_iterate_sink_pads (element);
+  GValue item = G_VALUE_INIT;
+  gboolean answered = FALSE, done = FALSE;
+
+  while (!done && !answered) {
+    switch (gst_iterator_next (it, &item)) {
+      case GST_ITERATOR_OK:
+        answered = gst_pad_peer_query (g_value_get_object (&item), query);
+        g_value_reset (&item);
+        break;
+      case GST_ITERATOR_RESYNC:
+        gst_iterator_resync (it);
+        break;
+      default:
+        done = TRUE;
+        break;
+    }
+  }
+  g_value_unset (&item);
+  gst_iterator_free (it);
+  return answered;
+}
+
+/* A GstCudaContext the neighbours or the application already use: asked of
+ * downstream, then upstream, then with a need-context message (whoever answers
+ * calls set_context, which adopts it when its device fits). */
+static void
+find_shared_context (GstGpunetCuda * cuda, GstElement * element)
+{
+  GstQuery *query = gst_query_new_context (GST_CUDA_CONTEXT_TYPE);
+  GstContext *found = NULL;
+
+  if (ask_peers (element, query, GST_PAD_SRC)) {
+    gst_query_parse_context (query, &found);
+    if (found != NULL)
+      gst_element_set_context (element, found);
+  }
+  if (cuda->context == NULL && ask_peers (element, query, GST_PAD_SINK)) {
+    gst_query_parse_context (query, &found);
+    if (found != NULL)
+      gst_element_set_context (element, found);
+  }
+  gst_query_unref (query);
+  if (cuda->context == NULL)
+    gst_element_post_message (element,
+        gst_message_new_need_context (GST_OBJECT (element),
+            GST_CUDA_CONTEXT_TYPE));
+}
+
+#define PRIMARY_DEVICES 64
+
+/* The primary CUDA context of device `ordinal`, retained once per process and never
+ * released (neighbours may hold the GstCudaContext wrapping it for as long as they
+ * live), or NULL where libcuda does not give it.  The CUDA runtime (our backend,
+ * cuDNN) and DeepStream's libraries allocate in it; each CUDA context has its own
+ * address space, so the kernels of a context made with cuCtxCreate cannot read
+ * DeepStream's surfaces in place. */
+static CUcontext
+primary_context (guint ordinal, CUdevice * device)
+{
+  typedef CUresult (*RetainFunc) (CUcontext *, CUdevice);
+  static GMutex lock;
+  static CUcontext retained[PRIMARY_DEVICES];
+  CUcontext ctx = NULL;
+
+  if (ordinal >= PRIMARY_DEVICES || CuDeviceGet (device, (int) ordinal) != CUDA_SUCCESS)
+    return NULL;
+  g_mutex_lock (&lock);
+  if (retained[ordinal] == NULL) {
+    /* GStreamer's loader opened the driver library; its table has no such entry */
+    void *lib = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    RetainFunc retain = lib ? (RetainFunc) dlsym (lib, "cuDevicePrimaryCtxRetain") : NULL;
+
+    if (retain == NULL || retain (&retained[ordinal], *device) != CUDA_SUCCESS)
+      retained[ordinal] = NULL;
+  }
+  ctx = retained[ordinal];
+  g_mutex_unlock (&lock);
+  return ctx;
+}
+
+/* No neighbour has a context: ours wraps the device's primary context and is
+ * offered to the neighbours (set on the element, posted as have-context), so that
+ * GStreamer's elements, DeepStream's and the engine all work in one address space. */
+static void
+share_primary_context (GstGpunetCuda * cuda, GstElement * element, gint device_id)
+{
+  CUdevice device = 0;
+  CUcontext primary = primary_context (device_id > 0 ? (guint) device_id : 0,
+      &device);
+  GstContext *context;
+
+  if (primary == NULL) {
+    GST_INFO_OBJECT (element, "no primary CUDA context of device %d: GStreamer "
+        "makes a context of its own", device_id > 0 ? device_id : 0);
+    return;
+  }
+  cuda->context = gst_cuda_context_new_wrapped (primary, device);
+  if (cuda->context == NULL)
+    return;
+  GST_INFO_OBJECT (element, "sharing the primary CUDA context of device %d",
+      (gint) device);
+  context = gst_context_new_cuda_context (cuda->context);
+  gst_element_set_context (element, context);
+  gst_element_post_message (element,
+      gst_message_new_have_context (GST_OBJECT (element), context));
+}
+#endif
+
 gboolean
 gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element,
     gint device_id, gint * device)
@@ -135,6 +254,12 @@ gst_gpunet_cuda_open (GstGpunetCuda * cuda, GstElement * element,
         "driver (no NVIDIA driver here): CUDA memory caps are not offered");
     return FALSE;
   }
+  /* the neighbours' context; else one on the device's primary context; else one
+   * GStreamer makes */
+  if (cuda->context == NULL)
+    find_shared_context (cuda, element);
+  if (cuda->context == NULL)
+    share_primary_context (cuda, element, device_id);
   if (!gst_cuda_ensure_element_context (element, device_id, &cuda->context)) {
     GST_INFO_OBJECT (element, "no CUDA context (no driver or GPU for GStreamer's "
         "CUDA library): CUDA memory caps are not offered");
