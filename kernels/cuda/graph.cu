@@ -140,9 +140,8 @@ gpunet_cuda_graph_run (gpunet_cuda_graph *g, int key, int enabled, cudaStream_t 
     char *why = capture (&g->exec[way], stream, fn, user);
     const int first_failure = gpunet_graph_done (&g->state, way, action, why == NULL);
     if (why) {
-      static int logged;
-      if (first_failure && !logged) {
-        logged = 1;
+      static int logged;   /* once per process; engine workers may fail at once */
+      if (first_failure && __atomic_exchange_n (&logged, 1, __ATOMIC_RELAXED) == 0) {
         fprintf (stderr, "gpunet-cuda: CUDA graph capture of %s failed, using plain launches "
             "and trying again after %d passes, at most %d times (GPUNET_CUDA=graphs=off skips "
             "the attempts): %s\n", what, GPUNET_GRAPH_RETRY_AFTER, GPUNET_GRAPH_MAX_FAILS, why);
