@@ -7,7 +7,7 @@
 #
 #   scripts/fuzz.sh [MINUTES] [TARGET...]      MINUTES defaults to 1; TARGETs to all of
 #                                               zip pickle safetensors checkpoint arch labels
-#                                               resume scales
+#                                               resume scales nvbufsurface
 # Environment:
 #   FUZZ_SECONDS=N   seconds per target instead of MINUTES (the meson test fuzz-readers: 2)
 #   FUZZ_DIR=DIR     binaries, corpora and crash files (default build-fuzz/ in the tree;
@@ -23,7 +23,7 @@ set -u
 # it during a long run cannot change what runs; see the last line)
 main() {
 root=$(cd "$(dirname "$0")/.." && pwd)
-all_targets="zip pickle safetensors checkpoint arch labels resume scales"
+all_targets="zip pickle safetensors checkpoint arch labels resume scales nvbufsurface"
 minutes=1
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then
   minutes=$1
@@ -92,20 +92,27 @@ compile_obj() {                 # compile_obj FILE.c (in models/), appends to $o
 for s in $reader_srcs; do
   if [ -f "$root/models/$s" ]; then compile_obj "$s" || exit 2; fi
 done
-# the tools' readers a target needs besides the engine's (tools/, GLib and json-glib)
-tool_srcs() {                   # tool_srcs TARGET -> file names in tools/
-  case $1 in resume) echo gpunet-tag-resume.c ;; esac
+# what a target needs besides the engine's readers (paths from the top; GLib, json-glib)
+target_srcs() {                 # target_srcs TARGET -> source files
+  case $1 in
+    resume) echo tools/gpunet-tag-resume.c ;;
+    nvbufsurface) echo gst/gstgpunetsurface.c kernels/host/preprocess.c ;;
+  esac
 }
+target_inc="-I$root/tools -I$root/gst -I$root/kernels/host -I$root/kernels/common"
+if pkg-config --exists glib-2.0 2>/dev/null; then
+  extra="$extra $(pkg-config --cflags --libs glib-2.0)"
+fi
 for t in $targets; do
   b="$dir/bin/fuzz_$t"
   tobjs=""
-  for s in $(tool_srcs "$t"); do
-    o="$dir/obj/tool-${s%.c}.o"
-    if [ ! -f "$o" ] || [ "$root/tools/$s" -nt "$o" ] || [ "$root/tools/${s%.c}.h" -nt "$o" ]; then
+  for s in $(target_srcs "$t"); do
+    o="$dir/obj/extra-$(basename "${s%.c}").o"
+    if [ ! -f "$o" ] || [ "$root/$s" -nt "$o" ] || [ "$root/${s%.c}.h" -nt "$o" ]; then
       # shellcheck disable=SC2086
-      if ! "$cc" $cflags -I"$root/tools" -fsanitize=fuzzer-no-link $extra -c "$root/tools/$s" \
+      if ! "$cc" $cflags $target_inc -fsanitize=fuzzer-no-link $extra -c "$root/$s" \
           -o "$o" 2>"$dir/tmp/build.log"; then
-        echo "fuzz.sh: cannot compile tools/$s:"; cat "$dir/tmp/build.log"; exit 2
+        echo "fuzz.sh: cannot compile $s:"; cat "$dir/tmp/build.log"; exit 2
       fi
     fi
     tobjs="$tobjs $o"
@@ -117,7 +124,7 @@ for t in $targets; do
   [ "$fresh" = 1 ] && continue
   tries=0
   # shellcheck disable=SC2086
-  while ! "$cc" $cflags -I"$root/tools" -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" $objs $tobjs \
+  while ! "$cc" $cflags $target_inc -fsanitize=fuzzer "$root/tests/fuzz/fuzz_$t.c" $objs $tobjs \
       $extra -lm -o "$b" \
       2>"$dir/tmp/build.log"; do
     added=0
@@ -212,6 +219,28 @@ e = struct.pack("<IIIIff", 2, 16, 8, 8, 0.0, 5.5) + struct.pack("<IIIIff", 5, 32
 open(sys.argv[1], "wb").write(h + e)
 EOF
 seed scales "$dir/seeds/two.scales"
+# nvbufsurface: an NvBufSurfaceParams entry (320 bytes: gst/gpunet-nvds-abi.h), a byte
+# of knobs (matrix, range, resize mode, vector code), then the pixel bytes
+python3 - "$dir/seeds" <<'EOF' 2>/dev/null
+import struct, sys
+def entry(w, h, pitch, color, planes, data_size, offsets):
+    e = bytearray(320)
+    struct.pack_into("<IIIii", e, 0, w, h, pitch, color, 0)
+    struct.pack_into("<I", e, 32, data_size)
+    struct.pack_into("<I", e, 48, planes)
+    for k in range(planes):
+        struct.pack_into("<I", e, 84 + 4 * k, pitch)
+        struct.pack_into("<I", e, 100 + 4 * k, offsets[k])
+    return bytes(e)
+px = bytes((i * 7) & 0xff for i in range(4096))
+open(sys.argv[1] + "/nv12-30x20.surf", "wb").write(
+    entry(30, 20, 32, 6, 2, 32 * 30, [0, 32 * 20]) + b"\x05" + px)
+open(sys.argv[1] + "/rgba-17x9.surf", "wb").write(
+    entry(17, 9, 80, 19, 1, 80 * 9, [0]) + b"\x10" + px)
+open(sys.argv[1] + "/i420-9x7.surf", "wb").write(
+    entry(9, 7, 16, 2, 3, 16 * 7 + 16 * 4 * 2, [0, 16 * 7, 16 * 11]) + b"\x28" + px)
+EOF
+seed nvbufsurface "$dir"/seeds/*.surf
 for t in $targets; do
   mkdir -p "$dir/corpus/$t"
   if [ -d "$root/tests/fuzz/regressions/$t" ]; then
