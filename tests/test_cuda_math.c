@@ -1310,6 +1310,14 @@ test_pdl_usable (void)
   CHECK_MSG (!gpunet_cuda_pdl_usable (9, 75), "PDL on with kernels of compute_75");
   CHECK_MSG (!gpunet_cuda_pdl_usable (9, 89), "PDL on with kernels of compute_89");
   CHECK (!gpunet_cuda_pdl_usable (9, 0));       /* the kernel's attributes unknown */
+  /* op by op: never the first op (a memcpy or the preprocess before it), nor with
+   * per-op events or trace copies between the ops */
+  CHECK (gpunet_cuda_pdl_for_op (1, 1, 0, 0));
+  CHECK (gpunet_cuda_pdl_for_op (1, 35, 0, 0));
+  CHECK_MSG (!gpunet_cuda_pdl_for_op (1, 0, 0, 0), "PDL on the pass's first op");
+  CHECK_MSG (!gpunet_cuda_pdl_for_op (1, 5, 1, 0), "PDL with per-op events");
+  CHECK_MSG (!gpunet_cuda_pdl_for_op (1, 5, 0, 1), "PDL with trace copies");
+  CHECK (!gpunet_cuda_pdl_for_op (0, 5, 0, 0));
 }
 
 static void

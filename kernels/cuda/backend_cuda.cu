@@ -511,6 +511,7 @@ run_layers_in_order (cuda_state *s, int n, int head_k, gpunet_trace_func trace,
   const gpunet_graph *g = s->g;
   for (int i = 0; i < g->n_ops; i++) {
     const gpunet_op *op = &g->ops[i];
+    gpunet_cuda_pdl = gpunet_cuda_pdl_for_op (s->ctx.pdl, i, s->prof_active, trace != NULL);
     if (s->prof_active)
       GPUNET_CU_TRY (cudaEventRecord (s->ev_start[i], s->ctx.stream), error_text,
           "cudaEventRecord (profile start of op %d)", i);
@@ -560,9 +561,9 @@ gpunet_status
 run_layers (cuda_state *s, int n, int head_k, gpunet_trace_func trace, void *trace_user,
     char **error_text)
 {
-  /* pdl=on: our kernels among the layers launch with programmatic serialization */
+  /* pdl=on: our kernels among the layers launch with programmatic serialization
+   * (op by op: gpunet_cuda_pdl_for_op) */
   const int outer = gpunet_cuda_pdl;
-  gpunet_cuda_pdl = s->ctx.pdl;
   const gpunet_status st = run_layers_in_order (s, n, head_k, trace, trace_user, error_text);
   gpunet_cuda_pdl = outer;
   return st;

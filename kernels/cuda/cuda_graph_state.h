@@ -126,4 +126,16 @@ gpunet_cuda_pdl_usable (int device_major, int ptx_version)
   return device_major >= 9 && ptx_version >= 90;
 }
 
+/* Whether op `op_index` of a pass launches our kernels with programmatic stream
+ * serialization, with PDL usable on the session (`enabled`): only where the work
+ * before it in the stream is a kernel of the pass.  Not the first op (the input's copy
+ * or the preprocess comes before it), and not while per-op events (`profiling`) or
+ * trace copies (`tracing`) sit between the ops: a programmatic edge only leaves a
+ * kernel, and an event between two kernels times the overlap, not an op. */
+static inline int
+gpunet_cuda_pdl_for_op (int enabled, int op_index, int profiling, int tracing)
+{
+  return enabled && op_index > 0 && !profiling && !tracing;
+}
+
 #endif /* GPUNET_CUDA_GRAPH_STATE_H */
