@@ -345,12 +345,24 @@ gst_gpunet_cuda_context_ref (GstGpunetCuda * cuda)
   return NULL;
 }
 
+#ifdef HAVE_GST_CUDA
+/* Per engine thread: whether each enter not yet left pushed a context (bit 0 the
+ * innermost), so that leave pops only what its enter pushed. */
+static __thread guint32 enter_pushed;
+#endif
+
 void
 gst_gpunet_cuda_enter (void *context)
 {
 #ifdef HAVE_GST_CUDA
-  if (context != NULL && !gst_cuda_context_push (GST_CUDA_CONTEXT (context)))
-    GST_WARNING ("cannot make the CUDA context current on the engine thread");
+  gboolean pushed = FALSE;
+
+  if (context != NULL) {
+    pushed = gst_cuda_context_push (GST_CUDA_CONTEXT (context));
+    if (!pushed)
+      GST_WARNING ("cannot make the CUDA context current on the engine thread");
+  }
+  enter_pushed = (enter_pushed << 1) | (pushed ? 1u : 0u);
 #else
   (void) context;
 #endif
@@ -372,7 +384,11 @@ void
 gst_gpunet_cuda_leave (void *context)
 {
 #ifdef HAVE_GST_CUDA
-  if (context != NULL)
+  const gboolean pushed = (enter_pushed & 1u) != 0;
+
+  (void) context;
+  enter_pushed >>= 1;
+  if (pushed)
     gst_cuda_context_pop (NULL);
 #else
   (void) context;
