@@ -204,6 +204,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   self->device_id = DEFAULT_DEVICE_ID;
   self->analytics_meta = DEFAULT_ANALYTICS_META;
   self->roi_min_size = DEFAULT_ROI_MIN_SIZE;
+  self->roi_max_size = DEFAULT_ROI_MAX_SIZE;
   self->reclassify_interval = DEFAULT_RECLASSIFY_INTERVAL;
   self->track_timeout = DEFAULT_TRACK_TIMEOUT;
   self->when_busy = DEFAULT_WHEN_BUSY;
@@ -315,11 +316,13 @@ gst_gpunet_classify_get_property (GObject * object, guint prop_id,
     g_value_set_uint (value, gst_gpunet_model_swap_engine_id (self->models));
     return;
   }
-  if (prop_id == PROP_ROI_SKIPPED_SMALL || prop_id == PROP_ROI_SKIPPED_OUTSIDE) {
-    guint small, outside;
+  if (prop_id == PROP_ROI_SKIPPED_SMALL || prop_id == PROP_ROI_SKIPPED_LARGE
+      || prop_id == PROP_ROI_SKIPPED_OUTSIDE) {
+    guint small, large, outside;
 
-    gst_gpunet_planner_skipped (self->planner, &small, &outside);
-    g_value_set_uint (value, prop_id == PROP_ROI_SKIPPED_SMALL ? small : outside);
+    gst_gpunet_planner_skipped (self->planner, &small, &large, &outside);
+    g_value_set_uint (value, prop_id == PROP_ROI_SKIPPED_SMALL ? small :
+        prop_id == PROP_ROI_SKIPPED_LARGE ? large : outside);
     return;
   }
   if (prop_id == PROP_STATS) {
@@ -615,7 +618,7 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
 /* ---- per frame (streaming thread) ----------------------------------------------- */
 
 /* A frame for `buf` with the settings its records keep; *types (a reference, or
- * NULL: every type), *interval and *rp (roi-min-size, reclassify-interval,
+ * NULL: every type), *interval and *rp (roi-min-size, roi-max-size, reclassify-interval,
  * track-timeout) as the properties are now. */
 static GstGpunetFrame *
 frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
@@ -630,6 +633,7 @@ frame_new (GstGpunetClassify * self, GstBuffer * buf, GArray ** types,
   f->rs.analytics = self->analytics_meta && gst_gpunet_analytics_available ();
   *interval = self->interval;
   rp->min_size = self->roi_min_size;
+  rp->max_size = self->roi_max_size;
   rp->track.reclassify_interval = self->reclassify_interval;
   rp->track.track_timeout = self->track_timeout;
   /* GstAnalytics boxes: the interval only, so a track's schedule is exact */

@@ -25,7 +25,7 @@ struct _GstGpunetPlanner
   GHashTable *cycle_rois;       /* interval: roi ids classified in this cycle */
   GstGpunetRegionPolicy policy; /* for the next frame */
   GstGpunetTrackCache *tracks;  /* tracked boxes: when each object is classified */
-  gint skipped_small, skipped_outside;  /* since start (atomic: read by any
+  gint skipped_small, skipped_large, skipped_outside;  /* since start (atomic: read by any
                                          * thread) */
 };
 
@@ -123,6 +123,7 @@ gst_gpunet_planner_start (GstGpunetPlanner * p, gboolean frames,
   p->have_last = FALSE;
   p->carried = 0;
   g_atomic_int_set (&p->skipped_small, 0);
+  g_atomic_int_set (&p->skipped_large, 0);
   g_atomic_int_set (&p->skipped_outside, 0);
 }
 
@@ -135,9 +136,10 @@ gst_gpunet_planner_set_region_policy (GstGpunetPlanner * p,
 
 void
 gst_gpunet_planner_skipped (GstGpunetPlanner * p, guint * small,
-    guint * outside)
+    guint * large, guint * outside)
 {
   *small = (guint) g_atomic_int_get (&p->skipped_small);
+  *large = (guint) g_atomic_int_get (&p->skipped_large);
   *outside = (guint) g_atomic_int_get (&p->skipped_outside);
 }
 
@@ -227,6 +229,7 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
   flt.even_origin = p->image_template.format == GPUNET_FORMAT_NV12
       || p->image_template.format == GPUNET_FORMAT_I420;
   flt.min_size = p->policy.min_size;
+  flt.max_size = p->policy.max_size;
   flt.log_object = GST_OBJECT (p->element);
   flt.frame_no = f->rs.frame_no;
   flt.pts = GST_BUFFER_PTS (f->buf);
@@ -247,14 +250,16 @@ plan_regions (GstGpunetPlanner * p, GstGpunetFrame * f, const GArray * types,
   /* GstAnalytics (1.24+): the detector's ODMtd boxes are regions too */
   gst_gpunet_analytics_collect (f->buf, &flt, f->rois);
   gst_gpunet_roi_mark_unique (f->rois);
-  if (flt.small > 0 || flt.outside > 0) {
+  if (flt.small > 0 || flt.large > 0 || flt.outside > 0) {
     gint small = g_atomic_int_add (&p->skipped_small, (gint) flt.small);
+    gint large = g_atomic_int_add (&p->skipped_large, (gint) flt.large);
     gint outside = g_atomic_int_add (&p->skipped_outside, (gint) flt.outside);
 
     GST_DEBUG_OBJECT (p->element, "frame %" G_GUINT64_FORMAT ": %u regions "
-        "under roi-min-size %u and %u outside the frame skipped (%u and %u "
-        "since start)", f->rs.frame_no, flt.small, p->policy.min_size,
-        flt.outside, small + flt.small, outside + flt.outside);
+        "under roi-min-size %u, %u over roi-max-size %u and %u outside the "
+        "frame skipped (%u, %u and %u since start)", f->rs.frame_no, flt.small,
+        p->policy.min_size, flt.large, p->policy.max_size, flt.outside,
+        small + flt.small, large + flt.large, outside + flt.outside);
   }
   f->roi_image = g_new (gint, MAX (f->rois->len, 1));
   for (i = 0; i < f->rois->len; i++) {

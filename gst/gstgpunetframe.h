@@ -85,11 +85,12 @@ gboolean gst_gpunet_planner_set_info (GstGpunetPlanner * p,
 /* FLUSH_STOP: the next frame starts a cycle, every roi-id is new. */
 void gst_gpunet_planner_flush (GstGpunetPlanner * p);
 
-/* roi-mode regions, read once per frame: roi-min-size and the per-object
+/* roi-mode regions, read once per frame: roi-min-size, roi-max-size and the per-object
  * re-classification of tracked boxes (reclassify-interval, track-timeout). */
 typedef struct
 {
   guint min_size;
+  guint max_size;               /* 0: no limit */
   GstGpunetTrackPolicy track;
 } GstGpunetRegionPolicy;
 
@@ -97,10 +98,10 @@ typedef struct
 void gst_gpunet_planner_set_region_policy (GstGpunetPlanner * p,
     const GstGpunetRegionPolicy * policy);
 
-/* Any thread: the regions skipped since start as under roi-min-size (*small) and
- * as outside the frame or degenerate (*outside). */
+/* Any thread: the regions skipped since start as under roi-min-size (*small), over
+ * roi-max-size (*large) and as outside the frame or degenerate (*outside). */
 void gst_gpunet_planner_skipped (GstGpunetPlanner * p, guint * small,
-    guint * outside);
+    guint * large, guint * outside);
 
 /* Decides what of f->buf (writable) is classified: sets f's cycle_start,
  * frame_record, frame_inferred, rois, roi_image and n_images.  `types` (NULL: all)

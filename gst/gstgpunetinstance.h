@@ -47,10 +47,12 @@ enum
   PROP_DEVICE_ID,
   PROP_ANALYTICS_META,
   PROP_ROI_MIN_SIZE,
+  PROP_ROI_MAX_SIZE,
   PROP_RECLASSIFY_INTERVAL,
   PROP_TRACK_TIMEOUT,
   PROP_ROI_SKIPPED_SMALL,
   PROP_ROI_SKIPPED_OUTSIDE,
+  PROP_ROI_SKIPPED_LARGE,
   PROP_WHEN_BUSY,
   PROP_STATS_INTERVAL,
   PROP_STATS,
@@ -90,6 +92,7 @@ enum
 /* on where this build has GstAnalytics (GStreamer 1.24+), else off */
 #define DEFAULT_ANALYTICS_META (gst_gpunet_analytics_available ())
 #define DEFAULT_ROI_MIN_SIZE 0
+#define DEFAULT_ROI_MAX_SIZE 0
 #define DEFAULT_RECLASSIFY_INTERVAL 0
 #define DEFAULT_TRACK_TIMEOUT 30
 #define DEFAULT_WHEN_BUSY GST_GPUNET_WHEN_BUSY_AUTO
@@ -135,6 +138,7 @@ struct _GstGpunetClassify
   gint device_id;
   gboolean analytics_meta;
   guint roi_min_size;
+  guint roi_max_size;
   guint reclassify_interval;
   guint track_timeout;
   GstGpunetWhenBusy when_busy;

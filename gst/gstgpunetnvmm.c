@@ -498,6 +498,8 @@ gst_gpunet_nvmm_plan (GstGpunetNvmm * nv, GstGpunetFrame * f, guint interval,
         /* NaN and out-of-range boxes: clipped, or skipped when empty */
         if (!(r->width >= (gfloat) nv->s.roi_min_size
                 && r->height >= (gfloat) nv->s.roi_min_size)
+            || (nv->s.roi_max_size > 0 && (r->width > (gfloat) nv->s.roi_max_size
+                    || r->height > (gfloat) nv->s.roi_max_size))
             || !(r->left > -1e9f && r->left < 1e9f && r->top > -1e9f
                 && r->top < 1e9f && r->width < 1e9f && r->height < 1e9f))
           continue;
@@ -704,6 +706,7 @@ gst_gpunet_nvmm_start (GstGpunetNvmm * nv, GstGpunetNvdsProps * p,
   /* the per-object cache: its properties where the element has them, else
    * interval's cycle (classify, then carry `interval` frames) */
   s.roi_min_size = optional_uint (nv->element, "roi-min-size", 0);
+  s.roi_max_size = optional_uint (nv->element, "roi-max-size", 0);
   s.policy.reclassify_interval = optional_uint (nv->element,
       "reclassify-interval", p->interval + 1);
   s.policy.track_timeout = optional_uint (nv->element, "track-timeout", 30);

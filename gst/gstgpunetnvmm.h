@@ -33,6 +33,7 @@ typedef struct
   gint operate_on_gie_id;       /* -1: objects of any component */
   GArray *class_ids;            /* gint; NULL: every class */
   guint roi_min_size;           /* smaller boxes (width or height) are skipped */
+  guint roi_max_size;           /* larger ones too, where not 0 */
   gint gie_unique_id;           /* unique_component_id of what we attach */
   gint device;                  /* the gpuId surfaces must have; -1: unchecked */
   gboolean cuda_engine;         /* the engine reads CUDA memory */

@@ -205,6 +205,12 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
           "pixels are skipped and counted (roi-skipped-small), not classified "
           "blurred (0 = take every size)", 0, G_MAXINT, DEFAULT_ROI_MIN_SIZE,
           rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property (gobject_class, PROP_ROI_MAX_SIZE,
+      g_param_spec_uint ("roi-max-size", "ROI maximum size",
+          "Regions whose width or height inside the frame is over this many "
+          "pixels are skipped and counted (roi-skipped-large), as nvinfer's "
+          "input-object-max-width/-height skip them (0 = no limit)", 0,
+          G_MAXINT, DEFAULT_ROI_MAX_SIZE, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_RECLASSIFY_INTERVAL,
       g_param_spec_uint ("reclassify-interval", "Re-classify interval",
           "GStreamer 1.24+: a box related to a tracker's object "
@@ -222,6 +228,10 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
   g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_SMALL,
       g_param_spec_uint ("roi-skipped-small", "Regions skipped as small",
           "Regions skipped since start as under roi-min-size", 0, G_MAXUINT,
+          0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_LARGE,
+      g_param_spec_uint ("roi-skipped-large", "Regions skipped as large",
+          "Regions skipped since start as over roi-max-size", 0, G_MAXUINT,
           0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_ROI_SKIPPED_OUTSIDE,
       g_param_spec_uint ("roi-skipped-outside", "Regions skipped as outside",
@@ -290,6 +300,7 @@ static const gsize prop_field[PROP_LAST] = {
   [PROP_LABEL_HOLD] = F (label_hold),[PROP_DEVICE_ID] = F (device_id),
   [PROP_ANALYTICS_META] = F (analytics_meta),
   [PROP_ROI_MIN_SIZE] = F (roi_min_size),
+  [PROP_ROI_MAX_SIZE] = F (roi_max_size),
   [PROP_RECLASSIFY_INTERVAL] = F (reclassify_interval),
   [PROP_TRACK_TIMEOUT] = F (track_timeout),
   [PROP_WHEN_BUSY] = F (when_busy),[PROP_STATS_INTERVAL] = F (stats_interval),

@@ -113,6 +113,15 @@ gst_gpunet_roi_accept (GstGpunetRoiFilter * flt, const gchar * what, gint id,
         flt->min_size);
     return FALSE;
   }
+  if (flt->max_size > 0 && (cw > (gint64) flt->max_size
+          || ch > (gint64) flt->max_size)) {
+    flt->large++;
+    GST_LOG_OBJECT (flt->log_object, "frame %" G_GUINT64_FORMAT ": %s %d is "
+        "%" G_GINT64_FORMAT "x%" G_GINT64_FORMAT " in the frame, over "
+        "roi-max-size %u: skipped", flt->frame_no, what, id, cw, ch,
+        flt->max_size);
+    return FALSE;
+  }
   if (cw != w || ch != h)
     GST_DEBUG_OBJECT (flt->log_object, "frame %" G_GUINT64_FORMAT ": %s %d "
         "at x=%" G_GINT64_FORMAT " y=%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "x%"

@@ -35,13 +35,15 @@ typedef struct
 /* What selects the regions of one frame, and what was skipped.  Boxes are clipped to
  * the frame; a box wholly outside it, or empty or degenerate (a side under one pixel)
  * once clipped, is skipped with a GST_WARNING naming the frame and the box; a box
- * whose clipped width or height is under min_size is skipped and counted. */
+ * whose clipped width or height is under min_size, or over a max_size that is not 0, is
+ * skipped and counted. */
 typedef struct
 {
   const GArray *types;          /* roi-types (GQuark), NULL: all */
   gint frame_width, frame_height;
   gboolean even_origin;         /* 4:2:0: crops start on even coordinates */
   guint min_size;               /* roi-min-size, pixels, 0: none */
+  guint max_size;               /* roi-max-size, pixels, 0: none */
   /* the warnings' frame */
   GstObject *log_object;
   guint64 frame_no;
@@ -50,6 +52,7 @@ typedef struct
   /* counted by gst_gpunet_roi_accept */
   guint outside;                /* wholly outside or empty once clipped */
   guint small;                  /* under min_size */
+  guint large;                  /* over max_size */
 } GstGpunetRoiFilter;
 
 /* Whether the box `x, y, w x h` of type `type` (`id`: its id for the warning, `what`:

@@ -893,6 +893,43 @@ GST_START_TEST (test_secondary)
 
 GST_END_TEST;
 
+/* roi-min-size and roi-max-size, as nvinfer's input-object-min/max-width/-height:
+ * objects narrower or lower than 10 pixels, or wider or higher than 24, get no
+ * record and no classifier meta; the others do. */
+GST_START_TEST (test_secondary_sizes)
+{
+  GstElement *el = make_classify ("roi-mode", "regions", "roi-min-size", "10",
+      "roi-max-size", "24", NULL);
+  GpunetNvDsBatchMeta *b;
+  GpunetNvDsFrameMeta *f;
+  GstBuffer *in, *out;
+  GstHarness *h;
+
+  load_ds ();
+  h = harness_for (el, NVMM_CAPS ("RGBA"));
+  in = forge (416, 1, 1, GPUNET_NVBUF_MEM_SYSTEM, 0, &rgba0, 64);
+  b = add_batch (in, 1);
+  f = frame_of (b, 0);
+  add_object (b, f, 1, 0, 200, 4, 4, 24, 24);           /* at the limit: in */
+  add_object (b, f, 1, 0, 201, 4, 4, 9, 20);            /* too narrow */
+  add_object (b, f, 1, 0, 202, 4, 4, 25, 20);           /* too wide */
+  add_object (b, f, 1, 0, 203, 30, 4, 12, 30);          /* too high */
+  add_object (b, f, 1, 0, 204, 30, 4, 10, 10);          /* at the minimum: in */
+  fail_unless_equals_int (gst_harness_push (h, in), GST_FLOW_OK);
+  out = gst_harness_pull (h);
+  fail_unless_equals_int (count_regions (out), 2);
+  fail_unless (record_where (out, "nvds-object", "object-id", 200, NULL) != NULL);
+  fail_unless (record_where (out, "nvds-object", "object-id", 204, NULL) != NULL);
+  fail_unless (record_where (out, "nvds-object", "object-id", 202, NULL) == NULL,
+      "an object wider than roi-max-size was classified");
+  fail_unless (record_where (out, "nvds-object", "object-id", 203, NULL) == NULL,
+      "an object higher than roi-max-size was classified");
+  gst_buffer_unref (out);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* The object-id cache: an object is classified, carried (inferred=false, the same
  * classes in its NvDs meta) until its reclassify interval, and classified again
  * at once when its box grows by 20 % or more. */
@@ -1334,6 +1371,7 @@ nvmm_suite (void)
   tcase_add_test (tc, test_primary_interval);
   tcase_add_test (tc, test_secondary);
   tcase_add_test (tc, test_secondary_cache);
+  tcase_add_test (tc, test_secondary_sizes);
   tcase_add_test (tc, test_when_busy_skip);
   tcase_add_test (tc, test_when_busy_auto);
   tcase_add_test (tc, test_when_busy_skip_interval);

@@ -69,6 +69,42 @@ GST_START_TEST (test_min_size)
 
 GST_END_TEST;
 
+/* roi-max-size=20: regions wider or higher than 20 pixels inside the frame (one of
+ * them only before clipping, and so classified) are skipped and counted; the 20x20
+ * one is classified; roi-max-size=0 classifies them all. */
+GST_START_TEST (test_max_size)
+{
+  guint max_size;
+
+  for (max_size = 0; max_size <= 20; max_size += 20) {
+    gchar *prop = g_strdup_printf ("%u", max_size);
+    GstHarness *h = make_harness ("roi-max-size", prop, NULL);
+    GstBuffer *in = make_frame (h, 3), *out;
+    guint small, large, outside;
+
+    add_region (in, 1, 2, 2, 20, 20);
+    add_region (in, 2, 2, 2, 21, 8);
+    add_region (in, 3, 24, 2, 8, 30);
+    add_region (in, 4, W - 10, 2, 30, 10);       /* 10 wide in the frame */
+    out = push_pull (h, in);
+    fail_unless (roi_record (out, 1) != NULL, "the 20x20 region is classified");
+    fail_unless ((roi_record (out, 2) == NULL) == (max_size == 20));
+    fail_unless ((roi_record (out, 3) == NULL) == (max_size == 20));
+    fail_unless (roi_record (out, 4) != NULL, "a region under the limit once "
+        "clipped is classified");
+    g_object_get (h->element, "roi-skipped-small", &small, "roi-skipped-large",
+        &large, "roi-skipped-outside", &outside, NULL);
+    fail_unless_equals_int (large, max_size == 20 ? 2 : 0);
+    fail_unless_equals_int (small, 0);
+    fail_unless_equals_int (outside, 0);
+    gst_buffer_unref (out);
+    gst_harness_teardown (h);
+    g_free (prop);
+  }
+}
+
+GST_END_TEST;
+
 /* A region partly outside is classified as its part inside the frame (the same
  * classes as that part given as a region); one wholly outside and an empty one are
  * skipped, counted and warned about. */
@@ -121,6 +157,7 @@ gpunet_regions_suite (void)
   tcase_set_timeout (tc, 300);
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_min_size);
+  tcase_add_test (tc, test_max_size);
   tcase_add_test (tc, test_outside);
   return s;
 }
