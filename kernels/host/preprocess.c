@@ -137,14 +137,18 @@ gpunet_preprocess_plan_clear (gpunet_preprocess_plan *p)
 #include <immintrin.h>
 
 /* The vector code this CPU runs (checked once): 2 AVX-512F, 1 AVX2, 0 none; at most the
- * plan's simd_cap, so the tests compare the paths on one CPU. */
+ * plan's simd_cap, so the tests compare the paths on one CPU.  The engine's worker threads
+ * preprocess side by side: the cached level is an atomic (relaxed: each thread that finds
+ * it unset computes the same value). */
 static int
 cpu_simd_level (const gpunet_preprocess_plan *p)
 {
-  static int level = -1;
+  static int cached = -1;
+  int level = __atomic_load_n (&cached, __ATOMIC_RELAXED);
   if (level < 0) {
     __builtin_cpu_init ();
     level = __builtin_cpu_supports ("avx512f") ? 2 : __builtin_cpu_supports ("avx2") ? 1 : 0;
+    __atomic_store_n (&cached, level, __ATOMIC_RELAXED);
   }
   return p->simd_cap >= 0 && p->simd_cap < level ? p->simd_cap : level;
 }
@@ -653,8 +657,11 @@ horizontal_avx2 (const gpunet_preprocess_plan *p, const float *vs, int ncols, fl
 #endif
 
 /* The AVX2 clone is chosen at load time where the CPU has it; it does not use FMA, so
- * both clones round identically. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+ * both clones round identically.  Not under ThreadSanitizer: GCC instruments the clones'
+ * resolver, which the dynamic loader runs before the TSan runtime is set up (a crash at
+ * start in every program that links the engine). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) \
+    && !defined(__SANITIZE_THREAD__)
 #define GPUNET_CLONES __attribute__ ((target_clones ("avx2", "default")))
 #else
 #define GPUNET_CLONES
