@@ -612,6 +612,10 @@ set_caps (GstGpunetClassify * self, GstCaps * caps)
   }
   self->info = info;
   self->have_caps = TRUE;
+  GST_OBJECT_LOCK (self);
+  self->fps_n = GST_VIDEO_INFO_FPS_N (&info);
+  self->fps_d = GST_VIDEO_INFO_FPS_D (&info);
+  GST_OBJECT_UNLOCK (self);
   return TRUE;
 }
 
@@ -1000,6 +1004,7 @@ gst_gpunet_classify_src_query (GstPad * pad, GstObject * parent,
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (parent);
   GstClockTime wait;
   guint limit;
+  gint fps_n, fps_d;
 
   switch (GST_QUERY_TYPE (query)) {
     case GST_QUERY_CAPS:
@@ -1014,8 +1019,11 @@ gst_gpunet_classify_src_query (GstPad * pad, GstObject * parent,
       GST_OBJECT_LOCK (self);
       wait = self->batch_timeout * GST_USECOND;
       limit = self->max_in_flight;
+      /* not self->info: the streaming thread rewrites it on a caps change */
+      fps_n = self->fps_n;
+      fps_d = self->fps_d;
       GST_OBJECT_UNLOCK (self);
-      gst_gpunet_queue_add_latency (query, wait, limit, &self->info);
+      gst_gpunet_queue_add_latency (query, wait, limit, fps_n, fps_d);
       return TRUE;
     default:
       return gst_pad_query_default (pad, parent, query);

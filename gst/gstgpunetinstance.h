@@ -161,6 +161,9 @@ struct _GstGpunetClassify
 
   gpunet_preprocess_params pre; /* set at READY->PAUSED */
 
+  /* object lock: the caps' framerate, for LATENCY queries, which come on any thread */
+  gint fps_n, fps_d;
+
   /* streaming thread (chain, sink events) */
   GstVideoInfo info;
   gboolean have_caps;

@@ -426,7 +426,7 @@ gst_gpunet_queue_add_allocation (GstQuery * query, guint extra)
 
 void
 gst_gpunet_queue_add_latency (GstQuery * query, GstClockTime batch_wait,
-    guint max_in_flight, const GstVideoInfo * info)
+    guint max_in_flight, gint fps_n, gint fps_d)
 {
   gboolean live;
   GstClockTime min, max, held;
@@ -435,9 +435,8 @@ gst_gpunet_queue_add_latency (GstQuery * query, GstClockTime batch_wait,
   /* a frame may wait for a batch to fill; up to max-in-flight frames are held
    * while the engine works */
   held = batch_wait;
-  if (info->fps_n > 0)
-    held += gst_util_uint64_scale_int (max_in_flight * GST_SECOND,
-        info->fps_d, info->fps_n);
+  if (fps_n > 0)
+    held += gst_util_uint64_scale_int (max_in_flight * GST_SECOND, fps_d, fps_n);
   min += batch_wait;
   if (GST_CLOCK_TIME_IS_VALID (max))
     max += held;

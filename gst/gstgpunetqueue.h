@@ -100,9 +100,10 @@ gboolean gst_gpunet_queue_activate (GstGpunetQueue * q, gboolean active);
 void gst_gpunet_queue_add_allocation (GstQuery * query, guint extra);
 
 /* LATENCY query answered by upstream: adds the wait for a batch
- * (`batch_wait`) and the frames held in flight (`max_in_flight` at `info`'s rate). */
+ * (`batch_wait`) and the frames held in flight (`max_in_flight` at `fps_n`/`fps_d`
+ * frames per second; none where fps_n is 0). */
 void gst_gpunet_queue_add_latency (GstQuery * query, GstClockTime batch_wait,
-    guint max_in_flight, const GstVideoInfo * info);
+    guint max_in_flight, gint fps_n, gint fps_d);
 
 G_END_DECLS
 
