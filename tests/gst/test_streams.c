@@ -215,21 +215,46 @@ GST_START_TEST (test_device_id_property)
 GST_END_TEST;
 
 /* Buffers and serialized events leave in the order they came, though buffers
- * wait for the engine (a 30 ms batch timeout) and events do not. */
+ * wait for the engine (a 30 ms batch timeout) and events do not.  The log is written
+ * by the src task and read by the test: under its own lock. */
+typedef struct
+{
+  GMutex lock;
+  GString *str;
+} EventLog;
+
 static GstPadProbeReturn
 log_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
 {
-  GString *log = user;
+  EventLog *log = user;
+  gchar c = 0;
 
   (void) pad;
   if (info->type & GST_PAD_PROBE_TYPE_BUFFER)
-    g_string_append_c (log, 'B');
+    c = 'B';
   else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) ==
       GST_EVENT_CUSTOM_DOWNSTREAM)
-    g_string_append_c (log, 'C');
+    c = 'C';
   else if (GST_EVENT_TYPE (GST_PAD_PROBE_INFO_EVENT (info)) == GST_EVENT_EOS)
-    g_string_append_c (log, 'E');
+    c = 'E';
+  if (c != 0) {
+    g_mutex_lock (&log->lock);
+    g_string_append_c (log->str, c);
+    g_mutex_unlock (&log->lock);
+  }
   return GST_PAD_PROBE_OK;
+}
+
+/* the log so far (free it) */
+static gchar *
+log_copy (EventLog * log)
+{
+  gchar *s;
+
+  g_mutex_lock (&log->lock);
+  s = g_strdup (log->str->str);
+  g_mutex_unlock (&log->lock);
+  return s;
 }
 
 GST_START_TEST (test_event_order)
@@ -239,9 +264,13 @@ GST_START_TEST (test_event_order)
       "batch-size=4 batch-timeout=30000", json, ckpt);
   const gchar *caps = "video/x-raw,format=RGB,width=32,height=24,framerate=30/1";
   GstHarness *h = gst_harness_new_parse (desc);
-  GString *log = g_string_new (NULL);
+  EventLog log_, *log = &log_;
+  gchar *seen = NULL;
   GstPad *src;
   guint i;
+
+  g_mutex_init (&log->lock);
+  log->str = g_string_new (NULL);
 
   src = gst_element_get_static_pad (h->element, "src");
   fail_unless (src != NULL);
@@ -272,11 +301,18 @@ GST_START_TEST (test_event_order)
   for (i = 0; i < 6; i++)
     gst_buffer_unref (gst_harness_pull (h));
   /* the task pushes EOS after the last buffer: wait for it */
-  for (i = 0; i < 500 && strchr (log->str, 'E') == NULL; i++)
+  for (i = 0; i < 500; i++) {
+    g_free (seen);
+    seen = log_copy (log);
+    if (strchr (seen, 'E') != NULL)
+      break;
     g_usleep (2000);
-  fail_unless_equals_string (log->str, "BBCBBBCBE");
-  g_string_free (log, TRUE);
+  }
+  fail_unless_equals_string (seen, "BBCBBBCBE");
+  g_free (seen);
   gst_harness_teardown (h);
+  g_string_free (log->str, TRUE);
+  g_mutex_clear (&log->lock);
   g_free (desc);
   g_free (json);
   g_free (ckpt);
@@ -719,13 +755,22 @@ typedef struct
   volatile gint stop, fired;
 } FifoRescue;
 
+/* the deadline is set by the test while the thread reads it: an atomic */
+static void
+rescue_set_deadline (FifoRescue * r, gint64 deadline)
+{
+  __atomic_store_n (&r->deadline, deadline, __ATOMIC_RELAXED);
+}
+
 static gpointer
 fifo_rescue_thread (gpointer data)
 {
   FifoRescue *r = data;
 
   while (!g_atomic_int_get (&r->stop)) {
-    if (g_get_monotonic_time () >= r->deadline) {
+    gint64 deadline = __atomic_load_n (&r->deadline, __ATOMIC_RELAXED);
+
+    if (g_get_monotonic_time () >= deadline) {
       int fd = open (r->fifo, O_WRONLY | O_NONBLOCK);
 
       if (fd >= 0) {            /* a reader was blocked: let it go */
@@ -759,7 +804,7 @@ GST_START_TEST (test_fifo_weights)
   gint i;
 
   fail_unless (mkfifo (fifo, 0600) == 0);
-  rescue.deadline = g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND;
+  rescue_set_deadline (&rescue, g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND);
   thread = g_thread_new ("fifo-rescue", fifo_rescue_thread, &rescue);
   for (i = 0; i < 2; i++) {
     el = gst_element_factory_make ("gpunetclassify", NULL);
@@ -796,7 +841,7 @@ GST_START_TEST (test_fifo_weights)
   gst_element_set_bus (el, bus);
   gst_harness_set_src_caps_str (h, caps);
   fail_unless_equals_int (frames_until_model (h, caps, "tiny-a|", 5, &pts), 0);
-  rescue.deadline = g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND;
+  rescue_set_deadline (&rescue, g_get_monotonic_time () + 8 * G_TIME_SPAN_SECOND);
   g_object_set (el, "checkpoint", fifo, NULL);
   msg = gst_bus_timed_pop_filtered (bus, 15 * GST_SECOND, GST_MESSAGE_WARNING);
   fail_unless (msg != NULL, "no warning for the swap to a FIFO");
