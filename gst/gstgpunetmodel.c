@@ -103,7 +103,7 @@ gst_gpunet_model_args_clear (GstGpunetModelArgs * a)
 
 /* The labels of a `n`-class model from `path` (gpunet_labels_load) or the defaults; NULL
  * and *error when the file is not a readable regular file of bounded size or has the
- * wrong count. */
+ * wrong count.  Each label is made valid UTF-8 (Latin-1 files: U+FFFD for a bad byte). */
 static gchar **
 load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
 {
@@ -129,8 +129,10 @@ load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
     g_strfreev (labels);
     return NULL;
   }
+  /* valid UTF-8, each bad byte U+FFFD: a GstStructure drops a string field that is
+   * not (the record's label, label-changed's new-label), and JSON lines need it */
   for (i = 0; i < n; i++)
-    labels[i] = g_strdup (parsed[i]);
+    labels[i] = g_utf8_make_valid (parsed[i], -1);
   gpunet_labels_free (parsed);
   return labels;
 }

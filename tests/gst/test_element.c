@@ -486,6 +486,68 @@ GST_START_TEST (test_labels_file)
 
 GST_END_TEST;
 
+/* A labels file in Latin-1 (bytes that are not UTF-8): GstStructure drops a string
+ * field that is not valid UTF-8 (with "Please file a bug"), so the record's label and
+ * the label-changed message's new-label were missing.  The element makes each label
+ * valid UTF-8 as it loads them, each bad byte U+FFFD, as json-output writes them. */
+GST_START_TEST (test_labels_not_utf8)
+{
+  const gchar *caps = "video/x-raw,format=RGB,width=20,height=20";
+  GString *text = g_string_new (NULL);
+  gchar *path = NULL;
+  GstHarness *h;
+  GstBuffer *out;
+  GstBus *bus;
+  GstMessage *msg;
+  const GstStructure *s;
+  gboolean changed = FALSE;
+  gint i, fd;
+
+  for (i = 0; i < NUM_CLASSES; i++)
+    g_string_append_printf (text, "caf\xe9 %d\n", i);
+  fd = g_file_open_tmp ("gpunet-labels-XXXXXX.txt", &path, NULL);
+  fail_unless (fd >= 0);
+  close (fd);
+  fail_unless (g_file_set_contents (path, text->str, -1, NULL));
+
+  h = harness_for (make_classify (TINY_A, "labels", path, NULL), caps);
+  bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  out = push_and_check_passthrough (h, make_frame (h, caps, 0));
+  s = out_record (out);
+  fail_unless (gpunet_meta_n_results (s) > 0);
+  for (i = 0; i < (gint) gpunet_meta_n_results (s); i++) {
+    gchar *expect = g_strdup_printf ("caf\xef\xbf\xbd %d", gpunet_meta_nth_id (s, i));
+    fail_unless_equals_string (gpunet_meta_nth_label (s, i), expect);
+    g_free (expect);
+  }
+  fail_unless (gpunet_meta_label (s) != NULL, "the record lost its label");
+  fail_unless (g_utf8_validate (gpunet_meta_label (s), -1, NULL));
+  while ((msg = gst_bus_pop (bus)) != NULL) {
+    const GstStructure *m = gst_message_get_structure (msg);
+
+    if (GST_MESSAGE_TYPE (msg) == GST_MESSAGE_ELEMENT
+        && gst_structure_has_name (m, "gpunetclassify-label-changed")) {
+      const gchar *l = gst_structure_get_string (m, "new-label");
+
+      fail_unless (l != NULL, "label-changed lost its new-label");
+      fail_unless (g_str_has_prefix (l, "caf\xef\xbf\xbd "));
+      changed = TRUE;
+    }
+    gst_message_unref (msg);
+  }
+  fail_unless (changed, "no gpunetclassify-label-changed message");
+  gst_buffer_unref (out);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+  g_unlink (path);
+  g_free (path);
+  g_string_free (text, TRUE);
+}
+
+GST_END_TEST;
+
 /* ---- bus messages --------------------------------------------------------------------- */
 
 /* Runs the pipeline's bus to EOS (failing on errors or after 60 s) and returns
@@ -2230,6 +2292,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_interval);
   tcase_add_test (tc, test_top_k_threshold_playing);
   tcase_add_test (tc, test_labels_file);
+  tcase_add_test (tc, test_labels_not_utf8);
   tcase_add_test (tc, test_post_messages);
   tcase_add_test (tc, test_error_no_checkpoint);
   tcase_add_test (tc, test_error_missing_file);
