@@ -596,6 +596,11 @@ print_stats (gint k, const gchar * label, const GstStructure * s)
   fflush (stdout);
 }
 
+/* --format: the system-memory formats gpunetclassify's sink pad takes */
+static const gchar *const stream_formats[] = { "NV12", "I420", "RGBA", "BGRA", "RGBx",
+  "BGRx", "RGB", "BGR", NULL
+};
+
 static const gchar *patterns[] = { "smpte", "ball", "snow", "checkers-8",
   "circular", "zone-plate", "gradient", "pinwheel", "spokes", "colors",
   "smpte75", "bar"
@@ -620,7 +625,7 @@ main (int argc, char **argv)
     {"width", 0, 0, G_OPTION_ARG_INT, &width, "Width (default 640)", "W"},
     {"height", 0, 0, G_OPTION_ARG_INT, &height, "Height (default 480)", "H"},
     {"format", 0, 0, G_OPTION_ARG_STRING, &format,
-        "Pixel format (default NV12)", "FMT"},
+        "Pixel format: NV12 (default), I420, RGBA, BGRA, RGBx, BGRx, RGB or BGR", "FMT"},
     {"model", 0, 0, G_OPTION_ARG_STRING, &model,
         "Built-in model or architecture JSON (default gpunet-0)", "NAME"},
     {"checkpoint", 0, 0, G_OPTION_ARG_FILENAME, &checkpoint,
@@ -721,6 +726,24 @@ main (int argc, char **argv)
     g_printerr ("gpunet-streams: --checkpoint is required; --streams 1..256, "
         "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000, "
         "--stats-interval >= 0\n");
+    return 2;
+  }
+  /* the element's ranges (n-threads, max-in-flight, batch-timeout) and formats: said
+   * here, rather than a GLib warning and the default used, or caps that fail as "no
+   * video stream in this input" */
+  if (threads < 0 || threads > 1024 || in_flight < 0 || in_flight > 256
+      || (gint64) timeout < 0 || timeout > 10000000) {
+    g_printerr ("gpunet-streams: --n-threads 0..1024 (0 = all cores), "
+        "--max-in-flight 1..256 (0 = the element's), --batch-timeout 0..10000000 "
+        "microseconds\n");
+    return 2;
+  }
+  if (format != NULL && !g_strv_contains (stream_formats, format)) {
+    gchar *list = g_strjoinv (", ", (gchar **) stream_formats);
+
+    g_printerr ("gpunet-streams: --format '%s' is not a format gpunetclassify "
+        "takes: use one of %s\n", format, list);
+    g_free (list);
     return 2;
   }
   if (!(open_timeout > 0 && open_timeout <= 1e6)

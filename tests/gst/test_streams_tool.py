@@ -1,6 +1,7 @@
 """gpunet-streams on the tiny-a fixture: every stream's frames come through, the
 last line has the documented fields, each stream's element stats are printed
-under its index and label, a bad --when-busy is refused, streams share one
+under its index and label, a bad --when-busy, --format or out-of-range element
+property is refused, streams share one
 engine unless --no-share, and the tool finds the plugin of its build tree
 without GST_PLUGIN_PATH; a missing or empty input is named and left out while
 the good ones run."""
@@ -52,6 +53,20 @@ r = subprocess.run(base + ["--when-busy", "sometimes"], capture_output=True,
                    text=True, env=env)
 check(r.returncode == 2 and "--when-busy 'sometimes'" in r.stderr,
       f"bad --when-busy: {r.returncode} {r.stderr}")
+# values the element cannot take are refused before anything runs, each with the
+# range it has: not a GLib warning and the element's default used instead, and not a
+# format in the caps that fails as "no video stream in this input"
+for extra, said in ((["--format", "GRAY8"], "--format 'GRAY8' is not a format"),
+                    (["--format", "NV12,width=3"], "use one of NV12, I420"),
+                    (["--n-threads", "99999"], "--n-threads 0..1024"),
+                    (["--max-in-flight", "1000"], "--max-in-flight 1..256"),
+                    (["--batch-timeout", "-1"], "--batch-timeout 0..10000000")):
+    r = subprocess.run(base + extra, capture_output=True, text=True, env=env)
+    check(r.returncode == 2 and said in r.stderr and "GLib" not in r.stderr
+          and "streams=" not in r.stdout, f"{extra}: {r.returncode} {r.stderr}")
+r = subprocess.run(base + ["--format", "BGRx"], capture_output=True, text=True, env=env)
+check(r.returncode == 0 and "stream 7: 5 frames" in r.stdout,
+      f"--format BGRx: {r.returncode} {r.stderr}")
 r = subprocess.run([tool, "--streams", "2"], capture_output=True, text=True,
                    env=env)
 check(r.returncode == 2 and "--checkpoint" in r.stderr,
