@@ -81,11 +81,14 @@ gpunet_status gpunet_cpu_options_parse (gpunet_cpu_options *options, const char 
 gpunet_status gpunet_cuda_options_parse (gpunet_cuda_options *options, const char *spec,
     const char *source, char **error_text);
 
+/* The most CPU threads a session takes (the element's n-threads, the tools' --threads) */
+#define GPUNET_MAX_THREADS 1024
+
 typedef struct {
   gpunet_backend_kind backend;
   gpunet_precision precision;
   int max_batch;   /* largest n passed to forward/classify; >= 1 */
-  int n_threads;   /* CPU backend; 0 = all cores */
+  int n_threads;   /* CPU backend; 0 = all cores, at most GPUNET_MAX_THREADS */
   int device;      /* CUDA device ordinal */
   int cuda_fused;  /* CUDA, opt-in (docs/cuda.md, "Fused path"): 0 (default) = the
                     * verified path; GPUNET_CUDA_FUSED_KERNELS = the fused head and

@@ -221,9 +221,10 @@ session_new (gpunet_model *model, const gpunet_session_params *params,
   if (p.max_batch < 1 || p.max_batch > 4096)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "batch size %d is out of range (1 to 4096)", p.max_batch);
-  if (p.n_threads < 0)
+  if (p.n_threads < 0 || p.n_threads > GPUNET_MAX_THREADS)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
-        "n_threads %d is negative (0 means all cores)", p.n_threads);
+        "n_threads %d is out of range (0 means all cores, at most %d)", p.n_threads,
+        GPUNET_MAX_THREADS);
   /* the one place the library reads GPUNET_CPU */
   gpunet_status cst = gpunet_cpu_options_parse (&p.cpu, getenv ("GPUNET_CPU"),
       "environment variable GPUNET_CPU", error_text);

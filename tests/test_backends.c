@@ -109,6 +109,18 @@ test_sessions (void)
   CHECK (gpunet_session_new (m, &p, &s, &err) == GPUNET_ERR_INVALID_ARGUMENT && !s);
   CHECK_CONTAINS (err, "backend kind 42");
   free (err);
+  err = NULL;
+
+  /* a thread count past any machine: refused with a sentence, not a per-thread
+   * scratch of tens of GB that fails as "out of memory" */
+  gpunet_session_params_init (&p);
+  p.backend = GPUNET_BACKEND_CPU;
+  p.n_threads = 99999;
+  s = NULL;
+  CHECK (gpunet_session_new (m, &p, &s, &err) == GPUNET_ERR_INVALID_ARGUMENT && !s);
+  CHECK_CONTAINS (err, "n_threads 99999");
+  CHECK_CONTAINS (err, "1024");
+  free (err);
   gpunet_model_unref (m);
 }
 

@@ -318,6 +318,11 @@ main (int argc, char **argv)
     g_printerr ("gpunet-validate: %s\n", err->message);
     goto out;
   }
+  if (threads < 0 || threads > GPUNET_MAX_THREADS) {
+    g_printerr ("gpunet-validate: --threads needs an integer from 0 to %d (0 = all "
+        "cores), got %d\n", GPUNET_MAX_THREADS, threads);
+    goto out;
+  }
   /* --precision: the run's (auto), or with --against the one compared (bf16) */
   gpunet_precision prec = against ? GPUNET_PRECISION_BF16 : GPUNET_PRECISION_AUTO;
   if (precision_s && (!gpunet_tool_precision_parse (precision_s, &prec)

@@ -112,6 +112,12 @@ def main():
         check(p.returncode == 0 and p.stdout.startswith(expect + "\n")
               and "n01000015" in p.stdout, f"wnid folders + --class-map: {p.stdout[:80]!r}")
 
+        # a thread count past the engine's 1024: one sentence with the range, before
+        # any image (it used to try a per-thread scratch of 90 GB: "out of memory")
+        p = val(["--threads", "99999", root])
+        check(p.returncode == 2 and "--threads needs an integer from 0 to 1024" in p.stderr
+              and "memory" not in p.stderr, f"--threads 99999: {p.stderr.strip()}")
+
         p = val([os.path.join(tmp, "nothing-here")])
         check(p.returncode == 2 and p.stderr.startswith("gpunet-validate: "), "a missing folder: a sentence")
         os.makedirs(os.path.join(root, "99"))
