@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -339,7 +340,7 @@ job_thread (gpointer data)
 int
 main (int argc, char **argv)
 {
-  TagOptions o = { 0 };
+  TagOptions o = { .stall_timeout = 300.0, .open_timeout = 20.0 };
   gchar *format = NULL, *shard = NULL, *exts = NULL, *plugin_path = NULL;
   gchar **args = NULL;
   gboolean list_only = FALSE, need_header = TRUE;
@@ -439,8 +440,14 @@ main (int argc, char **argv)
     goto out;
   }
 
-  o.stall_timeout = o.stall_timeout > 0 ? o.stall_timeout : 300.0;
-  o.open_timeout = o.open_timeout > 0 ? o.open_timeout : 20.0;
+  /* seconds as the runner counts them (microseconds in a gint64): a NaN, 0 or 1e300
+   * used to run with the default, or fail every input at once */
+  if (!(o.stall_timeout > 0 && o.stall_timeout <= 1e6)
+      || !(o.open_timeout > 0 && o.open_timeout <= 1e6)) {
+    rc = usage_error (ctx, "--stall-timeout and --open-timeout must be more than 0 "
+        "seconds and at most 1000000");
+    goto out;
+  }
   o.format = TAG_FORMAT_JSONL;
   if (format && strcmp (format, "csv") == 0)
     o.format = TAG_FORMAT_CSV;
@@ -450,9 +457,10 @@ main (int argc, char **argv)
     goto out;
   }
   if (top_k < 1 || top_k > 100 || batch < 1 || batch > 64 || every < 0 || threads < 0
-      || o.fps < 0 || jobs < 1 || jobs > 64) {
+      || threads > 1024 || !(o.fps >= 0 && isfinite (o.fps)) || jobs < 1 || jobs > 64) {
     rc = usage_error (ctx, "--top-k must be 1..100; --batch and --jobs 1..64; "
-        "--every, --fps and --threads >= 0");
+        "--threads 0..1024 (0 = all cores); --every and --fps >= 0 (0 = every "
+        "frame)");
     goto out;
   }
   if (every > 1 && o.fps > 0) {

@@ -277,6 +277,16 @@ def main():
               f"--batch 4 {extra}: same records as --batch 1")
     check(run_tag(tag, base, ["--batch", "65", "media/a.mp4"]).returncode == 2,
           "--batch 65 is exit 2")
+    # numbers no run can mean: refused with their range, not a GLib warning and the
+    # default (--threads), the default (NaN, 0) or every input failed at once (1e300)
+    for bad, said in ((["--threads", "99999"], "--threads 0..1024"),
+                      (["--fps", "nan"], "--fps >= 0"),
+                      (["--stall-timeout", "1e300"], "at most 1000000"),
+                      (["--stall-timeout", "nan"], "--stall-timeout and --open-timeout"),
+                      (["--open-timeout", "0"], "more than 0 seconds")):
+        p = run_tag(tag, base, bad + ["media/a.mp4"])
+        check(p.returncode == 2 and said in p.stderr and "GLib" not in p.stderr
+              and p.stdout == "", f"{bad}: exit 2 with the range: {p.returncode} {p.stderr!r}")
 
     # --- --jobs: inputs at once into one shared engine, the same output ---
     clips = ["media/a.mp4", "media/sub/b.mkv", "media/c.mkv", "small.mkv",
