@@ -234,6 +234,26 @@ static const KeyDef service_keys[] = {
 };
 #undef O
 
+gboolean
+cam_config_check_ranges (const CamConfig * cfg, gchar ** error)
+{
+  for (guint j = 0; j < G_N_ELEMENTS (service_keys); j++) {
+    const KeyDef *d = &service_keys[j];
+    gdouble x;
+
+    if (d->type == K_STR)
+      continue;
+    x = d->type == K_INT ? *(const gint *) G_STRUCT_MEMBER_P (cfg, d->offset)
+        : *(const gdouble *) G_STRUCT_MEMBER_P (cfg, d->offset);
+    if (!(x >= d->min && x <= d->max)) {
+      *error = g_strdup_printf ("--%s %g is out of range: give %s from %g to %g",
+          d->key, x, d->type == K_INT ? "an integer" : "a number", d->min, d->max);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static gboolean
 load_service (CamConfig * cfg, GKeyFile * kf, GHashTable * lines,
     const gchar * file, gchar ** error)
@@ -262,7 +282,7 @@ load_service (CamConfig * cfg, GKeyFile * kf, GHashTable * lines,
       gchar *end;
       gdouble x = g_ascii_strtod (v, &end);
 
-      if (*v == '\0' || *end != '\0' || x < d->min || x > d->max
+      if (*v == '\0' || *end != '\0' || !(x >= d->min && x <= d->max)
           || (d->type == K_INT && x != (gint) x)) {
         *error = g_strdup_printf ("%s:%d: key '%s': '%s' is not %s from %g to "
             "%g", file, line, keys[i], v, d->type == K_INT ? "an integer" :

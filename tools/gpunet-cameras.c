@@ -20,9 +20,12 @@ static gchar *o_config, *o_model, *o_checkpoint, *o_backend, *o_when_busy,
     *o_json, *o_json_dir, *o_mqtt_host, *o_mqtt_prefix, *o_mqtt_id,
     *o_metrics_address, *o_plugin_path;
 static gchar **o_cameras;
-static gint o_threads = -1, o_batch = -1, o_retries = -1, o_mqtt_port = -1,
-    o_mqtt_qos = -1, o_mqtt_queue = -1, o_metrics_port = -1;
-static gdouble o_stall = -1, o_rmin = -1, o_rmax = -1;
+/* not given: G_MININT and -G_MAXDOUBLE (a negative or NaN value given is refused by
+ * the range check, not ignored) */
+static gint o_threads = G_MININT, o_batch = G_MININT, o_retries = G_MININT,
+    o_mqtt_port = G_MININT, o_mqtt_qos = G_MININT, o_mqtt_queue = G_MININT,
+    o_metrics_port = G_MININT;
+static gdouble o_stall = -G_MAXDOUBLE, o_rmin = -G_MAXDOUBLE, o_rmax = -G_MAXDOUBLE;
 static gboolean o_check;
 
 static GOptionEntry entries[] = {
@@ -78,7 +81,8 @@ static GOptionEntry entries[] = {
 static gchar **o_rest;
 
 #define SET_STR(f, o) if (o) { g_free (cfg->f); cfg->f = g_strdup (o); }
-#define SET_NUM(f, o) if (o >= 0) cfg->f = o
+#define SET_NUM(f, o) if (o != G_MININT) cfg->f = o
+#define SET_DOUBLE(f, o) if (o != -G_MAXDOUBLE) cfg->f = o
 
 /* defaults, then the file, then the command line */
 static CamConfig *
@@ -105,9 +109,9 @@ make_config (gchar ** error)
   SET_NUM (mqtt_qos, o_mqtt_qos);
   SET_NUM (mqtt_queue, o_mqtt_queue);
   SET_NUM (metrics_port, o_metrics_port);
-  SET_NUM (stall_timeout, o_stall);
-  SET_NUM (reconnect_min, o_rmin);
-  SET_NUM (reconnect_max, o_rmax);
+  SET_DOUBLE (stall_timeout, o_stall);
+  SET_DOUBLE (reconnect_min, o_rmin);
+  SET_DOUBLE (reconnect_max, o_rmax);
   for (gint i = 0; o_cameras && o_cameras[i]; i++)
     if (!cam_config_add_arg (cfg, o_cameras[i], error))
       goto fail;
@@ -124,6 +128,8 @@ make_config (gchar ** error)
         "with uri= in the --config file");
     goto fail;
   }
+  if (!cam_config_check_ranges (cfg, error))
+    goto fail;
   if (cfg->mqtt_qos < 0 || cfg->mqtt_qos > 1 || cfg->batch_size < 1
       || cfg->batch_size > 64 || cfg->stall_timeout <= 0
       || cfg->reconnect_min <= 0 || cfg->reconnect_max < cfg->reconnect_min

@@ -46,6 +46,10 @@ CamConfig *cam_config_new_defaults (void);
 gboolean cam_config_load (CamConfig * cfg, const gchar * file, gchar ** error);
 /* Adds "NAME=URI" (or a bare URI, named camN) from the command line. */
 gboolean cam_config_add_arg (CamConfig * cfg, const gchar * arg, gchar ** error);
+/* FALSE and *error (naming the option, its value and its range) when a numeric
+ * [service] value is outside the range the file's key has: the command line's are
+ * checked only here. */
+gboolean cam_config_check_ranges (const CamConfig * cfg, gchar ** error);
 gboolean cam_spec_equal (const CamSpec * a, const CamSpec * b);
 CamSpec *cam_spec_copy (const CamSpec * s);
 void cam_spec_free (CamSpec * s);

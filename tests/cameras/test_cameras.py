@@ -2,7 +2,8 @@
 `cameras`): a gst-rtsp-server serving a clean and a lossy (netsim, 5 % of RTP
 packets dropped) stream, a mosquitto broker read by mosquitto_sub, and the
 service's /metrics.  Checks: a malformed config names file, line and key and the
-service refuses to start; cameras come up; a missing file, a file that is no video
+service refuses to start, and so do command-line numbers outside the file keys'
+ranges; cameras come up; a missing file, a file that is no video
 and a server that never answers end `down` with a reason while the others run; the
 lossy stream's damage is counted; a file camera's counters on /metrics agree with
 its JSON lines (interval=2: classified and carried); the broker killed and
@@ -70,6 +71,22 @@ with open(bad, "w") as f:
     f.write("[service]\ncheckpoint=x\nthis line is junk\n")
 r = subprocess.run([tool, "--config", bad], capture_output=True, text=True, env=env)
 check(r.returncode == 2 and f"{bad}:3:" in r.stderr, f"junk line: {r.stderr!r}")
+# the command line's numbers get the file's ranges: a negative one was ignored
+# (the default ran), a large one reached the element (a GLib warning, its default)
+good = os.path.join(tmp, "good.conf")
+with open(good, "w") as f:
+    f.write(service_conf([("a", {"uri": "rtsp://127.0.0.1:1/x"})]))
+for opt, said in ((["--n-threads", "99999"], "--n-threads 99999 is out of range"),
+                  (["--n-threads", "-4"], "--n-threads -4 is out of range"),
+                  (["--stall-timeout", "nan"], "--stall-timeout nan is out of range"),
+                  (["--mqtt-port", "99999"], "from 1 to 65535")):
+    r = subprocess.run([tool, "--config", good, "--check-config"] + opt,
+                       capture_output=True, text=True, env=env)
+    check(r.returncode == 2 and said in r.stderr and "not starting" in r.stderr,
+          f"{opt}: {r.returncode} {r.stderr!r}")
+r = subprocess.run([tool, "--config", good, "--check-config", "--n-threads", "2"],
+                   capture_output=True, text=True, env=env)
+check(r.returncode == 0, f"--n-threads 2: {r.returncode} {r.stderr!r}")
 
 # 2. the service with every output
 # 320x240: several RTP packets a frame, so 5 % drops hit within seconds
