@@ -122,9 +122,13 @@ load_labels (const gchar * path, gint n, const gchar * model, gchar ** error)
   /* the engine's reader: a regular file of bounded size, checked before reading */
   st_parse = gpunet_labels_load (path, n, &parsed, &text);
   if (st_parse != GPUNET_OK) {
-    *error = g_strdup_printf ("Cannot use the %s (model '%s'): set labels to a "
-        "text file with one label per line", text ? text : gpunet_status_string (st_parse),
-        model);
+    const gchar *why = text ? text : gpunet_status_string (st_parse);
+
+    /* the engine's sentence whole (most already say what to give), then the
+     * advice where it does not */
+    *error = g_strdup_printf ("Cannot use the labels of model '%s': %s%s", model, why,
+        strstr (why, "one label per line") ? "" : "; set labels to a text file with "
+        "one label per line");
     free (text);
     g_strfreev (labels);
     return NULL;

@@ -723,6 +723,18 @@ GST_START_TEST (test_error_labels_unreadable)
   assert_contains (text, "labels file");
   assert_contains (text, "/nonexistent/labels.txt");
   g_free (text);
+
+  /* a directory: the engine's sentence whole, the advice once (it used to read
+   * "Cannot use the labels file '/' is not a regular file ...: give a text file with
+   * one label per line (model 'tiny-a'): set labels to a text file with one label
+   * per line") */
+  text = expect_start_error (make_classify (TINY_A, "labels", "/", NULL), NULL);
+  fail_unless (g_str_has_prefix (text, "Cannot use the labels of model 'tiny-a': "
+          "labels file '/' is not a regular file"), "%s", text);
+  fail_unless (strstr (text, "one label per line") != NULL
+      && strstr (strstr (text, "one label per line") + 1, "one label per line") == NULL,
+      "%s", text);
+  g_free (text);
 }
 
 GST_END_TEST;
