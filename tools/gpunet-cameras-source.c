@@ -106,7 +106,27 @@ on_roi (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   const gint *roi = user;
   GstBuffer *buf = gst_buffer_make_writable (GST_PAD_PROBE_INFO_BUFFER (info));
 
-  (void) pad;
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  GstVideoInfo vi;
+
+  /* a rectangle wholly outside the frame (set for another resolution) would give
+   * no record at all, frame after frame, with the camera up: said once instead */
+  if (caps && gst_video_info_from_caps (&vi, caps)
+      && (roi[0] >= GST_VIDEO_INFO_WIDTH (&vi) || roi[1] >= GST_VIDEO_INFO_HEIGHT (&vi))
+      && !g_object_get_data (G_OBJECT (pad), "gpunet-roi-outside")) {
+    GstElement *el = gst_pad_get_parent_element (pad);
+
+    g_object_set_data (G_OBJECT (pad), "gpunet-roi-outside", GINT_TO_POINTER (1));
+    if (el) {
+      gst_element_post_message (el, gst_message_new_application (GST_OBJECT (el),
+              gst_structure_new ("gpunet-cameras-roi-outside", "width", G_TYPE_INT,
+                  GST_VIDEO_INFO_WIDTH (&vi), "height", G_TYPE_INT,
+                  GST_VIDEO_INFO_HEIGHT (&vi), NULL)));
+      gst_object_unref (el);
+    }
+  }
+  if (caps)
+    gst_caps_unref (caps);
   gst_buffer_add_video_region_of_interest_meta (buf, "camera-roi", roi[0],
       roi[1], roi[2], roi[3]);
   GST_PAD_PROBE_INFO_DATA (info) = buf;
@@ -275,6 +295,21 @@ on_bus (GstBus * bus, GstMessage * m, gpointer user)
         why = g_strdup_printf ("no video stream in this input (audio or other "
             "streams only); give a video file or stream (%s)", cam->spec->uri);
         fail (cam, why, g_str_has_prefix (cam->spec->uri, "file:"));
+        g_free (why);
+        return G_SOURCE_REMOVE;
+      }
+      if (gst_message_has_name (m, "gpunet-cameras-roi-outside")) {
+        const GstStructure *s = gst_message_get_structure (m);
+        gint w = 0, h = 0;
+        const gint *r = cam->spec->roi;
+
+        gst_structure_get_int (s, "width", &w);
+        gst_structure_get_int (s, "height", &h);
+        /* another try gives the same frames: down until a SIGHUP mends the roi */
+        why = g_strdup_printf ("roi=%d,%d,%d,%d lies wholly outside the camera's "
+            "%dx%d frame, so nothing would be classified; set roi inside the frame",
+            r[0], r[1], r[2], r[3], w, h);
+        fail (cam, why, TRUE);
         g_free (why);
         return G_SOURCE_REMOVE;
       }

@@ -3,9 +3,9 @@
 packets dropped) stream, a mosquitto broker read by mosquitto_sub, and the
 service's /metrics.  Checks: a malformed config names file, line and key and the
 service refuses to start, and so do command-line numbers outside the file keys'
-ranges; cameras come up; a missing file, a file that is no video
-and a server that never answers end `down` with a reason while the others run; the
-lossy stream's damage is counted; a file camera's counters on /metrics agree with
+ranges; cameras come up; a missing file, a file that is no video, a roi outside
+the frame and a server that never answers end `down` with a reason while the
+others run; the lossy stream's damage is counted; a file camera's counters on /metrics agree with
 its JSON lines (interval=2: classified and carried); the broker killed and
 restarted: publishing resumes; SIGHUP adds one camera, removes one and leaves the
 others untouched; a bad config on SIGHUP keeps the old one; a full disk (/dev/full)
@@ -117,7 +117,9 @@ cams = [("a", {"uri": rtsp.url("cam")}),
         ("missing", {"uri": "file://" + os.path.join(tmp, "nothere.mp4")}),
         ("notvideo", {"uri": "file://" + notvideo}),
         ("nobody", {"uri": f"rtsp://127.0.0.1:{free_port()}/x"}),
-        ("hi444", {"uri": "file://" + hi444})]
+        ("hi444", {"uri": "file://" + hi444}),
+        # a region set for a bigger picture than the clip's 96x72
+        ("offroi", {"uri": "file://" + clip, "roi": "200,100,40,40"})]
 extra = (f"json-dir={jdir}\njson-output=/dev/full\nmqtt-host=127.0.0.1\n"
          f"mqtt-port={broker.port}\nmqtt-prefix=cams\nmqtt-qos=1\nmqtt-queue=10\n"
          f"metrics-port={mport}\n")
@@ -140,6 +142,13 @@ try:
     check("not found" in str(reasons["missing"]).lower(), f"missing: {reasons}")
     check(reasons["notvideo"] and reasons["notvideo"][0], f"notvideo: {reasons}")
     check("gave up" in str(reasons["nobody"]), f"nobody: {reasons}")
+    # a roi wholly outside the frame: down at its first frame, with the frame's size
+    # (it used to stay up and write no record, without a word)
+    check(wait_for(lambda: states(J("offroi"))[-1:] == ["down"], 15),
+          f"offroi ends down: {states(J('offroi'))}")
+    roff = [r["reason"] for r in J("offroi") if r.get("state") == "down"]
+    check("outside the camera's 96x72 frame" in str(roff)
+          and not any(r["event"] == "class" for r in J("offroi")), f"offroi: {roff}")
     r444 = [r["reason"] for r in J("hi444") if r.get("state") == "down"]
     check(r444 and r444[0], f"hi444: down with a reason: {r444}")
     if no_444:
