@@ -117,10 +117,21 @@ main (int argc, char **argv)
   if (argc == 3 && strcmp (argv[1], "--pipeline") == 0) {
     desc = g_strdup (argv[2]);
   } else if (argc >= 2 && argc <= 4 && argv[1][0] != '-') {
-    desc = g_strdup_printf ("videotestsrc num-buffers=%s ! videoconvert ! "
-        "gpunetclassify name=classify checkpoint=\"%s\" model=\"%s\" ! "
-        "fakesink", argc > 3 ? argv[3] : "10", argv[1],
-        argc > 2 ? argv[2] : "gpunet-0");
+    guint64 n = 10;
+
+    /* a whole number of frames: "-5" went into num-buffers as -1 (no end) */
+    if (argc > 3) {
+      gchar *end = NULL;
+
+      n = g_ascii_strtoull (argv[3], &end, 10);
+      if (!g_ascii_isdigit (argv[3][0]) || *end || n == 0 || n > G_MAXINT) {
+        g_printerr ("NUM_FRAMES needs a positive integer, got '%s'\n", argv[3]);
+        return 2;
+      }
+    }
+    desc = g_strdup_printf ("videotestsrc num-buffers=%" G_GUINT64_FORMAT " ! "
+        "videoconvert ! gpunetclassify name=classify checkpoint=\"%s\" "
+        "model=\"%s\" ! fakesink", n, argv[1], argc > 2 ? argv[2] : "gpunet-0");
   } else {
     g_printerr ("usage: %s CHECKPOINT [MODEL [NUM_FRAMES]]\n"
         "       %s [--frames N] --pipeline 'DESCRIPTION with gpunetclassify "

@@ -219,11 +219,16 @@ def main(argv):
     if len(argv) == 3 and argv[1] == "--pipeline":
         description = argv[2]
     elif 2 <= len(argv) <= 4 and not argv[1].startswith("-"):
+        # a whole number of frames: "-5" went into num-buffers as -1 (no end)
+        frames = argv[3] if len(argv) > 3 else "10"
+        if not (frames.isascii() and frames.isdigit() and 0 < int(frames) <= 2**31 - 1):
+            print("read_meta.py: NUM_FRAMES needs a positive integer, got '%s'" % frames,
+                  file=sys.stderr)
+            return 2
         description = (
             "videotestsrc num-buffers=%s ! videoconvert ! gpunetclassify name=classify "
             'checkpoint="%s" model="%s" ! fakesink'
-            % (argv[3] if len(argv) > 3 else "10", argv[1],
-               argv[2] if len(argv) > 2 else "gpunet-0"))
+            % (frames, argv[1], argv[2] if len(argv) > 2 else "gpunet-0"))
     else:
         print(__doc__, file=sys.stderr)
         return 2
