@@ -32,8 +32,12 @@ if [ -n "$frames" ] && ! [[ "$frames" =~ ^[1-9][0-9]*$ ]]; then
   echo "classify.sh: --frames needs a positive integer, got '$frames'" >&2
   exit 2
 fi
-if [ -n "$input" ] && [ ! -f "$input" ]; then
+if [ -n "$input" ] && [ ! -e "$input" ]; then
   echo "classify.sh: --input '$input': no such file" >&2
+  exit 2
+elif [ -n "$input" ] && [ ! -f "$input" ]; then
+  echo "classify.sh: --input '$input' is not a regular file (a directory, FIFO or device):" \
+    "give a video file" >&2
   exit 2
 fi
 if [ -z "$checkpoint" ]; then

@@ -39,6 +39,10 @@ def main():
     check(p.returncode == 2 and "positive integer" in p.stderr, "--frames ten rejected")
     p = subprocess.run([classify, "--input", "/nonexistent.mp4"], capture_output=True, text=True)
     check(p.returncode == 2 and "no such file" in p.stderr, "missing --input file rejected")
+    # a directory exists: said as it is, not "no such file"
+    p = subprocess.run([classify, "--input", "/"], capture_output=True, text=True)
+    check(p.returncode == 2 and "is not a regular file" in p.stderr
+          and "no such file" not in p.stderr, f"a directory as --input: {p.stderr!r}")
 
     summary = os.path.join(root, "scripts", "test-summary.py")
     with tempfile.TemporaryDirectory() as tmp:
