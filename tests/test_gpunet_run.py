@@ -88,6 +88,13 @@ with tempfile.TemporaryDirectory() as tmp:
     p = subprocess.run([convert, "--random", a_json, "--seed", "3", "--output", rnd],
                        capture_output=True, text=True)
     check(p.returncode == 0, f"convert --random: {p.stderr}")
+    # a seed strtoull would take as another number ("-1" as 2^64 - 1) is refused
+    for bad in ("-1", "+3", " 3", "18446744073709551616", "abc"):
+        p = subprocess.run([convert, "--random", a_json, "--seed", bad, "--output",
+                            os.path.join(tmp, "bad.safetensors")], capture_output=True, text=True)
+        check(p.returncode == 2 and "--seed needs a whole number" in p.stderr
+              and not os.path.exists(os.path.join(tmp, "bad.safetensors")),
+              f"convert --seed {bad!r}: {p.returncode} {p.stderr}")
     p = subprocess.run([run, "--model", a_json, "--checkpoint", rnd, "--input", a_in, "--batch", "2"],
                        capture_output=True, text=True)
     check(p.returncode == 0 and p.stdout.count("image ") == 2, f"run random: {p.stdout} {p.stderr}")

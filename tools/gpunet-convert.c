@@ -4,6 +4,7 @@
  * downloads).  The output loads with model=/--model of the same architecture.  With
  * --onnx, writes a model's graph (BatchNorm folded) as an ONNX model instead
  * (gpunet-onnx.c). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,10 +232,13 @@ main (int argc, char **argv)
     }
     else if (!strcmp (argv[i - 1], "--seed")) {
       char *end;
+      errno = 0;
       seed = strtoull (v, &end, 10);
       seed_given = 1;
-      if (*end || end == v) {
-        fprintf (stderr, "gpunet-convert: --seed needs a non-negative integer, got '%s'\n", v);
+      /* strtoull takes "-1" as 2^64 - 1 and saturates past it: digits only, in range */
+      if (*end || end == v || !isdigit ((unsigned char) v[0]) || errno == ERANGE) {
+        fprintf (stderr, "gpunet-convert: --seed needs a whole number from 0 to "
+            "18446744073709551615, got '%s'\n", v);
         return 2;
       }
     } else {
