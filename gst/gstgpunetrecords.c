@@ -7,9 +7,13 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <glib/gstdio.h>
 
@@ -97,16 +101,31 @@ gboolean
 gst_gpunet_records_start (GstGpunetRecords * rec, const gchar * json_path)
 {
   if (json_path != NULL && *json_path != '\0') {
-    rec->json_file = g_fopen (json_path, "wb");
+    /* non-blocking only to open: a FIFO without a reader fails (ENXIO) rather than
+     * holding the state change until one comes; the writes then block as a file's */
+    gint fd = g_open (json_path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC,
+        0666);
+
+    if (fd >= 0 && fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK) == 0)
+      rec->json_file = fdopen (fd, "wb");
     if (rec->json_file == NULL) {
       gint err = errno;
 
-      GST_ELEMENT_ERROR (rec->element, RESOURCE, OPEN_WRITE,
-          ("Cannot open the JSON output file '%s' for writing: %s. Set "
-              "json-output to the path of a file in an existing, writable "
-              "directory, or to an empty string to turn it off", json_path,
-              g_strerror (err)),
-          ("json-output property: fopen failed, errno %d", err));
+      if (fd >= 0)
+        close (fd);
+      if (err == ENXIO)
+        GST_ELEMENT_ERROR (rec->element, RESOURCE, OPEN_WRITE,
+            ("Cannot open the JSON output file '%s': it is a FIFO that no process "
+                "reads. Start its reader before the pipeline, or set json-output "
+                "to a regular file", json_path),
+            ("json-output property: open(O_NONBLOCK) gave ENXIO"));
+      else
+        GST_ELEMENT_ERROR (rec->element, RESOURCE, OPEN_WRITE,
+            ("Cannot open the JSON output file '%s' for writing: %s. Set "
+                "json-output to the path of a file in an existing, writable "
+                "directory, or to an empty string to turn it off", json_path,
+                g_strerror (err)),
+            ("json-output property: open failed, errno %d", err));
       return FALSE;
     }
     rec->json_path = g_strdup (json_path);
@@ -398,12 +417,36 @@ write_json_lines (GstGpunetRecords * rec, gchar ** error)
 {
   GString *lines = rec->json_lines;
   gint err = 0;
+  sigset_t pipe_set, old_set, pending;
+  gboolean was_pending;
 
+  if (lines->len == 0)
+    return TRUE;
+  /* a FIFO or pipe whose reader went away: EPIPE, not a SIGPIPE that kills the
+   * process.  SIGPIPE is blocked on this thread for the write, and the one the
+   * write raised is taken back before it is unblocked. */
+  sigemptyset (&pipe_set);
+  sigaddset (&pipe_set, SIGPIPE);
+  sigpending (&pending);
+  was_pending = sigismember (&pending, SIGPIPE);
+  pthread_sigmask (SIG_BLOCK, &pipe_set, &old_set);
   errno = 0;
-  if (lines->len > 0 && (fwrite (lines->str, 1, lines->len,
-              rec->json_file) != lines->len || fflush (rec->json_file) != 0))
+  if (fwrite (lines->str, 1, lines->len, rec->json_file) != lines->len
+      || fflush (rec->json_file) != 0)
     err = errno ? errno : EIO;
+  if (err == EPIPE && !was_pending) {
+    const struct timespec zero = { 0, 0 };
+
+    while (sigtimedwait (&pipe_set, NULL, &zero) < 0 && errno == EINTR);
+  }
+  pthread_sigmask (SIG_SETMASK, &old_set, NULL);
   g_string_truncate (lines, 0);
+  if (err == EPIPE) {
+    *error = g_strdup_printf ("Cannot write to the JSON output file '%s': its "
+        "reader closed it (%s). Keep the reader running, or set json-output to a "
+        "regular file", rec->json_path, g_strerror (err));
+    return FALSE;
+  }
   if (err != 0) {
     *error = g_strdup_printf ("Cannot write to the JSON output file '%s': %s. "
         "Free space on its disk, or set json-output to another file",

@@ -10,6 +10,8 @@
  * Run under GST_TRACERS=leaks (meson sets it): a leaked GstObject
  * or GstMiniObject fails the test. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -1988,6 +1990,82 @@ GST_START_TEST (test_error_json_write)
 
 GST_END_TEST;
 
+/* json-output naming a FIFO that no process reads: opening it for writing used to
+ * block the READY -> PAUSED change for good; now a start error that says so.  (The
+ * alarm ends the old behaviour's wait.) */
+GST_START_TEST (test_error_json_fifo_no_reader)
+{
+  gchar *dir = g_dir_make_tmp ("gpunet-fifo-XXXXXX", NULL);
+  gchar *fifo = g_build_filename (dir, "records.jsonl", NULL);
+  gchar *text;
+
+  fail_unless (mkfifo (fifo, 0600) == 0);
+  alarm (60);
+  text = expect_start_error (make_classify (TINY_A, "json-output", fifo, NULL), NULL);
+  alarm (0);
+  assert_contains (text, fifo);
+  assert_contains (text, "no process reads");
+  g_free (text);
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
+/* json-output to a FIFO whose reader goes away: the write fails with EPIPE and the
+ * stream stops with an error; the process is not killed by SIGPIPE (it was). */
+GST_START_TEST (test_error_json_fifo_reader_gone)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=16,height=16";
+  gchar *dir = g_dir_make_tmp ("gpunet-fifo-XXXXXX", NULL);
+  gchar *fifo = g_build_filename (dir, "records.jsonl", NULL);
+  GstHarness *h;
+  GstBus *bus;
+  GstMessage *msg = NULL;
+  GError *err = NULL;
+  GstFlowReturn ret = GST_FLOW_OK;
+  gint rfd, i;
+  gchar buf[4096];
+
+  fail_unless (mkfifo (fifo, 0600) == 0);
+  rfd = open (fifo, O_RDONLY | O_NONBLOCK);
+  fail_unless (rfd >= 0);
+  h = harness_for (make_classify (TINY_A, "json-output", fifo, NULL), caps);
+  bus = gst_bus_new ();
+  gst_element_set_bus (h->element, bus);
+  /* a FIFO with a reader works as a file does: the first frame's line arrives */
+  fail_unless_equals_int (gst_harness_push (h, make_frame (h, caps, 0)), GST_FLOW_OK);
+  gst_buffer_unref (gst_harness_pull (h));
+  fail_unless (read (rfd, buf, sizeof buf) > 0);
+  close (rfd);
+  for (i = 1; i < 20 && ret == GST_FLOW_OK; i++) {
+    ret = gst_harness_push (h, make_frame (h, caps, i));
+    msg = gst_bus_timed_pop_filtered (bus, 200 * GST_MSECOND, GST_MESSAGE_ERROR);
+    if (msg)
+      break;
+  }
+  if (msg == NULL)
+    msg = gst_bus_timed_pop_filtered (bus, 10 * GST_SECOND, GST_MESSAGE_ERROR);
+  fail_unless (msg != NULL, "no error message posted");
+  gst_message_parse_error (msg, &err, NULL);
+  fail_unless (err->domain == GST_RESOURCE_ERROR);
+  assert_contains (err->message, fifo);
+  assert_contains (err->message, "reader");
+  g_clear_error (&err);
+  gst_message_unref (msg);
+  gst_element_set_bus (h->element, NULL);
+  gst_object_unref (bus);
+  gst_harness_teardown (h);
+  g_unlink (fifo);
+  g_rmdir (dir);
+  g_free (fifo);
+  g_free (dir);
+}
+
+GST_END_TEST;
+
 /* ---- fewer classes than the top-k cap (issue 49) ------------------------------------ */
 
 #define MAX_TOP_K 100           /* the top-k property's maximum */
@@ -2337,6 +2415,8 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_json_output);
   tcase_add_test (tc, test_error_json_output);
   tcase_add_test (tc, test_error_json_write);
+  tcase_add_test (tc, test_error_json_fifo_no_reader);
+  tcase_add_test (tc, test_error_json_fifo_reader_gone);
   return s;
 }
 
