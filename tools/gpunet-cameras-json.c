@@ -24,11 +24,21 @@ typedef struct
 static gint
 open_append (const gchar * path, gchar ** error)
 {
-  gint fd = g_open (path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  /* non-blocking only to open: a FIFO without a reader fails (ENXIO) rather than
+   * holding the service before its first camera; the writes then block */
+  gint fd = g_open (path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+  gint err = errno;
 
+  if (fd >= 0 && fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    err = errno;
+    close (fd);
+    fd = -1;
+  }
   if (fd < 0 && error)
-    *error = g_strdup_printf ("cannot open the JSON output '%s': %s", path,
-        g_strerror (errno));
+    *error = err == ENXIO ? g_strdup_printf ("cannot open the JSON output '%s': it is "
+        "a FIFO that no process reads; start its reader first, or give a regular file",
+        path) : g_strdup_printf ("cannot open the JSON output '%s': %s", path,
+        g_strerror (err));
   return fd;
 }
 

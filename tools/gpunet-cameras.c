@@ -4,6 +4,7 @@
  * event to the outputs: JSON lines, MQTT and the Prometheus endpoint.
  * Exit: 0 after SIGTERM/SIGINT, 1 when it cannot start, 2 usage or bad config. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,6 +524,9 @@ main (int argc, char **argv)
     goto fail;
   svc.config_file = o_config;
   svc.loop = g_main_loop_new (NULL, FALSE);
+  /* a JSON output that is a FIFO or pipe whose reader went away: a failed write
+   * (an error event, a counted loss), not a SIGPIPE that ends the service */
+  signal (SIGPIPE, SIG_IGN);
   g_unix_signal_add (SIGTERM, on_term, &svc);
   g_unix_signal_add (SIGINT, on_term, &svc);
   g_unix_signal_add (SIGHUP, on_hup, &svc);

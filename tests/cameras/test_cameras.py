@@ -5,7 +5,8 @@ service's /metrics.  Checks: a malformed config names file, line and key and the
 service refuses to start, and so do command-line numbers outside the file keys'
 ranges; cameras come up; a missing file, a file that is no video, a roi outside
 the frame and a server that never answers end `down` with a reason while the
-others run; the lossy stream's damage is counted; a file camera's counters on /metrics agree with
+others run; json-output a FIFO: refused without a reader, an error event when
+the reader goes; the lossy stream's damage is counted; a file camera's counters on /metrics agree with
 its JSON lines (interval=2: classified and carried); the broker killed and
 restarted: publishing resumes; SIGHUP adds one camera, removes one and leaves the
 others untouched; a bad config on SIGHUP keeps the old one; a full disk (/dev/full)
@@ -108,6 +109,41 @@ else:
 notvideo = os.path.join(tmp, "notes.txt")
 with open(notvideo, "w") as f:
     f.write("this is not a video\n" * 50)
+# json-output a FIFO: without a reader the service refuses to start (it used to wait
+# in open() for good); a reader that goes away is a failed write, an error event and
+# exit 0 at SIGTERM (SIGPIPE used to end the service)
+fifo = os.path.join(tmp, "records.fifo")
+os.mkfifo(fifo)
+try:
+    r = subprocess.run([tool, "--config", good, "--json-output", fifo],
+                       capture_output=True, text=True, env=env, timeout=20)
+    check(r.returncode != 0 and "a FIFO that no process reads" in r.stderr,
+          f"FIFO without a reader: {r.returncode} {r.stderr!r}")
+except subprocess.TimeoutExpired:
+    check(False, "FIFO without a reader: the service hung in open()")
+rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+fp = subprocess.Popen([tool, "--config", good, "--json-output", fifo, "--camera",
+                       "f=file://" + clip], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.PIPE, text=True, env=env)
+got = b""
+t_end = time.time() + 20
+while b"end of the file" not in got and time.time() < t_end:
+    try:
+        got += os.read(rfd, 65536)
+    except BlockingIOError:
+        time.sleep(0.1)
+os.close(rfd)
+fp.send_signal(signal.SIGTERM)
+try:
+    _, ferr = fp.communicate(timeout=20)
+except subprocess.TimeoutExpired:
+    fp.kill()
+    _, ferr = fp.communicate()
+check(b"end of the file" in got and fp.returncode == 0
+      and '"output":"json"' in ferr and "Broken pipe" in ferr,
+      f"FIFO reader gone: exit {fp.returncode}, {ferr[-300:]!r}")
+os.unlink(fifo)
+
 jdir = os.path.join(tmp, "json")
 mport = free_port()
 conf = os.path.join(tmp, "cameras.conf")
