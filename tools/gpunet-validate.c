@@ -285,7 +285,8 @@ main (int argc, char **argv)
         "A list file of 'path label' lines instead of a folder", "FILE"},
     {"class-map", 0, 0, G_OPTION_ARG_FILENAME, &class_map_path,
         "Class names (e.g. WordNet ids) in class-index order, one per line", "FILE"},
-    {"limit", 0, 0, G_OPTION_ARG_INT, &limit, "Stop after N images", "N"},
+    {"limit", 0, 0, G_OPTION_ARG_INT, &limit, "Stop after N images (0, the default: "
+          "every image)", "N"},
     {"threads", 0, 0, G_OPTION_ARG_INT, &threads, "CPU threads (0 = all cores)", "N"},
     {"backend", 0, 0, G_OPTION_ARG_STRING, &backend_s, "auto, cpu, cuda or cpu-ref", "NAME"},
     {"worst", 0, 0, G_OPTION_ARG_INT, &show,
@@ -316,6 +317,16 @@ main (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!g_option_context_parse (ctx, &argc, &argv, &err)) {
     g_printerr ("gpunet-validate: %s\n", err->message);
+    goto out;
+  }
+  if (limit < 0) {
+    g_printerr ("gpunet-validate: --limit needs 0 (every image) or a positive number of "
+        "images, got %d\n", limit);
+    goto out;
+  }
+  if (show < 0) {
+    g_printerr ("gpunet-validate: --worst needs 0 or a positive number of classes, got "
+        "%d\n", show);
     goto out;
   }
   if (threads < 0 || threads > GPUNET_MAX_THREADS) {

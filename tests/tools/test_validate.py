@@ -114,6 +114,10 @@ def main():
 
         # a thread count past the engine's 1024: one sentence with the range, before
         # any image (it used to try a per-thread scratch of 90 GB: "out of memory")
+        for arg, want in (("--limit", "--limit needs 0 (every image)"),
+                          ("--worst", "--worst needs 0 or a positive number")):
+            p = val([arg, "-1", root])
+            check(p.returncode == 2 and want in p.stderr, f"{arg} -1: {p.stderr.strip()}")
         p = val(["--threads", "99999", root])
         check(p.returncode == 2 and "--threads needs an integer from 0 to 1024" in p.stderr
               and "memory" not in p.stderr, f"--threads 99999: {p.stderr.strip()}")
