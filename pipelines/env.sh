@@ -18,4 +18,18 @@ if [ -z "${CHECKPOINT:-}" ]; then
     "CHECKPOINT=tests/data/fixtures/tiny-a/tiny-a.pth.tar $0" >&2
   exit 2
 fi
-CLASSIFY="gpunetclassify model=$MODEL checkpoint=$CHECKPOINT ${EXTRA:-}"
+# The recipes put $CLASSIFY unquoted into gst-launch's arguments, which split at spaces:
+# gst-launch joins them again with one space each, and the quotes below keep a path's
+# spaces inside its value. Filename expansion is off, so no word is taken for a pattern.
+set -f
+for v in "$MODEL" "$CHECKPOINT"; do
+  case $v in
+    *'"'* | *'  '* | *"$(printf '\t')"* | *"
+"*)
+      echo "'$v' holds a double quote, a tab, a line break or two spaces in a row," \
+        "which the recipes cannot pass to gst-launch: rename the file or link it" \
+        "under a plain name" >&2
+      exit 2 ;;
+  esac
+done
+CLASSIFY="gpunetclassify model=\"$MODEL\" checkpoint=\"$CHECKPOINT\" ${EXTRA:-}"
