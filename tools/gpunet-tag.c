@@ -197,6 +197,7 @@ usage_error (GOptionContext * ctx, const gchar * msg)
 typedef struct
 {
   gboolean ready;               /* filled (jobs > 1: under TagJobs.lock) */
+  gboolean ran;                 /* started (not only marked interrupted) */
   gboolean skipped;             /* --resume: already complete */
   gboolean fatal;               /* the model could not be started */
   TagResult res;
@@ -320,10 +321,12 @@ job_thread (gpointer data)
     g_mutex_unlock (&j->lock);
     if (i >= j->inputs->len)
       break;
-    if (g_atomic_int_get (&j->abort) || stop_requested)
+    if (g_atomic_int_get (&j->abort) || stop_requested) {
       local.res = TAG_RESULT_INTERRUPTED;
-    else
+    } else {
       run_input (j, i, &runner, &local);
+      local.ran = TRUE;
+    }
     g_mutex_lock (&j->lock);
     j->outcomes[i] = local;
     j->outcomes[i].ready = TRUE;
@@ -356,6 +359,7 @@ main (int argc, char **argv)
   gchar *tmp_path = NULL;       /* without --resume: the file renamed to --output */
   gboolean created = FALSE;
   guint n_ok = 0, n_partial = 0, n_failed = 0, n_skipped = 0;
+  gint interrupted_at = -1;     /* the first input not written after an interrupt */
   guint64 total_frames = 0;
   gint64 t_start;
 
@@ -596,8 +600,7 @@ main (int argc, char **argv)
         continue;
       }
       if (oc->res == TAG_RESULT_INTERRUPTED) {
-        tag_progress_message (progress, "interrupted: '%s' not written (it is "
-            "redone by --resume)", in->name);
+        interrupted_at = (gint) i;
         break;
       }
       if (!tag_write_all (fd, oc->block->str, oc->block->len)) {
@@ -622,6 +625,26 @@ main (int argc, char **argv)
       for (gint j = 0; j < jobs; j++)
         g_thread_join (threads_v[j]);
       g_free (threads_v);
+    }
+    if (interrupted_at >= 0) {
+      /* records go out in input order: the inputs after the interrupted one that
+       * were running or done are not written either */
+      GString *also = g_string_new (NULL);
+      guint n_also = 0;
+
+      for (i = (guint) interrupted_at + 1; i < mine->len; i++)
+        if (outcomes[i].ran && !outcomes[i].skipped) {
+          TagInput *later = g_ptr_array_index (mine, i);
+
+          g_string_append_printf (also, "%s'%s'", n_also ? ", " : "", later->name);
+          n_also++;
+        }
+      tag_progress_message (progress, "interrupted: '%s' not written%s%s%s (%s "
+          "redone by --resume)", ((TagInput *) g_ptr_array_index (mine,
+                  (guint) interrupted_at))->name, n_also ? ", nor " : "",
+          also->str, n_also ? ", which ran beside it" : "",
+          n_also ? "all" : "it is");
+      g_string_free (also, TRUE);
     }
     for (i = 0; i < mine->len; i++)
       tag_outcome_clear (&outcomes[i]);
