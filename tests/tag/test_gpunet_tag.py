@@ -390,18 +390,24 @@ def main():
           "interrupted output is whole JSON lines")
     done_before = [r["input"] for r in jsonl(text) if r["type"] == "summary"]
     check(rc == 0 or len(done_before) < len(longs), f"stopped early ({len(done_before)} done)")
-    # --jobs 3, interrupted while three inputs of 600 frames run: the line names every
-    # input not written that ran, not only the first (records go out in input order)
-    make_clip("longer.mkv", enc, 600, 30, "smpte", "matroskamux")
+    # --jobs 3, interrupted while three inputs of 1800 frames run: the line names every
+    # input not written that ran, not only the first (records go out in input order).
+    # A run that ends before the signal is tried again with the signal sooner.
+    make_clip("longer.mkv", enc, 1800, 30, "smpte", "matroskamux")
     longer = []
     for i in range(3):
         shutil.copy("longer.mkv", f"longer{i}.mkv")
         longer.append(f"longer{i}.mkv")
-    proc = subprocess.Popen([tag] + base + ["--jobs", "3", "-o", "int3.jsonl"] + longer,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    err3 = proc.communicate(timeout=60)[1]
+    for wait in (0.8, 0.4, 0.2):
+        if os.path.exists("int3.jsonl"):
+            os.unlink("int3.jsonl")
+        proc = subprocess.Popen([tag] + base + ["--jobs", "3", "-o", "int3.jsonl"] + longer,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(wait)
+        proc.send_signal(signal.SIGINT)
+        err3 = proc.communicate(timeout=60)[1]
+        if proc.returncode != 0:
+            break
     line = next((l for l in err3.splitlines() if "interrupted: " in l), "")
     written = [r["input"] for r in jsonl(open("int3.jsonl").read())
                if r["type"] == "summary"] if os.path.exists("int3.jsonl") else []
