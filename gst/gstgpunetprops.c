@@ -73,7 +73,7 @@ gst_gpunet_classify_install_properties (GObjectClass * gobject_class)
           DEFAULT_POST_MESSAGES, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_N_THREADS,
       g_param_spec_uint ("n-threads", "Threads",
-          "CPU backend threads (0 = all cores)", 0, 1024, DEFAULT_N_THREADS,
+          "CPU backend threads (0 = all cores)", 0, GPUNET_MAX_THREADS, DEFAULT_N_THREADS,
           rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_PRECISION,
       g_param_spec_enum ("precision", "Precision",

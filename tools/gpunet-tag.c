@@ -461,9 +461,10 @@ main (int argc, char **argv)
     goto out;
   }
   if (top_k < 1 || top_k > 100 || batch < 1 || batch > 64 || every < 0 || threads < 0
-      || threads > 1024 || !(o.fps >= 0 && isfinite (o.fps)) || jobs < 1 || jobs > 64) {
+      || threads > GPUNET_MAX_THREADS || !(o.fps >= 0 && isfinite (o.fps)) || jobs < 1
+      || jobs > 64) {
     rc = usage_error (ctx, "--top-k must be 1..100; --batch and --jobs 1..64; "
-        "--threads 0..1024 (0 = all cores); --every and --fps >= 0 (0 = every "
+        "--threads 0.." G_STRINGIFY (GPUNET_MAX_THREADS) " (0 = all cores); --every and --fps >= 0 (0 = every "
         "frame)");
     goto out;
   }
