@@ -52,6 +52,7 @@ struct _GstGpunetRecords
   guint nonfinite_warned;
 
   FILE *json_file;              /* json-output, NULL when off */
+  gboolean json_pipe;           /* ... a FIFO: its reader may go away (SIGPIPE) */
   gchar *json_path;
   GString *json_lines;          /* the records of the buffer being finished */
 };
@@ -106,8 +107,12 @@ gst_gpunet_records_start (GstGpunetRecords * rec, const gchar * json_path)
     gint fd = g_open (json_path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC,
         0666);
 
+    GStatBuf st;
+
     if (fd >= 0 && fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK) == 0)
       rec->json_file = fdopen (fd, "wb");
+    rec->json_pipe = rec->json_file != NULL && fstat (fd, &st) == 0
+        && S_ISFIFO (st.st_mode);
     if (rec->json_file == NULL) {
       gint err = errno;
 
@@ -418,28 +423,32 @@ write_json_lines (GstGpunetRecords * rec, gchar ** error)
   GString *lines = rec->json_lines;
   gint err = 0;
   sigset_t pipe_set, old_set, pending;
-  gboolean was_pending;
+  gboolean was_pending = FALSE;
 
   if (lines->len == 0)
     return TRUE;
-  /* a FIFO or pipe whose reader went away: EPIPE, not a SIGPIPE that kills the
-   * process.  SIGPIPE is blocked on this thread for the write, and the one the
-   * write raised is taken back before it is unblocked. */
+  /* a FIFO whose reader went away: EPIPE, not a SIGPIPE that kills the process.
+   * SIGPIPE is blocked on this thread for the write, and the one the write raised
+   * is taken back before it is unblocked (a regular file raises none) */
   sigemptyset (&pipe_set);
   sigaddset (&pipe_set, SIGPIPE);
-  sigpending (&pending);
-  was_pending = sigismember (&pending, SIGPIPE);
-  pthread_sigmask (SIG_BLOCK, &pipe_set, &old_set);
+  if (rec->json_pipe) {
+    sigpending (&pending);
+    was_pending = sigismember (&pending, SIGPIPE);
+    pthread_sigmask (SIG_BLOCK, &pipe_set, &old_set);
+  }
   errno = 0;
   if (fwrite (lines->str, 1, lines->len, rec->json_file) != lines->len
       || fflush (rec->json_file) != 0)
     err = errno ? errno : EIO;
-  if (err == EPIPE && !was_pending) {
-    const struct timespec zero = { 0, 0 };
+  if (rec->json_pipe) {
+    if (err == EPIPE && !was_pending) {
+      const struct timespec zero = { 0, 0 };
 
-    while (sigtimedwait (&pipe_set, NULL, &zero) < 0 && errno == EINTR);
+      while (sigtimedwait (&pipe_set, NULL, &zero) < 0 && errno == EINTR);
+    }
+    pthread_sigmask (SIG_SETMASK, &old_set, NULL);
   }
-  pthread_sigmask (SIG_SETMASK, &old_set, NULL);
   g_string_truncate (lines, 0);
   if (err == EPIPE) {
     *error = g_strdup_printf ("Cannot write to the JSON output file '%s': its "
