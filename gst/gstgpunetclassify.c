@@ -86,21 +86,6 @@ static void cancel_frames (gpointer * frames, guint n, gpointer user_data);
 static void stats_engine (GstElement * element, GstGpunetStatsEngine * out,
     gpointer * to_free);
 
-/* ---- NVMM input (gstgpunetnvmm.c) ---------------------------------------------- */
-
-/* The DeepStream properties as they are now (NVMM settings at start, caps). */
-static void
-read_nvds_props (GstGpunetClassify * self, GstGpunetNvdsProps * p)
-{
-  GST_OBJECT_LOCK (self);
-  p->lib_dir = g_strdup (self->nvds_lib_dir);
-  p->class_ids = g_strdup (self->operate_on_class_ids);
-  p->operate_on_gie_id = self->operate_on_gie_id;
-  p->gie_unique_id = self->gie_unique_id;
-  p->interval = self->interval;
-  GST_OBJECT_UNLOCK (self);
-}
-
 /* ---- class ----------------------------------------------------------------------- */
 
 static void
@@ -178,41 +163,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
-  self->model_name = g_strdup (DEFAULT_MODEL);
-  self->checkpoint = g_strdup (DEFAULT_CHECKPOINT);
-  self->labels_path = g_strdup (DEFAULT_LABELS);
-  self->top_k = DEFAULT_TOP_K;
-  self->threshold = DEFAULT_THRESHOLD;
-  self->backend = DEFAULT_BACKEND;
-  self->resize_mode = DEFAULT_RESIZE_MODE;
-  self->crop_pct = DEFAULT_CROP_PCT;
-  self->interval = DEFAULT_INTERVAL;
-  self->post_messages = DEFAULT_POST_MESSAGES;
-  self->n_threads = DEFAULT_N_THREADS;
-  self->precision = DEFAULT_PRECISION;
-  self->batch_size = DEFAULT_BATCH_SIZE;
-  self->roi_mode = DEFAULT_ROI_MODE;
-  self->roi_types = g_strdup (DEFAULT_ROI_TYPES);
-  self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
-  self->json_output = g_strdup (DEFAULT_JSON_OUTPUT);
-  self->share_engine = DEFAULT_SHARE_ENGINE;
-  self->batch_timeout = DEFAULT_BATCH_TIMEOUT;
-  self->passes_in_flight = DEFAULT_PASSES_IN_FLIGHT;
-  self->max_in_flight = DEFAULT_MAX_IN_FLIGHT;
-  self->smoothing = DEFAULT_SMOOTHING;
-  self->label_hold = DEFAULT_LABEL_HOLD;
-  self->device_id = DEFAULT_DEVICE_ID;
-  self->analytics_meta = DEFAULT_ANALYTICS_META;
-  self->roi_min_size = DEFAULT_ROI_MIN_SIZE;
-  self->roi_max_size = DEFAULT_ROI_MAX_SIZE;
-  self->reclassify_interval = DEFAULT_RECLASSIFY_INTERVAL;
-  self->track_timeout = DEFAULT_TRACK_TIMEOUT;
-  self->when_busy = DEFAULT_WHEN_BUSY;
-  self->stats_interval = DEFAULT_STATS_INTERVAL;
-  self->nvds_lib_dir = g_strdup (DEFAULT_NVDS_LIB_DIR);
-  self->operate_on_gie_id = DEFAULT_OPERATE_ON_GIE_ID;
-  self->operate_on_class_ids = g_strdup (DEFAULT_OPERATE_ON_CLASS_IDS);
-  self->gie_unique_id = DEFAULT_GIE_UNIQUE_ID;
+  gst_gpunet_classify_props_init (self);
   self->nvmm = gst_gpunet_nvmm_new (GST_ELEMENT (self));
   self->cuda = gst_gpunet_cuda_new ();
   gst_gpunet_nvmm_set_cuda (self->nvmm, self->cuda);
@@ -371,37 +322,13 @@ gst_gpunet_classify_notify (GObject * object, GParamSpec * pspec)
 
 /* ---- start and stop ------------------------------------------------------------ */
 
-/* What loading a model needs, from the properties as they are now. */
-static void
-read_model_args (GstGpunetClassify * self, GstGpunetModelArgs * a)
-{
-  memset (a, 0, sizeof *a);
-  GST_OBJECT_LOCK (self);
-  a->model = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
-  a->checkpoint = g_strdup (self->checkpoint);
-  a->labels = g_strdup (self->labels_path);
-  a->req.backend = (gpunet_backend_kind) self->backend;
-  a->req.precision = (gpunet_precision) self->precision;
-  a->int8_scales = g_strdup (self->int8_scales);
-  a->req.n_threads = self->n_threads;
-  a->req.batch_size = self->batch_size;
-  a->req.batch_timeout_us = (gint64) self->batch_timeout;
-  a->req.passes_in_flight = self->passes_in_flight;
-  a->req.share = self->share_engine;
-  a->req.device = self->device_id > 0 ? self->device_id : 0;
-  GST_OBJECT_UNLOCK (self);
-  a->req.model = a->model;
-  a->req.checkpoint = a->checkpoint;
-  a->req.int8_scales = a->int8_scales;
-}
-
 /* GstGpunetModelArgsFunc of a swap: in the CUDA context the element started with. */
 static void
 read_swap_args (GstElement * element, GstGpunetModelArgs * a)
 {
   GstGpunetClassify *self = GST_GPUNET_CLASSIFY (element);
 
-  read_model_args (self, a);
+  gst_gpunet_classify_read_model_args (self, a);
   a->req.cuda_context = gst_gpunet_cuda_context_ref (self->cuda);
 }
 
@@ -419,7 +346,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
   gint device = 0, device_id;
   guint limit, stats_ms;
 
-  read_model_args (self, &a);
+  gst_gpunet_classify_read_model_args (self, &a);
   GST_OBJECT_LOCK (self);
   self->pre.resize_mode = (gpunet_resize_mode) self->resize_mode;
   self->pre.crop_pct = self->crop_pct;
@@ -468,7 +395,7 @@ gst_gpunet_classify_start (GstGpunetClassify * self)
 
   gst_gpunet_cuda_set_device_path (self->cuda,
       g_strcmp0 (gpunet_engine_backend_name (c->shared->engine), "cuda") == 0);
-  read_nvds_props (self, &nvds);
+  gst_gpunet_classify_read_nvds_props (self, &nvds);
   if (!gst_gpunet_nvmm_start (self->nvmm, &nvds, mode != GST_GPUNET_ROI_MODE_FRAME,
           device_id, device, g_strcmp0 (gpunet_engine_backend_name
               (c->shared->engine), "cuda") == 0)) {
@@ -541,7 +468,7 @@ allowed_caps (GstGpunetClassify * self, GstPad * pad, GstCaps * other,
   {
     GstGpunetNvdsProps p;
 
-    read_nvds_props (self, &p);
+    gst_gpunet_classify_read_nvds_props (self, &p);
     ret = gst_gpunet_nvmm_filter_caps (ret, &p);
   }
   if (filter != NULL) {

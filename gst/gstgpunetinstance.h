@@ -182,6 +182,14 @@ gpointer gst_gpunet_classify_prop_field (struct _GstGpunetClassify * self, guint
  * caller holds the object lock. */
 void gst_gpunet_prop_field_set (gpointer p, const GValue * value);
 void gst_gpunet_prop_field_get (gconstpointer p, GValue * value);
+/* Every field-backed property at its param spec's default (instance init). */
+void gst_gpunet_classify_props_init (struct _GstGpunetClassify * self);
+/* Snapshots of the properties, each taken under the object lock: what a model load
+ * needs, and the DeepStream settings. */
+void gst_gpunet_classify_read_model_args (struct _GstGpunetClassify * self,
+    GstGpunetModelArgs * a);
+void gst_gpunet_classify_read_nvds_props (struct _GstGpunetClassify * self,
+    GstGpunetNvdsProps * p);
 
 G_END_DECLS
 

@@ -1,11 +1,14 @@
 /* gstgpunetprops.c: the gpunetclassify element's properties as GObject sees them: their
- * param specs (names, ranges, defaults, blurbs, when they may change) and where each
- * lives in the instance.  No state of its own: the values are the element's, under its
- * object lock (gstgpunetclassify.c sets and reads them). */
+ * param specs (names, ranges, defaults, blurbs, when they may change), where each
+ * lives in the instance, and the snapshots the element takes of them at start.  No
+ * state of its own: the values are the element's, under its object lock. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
+#include <string.h>
+
+#include "gstgpunetclassify.h"
 #include "gstgpunetinstance.h"
 
 /* Installs every property of the element on its class. */
@@ -380,4 +383,68 @@ gst_gpunet_classify_prop_field (struct _GstGpunetClassify * self, guint prop_id)
   if (prop_id >= PROP_LAST || prop_field[prop_id] == 0)
     return NULL;
   return G_STRUCT_MEMBER_P (self, prop_field[prop_id]);
+}
+
+/* Every property with a field starts at its param spec's default, the value
+ * gst-inspect shows, so a default is written once, in the spec. */
+void
+gst_gpunet_classify_props_init (struct _GstGpunetClassify * self)
+{
+  guint i, n;
+  GParamSpec **specs =
+      g_object_class_list_properties (G_OBJECT_GET_CLASS (self), &n);
+
+  for (i = 0; i < n; i++) {
+    GValue v = G_VALUE_INIT;
+    gpointer field = specs[i]->owner_type != GST_TYPE_GPUNET_CLASSIFY ? NULL :
+        gst_gpunet_classify_prop_field (self, specs[i]->param_id);
+
+    if (field == NULL)
+      continue;
+    g_value_init (&v, specs[i]->value_type);
+    g_param_value_set_default (specs[i], &v);
+    gst_gpunet_prop_field_set (field, &v);
+    g_value_unset (&v);
+  }
+  g_free (specs);
+  self->roi_type_quarks = gst_gpunet_roi_types_parse (self->roi_types);
+}
+
+/* What loading a model needs, from the properties as they are now. */
+void
+gst_gpunet_classify_read_model_args (struct _GstGpunetClassify * self,
+    GstGpunetModelArgs * a)
+{
+  memset (a, 0, sizeof *a);
+  GST_OBJECT_LOCK (self);
+  a->model = g_strdup (self->model_name ? self->model_name : DEFAULT_MODEL);
+  a->checkpoint = g_strdup (self->checkpoint);
+  a->labels = g_strdup (self->labels_path);
+  a->req.backend = (gpunet_backend_kind) self->backend;
+  a->req.precision = (gpunet_precision) self->precision;
+  a->int8_scales = g_strdup (self->int8_scales);
+  a->req.n_threads = self->n_threads;
+  a->req.batch_size = self->batch_size;
+  a->req.batch_timeout_us = (gint64) self->batch_timeout;
+  a->req.passes_in_flight = self->passes_in_flight;
+  a->req.share = self->share_engine;
+  a->req.device = self->device_id > 0 ? self->device_id : 0;
+  GST_OBJECT_UNLOCK (self);
+  a->req.model = a->model;
+  a->req.checkpoint = a->checkpoint;
+  a->req.int8_scales = a->int8_scales;
+}
+
+/* The DeepStream properties as they are now (NVMM settings at start, caps). */
+void
+gst_gpunet_classify_read_nvds_props (struct _GstGpunetClassify * self,
+    GstGpunetNvdsProps * p)
+{
+  GST_OBJECT_LOCK (self);
+  p->lib_dir = g_strdup (self->nvds_lib_dir);
+  p->class_ids = g_strdup (self->operate_on_class_ids);
+  p->operate_on_gie_id = self->operate_on_gie_id;
+  p->gie_unique_id = self->gie_unique_id;
+  p->interval = self->interval;
+  GST_OBJECT_UNLOCK (self);
 }
