@@ -23,8 +23,13 @@
  * its own, gpunet-tool-open.h, so that one blocked in open() holds up no other).
  * Every stream ended and still no end from the pipeline (it is not PLAYING) for
  * --stall-timeout: the run ends, and says so.
- * Exit: 0 ok, 1 a stream failed or an input was left out, 2 usage or the run
- * could not start (a model that does not load: its error alone, no summary). */
+ * A file cut short, which most demuxers end without an error at its last
+ * complete frame, is found after the run as gpunet-tag finds it (its frames end
+ * before its container's duration, gpunet-tool-errors.h) and named, with the
+ * frames it should have had, on stderr and in its count line.
+ * Exit: 0 ok, 1 a stream failed or was truncated, or an input was left out, 2
+ * usage or the run could not start (a model that does not load: its error
+ * alone, no summary). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +63,18 @@ typedef struct
   GstClockTime duration;        /* the last frame's duration, or NONE */
   gboolean eos;                 /* EOS reached the element */
   gboolean done;                /* EOS left the element: the stream ended */
+  gdouble last_end;             /* the end of the last frame into the element
+                                 * (stream time, seconds), or -1 */
+  gboolean other_streams;       /* its demuxer gave a stream other than video */
   GpunetToolMissing missing;    /* main thread: decodebin's missing plug-ins */
   gboolean failed;              /* main thread: an input error ended it */
   GpunetToolOpener *opener;     /* main thread: its source's state change, until
                                  * it returned and the source joined the pipeline */
   gboolean open_failed;         /* main thread: that state change failed */
+  gboolean truncated;           /* main thread: it ended, without an error,
+                                 * before the duration its container announced */
+  guint64 expected;             /* main thread: the frames that duration holds at
+                                 * the stream's frame rate (0: unknown) */
 } StreamProbe;
 
 static GstPadProbeReturn
@@ -71,8 +83,17 @@ on_enter (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   StreamProbe *sp = user;
   GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
   gint64 *t = g_new (gint64, 1);
+  GstEvent *ev = gst_pad_get_sticky_event (pad, GST_EVENT_SEGMENT, 0);
+  const GstSegment *segment = NULL;
+  gdouble pos;
 
-  (void) pad;
+  if (ev)
+    gst_event_parse_segment (ev, &segment);
+  pos = gpunet_tool_buffer_seconds (GST_BUFFER_PTS (buf), segment);
+  if (pos >= 0 && GST_BUFFER_DURATION_IS_VALID (buf))
+    pos += (gdouble) GST_BUFFER_DURATION (buf) / GST_SECOND;
+  if (ev)
+    gst_event_unref (ev);
   *t = g_get_monotonic_time ();
   g_mutex_lock (&sp->stats->lock);
   g_hash_table_insert (sp->entered, GUINT_TO_POINTER (GST_BUFFER_PTS (buf) + 1),
@@ -80,6 +101,7 @@ on_enter (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   sp->in++;
   sp->last_us = *t;
   sp->duration = GST_BUFFER_DURATION (buf);
+  sp->last_end = MAX (sp->last_end, pos);
   g_mutex_unlock (&sp->stats->lock);
   return GST_PAD_PROBE_OK;
 }
@@ -125,6 +147,36 @@ on_event (GstPad * pad, GstPadProbeInfo * info, gpointer user)
     g_mutex_unlock (&sp->stats->lock);
   }
   return GST_PAD_PROBE_OK;
+}
+
+/* A demuxer's stream other than video (audio, subtitles): the container's
+ * duration may then be that stream's (gpunet_tool_truncated). */
+static void
+on_demux_pad_added (GstElement * demux, GstPad * pad, gpointer user)
+{
+  StreamProbe *sp = user;
+
+  (void) demux;
+  if (!gpunet_tool_demux_pad_is_video (pad)) {
+    g_mutex_lock (&sp->stats->lock);
+    sp->other_streams = TRUE;
+    g_mutex_unlock (&sp->stats->lock);
+  }
+}
+
+/* Each demuxer a file's or URI's source plugs in: which streams it gives. */
+static void
+on_deep_element_added (GstBin * bin, GstBin * sub, GstElement * e,
+    gpointer user)
+{
+  GstElementFactory *f = gst_element_get_factory (e);
+  const gchar *klass = f ? gst_element_factory_get_metadata (f,
+      GST_ELEMENT_METADATA_KLASS) : NULL;
+
+  (void) bin;
+  (void) sub;
+  if (klass && strstr (klass, "Demux"))
+    g_signal_connect (e, "pad-added", G_CALLBACK (on_demux_pad_added), user);
 }
 
 static int
@@ -309,6 +361,69 @@ join_source (GstElement * pipe, gint k)
   gst_element_sync_state_with_parent (e);
   GST_STATE_UNLOCK (pipe);
   gst_object_unref (e);
+}
+
+/* Stream `k` of a file or URI, ended without an error (its EOS left its
+ * element): whether its frames end before the duration its container announces,
+ * by gpunet-tag's rule (gpunet_tool_truncated), as a file cut short does with
+ * most demuxers (they end at its last complete frame, without an error or a
+ * warning).  Then it says so on stderr, with the frames that duration holds at
+ * the stream's frame rate, and marks the stream.  After the run, before the
+ * pipeline stops (its source still answers the duration query).  Main thread. */
+static void
+check_truncated (GstElement * pipe, StreamProbe * sp, gint k,
+    const gchar * label)
+{
+  gchar name[16];
+  GstElement *c;
+  GstPad *pad;
+  GstCaps *caps;
+  gint64 d = -1;
+  gint fn = 0, fd = 0;
+  gdouble end, container = -1.0;
+  gboolean other, done;
+  guint64 out;
+  gchar *text;
+
+  g_mutex_lock (&sp->stats->lock);
+  end = sp->last_end;
+  other = sp->other_streams;
+  done = sp->done;
+  out = sp->out;
+  g_mutex_unlock (&sp->stats->lock);
+  if (sp->failed || !done)
+    return;
+  g_snprintf (name, sizeof name, "c%d", k);
+  c = gst_bin_get_by_name (GST_BIN (pipe), name);
+  if (c == NULL)
+    return;
+  pad = gst_element_get_static_pad (c, "sink");
+  if (gst_pad_peer_query_duration (pad, GST_FORMAT_TIME, &d) && d > 0)
+    container = (gdouble) d / GST_SECOND;
+  caps = gst_pad_get_current_caps (pad);
+  if (caps == NULL || gst_caps_get_size (caps) == 0
+      || !gst_structure_get_fraction (gst_caps_get_structure (caps, 0),
+          "framerate", &fn, &fd))
+    fn = fd = 0;
+  if (caps)
+    gst_caps_unref (caps);
+  gst_object_unref (pad);
+  gst_object_unref (c);
+  if (!gpunet_tool_truncated (end, container, other))
+    return;
+  sp->truncated = TRUE;
+  if (fn > 0 && fd > 0)
+    sp->expected = (guint64) (container * fn / fd + 0.5);
+  text = gpunet_tool_truncated_text (end, container);
+  if (sp->expected > out)
+    g_printerr ("gpunet-streams: stream %d (%s): %s, so only %"
+        G_GUINT64_FORMAT " of its %" G_GUINT64_FORMAT " frames went through "
+        "the classifier (the file is cut short or damaged: copy or download it "
+        "again in full)\n", k, label, text, out, sp->expected);
+  else
+    g_printerr ("gpunet-streams: stream %d (%s): %s (the file is cut short or "
+        "damaged: copy or download it again in full)\n", k, label, text);
+  g_free (text);
 }
 
 /* What the main loop knows of the run (main thread). */
@@ -673,7 +788,8 @@ main (int argc, char **argv)
   Stats stats;
   GHashTable *engines;
   gint64 t0, t1;
-  gint i, n, failed = 0, bad_inputs = 0, ended = 0, start_failed = 0;
+  gint i, n, failed = 0, bad_inputs = 0, ended = 0, start_failed = 0,
+      truncated = 0;
   gint64 next_watch = 0;
   Run run = { 0 };
   struct rusage ru;
@@ -841,6 +957,7 @@ main (int argc, char **argv)
     probes[i].entered = g_hash_table_new_full (g_direct_hash, g_direct_equal,
         NULL, g_free);
     probes[i].duration = GST_CLOCK_TIME_NONE;
+    probes[i].last_end = -1.0;
     if (inputs) {
       /* opened in a thread of its own once the rest plays (watch_streams) */
       GstElement *src;
@@ -848,6 +965,8 @@ main (int argc, char **argv)
       g_snprintf (name, sizeof name, "s%d", i);
       src = gst_bin_get_by_name (GST_BIN (pipe), name);
       gst_element_set_locked_state (src, TRUE);
+      g_signal_connect (src, "deep-element-added",
+          G_CALLBACK (on_deep_element_added), &probes[i]);
       gst_object_unref (src);
     }
     pad = gst_element_get_static_pad (c, "sink");
@@ -969,15 +1088,30 @@ main (int argc, char **argv)
       join_source (pipe, i);
     }
   }
+  /* a file cut short ends without an error: its frames end before its
+   * container's duration (as gpunet-tag finds it) */
+  for (i = 0; inputs && i < n && !failed; i++) {
+    check_truncated (pipe, &probes[i], i, labels[i]);
+    if (probes[i].truncated)
+      truncated++;
+  }
   /* the stats stay readable once stopped */
   gst_element_set_state (pipe, GST_STATE_NULL);
   gst_object_unref (bus);
   if (start_failed)
     goto out;
 
-  for (i = 0; i < n; i++)
-    printf ("stream %d: %" G_GUINT64_FORMAT " frames%s\n", i, probes[i].out,
-        probes[i].failed ? " (its input failed, see above)" : "");
+  for (i = 0; i < n; i++) {
+    printf ("stream %d: %" G_GUINT64_FORMAT " frames", i, probes[i].out);
+    if (probes[i].failed)
+      printf (" (its input failed, see above)");
+    else if (probes[i].truncated && probes[i].expected > probes[i].out)
+      printf (" (of %" G_GUINT64_FORMAT ": its input is truncated, see above)",
+          probes[i].expected);
+    else if (probes[i].truncated)
+      printf (" (its input is truncated, see above)");
+    printf ("\n");
+  }
   for (i = 0; i < n && !failed; i++) {
     gchar name[16];
     GstElement *c;
@@ -1021,5 +1155,5 @@ out:
   g_strfreev (labels);
   if (start_failed)
     return 2;
-  return failed || ended || bad_inputs ? 1 : 0;
+  return failed || ended || bad_inputs || truncated ? 1 : 0;
 }

@@ -71,22 +71,6 @@ label_count_free (LabelCount * c)
   g_free (c);
 }
 
-/* Seconds of a buffer's position in the stream (segment stream time when it is
- * valid, else the raw PTS); -1 when the buffer has no timestamp. */
-static gdouble
-buffer_seconds (GstClockTime pts, const GstSegment * segment)
-{
-  guint64 t = GST_CLOCK_TIME_NONE;
-
-  if (!GST_CLOCK_TIME_IS_VALID (pts))
-    return -1.0;
-  if (segment && segment->format == GST_FORMAT_TIME)
-    t = gst_segment_to_stream_time (segment, GST_FORMAT_TIME, pts);
-  if (!GST_CLOCK_TIME_IS_VALID (t))
-    t = pts;
-  return (gdouble) t / GST_SECOND;
-}
-
 /* On gpunetclassify's sink pad: counts every decoded frame and drops those that
  * --every/--fps skip before the element sees them (so they are never
  * preprocessed). Runs in the queue's streaming thread. */
@@ -103,7 +87,7 @@ classify_sink_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
 
   if (ev)
     gst_event_parse_segment (ev, &segment);
-  t = buffer_seconds (GST_BUFFER_PTS (buf), segment);
+  t = gpunet_tool_buffer_seconds (GST_BUFFER_PTS (buf), segment);
   dur = GST_BUFFER_DURATION_IS_VALID (buf) ?
       (gdouble) GST_BUFFER_DURATION (buf) / GST_SECOND : 0.0;
 
@@ -172,7 +156,7 @@ on_new_sample (GstAppSink * sink, gpointer user)
     return GST_FLOW_OK;
   buf = gst_sample_get_buffer (sample);
   s = gpunet_meta_get_structure (gpunet_meta_get (buf));
-  t = buffer_seconds (GST_BUFFER_PTS (buf), gst_sample_get_segment (sample));
+  t = gpunet_tool_buffer_seconds (GST_BUFFER_PTS (buf), gst_sample_get_segment (sample));
 
   g_mutex_lock (&r->lock);
   now = g_get_monotonic_time ();
@@ -254,28 +238,15 @@ decoder_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user)
   return GST_PAD_PROBE_OK;
 }
 
-/* A demuxer's stream: one that is not video (audio, subtitles) may run past
- * the video's end, so the container's duration is then no measure of the
- * video's (the truncation rule in tag_runner_process). The caps decide where the
- * demuxer set them before adding the pad, else the pad's name ("audio_0"). */
+/* A demuxer's stream: one that is not video may run past the video's end (the
+ * truncation rule in tag_runner_process). */
 static void
 on_demux_pad_added (GstElement * demux, GstPad * pad, gpointer user)
 {
   TagRunner *r = user;
-  GstCaps *caps = gst_pad_get_current_caps (pad);
-  const gchar *kind = NULL;
-  gchar *name = gst_pad_get_name (pad);
-  gboolean video;
 
   (void) demux;
-  if (caps && gst_caps_get_size (caps) > 0)
-    kind = gst_structure_get_name (gst_caps_get_structure (caps, 0));
-  video = kind ? g_str_has_prefix (kind, "video/")
-      || g_str_has_prefix (kind, "image/") : g_str_has_prefix (name, "video");
-  g_free (name);
-  if (caps)
-    gst_caps_unref (caps);
-  if (!video) {
+  if (!gpunet_tool_demux_pad_is_video (pad)) {
     g_mutex_lock (&r->lock);
     r->other_streams = TRUE;
     g_mutex_unlock (&r->lock);
@@ -936,14 +907,10 @@ summary:
   } else if (res == TAG_RESULT_OK && r->decoded == 0) {
     r->message = g_strdup ("no video frames decoded");
     res = TAG_RESULT_FAILED;
-  } else if (res == TAG_RESULT_OK && container > 0 && end >= 0
-      && end < container - (r->other_streams ? MAX (1.0, 0.05 * container)
-          : MAX (0.5, 0.02 * container))) {
-    /* the container announced more than was decoded: by more than half a
-     * second (2 % of a long input) where video is its only stream; where it
-     * has others (audio may outlast the video), by more than 1 s (5 %) */
-    r->message = g_strdup_printf ("truncated: the stream ends at %.3f s, the "
-        "container says %.3f s", end, container);
+  } else if (res == TAG_RESULT_OK
+      && gpunet_tool_truncated (end, container, r->other_streams)) {
+    /* the container announced more than was decoded */
+    r->message = gpunet_tool_truncated_text (end, container);
     res = TAG_RESULT_FAILED;
   }
   if (r->opt->segments)

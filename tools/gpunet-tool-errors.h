@@ -5,7 +5,9 @@
  * error, plus what the tool saw of the input's streams, into what went wrong and
  * how to fix it, without element names.  The caller prefixes which input it was.
  * Also the sentences for an input that hangs instead of failing (the open and
- * stall timeouts of gpunet-tag and gpunet-streams).
+ * stall timeouts of gpunet-tag and gpunet-streams), and the rule and sentence for
+ * one that ends without an error before the duration its container announced (a
+ * file cut short: gpunet-tag's and gpunet-streams' "truncated").
  * GStreamer only, header only (gpunet-run, gpunet-tag, gpunet-streams,
  * gpunet-cameras). */
 #ifndef GPUNET_TOOL_ERRORS_H
@@ -151,6 +153,66 @@ gpunet_tool_stall_text (gdouble seconds, guint64 frames)
   return g_strdup_printf ("no frame for %g s after %" G_GUINT64_FORMAT " frames "
       "and no end of stream (the source stalled, or the file is cut short); raise "
       "--stall-timeout if it is only slow", seconds, frames);
+}
+
+/* Seconds of a buffer's position in the stream (segment stream time when it is
+ * valid, else the raw PTS); -1 when the buffer has no timestamp. */
+static inline gdouble
+gpunet_tool_buffer_seconds (GstClockTime pts, const GstSegment * segment)
+{
+  guint64 t = GST_CLOCK_TIME_NONE;
+
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
+    return -1.0;
+  if (segment && segment->format == GST_FORMAT_TIME)
+    t = gst_segment_to_stream_time (segment, GST_FORMAT_TIME, pts);
+  if (!GST_CLOCK_TIME_IS_VALID (t))
+    t = pts;
+  return (gdouble) t / GST_SECOND;
+}
+
+/* FALSE for a demuxer's pad that is not video (audio, subtitles): such a stream
+ * may run past the video's end, so the container's duration is then no measure
+ * of the video's (gpunet_tool_truncated).  The caps decide where the demuxer set
+ * them before adding the pad, else the pad's name ("audio_0"). */
+static inline gboolean
+gpunet_tool_demux_pad_is_video (GstPad * pad)
+{
+  GstCaps *caps = gst_pad_get_current_caps (pad);
+  const gchar *kind = NULL;
+  gchar *name = gst_pad_get_name (pad);
+  gboolean video;
+
+  if (caps && gst_caps_get_size (caps) > 0)
+    kind = gst_structure_get_name (gst_caps_get_structure (caps, 0));
+  video = kind ? g_str_has_prefix (kind, "video/")
+      || g_str_has_prefix (kind, "image/") : g_str_has_prefix (name, "video");
+  g_free (name);
+  if (caps)
+    gst_caps_unref (caps);
+  return video;
+}
+
+/* TRUE when an input decoded to its end without an error is truncated: its
+ * decoded frames end at `end` s (the last one's end, stream time), before the
+ * `container` s its container announced (<= 0: unknown, never truncated) by
+ * more than half a second (2 % of a long input) where video is its only
+ * stream; where it has others (`other_streams`: audio may outlast the video),
+ * by more than 1 s (5 %). */
+static inline gboolean
+gpunet_tool_truncated (gdouble end, gdouble container, gboolean other_streams)
+{
+  return container > 0 && end >= 0
+      && end < container - (other_streams ? MAX (1.0, 0.05 * container)
+      : MAX (0.5, 0.02 * container));
+}
+
+/* What gpunet_tool_truncated found (g_free). */
+static inline gchar *
+gpunet_tool_truncated_text (gdouble end, gdouble container)
+{
+  return g_strdup_printf ("truncated: the stream ends at %.3f s, the container "
+      "says %.3f s", end, container);
 }
 
 #endif

@@ -4,7 +4,8 @@ under its index and label, a bad --when-busy, --format or out-of-range element
 property is refused, streams share one
 engine unless --no-share, and the tool finds the plugin of its build tree
 without GST_PLUGIN_PATH; a missing or empty input is named and left out while
-the good ones run."""
+the good ones run; a file cut short is named as truncated with the frames it
+should have had."""
 import os
 import re
 import subprocess
@@ -100,5 +101,31 @@ else:
               f"bad inputs named: {r.returncode} {r.stderr}")
         check("stream 0: 5 frames" in lines and lines and lines[-1].startswith("streams=1 frames=5"),
               f"the good stream runs: {lines}")
+        # a file cut short: most demuxers end it at its last whole frame without an
+        # error; it is named with the frames its container's duration holds (as
+        # gpunet-tag finds it), exit 1, and the good stream is not touched
+        whole = os.path.join(tmp, "whole.mkv")
+        subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "num-buffers=40", "!",
+                        "video/x-raw,format=I420,width=64,height=48,framerate=10/1", "!", enc, "!"]
+                       + parse.split() + ["matroskamux", "!", "filesink", f"location={whole}"],
+                       check=True)
+        cut = os.path.join(tmp, "cut.mkv")
+        data = open(whole, "rb").read()
+        with open(cut, "wb") as f:
+            f.write(data[:len(data) // 2])
+        r = subprocess.run(base + [clip, cut], capture_output=True, text=True, env=env,
+                           timeout=60)
+        lines = r.stdout.strip().splitlines()
+        said = re.search(r"stream 1 \(cut\.mkv\): truncated: the stream ends at [\d.]+ s, "
+                         r"the container says 4\.000 s, so only (\d+) of its 40 frames", r.stderr)
+        count = [l for l in lines if l.startswith("stream 1: ")]
+        check(r.returncode == 1 and said is not None,
+              f"a truncated input is named: {r.returncode} {r.stderr}")
+        check(said is not None and 0 < int(said.group(1)) < 40
+              and count == [f"stream 1: {said.group(1)} frames (of 40: its input is "
+                            "truncated, see above)"],
+              f"its count line says so: {count}")
+        check("stream 0: 5 frames" in lines and "stream 0" not in r.stderr,
+              f"the whole clip beside it is not called truncated: {lines} {r.stderr}")
 print(f"{'0 failed' if not failed else f'{failed} failed'}")
 sys.exit(1 if failed else 0)
