@@ -229,6 +229,10 @@ typedef enum {
  * context current on the calling thread, readable by the session's CUDA backend only. */
 typedef enum { GPUNET_MEMORY_HOST = 0, GPUNET_MEMORY_CUDA } gpunet_memory;
 
+/* The largest width and height of a frame the engine classifies (gpunet_session_classify
+ * and gpunet_engine_submit refuse a larger one). */
+#define GPUNET_MAX_FRAME_SIDE 32768
+
 /* One 8-bit frame; planes/strides per format (NV12: Y, UV; I420: Y, U, V).  Zero-initialise
  * it: the last field then says host memory. */
 typedef struct {

@@ -15,8 +15,6 @@
 #include "session_private.h"
 #include "../kernels/host/preprocess.h"
 
-#define MAX_FRAME_SIDE 32768
-
 static const char *
 format_name (gpunet_pixel_format f)
 {
@@ -33,11 +31,11 @@ check_image (const gpunet_image *img, const char *what, char **error_text)
   if ((unsigned) img->format > GPUNET_FORMAT_I420)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "%s has an unknown pixel format %d", what, (int) img->format);
-  if (img->width < 1 || img->height < 1 || img->width > MAX_FRAME_SIDE
-      || img->height > MAX_FRAME_SIDE)
+  if (img->width < 1 || img->height < 1 || img->width > GPUNET_MAX_FRAME_SIDE
+      || img->height > GPUNET_MAX_FRAME_SIDE)
     return gpunet_fail (error_text, GPUNET_ERR_INVALID_ARGUMENT,
         "%s is %dx%d; width and height must be 1 to %d", what, img->width, img->height,
-        MAX_FRAME_SIDE);
+        GPUNET_MAX_FRAME_SIDE);
   const char *fmt = format_name (img->format);
   const int w = img->width, cw = (w + 1) / 2;
   int n_planes, min_stride[3];

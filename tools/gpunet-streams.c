@@ -40,6 +40,7 @@
 #include <glib/gstdio.h>
 #include <gst/gst.h>
 
+#include "gpunet.h"
 #include "gpunet-plugin-find.h"
 #include "gpunet-tool-errors.h"
 #include "gpunet-tool-open.h"
@@ -836,12 +837,21 @@ main (int argc, char **argv)
     }
   }
   n = inputs ? (gint) g_strv_length (inputs) : streams;
-  if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || width < 1
-      || height < 1 || batch < 1 || batch > 64 || rate < 1 || rate > 1000
-      || stats_ms < 0) {
+  if (checkpoint == NULL || n < 1 || n > 256 || frames < 1 || batch < 1
+      || batch > 64 || rate < 1 || rate > 1000 || stats_ms < 0) {
     g_printerr ("gpunet-streams: --checkpoint is required; --streams 1..256, "
-        "--frames, --width, --height >= 1, --batch-size 1..64, --fps 1..1000, "
-        "--stats-interval >= 0\n");
+        "--frames >= 1, --batch-size 1..64, --fps 1..1000, --stats-interval "
+        ">= 0\n");
+    return 2;
+  }
+  /* the engine classifies frames of at most GPUNET_MAX_FRAME_SIDE a side (the
+   * element's caps take any size): a larger frame failed at the first buffer,
+   * as "Internal data stream error" where the source could not allocate it */
+  if (width < 1 || height < 1 || width > GPUNET_MAX_FRAME_SIDE
+      || height > GPUNET_MAX_FRAME_SIDE) {
+    g_printerr ("gpunet-streams: --width %d --height %d is out of range: use "
+        "--width and --height 1..%d (the largest frame side the engine "
+        "classifies)\n", width, height, GPUNET_MAX_FRAME_SIDE);
     return 2;
   }
   /* the element's ranges (n-threads, max-in-flight, batch-timeout) and formats: said

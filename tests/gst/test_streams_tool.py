@@ -1,7 +1,7 @@
 """gpunet-streams on the tiny-a fixture: every stream's frames come through, the
 last line has the documented fields, each stream's element stats are printed
-under its index and label, a bad --when-busy, --format or out-of-range element
-property is refused, streams share one
+under its index and label, a bad --when-busy, --format, out-of-range element
+property or frame size is refused, streams share one
 engine unless --no-share, and the tool finds the plugin of its build tree
 without GST_PLUGIN_PATH; a missing or empty input is named and left out while
 the good ones run; a file cut short is named as truncated with the frames it
@@ -61,10 +61,20 @@ for extra, said in ((["--format", "GRAY8"], "--format 'GRAY8' is not a format"),
                     (["--format", "NV12,width=3"], "use one of NV12, I420"),
                     (["--n-threads", "99999"], "--n-threads 0..1024"),
                     (["--max-in-flight", "1000"], "--max-in-flight 1..256"),
-                    (["--batch-timeout", "-1"], "--batch-timeout 0..10000000")):
+                    (["--batch-timeout", "-1"], "--batch-timeout 0..10000000"),
+                    # the engine's largest frame side: more ended in "Internal data
+                    # stream error" at the first frame
+                    (["--width", "100000"], "use --width and --height 1..32768"),
+                    (["--height", "32769"], "use --width and --height 1..32768"),
+                    (["--width", "0"], "use --width and --height 1..32768")):
     r = subprocess.run(base + extra, capture_output=True, text=True, env=env)
     check(r.returncode == 2 and said in r.stderr and "GLib" not in r.stderr
           and "streams=" not in r.stdout, f"{extra}: {r.returncode} {r.stderr}")
+# the largest side allowed runs
+r = subprocess.run(base + ["--streams", "1", "--width", "32768", "--height", "16"],
+                   capture_output=True, text=True, env=env)
+check(r.returncode == 0 and "stream 0: 5 frames" in r.stdout,
+      f"--width 32768: {r.returncode} {r.stderr}")
 r = subprocess.run(base + ["--format", "BGRx"], capture_output=True, text=True, env=env)
 check(r.returncode == 0 and "stream 7: 5 frames" in r.stdout,
       f"--format BGRx: {r.returncode} {r.stderr}")
