@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
 #include <gst/app/gstappsink.h>
 #include <gst/gst.h>
 
@@ -28,6 +29,35 @@ fail (char **error_text, const char *path, const char *why)
   return -1;
 }
 
+/* TRUE for the caps name of a real stream other than video, as decodebin's
+ * missing-plugin messages name them (audio, subtitles): the file then holds no
+ * picture.  FALSE for one that is no media at all (application/x-gzip: what a
+ * type finder makes of a few stray bytes). */
+static gboolean
+is_stream_kind (const gchar * kind)
+{
+  return kind == NULL || g_str_has_prefix (kind, "audio/")
+      || g_str_has_prefix (kind, "text/") || g_str_has_prefix (kind, "subpicture/")
+      || g_str_has_prefix (kind, "closedcaption/") || strstr (kind, "subtitle")
+      || strcmp (kind, "application/x-ssa") == 0
+      || strcmp (kind, "application/x-ass") == 0;
+}
+
+/* Why `path`, given as a picture, decodes to none although it is neither
+ * missing nor audio (g_free): corrupt or truncated, with its size (a file of
+ * a few bytes says it all) and `what` GStreamer made of it. */
+static gchar *
+corrupt_why (const char *path, const char *what)
+{
+  GStatBuf st;
+
+  if (g_stat (path, &st) == 0)
+    return g_strdup_printf ("the file is corrupt or truncated (%lld bytes; %s); "
+        "replace it with a whole copy of the picture", (long long) st.st_size, what);
+  return g_strdup_printf ("the file is corrupt or truncated (%s); replace it with "
+      "a whole copy of the picture", what);
+}
+
 int
 gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *height,
     int *stride, char **error_text)
@@ -38,7 +68,7 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
   GstSample *sample = NULL;
   GstBus *bus;
   int rc = -1;
-  GpunetToolMissing missing = { NULL, FALSE };
+  GpunetToolMissing missing = { NULL, FALSE, NULL };
   gboolean why_done = FALSE;
 
   if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
@@ -79,6 +109,16 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
         /* uridecodebin's "missing a plug-in" also when the file has no video at
          * all (only audio): its missing-plugin messages say which it is */
         if (g_error_matches (err, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN)
+            && missing.video == NULL && missing.other
+            && !is_stream_kind (missing.other_kind)) {
+          /* a few stray bytes that a type finder took for an archive, say:
+           * not a file without video, a picture file cut or overwritten */
+          gchar *what = g_strdup_printf ("GStreamer reads it as %s, not a picture",
+              missing.other_kind);
+
+          why = corrupt_why (path, what);
+          g_free (what);
+        } else if (g_error_matches (err, GST_CORE_ERROR, GST_CORE_ERROR_MISSING_PLUGIN)
             && missing.video == NULL && missing.other) {
           g_clear_error (&err);
           if (error_text)
@@ -90,12 +130,29 @@ gpunet_run_decode_image (const char *path, uint8_t **rgb, int *width, int *heigh
                 GST_CORE_ERROR_MISSING_PLUGIN) && missing.video) {
           why = g_strdup_printf ("no decoder for its %s is installed; install the "
               "GStreamer plug-in that decodes it", missing.video);
+        } else if (g_error_matches (err, GST_STREAM_ERROR,
+                GST_STREAM_ERROR_TYPE_NOT_FOUND)) {
+          why = corrupt_why (path, "in no format GStreamer recognizes");
+        } else if (g_error_matches (err, GST_STREAM_ERROR,
+                GST_STREAM_ERROR_WRONG_TYPE)) {
+          /* a whole file of another kind ("This appears to be a text file.") */
+          why = g_strdup_printf ("not a picture (%s); give a picture file",
+              err->message);
+        } else if (err->domain == GST_STREAM_ERROR
+            && err->code != GST_STREAM_ERROR_CODEC_NOT_FOUND) {
+          /* the decoder's or the parser's own words, without their full stop */
+          gchar *what = g_strdup_printf ("GStreamer says: %s", err->message);
+
+          if (g_str_has_suffix (what, "."))
+            what[strlen (what) - 1] = '\0';
+          why = corrupt_why (path, what);
+          g_free (what);
         } else {
           why = g_strdup (err->message);
         }
         g_clear_error (&err);
       } else {
-        why = g_strdup ("it holds no picture");
+        why = corrupt_why (path, "no picture in it");
       }
     }
     if (m)

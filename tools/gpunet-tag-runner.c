@@ -721,7 +721,7 @@ wait_input (TagRunner * r, volatile sig_atomic_t * stop, TagTickFunc tick,
     gpointer user, gdouble * container)
 {
   gint64 next_tick = 0, t0 = g_get_monotonic_time ();
-  GpunetToolMissing missing = { NULL, FALSE };   /* decodebin's missing plug-ins */
+  GpunetToolMissing missing = { NULL, FALSE, NULL };   /* decodebin's missing plug-ins */
 
   for (;;) {
     GstMessage *m = gst_bus_timed_pop (r->bus, 50 * GST_MSECOND);

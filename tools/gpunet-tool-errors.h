@@ -22,6 +22,7 @@ typedef struct
 {
   gchar *video;                 /* caps name of a video/image stream no decoder takes */
   gboolean other;               /* a non-video stream (audio, subtitles) had none */
+  gchar *other_kind;            /* the caps name of the first such stream */
 } GpunetToolMissing;
 
 /* Notes a missing-plugin element message (others are ignored). */
@@ -47,6 +48,8 @@ gpunet_tool_missing_note (GpunetToolMissing * mi, GstMessage * m)
       mi->video = g_strdup (n);
   } else {
     mi->other = TRUE;
+    if (mi->other_kind == NULL && n)
+      mi->other_kind = g_strdup (n);
   }
 }
 
@@ -54,6 +57,7 @@ static inline void
 gpunet_tool_missing_clear (GpunetToolMissing * mi)
 {
   g_clear_pointer (&mi->video, g_free);
+  g_clear_pointer (&mi->other_kind, g_free);
   mi->other = FALSE;
 }
 

@@ -2,7 +2,7 @@
 """test_validate.py GPUNET_VALIDATE GPUNET_RUN FIXTURES: gpunet-validate (issue 31) on
 a small ImageNet-style set built here (PNG and JPEG test patterns of several sizes,
 one photo deliberately in the wrong class, one unreadable file) with the fixture
-model. The expected top-1/top-5 and confusions come from gpunet-run --image on the
+model; a 2-byte picture file is named as corrupt or truncated. The expected top-1/top-5 and confusions come from gpunet-run --image on the
 same files; the folder (index names), the list file and WordNet-id folders with
 --class-map must all give them."""
 import os
@@ -141,6 +141,34 @@ def main():
               and ("truncated" in p.stderr or "cannot decode" in p.stderr)
               and "whole.jpg" not in p.stderr and "1 unreadable, not counted" in p.stdout,
               f"a truncated JPEG is named and skipped: {p.stderr.strip()[-200:]}")
+
+        # a PNG cut after 2 bytes, and 2 stray bytes that GStreamer's type finder takes
+        # for gzip (it used to be "no video stream" then): each named as a picture that
+        # cannot be decoded, corrupt or truncated, with its size; a real file without
+        # video (audio) keeps its own sentence
+        tiny = os.path.join(tmp, "tiny")
+        os.makedirs(os.path.join(tiny, "13"))
+        open(os.path.join(tiny, "13", "two.png"), "wb").write(b"\x89P")
+        open(os.path.join(tiny, "13", "gz.png"), "wb").write(b"\x1f\x8b")
+        open(os.path.join(tiny, "13", "whole.png"), "wb").write(
+            open(os.path.join(root, "13", "smpte160.png"), "rb").read())
+        audio = subprocess.run(["gst-inspect-1.0", "--exists", "wavenc"]).returncode == 0
+        if audio:
+            launch("audiotestsrc", "num-buffers=20", "!", "wavenc", "!", "filesink",
+                   f"location={os.path.join(tiny, '13', 'sound.png')}")
+        p = val([tiny])
+        for name in ("two.png", "gz.png"):
+            said = [l for l in p.stderr.splitlines() if f"/{name}'" in l]
+            check(len(said) == 1 and "cannot decode '" in said[0]
+                  and "corrupt or truncated (2 bytes" in said[0]
+                  and "no video stream" not in said[0],
+                  f"a 2-byte {name} cannot be decoded, corrupt or truncated: {said}")
+        if audio:
+            check("no video stream in '" in p.stderr and "sound.png" in p.stderr,
+                  f"an audio file is still one without video: {p.stderr.strip()[-300:]}")
+        check(p.returncode == 0 and "whole.png" not in p.stderr
+              and f"{3 if audio else 2} unreadable, not counted" in p.stdout,
+              f"the whole picture beside them is counted: {p.stdout.strip()[:200]}")
     return 1 if FAILED else 0
 
 
