@@ -11,10 +11,19 @@ set -uo pipefail
 BUNDLE=$(cd "$(dirname "$0")" && pwd)
 T=${GPU_BUNDLE_TMP:-/tmp/gpu-bundle}
 [ $# -ge 1 ] || { echo "usage: $0 COMMAND [ARGS...]" >&2; exit 2; }
+# untar ARCHIVE DIR: xz where the host has it, else Python's tarfile (a minimal image
+# has python3 and no xz)
+untar () {
+  if command -v xz >/dev/null; then
+    tar -C "$2" -xJf "$1"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+  fi
+}
 if [ ! -f "$T/.unpacked" ] || [ "$BUNDLE/build.tar.xz" -nt "$T/.unpacked" ]; then
   rm -rf "$T" && mkdir -p "$T/build" "$T/rt" "$T/lib" || exit 1
-  tar -C "$T/build" -xJf "$BUNDLE/build.tar.xz" || exit 1
-  tar -C "$T/rt" -xJf "$BUNDLE/runtime.tar.xz" || exit 1
+  untar "$BUNDLE/build.tar.xz" "$T/build" || exit 1
+  untar "$BUNDLE/runtime.tar.xz" "$T/rt" || exit 1
   have=$(ldconfig -p 2>/dev/null | awk '{print $1}')
   for f in "$T"/rt/lib/*; do
     n=$(basename "$f")
@@ -56,7 +65,7 @@ export GST_REGISTRY_1_0=${GST_REGISTRY_1_0:-$T/registry.bin}
 # tests/gst/nvds-libs.sh finds the DeepStream wheel here and unpacks it beside it
 export GPUNET_WHEEL_CACHE=${GPUNET_WHEEL_CACHE:-$T/wheels}
 if [ -f "$BUNDLE/deepstream.tar.xz" ] && [ ! -d "$GPUNET_WHEEL_CACHE" ]; then
-  mkdir -p "$GPUNET_WHEEL_CACHE" && tar -C "$GPUNET_WHEEL_CACHE" -xJf "$BUNDLE/deepstream.tar.xz"
+  mkdir -p "$GPUNET_WHEEL_CACHE" && untar "$BUNDLE/deepstream.tar.xz" "$GPUNET_WHEEL_CACHE"
 fi
 args=()
 for a in "$@"; do
