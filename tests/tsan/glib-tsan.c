@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <stdlib.h>
 
 /* weak: in a program without the TSan runtime (python3 running one of our instrumented
@@ -19,6 +20,8 @@ void __tsan_acquire (void *addr) __attribute__ ((weak));
 void __tsan_release (void *addr) __attribute__ ((weak));
 #define __tsan_acquire(a) (__tsan_acquire ? __tsan_acquire (a) : (void) 0)
 #define __tsan_release(a) (__tsan_release ? __tsan_release (a) : (void) 0)
+void __tsan_func_entry (void *pc) __attribute__ ((weak));
+void __tsan_func_exit (void) __attribute__ ((weak));
 
 typedef int gboolean;
 typedef long gint64;
@@ -56,11 +59,41 @@ g_mutex_unlock (void *m)
   real_g_mutex_unlock (m);
 }
 
+/* A GRecMutex is a pthread mutex, which TSan's interceptor sees and puts in its lock-order
+ * graph (GStreamer's state and stream locks): its reports' stacks would end at this
+ * wrapper, TSan knowing only the instrumented frames.  The callers of the lock, unwound
+ * here (libgcc, from the libraries' unwind tables), go on TSan's stack for the call, so a
+ * report names the GStreamer code that took the lock (and tsan.supp can match it). */
+#define REC_CALLERS 12
+
+static inline __attribute__ ((always_inline)) int
+push_callers (void)
+{
+  void *pc[REC_CALLERS + 1];
+  int n, i;
+
+  if (!__tsan_func_entry)
+    return 0;
+  n = backtrace (pc, REC_CALLERS + 1);  /* pc[0]: in this wrapper */
+  for (i = n - 1; i >= 1; i--)
+    __tsan_func_entry (pc[i]);
+  return n > 0 ? n - 1 : 0;
+}
+
+static void
+pop_callers (int n)
+{
+  while (n-- > 0)
+    __tsan_func_exit ();
+}
+
 void
 g_rec_mutex_lock (void *m)
 {
   REAL (g_rec_mutex_lock, void (*) (void *));
+  int n = push_callers ();
   real_g_rec_mutex_lock (m);
+  pop_callers (n);
   __tsan_acquire (m);
 }
 
@@ -68,7 +101,9 @@ gboolean
 g_rec_mutex_trylock (void *m)
 {
   REAL (g_rec_mutex_trylock, gboolean (*) (void *));
+  int n = push_callers ();
   gboolean r = real_g_rec_mutex_trylock (m);
+  pop_callers (n);
   if (r)
     __tsan_acquire (m);
   return r;
