@@ -3,10 +3,10 @@
  * completion function); a free worker takes the oldest queued images of any requests,
  * up to max_batch (waiting up to batch_timeout_us for a partial batch to fill),
  * classifies them in one call on its own session and then completes the requests
- * whose images are all done, oldest first.  `lock` guards the queue, the active list
- * and the counters; `complete_lock` makes the workers run completion functions one
- * worker at a time, in the order the requests were submitted, whichever pass ends
- * first. */
+ * whose images are all done, oldest first.  `lock` guards the queue, the active list,
+ * the counters and each request's status; `complete_lock` makes the workers run
+ * completion functions one worker at a time, in the order the requests were submitted,
+ * whichever pass ends first. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,7 @@ struct request {
   int taken;                   /* images handed to a pass so far */
   int finished;                /* images whose pass has returned */
   int running;                 /* passes holding images of this request */
-  gpunet_status status;        /* the first failure of a pass, else GPUNET_OK */
+  gpunet_status status;        /* the first failure of a pass, else GPUNET_OK (lock) */
   char *error_text;
   gpunet_image *images;        /* n */
   gpunet_preprocess_params pre;
@@ -153,13 +153,18 @@ run_pass (worker *w, int m)
       if (rs == GPUNET_OK) {
         memcpy (r->scores + (size_t) w->batch_idx[i] * r->k, w->batch_out,
             sizeof (gpunet_class_score) * (size_t) r->k * (size_t) (j - i));
-      } else if (r->status == GPUNET_OK) {
-        r->status = rs;
-        r->error_text = m == j - i ? text : t;
-        if (m == j - i)
-          text = NULL;
-        else
-          t = NULL;
+      } else {
+        /* under the lock: another pass may hold r's other images and fail now too */
+        pthread_mutex_lock (&e->lock);
+        if (r->status == GPUNET_OK) {
+          r->status = rs;
+          r->error_text = m == j - i ? text : t;
+          if (m == j - i)
+            text = NULL;
+          else
+            t = NULL;
+        }
+        pthread_mutex_unlock (&e->lock);
       }
       free (t);
     }

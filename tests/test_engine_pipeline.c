@@ -5,7 +5,7 @@
  * engine is freed with requests still queued (the element's flush and EOS); cancel
  * waits for passes in flight; gpunet_engine_waiting counts the images not yet in a
  * pass; never more passes in a session call than configured, and
- * with enough work queued, that many at once. */
+ * with enough work queued, that many at once; a failing pass fails only its requests. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -85,6 +85,35 @@ fake_destroy (void *state)
 
 static const gpunet_backend fake_backend = {
   .name = "fake-timed", .plan = fake_plan, .forward = fake_forward, .destroy = fake_destroy,
+};
+
+/* The same fake, failing every pass that holds a white frame (input above 2: the
+ * preprocess maps 255 to about 2.2, 0 to about -2); such passes wait, up to 5 s, until
+ * two of them run at once, so two workers fail the same request together. */
+static atomic_int failing_in_call;
+
+static gpunet_status
+failing_forward (void *state, const float *input, int n, float *logits, gpunet_trace_func trace,
+    void *trace_user, char **error_text)
+{
+  const fake_state *s = state;
+  int white = 0;
+  for (int j = 0; j < n; j++)
+    white |= input[(size_t) j * s->plane] > 2.0f;
+  if (!white)
+    return fake_forward (state, input, n, logits, trace, trace_user, error_text);
+  atomic_fetch_add (&failing_in_call, 1);
+  const struct timespec ms = { 0, 1000000L };
+  for (int i = 0; i < 5000 && atomic_load (&failing_in_call) < 2; i++)
+    nanosleep (&ms, NULL);
+  if (error_text)
+    *error_text = strdup ("fake failure of a white frame");
+  return GPUNET_ERR_BACKEND;
+}
+
+static const gpunet_backend failing_backend = {
+  .name = "fake-failing", .plan = fake_plan, .forward = failing_forward,
+  .destroy = fake_destroy,
 };
 
 /* ---- requests ---- */
@@ -244,6 +273,102 @@ test_order_and_flush (gpunet_model *m, int in_flight, int max_batch)
   CHECK_MSG (seen == in_flight, "only %d of %d passes ran at once", seen, in_flight);
 }
 
+/* A failing pass fails only its requests: a request of two white frames split over
+ * two passes that fail at the same time completes once, with the failure and its
+ * sentence (each pass records it under the engine's lock: ThreadSanitizer saw the two
+ * workers write the request's status at once); the requests around it succeed, and
+ * everything completes in submission order. */
+typedef struct {
+  pthread_mutex_t lock;
+  int order[8], times[8], n_done, has_text[8];
+  gpunet_status status[8];
+} fail_sink;
+
+typedef struct {
+  fail_sink *s;
+  int id;
+} fail_ticket;
+
+static void
+on_fail_done (void *user, gpunet_status st, const char *text, const gpunet_class_score *scores,
+    int n, int k)
+{
+  fail_ticket *t = user;
+  (void) scores;
+  (void) n;
+  (void) k;
+  pthread_mutex_lock (&t->s->lock);
+  t->s->order[t->s->n_done++] = t->id;
+  t->s->times[t->id]++;
+  t->s->status[t->id] = st;
+  t->s->has_text[t->id] = text != NULL && strstr (text, "white frame") != NULL;
+  pthread_mutex_unlock (&t->s->lock);
+}
+
+static void
+test_failing_pass (gpunet_model *m)
+{
+  static uint8_t white[2][8 * 8 * 3], black[8 * 8 * 3];
+  memset (white, 255, sizeof white);
+  memset (black, 0, sizeof black);
+  gpunet_image w[2], b;
+  for (int i = 0; i < 2; i++) {
+    memset (&w[i], 0, sizeof w[i]);
+    w[i].width = w[i].height = 8;
+    w[i].format = GPUNET_FORMAT_RGB;
+    w[i].planes[0] = white[i];
+    w[i].strides[0] = 8 * 3;
+  }
+  b = w[0];
+  b.planes[0] = black;
+  fail_sink s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+  fail_ticket t[8];
+  for (int i = 0; i < 8; i++)
+    t[i] = (fail_ticket) { &s, i };
+  gpunet_engine_params p;
+  gpunet_engine_params_init (&p);
+  p.session.max_batch = 1;
+  p.passes_in_flight = 2;
+  gpunet_engine *e = NULL;
+  char *err = NULL;
+  CHECK_MSG (gpunet_engine_new_on (m, &p, &failing_backend, &e, &err) == GPUNET_OK, "%s",
+      err ? err : "?");
+  free (err);
+  if (!e)
+    return;
+  for (int round = 0; round < 2; round++) {
+    atomic_store (&failing_in_call, 0);
+    /* request 4 * round: two white frames, one pass each; then three black ones */
+    CHECK (gpunet_engine_submit (e, w, 2, NULL, K, &s, on_fail_done, &t[4 * round], NULL)
+        == GPUNET_OK);
+    for (int i = 1; i < 4; i++)
+      CHECK (gpunet_engine_submit (e, &b, 1, NULL, K, &s, on_fail_done, &t[4 * round + i],
+          NULL) == GPUNET_OK);
+    int done = 0;
+    for (int i = 0; i < 500 && done < 4 * (round + 1); i++) {   /* at most 5 s */
+      const struct timespec ts = { 0, 10000000L };
+      nanosleep (&ts, NULL);
+      pthread_mutex_lock (&s.lock);
+      done = s.n_done;
+      pthread_mutex_unlock (&s.lock);
+    }
+  }
+  gpunet_engine_free (e);
+  CHECK_MSG (s.n_done == 8, "%d of 8 requests completed", s.n_done);
+  for (int i = 0; i < s.n_done; i++)
+    CHECK_MSG (s.order[i] == i, "request %d completed as number %d", s.order[i], i);
+  for (int i = 0; i < 8; i++) {
+    CHECK_MSG (s.times[i] == 1, "request %d completed %d times", i, s.times[i]);
+    if (i % 4 == 0)
+      CHECK_MSG (s.status[i] == GPUNET_ERR_BACKEND && s.has_text[i],
+          "the white request %d: status %d, its sentence %s", i, (int) s.status[i],
+          s.has_text[i] ? "given" : "missing");
+    else
+      CHECK_MSG (s.status[i] == GPUNET_OK, "black request %d failed (%d) beside a failing pass",
+          i, (int) s.status[i]);
+  }
+}
+
 /* Requests from several threads while cancel withdraws one tag's: cancel returns only
  * when none of that tag's requests is queued, running or completing, and every other
  * request completes once, in order of submission per thread. */
@@ -394,6 +519,7 @@ main (void)
     for (int batch = 1; batch <= 8; batch *= 2)
       test_order_and_flush (m, in_flight, batch);
   test_cancel (m);
+  test_failing_pass (m);
   test_kick (m);
   test_waiting (m);
   /* out of range is refused with a sentence */
