@@ -66,6 +66,10 @@ p = subprocess.run(["bash", script, os.path.join(tmp, "nobuild")], capture_outpu
 check(p.returncode == 2 and "build first" in p.stdout, f"no build: exit 2: {p.stdout!r}")
 
 # --- the plumbing of QUICK=1 with stub tools: every step of the short set gets a row ---
+# every stub run of gpunet-bench, gpunet-selftest and the op harness logs its arguments
+# (and GPUNET_CUDA) here; the real tools' parsers check them at the end
+tool_args = os.path.join(tmp, "tool-args.txt")
+log_args = lambda tool: f"printf '{tool}\\t%s\\t%s\\n' \"${{GPUNET_CUDA:-}}\" \"$*\" >> '{tool_args}'\n"
 stub = os.path.join(tmp, "stub")
 os.makedirs(os.path.join(stub, "build", "tools"))
 os.makedirs(os.path.join(stub, "bin"))
@@ -89,11 +93,13 @@ stubs = {
     "bin/gst-inspect-1.0": "exit 1",
     "bin/gst-launch-1.0": "exit 1",
 }
+logged = {"build/tools/gpunet-bench": "bench", "build/tools/gpunet-selftest": "selftest",
+          "build/tests/test_backend_ops": "ops"}
 for name, body in stubs.items():
     path = os.path.join(stub, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write("#!/bin/sh\n" + body + "\n")
+        f.write("#!/bin/sh\n" + (log_args(logged[name]) if name in logged else "") + body + "\n")
     os.chmod(path, 0o755)
 def read_rows(logs):
     """step -> result from a run's rows.tsv (empty when the run wrote none)"""
@@ -196,7 +202,7 @@ for name, body in pstubs.items():
     path = os.path.join(pstub, name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        f.write("#!/bin/sh\n" + body + "\n")
+        f.write("#!/bin/sh\n" + (log_args(logged[name]) if name in logged else "") + body + "\n")
     os.chmod(path, 0o755)
 penv = dict(os.environ, NVIDIA_SMI=os.path.join(pstub, "bin", "nvidia-smi"),
             PATH=os.path.join(pstub, "bin") + os.pathsep + os.environ["PATH"],
@@ -272,6 +278,44 @@ check(p.returncode == 1 and any(v[0] == "FAIL" and "not started" in v[1] for v i
       f"PROFILE_BUDGET_S: steps past it not started, exit 1, table printed: {p.returncode} {rows}")
 p = subprocess.run(["bash", script, "--profile", "long"], capture_output=True, text=True, env=penv)
 check(p.returncode == 2 and "--profile takes 'short'" in p.stdout, f"--profile long: {p.stdout!r}")
+
+# every command line the steps above gave the tools, through the real tools' parsers:
+# without a GPU each stops after parsing, gpunet-bench with 1 (no CUDA driver; 2 is a
+# usage error), the self-test and the op harness with 77 (skipped; the self-test says 1
+# to a usage error, and the op harness takes a word other than cuda or cuda-all for a
+# filter of its CPU tests); each GPUNET_CUDA the self-test got goes through the parser
+# gpunet-bench's --cuda shares with it.  An option a tool no longer takes fails here,
+# not on the GPU.  Where the CUDA backend runs, the tools would run for real: not done.
+real = {"bench": os.path.join(build, "tools", "gpunet-bench"),
+        "selftest": os.path.join(build, "tools", "gpunet-selftest"),
+        "ops": os.path.join(build, "tests", "test_backend_ops")}
+no_gpu_rc = {"bench": 1, "selftest": 77, "ops": 77}
+lines = sorted(set(open(tool_args).read().splitlines())) if os.path.exists(tool_args) else []
+kinds = {line.split("\t")[0] for line in lines}
+check({"bench", "selftest", "ops"} <= kinds and len(lines) > 20,
+      f"the stub runs logged the tools' arguments: {len(lines)} lines, {kinds}")
+refused = []
+for line in lines if not cuda_runs else []:
+    tool, cuda_env, argv = (line.split("\t") + ["", ""])[:3]
+    # the CPU thread list runs the whole CPU benchmark per value: not replayed
+    if tool not in real or not os.path.exists(real[tool]) or "--backend cpu" in argv:
+        continue
+    env = dict(os.environ)
+    env.pop("GPUNET_CUDA", None)
+    r = subprocess.run([real[tool]] + argv.split(), capture_output=True, text=True, env=env,
+                       timeout=120)
+    if r.returncode != no_gpu_rc[tool]:
+        refused.append(f"{tool} {argv}: exit {r.returncode}: "
+                       f"{(r.stderr + r.stdout).strip().splitlines()[:1]}")
+    if cuda_env:
+        r = subprocess.run([real["bench"], "--model", "gpunet-0", "--backend", "cuda",
+                            "--preprocess-runs", "0", "--runs", "1", "--warmup", "0",
+                            "--net-groups", "0", "--cuda", cuda_env],
+                           capture_output=True, text=True, env=env, timeout=120)
+        if r.returncode != no_gpu_rc["bench"]:
+            refused.append(f"GPUNET_CUDA={cuda_env}: exit {r.returncode}: "
+                           f"{r.stderr.strip().splitlines()[:1]}")
+check(not refused, f"every tool command line of gpu-check's steps parses: {refused}")
 
 # the gates on canned data
 data = lib.read_profile(["lat ours gpunet-0 fp16 1 0.240 0.400", "lat torch gpunet-0 fp16 1 0.5",
