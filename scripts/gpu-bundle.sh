@@ -28,7 +28,8 @@
 # host has none of that name, so a host's newer libstdc++ or zlib is never shadowed.
 #
 # Env: PLUGINS (plug-in names, default below), LEAVE_OUT (library name patterns not
-# packed; default libdnnl.so*: the CPU backend, which the profiles do not run), NPP (a
+# packed unless a program gpu-check runs needs them; default libdnnl.so*: the CPU
+# backend, which the profiles do not run, but the op harness links), NPP (a
 # directory holding the NPP libraries, or "skip"; default: fetched with pip into the
 # wheel cache), GPUNET_WHEEL_CACHE (as tests/gst/nvds-libs.sh), XZ_OPT (default -6 -T0).  A missing plug-in is named and left
 # out; a missing NPP or DeepStream wheel is named and left out (element-nvmm then skips).
@@ -47,10 +48,16 @@ if [ ! -x "$BUILD/tools/gpunet-bench" ]; then
 fi
 PLUGINS=${PLUGINS:-"coreelements videotestsrc videoconvertscale videoconvert videoscale
   x264 openh264 videoparsersbad isomp4 matroska nvcodec playback typefindfunctions app"}
-# oneDNN (7 MB of the 64 MiB a lease carries) serves only the CPU backend, which the
-# profiles do not run; LEAVE_OUT= keeps it
+# oneDNN (7 MB of the 64 MiB a lease carries) serves the CPU backend, which the
+# profiles do not run; LEAVE_OUT= keeps it.  A program gpu-check runs gets its libraries
+# whatever LEAVE_OUT says: the op harness (steps backend-ops and backend-ops-all) links
+# the CPU backend, and without libdnnl.so it does not start on a GPU host
 LEAVE_OUT=${LEAVE_OUT-libdnnl.so*}
 [ -n "$LEAVE_OUT" ] || LEAVE_OUT=/
+gpu_check_runs () {
+  case $1 in */tools/*|*/tests/test_backend_ops) return 0 ;; esac
+  return 1
+}
 export XZ_OPT=${XZ_OPT:-"-6 -T0"}
 gstlib=$(pkg-config --variable=libdir gstreamer-1.0)
 plugdir=$(pkg-config --variable=pluginsdir gstreamer-1.0)
@@ -111,7 +118,7 @@ while read -r f; do
     fi
     case $path in "$ROOT"/*|"$(cd "$BUILD" && pwd)"/*|"$cache"/*) continue ;; esac
     # shellcheck disable=SC2254
-    case $name in $LEAVE_OUT) continue ;; esac
+    case $name in $LEAVE_OUT) gpu_check_runs "$f" || continue ;; esac
     [ -f "$stage/rt/lib/$name" ] || cp -L "$path" "$stage/rt/lib/$name"
   done < <(LD_LIBRARY_PATH=$gstlib${ds:+:$cache/$ds/nvidia/deepstream_videodecode/_libs} \
     ldd "$f" 2>/dev/null || true)

@@ -10,7 +10,9 @@ run.sh runs it in an environment with nothing of ours set.  Checked:
   encoder) load from the unpacked bundle only (GST_PLUGIN_SYSTEM_PATH);
 - gpunetclassify loads from the unpacked build, and gpunet-bench runs there on the CPU
   with the kernel module run.sh names;
-- run.sh replaces the argument BUNDLE/build with the unpacked build.
+- run.sh replaces the argument BUNDLE/build with the unpacked build;
+- the default bundle, which leaves oneDNN out, still holds every library of the programs
+  gpu-check runs (the op harness links oneDNN).
 Usage: test_gpu_bundle.py SOURCE_ROOT BUILD_DIR"""
 import os
 import re
@@ -123,6 +125,38 @@ r = subprocess.run([os.path.join(bundle, "run.sh"), "sh", "-c",
                    env=clean, capture_output=True, text=True)
 check(r.returncode == 0 and "median_ms=" in r.stdout,
       f"gpunet-bench runs from the unpacked build ({r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]})")
+
+# the default bundle leaves oneDNN out (LEAVE_OUT), but not from a program gpu-check runs:
+# its tools and the op harness (steps backend-ops and backend-ops-all), which links the
+# CPU backend, must find every library they need in the bundle or on the GPU host
+lean = os.path.join(tmp, "gpu-bundle-lean")
+env_lean = dict(env)
+del env_lean["LEAVE_OUT"]
+r = subprocess.run(["bash", script, build, lean], env=env_lean, capture_output=True, text=True)
+check(r.returncode == 0, f"the default bundle is made (exit {r.returncode}: {r.stderr})")
+lean_dir = os.path.join(tmp, "lean")
+os.makedirs(lean_dir)
+if r.returncode == 0:
+    for a in ("build.tar.xz", "runtime.tar.xz"):
+        subprocess.run(["tar", "-C", lean_dir, "-xJf", os.path.join(lean, a)], check=True)
+lean_libs = set(os.listdir(os.path.join(lean_dir, "lib"))) if os.path.isdir(
+    os.path.join(lean_dir, "lib")) else set()
+runs = [os.path.join("tests", "test_backend_ops")] + [
+    os.path.join("tools", t) for t in ("gpunet-bench", "gpunet-selftest", "gpunet-convert",
+                                       "gpunet-element-check")]
+lean_gaps = []
+for rel in runs:
+    p = os.path.join(lean_dir, rel)
+    if not os.path.isfile(p):
+        continue
+    out = subprocess.run(["readelf", "-d", p], capture_output=True, text=True).stdout
+    for need in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out):
+        if need not in lean_libs and not host_brings.match(need) \
+                and not os.path.exists(os.path.join(lean_dir, os.path.dirname(rel), need)):
+            lean_gaps.append(f"{rel} needs {need}")
+check(os.path.isfile(os.path.join(lean_dir, "tests", "test_backend_ops")) and not lean_gaps,
+      "the default bundle holds every library of the programs gpu-check runs: missing "
+      + "; ".join(lean_gaps[:8]))
 
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"{passed} passed, {failed} failed")
