@@ -11,9 +11,11 @@
 #   library, plug-in and wheel-cache paths, and runs its arguments.
 #
 # The bundle holds:
-#   build.tar.xz     the build's programs and libraries (tools, plug-in, kernel modules,
-#                    the test programs gpu-check runs), its layout kept: meson's relative
-#                    run paths still resolve; no object files
+#   build.tar.xz     the programs gpu-check.sh runs (each $TOOLS/NAME it names: the
+#                    tools, the op harness) and the build's shared objects (plug-in,
+#                    kernel modules), at their places: meson's relative run paths
+#                    still resolve.  Not the rest (gpunet-cameras alone would add 12
+#                    libraries): the full check's meson-test step needs the whole build
 #   runtime.tar.xz   gst-launch-1.0, gst-inspect-1.0, the plug-in scanner, the GStreamer
 #                    plug-ins gpu-check's pipelines use (PLUGINS below, each one that this
 #                    machine has) and every library they and the build need, except
@@ -27,12 +29,11 @@
 # bundle (the build was linked against these); any other bundled library only where the
 # host has none of that name, so a host's newer libstdc++ or zlib is never shadowed.
 #
-# Env: PLUGINS (plug-in names, default below), LEAVE_OUT (library name patterns not
-# packed unless a program gpu-check runs needs them; default libdnnl.so*: the CPU
-# backend, which the profiles do not run, but the op harness links), NPP (a
-# directory holding the NPP libraries, or "skip"; default: fetched with pip into the
-# wheel cache), GPUNET_WHEEL_CACHE (as tests/gst/nvds-libs.sh), XZ_OPT (default -6 -T0).  A missing plug-in is named and left
-# out; a missing NPP or DeepStream wheel is named and left out (element-nvmm then skips).
+# Env: PLUGINS (plug-in names, default below), NPP (a directory holding the NPP
+# libraries, or "skip"; default: fetched with pip into the wheel cache),
+# GPUNET_WHEEL_CACHE (as tests/gst/nvds-libs.sh), XZ_OPT (default -6 -T0).  A missing
+# plug-in is named and left out; a missing NPP or DeepStream wheel is named and left out
+# (element-nvmm then skips).
 # Exit: 0 made, 1 a library could not be found, 2 usage.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,16 +49,6 @@ if [ ! -x "$BUILD/tools/gpunet-bench" ]; then
 fi
 PLUGINS=${PLUGINS:-"coreelements videotestsrc videoconvertscale videoconvert videoscale
   x264 openh264 videoparsersbad isomp4 matroska nvcodec playback typefindfunctions app"}
-# oneDNN (7 MB of the 64 MiB a lease carries) serves the CPU backend, which the
-# profiles do not run; LEAVE_OUT= keeps it.  A program gpu-check runs gets its libraries
-# whatever LEAVE_OUT says: the op harness (steps backend-ops and backend-ops-all) links
-# the CPU backend, and without libdnnl.so it does not start on a GPU host
-LEAVE_OUT=${LEAVE_OUT-libdnnl.so*}
-[ -n "$LEAVE_OUT" ] || LEAVE_OUT=/
-gpu_check_runs () {
-  case $1 in */tools/*|*/tests/test_backend_ops) return 0 ;; esac
-  return 1
-}
 export XZ_OPT=${XZ_OPT:-"-6 -T0"}
 gstlib=$(pkg-config --variable=libdir gstreamer-1.0)
 plugdir=$(pkg-config --variable=pluginsdir gstreamer-1.0)
@@ -71,9 +62,13 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/rt/bin" "$stage/rt/lib" "$stage/rt/plugins" "$stage/rt/libexec" \
   "$stage/build"
 
-# the build: every ELF file but object files, at its place in the tree
-(cd "$BUILD" && find . -type f ! -name '*.o' ! -name '*.a' ! -path '*/meson-*' \
-    -exec sh -c 'head -c 4 "$1" | grep -q "^.ELF" && echo "$1"' _ {} \;) > "$stage/elf.txt"
+# the build: what gpu-check runs, and every shared object
+{
+  grep -oE '\$TOOLS/(\.\./tests/)?[A-Za-z0-9_-]+' "$HERE/gpu-check.sh" \
+    | sed 's|^\$TOOLS/|./tools/|; s|^\./tools/\.\./|./|' | sort -u \
+    | while read -r f; do if [ -f "$BUILD/$f" ]; then echo "$f"; fi; done
+  (cd "$BUILD" && find . -type f -name '*.so*' ! -path '*/meson-*' ! -path '*.p/*')
+} > "$stage/elf.txt"
 (cd "$BUILD" && tar -cf - -T "$stage/elf.txt") | tar -C "$stage/build" -xf -
 
 # the runtime: programs and plug-ins
@@ -117,8 +112,6 @@ while read -r f; do
       continue
     fi
     case $path in "$ROOT"/*|"$(cd "$BUILD" && pwd)"/*|"$cache"/*) continue ;; esac
-    # shellcheck disable=SC2254
-    case $name in $LEAVE_OUT) gpu_check_runs "$f" || continue ;; esac
     [ -f "$stage/rt/lib/$name" ] || cp -L "$path" "$stage/rt/lib/$name"
   done < <(LD_LIBRARY_PATH=$gstlib${ds:+:$cache/$ds/nvidia/deepstream_videodecode/_libs} \
     ldd "$f" 2>/dev/null || true)

@@ -2,6 +2,8 @@
 """test_gpu_bundle.py: scripts/gpu-bundle.sh packs a bundle from this build, and its
 run.sh runs it in an environment with nothing of ours set.  Checked:
 - a build directory without the tools is refused with exit 2;
+- it holds every program gpu-check.sh names ($TOOLS/NAME: the tools, the op harness)
+  and no other (gpunet-cameras stays out);
 - the bundle is closed: every library an ELF file of the bundle needs (DT_NEEDED, read
   with readelf, so the host's own libraries cannot hide a gap) is in the bundle, or is one
   the GPU host must bring itself (C library, driver, CUDA toolkit, cuDNN, NPP);
@@ -46,8 +48,7 @@ if not os.access(os.path.join(build, "tools", "gpunet-bench"), os.X_OK):
 tmp = tempfile.mkdtemp(prefix="gpu-bundle-test-")
 bundle = os.path.join(tmp, "gpu-bundle")
 unpacked = os.path.join(tmp, "unpacked")
-# LEAVE_OUT empty: the whole closure is packed, and checked
-env = dict(os.environ, NPP="skip", XZ_OPT="-0 -T0", LEAVE_OUT="")
+env = dict(os.environ, NPP="skip", XZ_OPT="-0 -T0")
 
 r = subprocess.run(["bash", script, os.path.join(tmp, "nowhere"), bundle], env=env,
                    capture_output=True, text=True)
@@ -89,6 +90,17 @@ for p in elves:
     for need in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out):
         if need not in provided and not host_brings.match(need):
             gaps.append(f"{os.path.relpath(p, unpacked)} needs {need}")
+# every program gpu-check.sh runs ($TOOLS/NAME, $TOOLS/../tests/NAME) that this build has
+with open(os.path.join(root, "scripts", "gpu-check.sh")) as fh:
+    named = set(re.findall(r"\$TOOLS/((?:\.\./tests/)?[A-Za-z0-9_-]+)", fh.read()))
+wanted = {os.path.normpath(os.path.join("tools", n)) for n in named}
+wanted = {w for w in wanted if os.path.isfile(os.path.join(build, w))}
+check("tests/test_backend_ops" in wanted and "tools/gpunet-bench" in wanted,
+      f"gpu-check.sh names the op harness and gpunet-bench ({sorted(wanted)})")
+for w in sorted(wanted):
+    check(os.path.isfile(os.path.join(unpacked, "build", w)), f"the bundle holds {w}")
+check(not os.path.exists(os.path.join(unpacked, "build", "tools", "gpunet-cameras")),
+      "the bundle leaves out programs gpu-check does not run (gpunet-cameras)")
 check(len(elves) > 20, f"the bundle holds the build's and GStreamer's ELF files ({len(elves)})")
 check(not gaps, "every library the bundle's programs need is in it: missing "
       + "; ".join(gaps[:8]))
@@ -125,38 +137,6 @@ r = subprocess.run([os.path.join(bundle, "run.sh"), "sh", "-c",
                    env=clean, capture_output=True, text=True)
 check(r.returncode == 0 and "median_ms=" in r.stdout,
       f"gpunet-bench runs from the unpacked build ({r.returncode}: {r.stdout[-300:]} {r.stderr[-300:]})")
-
-# the default bundle leaves oneDNN out (LEAVE_OUT), but not from a program gpu-check runs:
-# its tools and the op harness (steps backend-ops and backend-ops-all), which links the
-# CPU backend, must find every library they need in the bundle or on the GPU host
-lean = os.path.join(tmp, "gpu-bundle-lean")
-env_lean = dict(env)
-del env_lean["LEAVE_OUT"]
-r = subprocess.run(["bash", script, build, lean], env=env_lean, capture_output=True, text=True)
-check(r.returncode == 0, f"the default bundle is made (exit {r.returncode}: {r.stderr})")
-lean_dir = os.path.join(tmp, "lean")
-os.makedirs(lean_dir)
-if r.returncode == 0:
-    for a in ("build.tar.xz", "runtime.tar.xz"):
-        subprocess.run(["tar", "-C", lean_dir, "-xJf", os.path.join(lean, a)], check=True)
-lean_libs = set(os.listdir(os.path.join(lean_dir, "lib"))) if os.path.isdir(
-    os.path.join(lean_dir, "lib")) else set()
-runs = [os.path.join("tests", "test_backend_ops")] + [
-    os.path.join("tools", t) for t in ("gpunet-bench", "gpunet-selftest", "gpunet-convert",
-                                       "gpunet-element-check")]
-lean_gaps = []
-for rel in runs:
-    p = os.path.join(lean_dir, rel)
-    if not os.path.isfile(p):
-        continue
-    out = subprocess.run(["readelf", "-d", p], capture_output=True, text=True).stdout
-    for need in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out):
-        if need not in lean_libs and not host_brings.match(need) \
-                and not os.path.exists(os.path.join(lean_dir, os.path.dirname(rel), need)):
-            lean_gaps.append(f"{rel} needs {need}")
-check(os.path.isfile(os.path.join(lean_dir, "tests", "test_backend_ops")) and not lean_gaps,
-      "the default bundle holds every library of the programs gpu-check runs: missing "
-      + "; ".join(lean_gaps[:8]))
 
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"{passed} passed, {failed} failed")
