@@ -17,7 +17,10 @@ untar () {
   if command -v xz >/dev/null; then
     tar -C "$2" -xJf "$1"
   else
-    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$1" "$2"
+    python3 -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1])
+# the "tar" filter where Python has filters (3.12+): the archive is ours, keep its modes
+t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))' "$1" "$2"
   fi
 }
 if [ ! -f "$T/.unpacked" ] || [ "$BUNDLE/build.tar.xz" -nt "$T/.unpacked" ]; then
