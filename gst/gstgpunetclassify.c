@@ -67,7 +67,7 @@ static void gst_gpunet_classify_set_context (GstElement * element,
     GstContext * context);
 static GstFlowReturn gst_gpunet_classify_chain (GstPad * pad,
     GstObject * parent, GstBuffer * buf);
-static gboolean gst_gpunet_classify_sink_event (GstPad * pad,
+static GstFlowReturn gst_gpunet_classify_sink_event (GstPad * pad,
     GstObject * parent, GstEvent * event);
 static gboolean gst_gpunet_classify_sink_query (GstPad * pad,
     GstObject * parent, GstQuery * query);
@@ -145,7 +145,7 @@ gst_gpunet_classify_init (GstGpunetClassify * self)
       (gst_element_class_get_pad_template (klass, "sink"), "sink");
   gst_pad_set_chain_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_gpunet_classify_chain));
-  gst_pad_set_event_function (self->sinkpad,
+  gst_pad_set_event_full_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_event));
   gst_pad_set_query_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_gpunet_classify_sink_query));
@@ -836,7 +836,10 @@ queued_event (GstEvent * event, gpointer user_data)
 
 /* ---- events and queries ---------------------------------------------------------- */
 
-static gboolean
+/* An event_full function: a serialized event refused while the pads stop returns
+ * GST_FLOW_FLUSHING, so that upstream stops quietly instead of posting an error
+ * (GstPad turns a FALSE into GST_FLOW_ERROR, or NOT_NEGOTIATED for caps). */
+static GstFlowReturn
 gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event)
 {
@@ -845,14 +848,15 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_FLUSH_START:
       gst_gpunet_queue_flush_start (self->queue, event);
-      return TRUE;
+      return GST_FLOW_OK;
     case GST_EVENT_FLUSH_STOP:
       /* the streaming thread is ours again: drop what is queued, restart */
       gst_gpunet_queue_drop (self->queue);
       gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
       gst_gpunet_nvmm_flush (self->nvmm);
-      return gst_gpunet_queue_flush_stop (self->queue, event);
+      return gst_gpunet_queue_flush_stop (self->queue, event) ? GST_FLOW_OK :
+          GST_FLOW_ERROR;
     case GST_EVENT_CAPS:{
       GstCaps *caps;
 
@@ -861,7 +865,7 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       self->skip = -1;
       if (!set_caps (self, caps)) {
         gst_event_unref (event);
-        return FALSE;
+        return GST_FLOW_NOT_NEGOTIATED;
       }
       break;
     }
@@ -872,7 +876,8 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       break;
   }
   if (!GST_EVENT_IS_SERIALIZED (event))
-    return gst_pad_event_default (pad, parent, event);
+    return gst_pad_event_default (pad, parent, event) ? GST_FLOW_OK :
+        GST_FLOW_ERROR;
   /* serialized: after the buffers before it */
   return gst_gpunet_queue_push_event (self->queue, event);
 }

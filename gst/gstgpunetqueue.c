@@ -201,7 +201,7 @@ gst_gpunet_queue_done (void *user, gpunet_status status,
   g_mutex_unlock (&q->lock);
 }
 
-gboolean
+GstFlowReturn
 gst_gpunet_queue_push_event (GstGpunetQueue * q, GstEvent * event)
 {
   GstGpunetQueueEntry *e;
@@ -210,12 +210,12 @@ gst_gpunet_queue_push_event (GstGpunetQueue * q, GstEvent * event)
   if (q->flushing) {
     g_mutex_unlock (&q->lock);
     gst_event_unref (event);
-    return FALSE;
+    return GST_FLOW_FLUSHING;
   }
   if (q->srcresult != GST_FLOW_OK && GST_EVENT_TYPE (event) == GST_EVENT_EOS) {
     /* the task stopped (not linked, EOS, error): EOS still goes downstream */
     g_mutex_unlock (&q->lock);
-    return gst_pad_push_event (q->srcpad, event);
+    return gst_pad_push_event (q->srcpad, event) ? GST_FLOW_OK : GST_FLOW_ERROR;
   }
   e = g_new0 (GstGpunetQueueEntry, 1);
   e->queue = q;
@@ -226,7 +226,7 @@ gst_gpunet_queue_push_event (GstGpunetQueue * q, GstEvent * event)
   /* no frame follows EOS: the frames before it must not wait for a batch to fill */
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && q->funcs.blocked != NULL)
     q->funcs.blocked (q->user_data);
-  return TRUE;
+  return GST_FLOW_OK;
 }
 
 gboolean

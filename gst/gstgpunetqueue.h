@@ -69,8 +69,11 @@ void gst_gpunet_queue_done (void *user, gpunet_status status,
     const char *error_text, const gpunet_class_score * scores, int n, int k);
 
 /* Streaming thread: a serialized event (taken) goes after the buffers before it.
- * FALSE when flushing; EOS goes straight downstream once the task stopped. */
-gboolean gst_gpunet_queue_push_event (GstGpunetQueue * q, GstEvent * event);
+ * GST_FLOW_FLUSHING when flushing (a pad being deactivated: upstream then stops
+ * quietly, never with an error); EOS goes straight downstream once the task
+ * stopped. */
+GstFlowReturn gst_gpunet_queue_push_event (GstGpunetQueue * q,
+    GstEvent * event);
 
 /* Waits until the queue is empty (serialized queries); FALSE when flushing or when
  * the task stopped on a flow error. */

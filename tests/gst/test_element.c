@@ -761,6 +761,32 @@ GST_START_TEST (test_error_labels_too_large)
 }
 
 GST_END_TEST;
+/* Pads stop src first (PAUSED->READY), so upstream may push a serialized event
+ * between the element's src and sink pad deactivation: it must get
+ * GST_FLOW_FLUSHING and pause quietly.  A refusal as a plain FALSE was
+ * GST_FLOW_ERROR (NOT_NEGOTIATED for caps), and an appsrc or basesrc upstream
+ * posted "Internal data stream error" on an ordinary stop (test_chaos.c found it). */
+GST_START_TEST (test_event_while_stopping)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=32,height=24";
+  GstHarness *h = harness_for (make_classify (TINY_A, NULL), caps);
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  GstBuffer *out;
+
+  out = push_and_check_passthrough (h, make_frame (h, caps, 1));
+  gst_buffer_unref (out);
+  /* the first half of PAUSED->READY: the src pad (and its queue) stops */
+  fail_unless (gst_pad_set_active (srcpad, FALSE));
+  /* new sticky events, pushed before the next buffer, meet the stopped queue */
+  gst_harness_set_src_caps_str (h, "video/x-raw,format=RGBA,width=16,height=16");
+  fail_unless_equals_int (gst_harness_push (h, make_frame (h,
+              "video/x-raw,format=RGBA,width=16,height=16", 2)),
+      GST_FLOW_FLUSHING);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
 /* A GstVideoMeta whose chroma stride reaches past the buffer (a forged geometry): the
  * element refuses that frame with a sentence (no read past the memory: the sanitizer
  * build runs this), and another element sharing its engine goes on classifying. */
@@ -2392,6 +2418,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_labels_count);
   tcase_add_test (tc, test_error_labels_too_large);
   tcase_add_test (tc, test_forged_video_meta);
+  tcase_add_test (tc, test_event_while_stopping);
   tcase_add_test (tc, test_error_cuda_unavailable);
   tcase_add_test (tc, test_cuda_caps_before_start);
   tcase_add_test (tc, test_state_cycles);
