@@ -56,7 +56,7 @@ fi
 
 ENGINE_TESTS="json labels arch arch-reference checkpoint golden golden-reference models
   preprocess engine engine_pipeline backends graph_pad"
-GST_TESTS="gst-track-cache gst-element gst-streams gst-regions gst-live element-check-regions
+GST_TESTS="gst-track-cache gst-element gst-streams gst-regions gst-live gst-chaos element-check-regions
   element-check-cycles gst-example-app"
 TOOL_TESTS="gst-streams-tool gst-streams-timeouts"
 ninja -j2 -C "$BUILD" $(python3 scripts/suite-targets.py "$BUILD" slow sanitize-slow cuda nvmm \
