@@ -850,8 +850,8 @@ gst_gpunet_classify_sink_event (GstPad * pad, GstObject * parent,
       gst_gpunet_queue_flush_start (self->queue, event);
       return GST_FLOW_OK;
     case GST_EVENT_FLUSH_STOP:
-      /* the streaming thread is ours again: drop what is queued, restart */
-      gst_gpunet_queue_drop (self->queue);
+      /* the streaming thread is ours again: drop what is queued (in
+       * gst_gpunet_queue_flush_stop), restart */
       gst_gpunet_planner_flush (self->planner);
       gst_gpunet_records_flush (self->records);
       gst_gpunet_nvmm_flush (self->nvmm);

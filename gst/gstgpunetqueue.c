@@ -307,6 +307,13 @@ gst_gpunet_queue_drop (GstGpunetQueue * q)
     e = l->data;
     if (e->frame != NULL)
       g_ptr_array_add (frames, e->frame);
+    /* upstream sends stream-start and caps once: downstream must still get
+     * them before the next buffer (as GstQueue keeps them on a flush) */
+    else if (GST_EVENT_IS_STICKY (e->event)
+        && GST_EVENT_TYPE (e->event) != GST_EVENT_SEGMENT
+        && GST_EVENT_TYPE (e->event) != GST_EVENT_EOS
+        && gst_pad_store_sticky_event (q->srcpad, e->event) == GST_FLOW_OK)
+      q->funcs.event (e->event, q->user_data);
   }
   if (frames->len > 0)
     q->funcs.cancel (frames->pdata, frames->len, q->user_data);
@@ -321,6 +328,7 @@ gboolean
 gst_gpunet_queue_flush_stop (GstGpunetQueue * q, GstEvent * event)
 {
   gst_pad_push_event (q->srcpad, event);
+  gst_gpunet_queue_drop (q);
   set_state (q, FALSE, GST_FLOW_OK);
   return gst_pad_start_task (q->srcpad, (GstTaskFunction) queue_loop, q, NULL);
 }

@@ -89,10 +89,15 @@ void gst_gpunet_queue_set_flushing (GstGpunetQueue * q);
 void gst_gpunet_queue_flush_start (GstGpunetQueue * q, GstEvent * event);
 
 /* Withdraws the queued buffers from the engines (funcs->cancel) and drops every
- * entry.  With the task paused or stopped: FLUSH_STOP, stop. */
+ * entry; a sticky event not pushed yet (stream-start, caps, tags; not segment or
+ * EOS) is stored on the src pad for the next buffer, where the pad takes it (not
+ * while it is flushing or stopped).  With the task paused or stopped: stop, and
+ * within gst_gpunet_queue_flush_stop. */
 void gst_gpunet_queue_drop (GstGpunetQueue * q);
 
-/* FLUSH_STOP (taken), after gst_gpunet_queue_drop: pushes it and restarts the task. */
+/* FLUSH_STOP (taken): pushes it, drops what is queued (gst_gpunet_queue_drop,
+ * after the src pad left flushing, so it keeps the sticky events) and restarts
+ * the task. */
 gboolean gst_gpunet_queue_flush_stop (GstGpunetQueue * q, GstEvent * event);
 
 /* Src pad activation: starts or stops the task. */

@@ -787,6 +787,80 @@ GST_START_TEST (test_event_while_stopping)
 }
 
 GST_END_TEST;
+/* make_frame without the harness's allocation query (serialized: the element
+ * answers it once its queue drained, which a blocked src pad never does). */
+static GstBuffer *
+make_plain_frame (const gchar * caps_str, guint seed)
+{
+  GstCaps *caps = gst_caps_from_string (caps_str);
+  GstVideoInfo info;
+  GstBuffer *buf;
+  GstMapInfo map;
+  gsize i;
+
+  fail_unless (gst_video_info_from_caps (&info, caps));
+  gst_caps_unref (caps);
+  buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
+  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
+  for (i = 0; i < map.size; i++)
+    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_PTS (buf) = seed * GST_MSECOND * 40;
+  GST_BUFFER_DURATION (buf) = GST_MSECOND * 40;
+  return buf;
+}
+
+static GstPadProbeReturn
+block_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  (void) pad;
+  (void) info;
+  (void) user_data;
+  return GST_PAD_PROBE_OK;
+}
+
+/* A flush while stream-start and caps still wait in the element's queue (here:
+ * downstream blocks the src task at the first event): upstream sends them once,
+ * so downstream must still get them before the next buffer.  They were dropped
+ * with the queue: "Got data flow before stream-start event", and a buffer with
+ * no caps downstream (test_chaos.c found it). */
+GST_START_TEST (test_flush_keeps_sticky_events)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=32,height=24";
+  GstHarness *h = gst_harness_new_with_element (make_classify (TINY_A, NULL),
+      "sink", "src");
+  GstPad *srcpad = gst_element_get_static_pad (h->element, "src");
+  GstSegment segment;
+  GstCaps *got, *want = gst_caps_from_string (caps);
+  GstBuffer *out;
+  gulong probe;
+
+  gst_object_unref (h->element);        /* the harness holds it */
+  gst_harness_set_live (h, FALSE);
+  probe = gst_pad_add_probe (srcpad, GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM,
+      block_probe, NULL, NULL);
+  gst_harness_set_src_caps_str (h, caps);
+  fail_unless_equals_int (gst_harness_push (h, make_plain_frame (caps, 1)),
+      GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
+  fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
+  gst_pad_remove_probe (srcpad, probe);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
+  out = push_and_check_passthrough (h, make_plain_frame (caps, 2));
+  check_record (out_record (out), TRUE);
+  got = gst_pad_get_current_caps (h->sinkpad);
+  fail_unless (got != NULL && gst_caps_is_equal (got, want),
+      "downstream has no caps after the flush");
+  gst_caps_unref (got);
+  gst_caps_unref (want);
+  gst_buffer_unref (out);
+  gst_object_unref (srcpad);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 /* A GstVideoMeta whose chroma stride reaches past the buffer (a forged geometry): the
  * element refuses that frame with a sentence (no read past the memory: the sanitizer
  * build runs this), and another element sharing its engine goes on classifying. */
@@ -2419,6 +2493,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_error_labels_too_large);
   tcase_add_test (tc, test_forged_video_meta);
   tcase_add_test (tc, test_event_while_stopping);
+  tcase_add_test (tc, test_flush_keeps_sticky_events);
   tcase_add_test (tc, test_error_cuda_unavailable);
   tcase_add_test (tc, test_cuda_caps_before_start);
   tcase_add_test (tc, test_state_cycles);
