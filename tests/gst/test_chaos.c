@@ -21,6 +21,13 @@
  * a hang detector, not a timing assert); no critical, no leak (GstCheck, the leaks
  * tracer, LeakSanitizer in the sanitizer build).
  *
+ * Settings that keep the expectation exact: when-busy=wait (a frame skipped
+ * before any result leaves without a record: docs/element.md, "Live sources and
+ * stats"), interval=0 for a forged buffer (a carried frame is not mapped, so its
+ * geometry is never read).  Flushes are flush-start/stop sent to appsrc (not a
+ * seek: appsrc in stream mode is not seekable); appsrc keeps EOS through a
+ * flush, so a stream restarts after EOS through READY or NULL.
+ *
  * Environment: GPUNET_CHAOS_SEED (first seed; default from the time, printed first),
  * GPUNET_CHAOS_SEEDS (seeds run one after another, default 1), GPUNET_CHAOS_STEPS
  * (default 200). */
