@@ -89,8 +89,8 @@ static guint32 cur_seed;
 static guint cur_step;
 static gchar *ring[N_RING];
 static guint ring_pos;
-static GMutex ring_lock;
-static volatile gint64 step_start_us;
+static GMutex ring_lock;         /* the ring, cur_seed, cur_step, step_start_us */
+static gint64 step_start_us;    /* 0: no step running */
 static volatile gint watchdog_stop;
 
 static Stream *streams[MAX_STREAMS];
@@ -164,6 +164,17 @@ dump_ring (void)
   g_mutex_unlock (&ring_lock);
 }
 
+/* Step `n` of seed `seed` starts now (the watchdog's clock); steps 0: none runs. */
+static void
+mark_step (guint32 seed, guint n, gboolean running)
+{
+  g_mutex_lock (&ring_lock);
+  cur_seed = seed;
+  cur_step = n;
+  step_start_us = running ? g_get_monotonic_time () : 0;
+  g_mutex_unlock (&ring_lock);
+}
+
 /* Fails the test with the seed and the last operations. */
 #define chaos_fail(...) G_STMT_START {                                    \
     dump_ring ();                                                       \
@@ -180,11 +191,16 @@ watchdog_thread (gpointer data)
   gint64 limit = (gint64) GPOINTER_TO_UINT (data) * G_USEC_PER_SEC;
 
   while (!g_atomic_int_get (&watchdog_stop)) {
-    gint64 started = step_start_us;
+    gint64 started;
+    guint n;
 
+    g_mutex_lock (&ring_lock);
+    started = step_start_us;
+    n = cur_step;
+    g_mutex_unlock (&ring_lock);
     if (started > 0 && g_get_monotonic_time () - started > limit) {
       g_printerr ("chaos: step %u has not finished in %" G_GINT64_FORMAT
-          " s: a hang\n", cur_step, limit / G_USEC_PER_SEC);
+          " s: a hang\n", n, limit / G_USEC_PER_SEC);
       dump_ring ();
       abort ();
     }
@@ -1080,7 +1096,7 @@ run_seed (guint32 seed, guint steps, guint k)
 {
   guint i;
 
-  cur_seed = seed;
+  mark_step (seed, 0, FALSE);
   g_print ("chaos: seed %u, %u steps (GPUNET_CHAOS_SEED=%u to repeat)\n", seed,
       steps, seed);
   rnd = g_rand_new_with_seed (seed);
@@ -1090,13 +1106,13 @@ run_seed (guint32 seed, guint steps, guint k)
     streams[i] = stream_new ();
     stream_start (streams[i], GST_STATE_PLAYING);
   }
-  for (cur_step = 0; cur_step < steps; cur_step++) {
-    step_start_us = g_get_monotonic_time ();
+  for (i = 0; i < steps; i++) {
+    mark_step (seed, i, TRUE);
     step ();
     check_violation ();
   }
   /* the end: every running stream drains and is checked, then all go */
-  step_start_us = g_get_monotonic_time ();
+  mark_step (seed, steps, TRUE);
   for (i = 0; i < MAX_STREAMS; i++) {
     Stream *s = streams[i];
 
@@ -1110,7 +1126,7 @@ run_seed (guint32 seed, guint steps, guint k)
   }
   check_engine_gone ();
   check_violation ();
-  step_start_us = 0;
+  mark_step (seed, steps, FALSE);
   g_print ("chaos: seed %u passed: %u EOS checked (%u buffers), %u forged "
       "buffers, %u failed swaps, %u elements removed, %u pipelines\n", seed,
       n_epochs, n_checked, n_forged, n_bad_swaps, n_removed,
