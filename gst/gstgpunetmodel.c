@@ -40,6 +40,7 @@ struct _GstGpunetModelSwap
   GstGpunetModelCtx *pending;   /* loaded, taken at the next frame */
   GThread *loader;
   guint serial;                 /* model/checkpoint sets while started */
+  gboolean started;             /* between set (start) and stop: loads may begin */
 };
 
 void
@@ -365,8 +366,12 @@ gst_gpunet_model_swap_begin (GstGpunetModelSwap * sw)
   if (prev != NULL)
     g_thread_join (prev);
   g_mutex_lock (&sw->lock);
-  gst_object_ref (sw->element);
-  sw->loader = g_thread_new ("gpunet-swap", swap_thread, sw);
+  /* a set while playing whose notification comes after a stop: no stream would take
+   * the model, which would hold its engine until the next start */
+  if (sw->started) {
+    gst_object_ref (sw->element);
+    sw->loader = g_thread_new ("gpunet-swap", swap_thread, sw);
+  }
   g_mutex_unlock (&sw->lock);
 }
 
@@ -377,6 +382,7 @@ gst_gpunet_model_swap_set (GstGpunetModelSwap * sw, GstGpunetModelCtx * c)
 
   g_mutex_lock (&sw->lock);
   sw->ctx = c;
+  sw->started = TRUE;
   stale = g_steal_pointer (&sw->pending);
   g_mutex_unlock (&sw->lock);
   gst_gpunet_model_ctx_unref (stale);
@@ -429,6 +435,7 @@ gst_gpunet_model_swap_stop (GstGpunetModelSwap * sw)
   GThread *t;
 
   g_mutex_lock (&sw->lock);
+  sw->started = FALSE;
   t = sw->loader;
   sw->loader = NULL;
   g_mutex_unlock (&sw->lock);

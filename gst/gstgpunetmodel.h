@@ -81,7 +81,8 @@ void gst_gpunet_model_swap_invalidate (GstGpunetModelSwap * sw);
 
 /* model or checkpoint set while started: loads the properties on a loader thread
  * beside the running model (one load at a time, the latest one wins); a failed load
- * posts a warning and keeps the old model. */
+ * posts a warning and keeps the old model.  Nothing once stopped (a notification
+ * that arrives after the stop). */
 void gst_gpunet_model_swap_begin (GstGpunetModelSwap * sw);
 
 /* Streaming thread, at a frame boundary: a new reference to the model this frame

@@ -2390,6 +2390,34 @@ GST_START_TEST (test_swap_storm)
 
 GST_END_TEST;
 
+/* model set while PLAYING, its notification held (g_object_freeze_notify) until the
+ * element has stopped: no load may start then.  A loader started after the stop held
+ * the element (and, once loaded, an engine) until the next start; its reference is
+ * taken before the thread runs, so the count shows it at once. */
+GST_START_TEST (test_swap_after_stop)
+{
+  const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
+  GstHarness *h = harness_for (make_classify ("fixtures/tiny-a.json",
+          "fixtures/tiny-a/tiny-a.pth.tar", NULL), caps);
+  gchar *json = data_path ("fixtures/tiny-d.json");
+  gchar *ckpt = data_path ("fixtures/tiny-d/tiny-d.pth.tar");
+  gint refs;
+
+  gst_buffer_unref (push_and_check_passthrough (h, make_frame (h, caps, 0)));
+  g_object_freeze_notify (G_OBJECT (h->element));
+  g_object_set (h->element, "model", json, "checkpoint", ckpt, NULL);
+  fail_unless_equals_int (gst_element_set_state (h->element, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  refs = GST_OBJECT_REFCOUNT_VALUE (h->element);
+  g_object_thaw_notify (G_OBJECT (h->element));
+  fail_unless_equals_int (GST_OBJECT_REFCOUNT_VALUE (h->element), refs);
+  g_free (json);
+  g_free (ckpt);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_swap_class_counts)
 {
   const gchar *caps = "video/x-raw,format=RGBA,width=40,height=30";
@@ -2514,6 +2542,7 @@ gpunetclassify_suite (void)
   tcase_add_test (tc, test_regions_few_classes);
   tcase_add_test (tc, test_swap_class_counts);
   tcase_add_test (tc, test_swap_storm);
+  tcase_add_test (tc, test_swap_after_stop);
   tcase_add_test (tc, test_json_output);
   tcase_add_test (tc, test_error_json_output);
   tcase_add_test (tc, test_error_json_write);
