@@ -88,7 +88,9 @@ harness_for (GstElement * el, const gchar * caps)
   return h;
 }
 
-/* A buffer for `caps` with a deterministic pattern and timestamps. */
+/* A buffer for `caps` with a deterministic pattern and timestamps.  `h` NULL: a plain
+ * allocation, without the harness's allocation query (serialized: the element answers
+ * it once its queue drained, which a blocked src pad never does). */
 static GstBuffer *
 make_frame (GstHarness * h, const gchar * caps_str, guint seed)
 {
@@ -100,7 +102,8 @@ make_frame (GstHarness * h, const gchar * caps_str, guint seed)
 
   fail_unless (gst_video_info_from_caps (&info, caps));
   gst_caps_unref (caps);
-  buf = gst_harness_create_buffer (h, GST_VIDEO_INFO_SIZE (&info));
+  buf = h ? gst_harness_create_buffer (h, GST_VIDEO_INFO_SIZE (&info)) :
+      gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
   fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
   for (i = 0; i < map.size; i++)
     map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
@@ -787,29 +790,6 @@ GST_START_TEST (test_event_while_stopping)
 }
 
 GST_END_TEST;
-/* make_frame without the harness's allocation query (serialized: the element
- * answers it once its queue drained, which a blocked src pad never does). */
-static GstBuffer *
-make_plain_frame (const gchar * caps_str, guint seed)
-{
-  GstCaps *caps = gst_caps_from_string (caps_str);
-  GstVideoInfo info;
-  GstBuffer *buf;
-  GstMapInfo map;
-  gsize i;
-
-  fail_unless (gst_video_info_from_caps (&info, caps));
-  gst_caps_unref (caps);
-  buf = gst_buffer_new_allocate (NULL, GST_VIDEO_INFO_SIZE (&info), NULL);
-  fail_unless (gst_buffer_map (buf, &map, GST_MAP_WRITE));
-  for (i = 0; i < map.size; i++)
-    map.data[i] = (guint8) ((i * 7 + seed * 31 + (i / 97) * 13) & 0xff);
-  gst_buffer_unmap (buf, &map);
-  GST_BUFFER_PTS (buf) = seed * GST_MSECOND * 40;
-  GST_BUFFER_DURATION (buf) = GST_MSECOND * 40;
-  return buf;
-}
-
 static GstPadProbeReturn
 block_probe (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
@@ -840,14 +820,14 @@ GST_START_TEST (test_flush_keeps_sticky_events)
   probe = gst_pad_add_probe (srcpad, GST_PAD_PROBE_TYPE_BLOCK_DOWNSTREAM,
       block_probe, NULL, NULL);
   gst_harness_set_src_caps_str (h, caps);
-  fail_unless_equals_int (gst_harness_push (h, make_plain_frame (caps, 1)),
+  fail_unless_equals_int (gst_harness_push (h, make_frame (NULL, caps, 1)),
       GST_FLOW_OK);
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_start ()));
   fail_unless (gst_harness_push_event (h, gst_event_new_flush_stop (TRUE)));
   gst_pad_remove_probe (srcpad, probe);
   gst_segment_init (&segment, GST_FORMAT_TIME);
   fail_unless (gst_harness_push_event (h, gst_event_new_segment (&segment)));
-  out = push_and_check_passthrough (h, make_plain_frame (caps, 2));
+  out = push_and_check_passthrough (h, make_frame (NULL, caps, 2));
   check_record (out_record (out), TRUE);
   got = gst_pad_get_current_caps (h->sinkpad);
   fail_unless (got != NULL && gst_caps_is_equal (got, want),
