@@ -15,9 +15,10 @@
 #                                 bookworm-arm64), where code runs 10-100 times slower:
 #                                 the normal build, then the suite `engine` and the
 #                                 element's own tests (EMULATED_GST below) with 10 times
-#                                 the time limits; not the tools' and streams' tests,
-#                                 whose stall and open timeouts assume a real CPU's
-#                                 speed, nor the CUDA arithmetic sweeps; no sanitizer build
+#                                 the time limits and GPUNET_TEST_EMULATED=1; not the
+#                                 tools' and streams' tests, whose stall and open
+#                                 timeouts assume a real CPU's speed, nor the CUDA
+#                                 arithmetic sweeps; no sanitizer build
 #
 # env GPU_ARCHS narrows the CUDA build (default 75); BUILD_DIR / ASAN_BUILD_DIR move the
 # build directories.
@@ -59,6 +60,9 @@ echo "CPU backends built: $(cat "$BUILD/cpu-backends.txt")"
 if [ $emulated = 1 ]; then
   EMULATED_GST="gst-element gst-regions gst-track-cache element-check-regions
     element-check-cycles gst-example-app"
+  # the tests keep every code path but leave out their largest repetitions
+  # (tests/check.h, check_emulated); libcheck's timeouts stretched as meson's
+  export GPUNET_TEST_EMULATED=1 CK_TIMEOUT_MULTIPLIER=10
   status=0
   meson test -C "$BUILD" --print-errorlogs --num-processes 2 --timeout-multiplier 10 \
     --suite engine --no-suite slow --no-suite cuda --logbase testlog-fast || status=1

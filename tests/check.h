@@ -130,6 +130,18 @@ check_data_dir (void)
   return d ? d : "tests/data";
 }
 
+/* 1 where the test runs under an instruction emulator (GPUNET_TEST_EMULATED=1, as
+ * scripts/test-emulated-cpu.sh sets it): QEMU's user mode runs vector floating point
+ * 100 to 1000 times slower than the CPU, so a test there keeps every code path and
+ * every ISA form but leaves out its largest repetitions of one (an HD frame where smaller
+ * frames reach the same code, say).  The native runs still do them all. */
+static inline int
+check_emulated (void)
+{
+  const char *e = getenv ("GPUNET_TEST_EMULATED");
+  return e && *e && strcmp (e, "0") != 0;
+}
+
 /* Reads a whole file into malloc()ed memory; NULL on failure. */
 static inline void *
 check_read_file (const char *path, size_t *size)

@@ -394,6 +394,10 @@ test_against_reference (void)
       for (int mode = 0; mode < 3; mode++)
         for (size_t pi = 0; pi < (mode == GPUNET_RESIZE_CENTER_CROP ? 3u : 1u); pi++) {
           const int R = outs[oi];
+          /* under an emulator the slow reference at 96 x 96 takes minutes; 7 and 32
+           * reach the same up- and downscaling loops */
+          if (check_emulated () && R > 32)
+            continue;
           float *a = malloc (sizeof (float) * 3 * R * R), *b = malloc (sizeof (float) * 3 * R * R);
           CHECK (kernel_run_r (&img, R, mode, pcts[pi], 0, a) == 0);
           ref_preprocess (rgb, w, h, R, mode, pcts[pi], b);
