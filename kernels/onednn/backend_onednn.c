@@ -481,8 +481,10 @@ fast_plan_graph (const gpunet_graph *graph, const gpunet_plan_params *params, vo
     }
     s->bf16 = 1;
     s->opt.pw = GPUNET_CPU_ONEDNN;
-    /* auto: not where oneDNN's bf16 convolutions run on AMX (unmeasured there, and AMX's
-     * rate is several times vdpbf16ps's); own: there too */
+    /* auto: not where oneDNN's bf16 convolutions on our tensors run on AMX (unmeasured
+     * there, and AMX's rate is several times vdpbf16ps's; oneDNN 2.6 and 3.7 do not run
+     * them on AMX, and there ours took 0.70-0.76 of the time of their AVX-512 BF16 kernels
+     * on GPUNet-0, -1 and -2); own: there too */
     s->bf16_wino = s->opt.winograd == GPUNET_CPU_OWN
         || (s->opt.winograd == GPUNET_CPU_AUTO && !gpunet_onednn_bf16_amx ());
   }

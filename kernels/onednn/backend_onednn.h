@@ -18,14 +18,18 @@ extern const gpunet_backend gpunet_backend_cpu_fast;
  * gpunet_backend_cpu_fast.plan gave); -1 for an op index out of range. */
 int gpunet_onednn_op_impl (const void *state, int op);
 
-/* 1 where oneDNN's bf16 convolutions run on AMX tiles: the CPU has AMX-BF16 and oneDNN is
- * not capped below it.  Our bf16-session kernels that stand in for oneDNN's convolutions
- * (the Winograd and 1x1 ones) were measured against its AVX-512 BF16 kernels only, so
- * there (option auto) they leave the convolutions to oneDNN. */
+/* 1 where the CPU has AMX-BF16 and oneDNN is not capped below it. */
+int gpunet_onednn_amx_host (void);
+
+/* 1 where oneDNN's bf16 convolutions on our blocked tensors run on AMX tiles: an AMX host
+ * whose oneDNN picks an AMX kernel for them (asked once, of a 1x1 and a 3x3 convolution).
+ * oneDNN 2.6 and 3.7 do not (their AMX convolutions take NHWC tensors).  Where it does, our
+ * Winograd kernels leave the bf16 convolutions to it (option winograd=auto), measured
+ * against its AVX-512 BF16 kernels only. */
 int gpunet_onednn_bf16_amx (void);
 
 /* 1 where the bf16pw=auto rule gives layers to our bf16 1x1 kernel (pwb_plan.c): with
- * oneDNN 2.x off AMX; tests check the rule with it. */
+ * oneDNN 2.x, not on an AMX host; tests check the rule with it. */
 int gpunet_onednn_pwb_auto (void);
 
 /* Tests: the CPU code paths (cpu_paths.h bits) our kernels in a planned state run: the

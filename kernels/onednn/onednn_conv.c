@@ -2,6 +2,7 @@
  * (impl GPUNET_ONEDNN_CONV), planned per batch size as primitives with bias, eltwise
  * and sum post-ops over the blocked activations, their weights reordered once per layout,
  * one scratchpad shared by all; and running one of them. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -634,12 +635,59 @@ out:
   return st;
 }
 
+/* Whether oneDNN picks an AMX kernel for a bf16 convolution on our tensors: bf16
+ * nChw16c in and out, weights in its own layout, a 1x1 and a 3x3 of 64 channels on
+ * 20x20 (the kinds our Winograd and bf16 1x1 kernels would otherwise take).  oneDNN 2.6
+ * and 3.7 do not: their AMX convolutions take NHWC tensors, and on blocked ones they run
+ * avx512_core_bf16 kernels even where the CPU has AMX. */
+static int bf16_blocked_amx;
+
+static void
+probe_bf16_blocked_amx (void)
+{
+  dnnl_engine_t eng = NULL;
+  if (dnnl_engine_create (&eng, dnnl_cpu, 0) != dnnl_success)
+    return;
+  int amx = 1;
+  for (int k = 1; k <= 3 && amx; k += 2) {
+    md_t src = { 0 }, wei = { 0 }, dst = { 0 };
+    const dnnl_dims_t act = { 1, 64, 20, 20 }, w = { 64, 64, k, k };
+    const dnnl_dims_t strides = { 1, 1 }, pad = { k / 2, k / 2 };
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    amx = md_make_dt (&src, 4, act, dnnl_bf16, dnnl_aBcd16b) == dnnl_success
+        && md_make_dt (&wei, 4, w, dnnl_bf16, dnnl_format_tag_any) == dnnl_success
+        && md_make_dt (&dst, 4, act, dnnl_bf16, dnnl_aBcd16b) == dnnl_success
+        && conv_pd_make (&pd, eng, dnnl_convolution_direct, MD (src), MD (wei), NULL,
+            MD (dst), strides, pad, pad, NULL) == dnnl_success
+        && dnnl_primitive_desc_query (pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success
+        && impl && strstr (impl, "amx") != NULL;
+    if (pd)
+      dnnl_primitive_desc_destroy (pd);
+    md_free (&src);
+    md_free (&wei);
+    md_free (&dst);
+  }
+  dnnl_engine_destroy (eng);
+  bf16_blocked_amx = amx;
+}
+
 int
-gpunet_onednn_bf16_amx (void)
+gpunet_onednn_amx_host (void)
 {
   const unsigned isa = (unsigned) dnnl_get_effective_cpu_isa ();
   const unsigned amx = (unsigned) dnnl_cpu_isa_avx512_core_amx;
   return gpunet_cpu_amx_bf16 () && (isa & amx) == amx;
+}
+
+int
+gpunet_onednn_bf16_amx (void)
+{
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  if (!gpunet_onednn_amx_host ())
+    return 0;
+  pthread_once (&once, probe_bf16_blocked_amx);
+  return bf16_blocked_amx;
 }
 
 gpunet_status

@@ -8,15 +8,16 @@
 
 /* Whether bf16pw=auto gives any layer to our kernel: with oneDNN 2.x on AVX-512 BF16.
  * Not with oneDNN 3.x, whose bf16 1x1 convolutions ran GPUNet-P0 and -P1 in 0.968-0.979
- * of the time with ours (Debian 13's 3.7, Zen 5), nor where oneDNN's bf16 convolutions
- * run on AMX (unmeasured against ours). */
+ * of the time with ours (Debian 13's 3.7, Zen 5), nor on a CPU with AMX-BF16: on an Intel
+ * Xeon with AMX oneDNN 2.6's (AVX-512 BF16, off AMX on our tensors) took 0.95 and 0.96
+ * of ours there, and where oneDNN runs them on AMX ours is unmeasured against it. */
 int
 gpunet_onednn_pwb_auto (void)
 {
 #if DNNL_VERSION_MAJOR >= 3
   return 0;
 #else
-  return !gpunet_onednn_bf16_amx ();
+  return !gpunet_onednn_amx_host ();
 #endif
 }
 
